@@ -1,0 +1,269 @@
+// The PostgreSQL store: tenants, tokens, submissions, the job queue, stage events, verdicts,
+// workers and the audit log. The only file set that includes libpqxx is server/store/*.cc;
+// every libpqxx exception is caught there and mapped to an absl::Status:
+//   connection failures -> UNAVAILABLE, serialization/deadlock -> ABORTED (retried inside),
+//   unique violations -> ALREADY_EXISTS, missing rows -> NOT_FOUND, lost leases ->
+//   FAILED_PRECONDITION with the message "lease lost".
+// One named SQL statement per operation lives in queries.cc with a comment saying why it is
+// written that way. Thread-safe: each call takes a connection from a small pool.
+#ifndef PTXBENCH_SERVER_STORE_STORE_H_
+#define PTXBENCH_SERVER_STORE_STORE_H_
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace ptxbench::store {
+
+// Enumerations are stored as their lower-case text names so that the database reads plainly
+// in psql and Grafana: arch "sm_90a"/"sm_100a"; job kind "compile"/"evaluate";
+// scope "full"/"compile_only"; knowledge "none"/"templates"/"contract";
+// role "vendor"/"worker"/"admin"; failure kind "kernel"/"infrastructure";
+// submission state "queued"/"running"/"finished"/"cancelled";
+// job state "queued"/"leased"/"done"/"failed"/"cancelled";
+// worker state "active"/"draining"/"unhealthy"/"offline".
+
+struct StoreOptions {
+  std::string database_url;        // libpq connection string or URI.
+  int pool_size = 8;               // Connections held open.
+  absl::Duration lease_duration = absl::Seconds(60);
+  int max_infrastructure_attempts = 3;  // A job failing for infrastructure this often fails.
+  absl::Duration retry_backoff_base = absl::Seconds(2);  // Doubles per attempt, jittered.
+};
+
+struct TenantRow {
+  std::string name;
+  int submissions_per_minute = 0;  // 0 = server default.
+  int max_queued = 0;              // 0 = server default.
+  absl::Time created_at;
+};
+
+struct TokenRow {
+  std::string token_id;
+  std::string tenant;
+  std::string role;
+  std::string description;
+  bool revoked = false;
+};
+
+struct NewSubmission {
+  std::string tenant;
+  std::string task_id;
+  std::string task_version_hash;
+  std::string arch;
+  std::string language;            // "cuda" or "ptx".
+  std::string source;              // Stored once per sha256 in the sources table.
+  std::string launch_plan_json;    // Empty when the plan is in the source.
+  std::string model;
+  std::string session_id;
+  int turn_index = 0;
+  std::string knowledge_level;
+  std::string scope;               // "full" or "compile_only".
+  std::string idempotency_key;     // Empty for none; unique per tenant otherwise.
+};
+
+struct VerdictRow {
+  std::string verdict_class;       // VerdictClass name without prefix, lower-case: "pass", ...
+  bool compiled = false;
+  bool correct = false;
+  bool target_executed = false;
+  bool tic = false;
+  double speedup = 0;
+  bool runtime_unverified = false;
+  std::string message;
+  std::string verdict_json;        // The complete verdict (JSONB).
+  absl::Time finished_at;
+};
+
+struct SubmissionRow {
+  std::string id;
+  std::string tenant;
+  std::string task_id;
+  std::string task_version_hash;
+  std::string arch;
+  std::string language;
+  std::string source_sha256;
+  std::string model;
+  std::string session_id;
+  int turn_index = 0;
+  std::string knowledge_level;
+  std::string scope;
+  std::string state;
+  std::string stage;               // Latest stage name: "queued", "compile", ..., "done".
+  absl::Time created_at;
+  std::optional<VerdictRow> verdict;
+};
+
+struct SubmissionFilter {
+  std::string tenant;              // Required: a vendor lists only its own.
+  std::string session_id;          // Optional.
+  std::string task_id;             // Optional.
+  int page_size = 50;
+  std::string page_token;          // Opaque; from the previous page.
+};
+
+struct SubmissionPage {
+  std::vector<SubmissionRow> submissions;
+  std::string next_page_token;     // Empty on the last page.
+};
+
+// A stage event for watchers; seq increases per submission.
+struct StageEventRow {
+  int64_t seq = 0;
+  std::string submission_id;
+  std::string stage;
+  std::string payload_json;        // The StageResult / notice / verdict as JSON.
+  absl::Time at;
+};
+
+struct WorkerRegistration {
+  std::string hostname;
+  std::string arch;                // Empty for compile-only workers.
+  std::string gpu_name;
+  std::string gpu_uuid;
+  bool compile_only = false;
+  std::string identity_json;       // The full WorkerIdentity (versions) for audit.
+};
+
+struct WorkerRow {
+  std::string worker_id;
+  WorkerRegistration registration;
+  std::string state;
+  std::string health_detail;
+  absl::Time last_seen;
+  int jobs_held = 0;
+};
+
+// Identifies one lease of one job. Every mutation of a leased job is fenced by all three.
+struct LeaseRef {
+  std::string job_id;
+  std::string worker_id;
+  int attempt = 0;
+};
+
+struct LeasedJobRow {
+  LeaseRef lease;
+  std::string kind;                // "compile" or "evaluate".
+  std::string submission_id;
+  std::string task_id;
+  std::string task_version_hash;
+  std::string arch;
+  std::string language;
+  std::string source;
+  std::string launch_plan_json;
+  absl::Time lease_expires_at;
+};
+
+struct HeartbeatResult {
+  std::vector<LeaseRef> lost;          // No longer held by this worker.
+  std::vector<std::string> cancelled_job_ids;
+  bool drain = false;
+};
+
+struct QueueDepthRow {
+  std::string arch;
+  std::string kind;
+  int64_t queued = 0;
+  int64_t leased = 0;
+  double oldest_age_seconds = 0;
+};
+
+class Store {
+ public:
+  // Connects (pool) without touching the schema.
+  static absl::StatusOr<std::unique_ptr<Store>> Connect(const StoreOptions& options);
+  virtual ~Store();
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  // Applies every NNNN_name.up.sql in `migrations_dir` not yet applied, in order, each in a
+  // transaction, under an advisory lock so two servers starting together do not race.
+  absl::Status MigrateUp(const std::string& migrations_dir);
+  // Reverts the newest `steps` applied migrations with their .down.sql.
+  absl::Status MigrateDown(const std::string& migrations_dir, int steps);
+  absl::StatusOr<int> SchemaVersion();
+
+  // Tenants and tokens. Secrets are never stored: only sha256(secret).
+  absl::Status CreateTenant(const TenantRow& tenant);
+  absl::StatusOr<std::vector<TenantRow>> ListTenants();
+  absl::StatusOr<TenantRow> GetTenant(const std::string& name);
+  absl::Status CreateToken(const TokenRow& token, const std::string& secret_sha256);
+  // Looks a token up by the sha256 of its secret; NOT_FOUND when absent or revoked.
+  absl::StatusOr<TokenRow> FindTokenBySecretHash(const std::string& secret_sha256);
+  absl::Status RevokeToken(const std::string& token_id);
+  absl::StatusOr<int64_t> CountTokens();
+
+  // Submissions. CreateSubmission stores the source (once per hash), the submission, its
+  // first job (always a compile job; an evaluate job follows a clean compile unless the scope
+  // is compile_only), a "queued" stage event and an audit row in one transaction, then
+  // NOTIFYs waiting leasers. A repeated idempotency key returns the first submission.
+  absl::StatusOr<SubmissionRow> CreateSubmission(const NewSubmission& submission);
+  // Counts the tenant's submissions created in the last minute and those not finished.
+  absl::StatusOr<int64_t> CountRecentSubmissions(const std::string& tenant, absl::Duration window);
+  absl::StatusOr<int64_t> CountUnfinishedSubmissions(const std::string& tenant);
+  // `tenant` empty means any tenant (admins); otherwise NOT_FOUND for other tenants' rows.
+  absl::StatusOr<SubmissionRow> GetSubmission(const std::string& id, const std::string& tenant);
+  absl::StatusOr<SubmissionPage> ListSubmissions(const SubmissionFilter& filter);
+  absl::StatusOr<SubmissionRow> CancelSubmission(const std::string& id, const std::string& tenant);
+  absl::StatusOr<std::vector<StageEventRow>> ListStageEvents(const std::string& submission_id,
+                                                             int64_t after_seq);
+  // Appends a notice event (e.g. no worker for the arch) unless an identical one is latest.
+  absl::Status AppendNotice(const std::string& submission_id, const std::string& notice_json);
+
+  // Workers.
+  absl::StatusOr<WorkerRow> RegisterWorker(const WorkerRegistration& registration);
+  absl::StatusOr<std::vector<WorkerRow>> ListWorkers();
+  absl::StatusOr<WorkerRow> SetWorkerState(const std::string& worker_id, const std::string& state,
+                                           const std::string& detail);
+  // Number of active workers able to run a job of `kind` for `arch` (seen within `recent`).
+  absl::StatusOr<int64_t> CountCapableWorkers(const std::string& arch, const std::string& kind,
+                                              absl::Duration recent);
+
+  // The queue. LeaseJob takes at most one job the worker may run: compile jobs of any arch
+  // for compile-only workers, compile and evaluate jobs of its own arch for GPU workers;
+  // oldest first within a fair-share order across tenants (the tenant with the fewest jobs
+  // currently leased goes first); FOR UPDATE SKIP LOCKED so concurrent leasers never share a
+  // job; jobs whose not_before is in the future are skipped. Returns nullopt when none.
+  absl::StatusOr<std::optional<LeasedJobRow>> LeaseJob(const std::string& worker_id);
+  absl::StatusOr<HeartbeatResult> Heartbeat(const std::string& worker_id,
+                                            const std::vector<LeaseRef>& leases, bool healthy,
+                                            const std::string& health_detail);
+  // Fenced by the lease: FAILED_PRECONDITION("lease lost") when the lease is not held.
+  absl::Status ReportStage(const LeaseRef& lease, const std::string& stage,
+                           const std::string& result_json);
+  // Records the verdict of a job. For a compile job of a full-scope submission that
+  // compiled, enqueues the evaluate job instead of finishing the submission.
+  absl::Status CompleteJob(const LeaseRef& lease, const VerdictRow& verdict);
+  // kind "kernel": the submission finishes with the given verdict class and is never retried.
+  // kind "infrastructure": requeued with exponential backoff until
+  // max_infrastructure_attempts, then finished as "infrastructure_failure". Returns whether
+  // the job will be retried.
+  absl::StatusOr<bool> FailJob(const LeaseRef& lease, const std::string& kind,
+                               const std::string& reason);
+  // Requeues every job whose lease expired (counts as an infrastructure attempt). Returns the
+  // number requeued. Also marks workers offline that were not seen for a lease period.
+  absl::StatusOr<int> ReapExpiredLeases();
+  absl::StatusOr<std::vector<QueueDepthRow>> QueueDepths();
+
+  // Blocks up to `timeout` for a NOTIFY on the queue channel on a dedicated connection.
+  // Returns true when woken. Polling stays the source of truth; this only shortens waits.
+  absl::StatusOr<bool> WaitForQueueChange(absl::Duration timeout);
+  // Same for stage events of any submission (watchers re-read their submission's events).
+  absl::StatusOr<bool> WaitForEvents(absl::Duration timeout);
+
+ private:
+  class Impl;
+  explicit Store(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ptxbench::store
+
+#endif  // PTXBENCH_SERVER_STORE_STORE_H_

@@ -1,0 +1,3 @@
+// Catch2's own main, compiled once for every test binary.
+#define CATCH_CONFIG_MAIN
+#include <catch2/catch.hpp>
