@@ -1,0 +1,122 @@
+// The task model and its loader. A task lives in tasks/<id>/task.json plus the files it names
+// (prompts, template headers, solutions, decoys); docs/task-authoring.md is the format's
+// reference. A malformed task is rejected at load with the file and the field named.
+#ifndef PTXBENCH_COMMON_TASK_H_
+#define PTXBENCH_COMMON_TASK_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "nlohmann/json.hpp"
+
+namespace ptxbench {
+
+enum class DType { kBF16, kFP16, kFP32, kFP8E4M3, kInt32 };
+std::string DTypeName(DType dtype);
+int DTypeBytes(DType dtype);
+
+enum class TensorRole { kInput, kOutput };
+
+// How inputs are drawn: normal(0,1), or the "spiky" stress distribution
+// N(0,1) + N(0,100)·Bernoulli(0.001) of the original benchmark's attention backward.
+enum class Distribution { kNormal, kSpiky };
+
+struct TensorSpec {
+  std::string name;
+  TensorRole role = TensorRole::kInput;
+  DType dtype = DType::kBF16;
+  std::vector<std::string> shape;   // Axis names or expressions, outermost first (row-major).
+  Distribution distribution = Distribution::kNormal;
+};
+
+struct Workload {
+  std::string name;
+  std::map<std::string, int64_t> axes;
+  bool timed = false;               // Exactly one workload per task is timed.
+  int trials = 1;
+};
+
+struct Tolerance {
+  enum class Rule { kAllClose, kRelativeNorm };
+  Rule rule = Rule::kAllClose;
+  double atol = 1e-2;               // kAllClose: an element fails only if |err| > atol AND
+  double rtol = 1e-2;               //   |err| > rtol·|ref|.
+  double matched_ratio = 1.0;       // kAllClose: fraction of elements that must match.
+  double max_relative_norm = 0;     // kRelativeNorm: ‖out−ref‖₂/‖ref‖₂ must not exceed this.
+};
+
+struct ArchSpec {
+  std::string arch;                           // "sm_90a" or "sm_100a".
+  std::vector<std::string> target_families;   // Names from common/target_families.h.
+  bool runtime_unverified = false;            // No GPU of this arch where we validate.
+  std::vector<std::string> template_headers;  // Paths relative to the task folder.
+};
+
+struct SourceRef {
+  std::string arch;
+  std::string path;                 // Relative to the task folder.
+  std::string expect;               // A VerdictClass name: "pass", "wrong_result", ...
+  std::string scope = "full";       // "full" or "compile_only".
+  std::string note;                 // What this decoy tries, for reports.
+};
+
+struct Task {
+  std::string id;
+  std::string title;
+  std::string description;
+  std::string dir;                                  // Absolute path of tasks/<id>.
+  std::string version_hash;                         // sha256 over task.json and every file it names.
+  std::vector<std::string> axes;
+  std::vector<TensorSpec> tensors;
+  std::map<std::string, std::string> scalars;       // name -> expression over axes (e.g. softmax scale).
+  std::vector<Workload> workloads;
+  Tolerance tolerance;
+  std::string baseline_library;                     // "cublaslt" or "cudnn".
+  std::string baseline_operation;                   // e.g. "gemm_a_bt_bf16", "sdpa_fwd".
+  std::string flops_expr;                           // Roofline: operations over axes.
+  std::string min_bytes_expr;                       // Roofline: fewest bytes moved.
+  int64_t scratch_cap_bytes = 0;
+  std::map<std::string, ArchSpec> arches;           // Keyed by arch name.
+  std::map<std::string, std::string> prompt_paths;  // knowledge level -> path.
+  std::vector<SourceRef> solutions;
+  std::vector<SourceRef> decoys;
+  nlohmann::json definition;                        // task.json as loaded (served to vendors).
+
+  const Workload& TimedWorkload() const;
+  const ArchSpec* FindArch(const std::string& arch) const;
+};
+
+// Reads one task folder; errors name the file and the field ("tasks/x/task.json: field
+// 'workloads[1].axes': missing axis 'K'").
+absl::StatusOr<Task> LoadTask(const std::string& task_dir);
+
+// The prompt for a knowledge level ("none", "templates", "contract") and arch: the level's
+// prompt file with {{placeholders}} filled (task description, tensors, workloads, the
+// submission and launch-plan contract from tasks/_shared, hardware parameters of the arch),
+// plus the template headers' text at levels templates and contract.
+absl::StatusOr<std::string> RenderPrompt(const Task& task, const std::string& arch,
+                                         const std::string& knowledge_level);
+
+// The template headers a source for `arch` may #include, as name -> content.
+absl::StatusOr<std::map<std::string, std::string>> TemplateHeaders(const Task& task,
+                                                                   const std::string& arch);
+
+// Every task under a tasks/ folder (folders starting with '_' are shared material, not tasks).
+class TaskCatalog {
+ public:
+  static absl::StatusOr<TaskCatalog> Load(const std::string& tasks_dir);
+  const Task* Find(const std::string& id) const;
+  const std::vector<Task>& tasks() const { return tasks_; }
+
+ private:
+  std::vector<Task> tasks_;
+};
+
+}  // namespace ptxbench
+
+#endif  // PTXBENCH_COMMON_TASK_H_
