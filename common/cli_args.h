@@ -8,6 +8,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -15,6 +16,13 @@
 namespace ptxbench {
 
 struct FlagSpec {
+  FlagSpec(std::string flag_name, bool flag_takes_value, std::string flag_help,
+           std::string flag_default = "")
+      : name(std::move(flag_name)),
+        takes_value(flag_takes_value),
+        help(std::move(flag_help)),
+        default_value(std::move(flag_default)) {}
+
   std::string name;        // Without dashes.
   bool takes_value = true;
   std::string help;

@@ -1,0 +1,17 @@
+// `ptxbench submit` and `ptxbench watch`: one kernel to the server, its stage events back.
+#ifndef PTXBENCH_CLIENT_SUBMISSION_COMMANDS_H_
+#define PTXBENCH_CLIENT_SUBMISSION_COMMANDS_H_
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace ptxbench::client {
+
+int SubmitCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int WatchCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int TasksCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+
+}  // namespace ptxbench::client
+
+#endif  // PTXBENCH_CLIENT_SUBMISSION_COMMANDS_H_
