@@ -132,12 +132,12 @@ int main(int argc, char** argv) {
 
   // The families PTXBench's target-instruction check cares about, by PTX opcode prefix.
   const std::vector<std::string> opcodes = {
-      "tcgen05.alloc",  "tcgen05.dealloc", "tcgen05.relinquish_alloc_permit",
-      "tcgen05.mma",    "tcgen05.commit",  "tcgen05.ld",
-      "tcgen05.st",     "tcgen05.wait",    "tcgen05.fence",
-      "tcgen05.cp",     "wgmma.",          "cp.async.bulk.tensor",
-      "mbarrier.",      "elect.sync",      "setmaxnreg",
-      "fence.proxy.async", "stmatrix",     "prefetch.tensormap"};
+      "tcgen05.alloc",     "tcgen05.dealloc", "tcgen05.relinquish_alloc_permit",
+      "tcgen05.mma",       "tcgen05.commit",  "tcgen05.ld",
+      "tcgen05.st",        "tcgen05.wait",    "tcgen05.fence",
+      "tcgen05.cp",        "wgmma.",          "cp.async.bulk.tensor",
+      "mbarrier.",         "elect.sync",      "setmaxnreg",
+      "fence.proxy.async", "stmatrix",        "prefetch.tensormap"};
   std::printf("== PTX instructions (count of static occurrences)\n");
   for (const std::string& opcode : opcodes) {
     const int count = CountOpcode(ptx, opcode);
@@ -150,8 +150,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "nvJitLinkCreate failed for %s\n", arch.c_str());
     return 1;
   }
-  const nvJitLinkResult added = nvJitLinkAddData(linker, NVJITLINK_INPUT_PTX, ptx.c_str(),
-                                                 ptx.size(), "submission.ptx");
+  const nvJitLinkResult added =
+      nvJitLinkAddData(linker, NVJITLINK_INPUT_PTX, ptx.c_str(), ptx.size(), "submission.ptx");
   const nvJitLinkResult linked = added == NVJITLINK_SUCCESS ? nvJitLinkComplete(linker) : added;
   size_t info_size = 0;
   size_t error_size = 0;

@@ -201,8 +201,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
       if (vector_ok && col + kEpilogueColumns <= N) {
 #pragma unroll
         for (int v = 0; v < kEpilogueColumns / 8; ++v) {
-          bw::st_global_v4(c_row + col + 8 * v, packed[4 * v], packed[4 * v + 1],
-                           packed[4 * v + 2], packed[4 * v + 3]);
+          bw::st_global_v4(c_row + col + 8 * v, packed[4 * v], packed[4 * v + 1], packed[4 * v + 2],
+                           packed[4 * v + 3]);
         }
       } else {
 #pragma unroll
