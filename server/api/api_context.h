@@ -1,0 +1,63 @@
+// Everything the gRPC services share: the store, the task catalog, metrics, auth, the change
+// signals and the limits. Owned by Server; the services hold a pointer.
+#ifndef PTXBENCH_SERVER_API_API_CONTEXT_H_
+#define PTXBENCH_SERVER_API_API_CONTEXT_H_
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "absl/time/time.h"
+#include "common/task.h"
+#include "server/api/auth.h"
+#include "server/api/job_tracker.h"
+#include "server/api/notifier.h"
+#include "server/metrics.h"
+#include "server/store/store.h"
+
+namespace ptxbench::api {
+
+struct ApiOptions {
+  int lease_seconds = 60;
+  // Tenant limits used when the tenant row says 0 ("server default").
+  int default_submissions_per_minute = 600;
+  int default_max_queued = 10000;
+  // How often a waiting stream re-reads the store when no change signal arrived: the upper
+  // bound on how late a change made by another replica whose NOTIFY was lost is seen.
+  absl::Duration poll_interval = absl::Seconds(1);
+  // How often a waiting stream checks whether its client went away (sync API streams cannot
+  // be interrupted while blocked, see server/server.cc).
+  absl::Duration cancel_check_interval = absl::Milliseconds(200);
+  // How often a watcher of a queued submission re-checks that some worker can run it.
+  absl::Duration worker_check_interval = absl::Seconds(10);
+  int max_slots = 64;
+};
+
+struct ApiContext {
+  store::Store* store = nullptr;
+  const TaskCatalog* catalog = nullptr;
+  server::Metrics* metrics = nullptr;
+  Authenticator* auth = nullptr;
+  Notifier* queue_changes = nullptr;
+  Notifier* event_changes = nullptr;
+  JobTracker* jobs = nullptr;
+  ApiOptions options;
+
+  // Serializes the limit check and insert of one tenant's submissions, so that concurrent
+  // Submits of a tenant cannot both pass a limit with one slot left (within this process).
+  std::mutex& TenantMutex(const std::string& tenant) {
+    std::lock_guard<std::mutex> lock(tenant_mutexes_mu_);
+    auto& mu = tenant_mutexes_[tenant];
+    if (!mu) mu = std::make_unique<std::mutex>();
+    return *mu;
+  }
+
+ private:
+  std::mutex tenant_mutexes_mu_;
+  std::map<std::string, std::unique_ptr<std::mutex>> tenant_mutexes_;
+};
+
+}  // namespace ptxbench::api
+
+#endif  // PTXBENCH_SERVER_API_API_CONTEXT_H_

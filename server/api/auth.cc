@@ -1,0 +1,192 @@
+#include "server/api/auth.h"
+
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+
+#include <array>
+#include <cstdio>
+#include <stdexcept>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "spdlog/spdlog.h"
+
+namespace ptxbench::api {
+namespace {
+
+constexpr char kBearerPrefix[] = "Bearer ";
+constexpr char kTokenPrefix[] = "ptxb_";
+constexpr size_t kTokenIdBytes = 8;      // 16 hex characters: collisions are irrelevant.
+constexpr size_t kSecretBytes = 32;      // 256 bits of secret.
+
+std::string Hex(const unsigned char* data, size_t size) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(size * 2);
+  for (size_t i = 0; i < size; ++i) {
+    out.push_back(kDigits[data[i] >> 4]);
+    out.push_back(kDigits[data[i] & 0xf]);
+  }
+  return out;
+}
+
+std::string RandomHex(size_t bytes) {
+  std::array<unsigned char, 64> buffer{};
+  if (bytes > buffer.size() || RAND_bytes(buffer.data(), static_cast<int>(bytes)) != 1) {
+    // Without randomness no secret can be made safely; this is not recoverable.
+    throw std::runtime_error("RAND_bytes failed: no entropy for a token secret");
+  }
+  return Hex(buffer.data(), bytes);
+}
+
+bool IsLowerHex(const std::string& text) {
+  for (char c : text) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return !text.empty();
+}
+
+}  // namespace
+
+std::string RoleText(Role role) {
+  switch (role) {
+    case Role::kVendor:
+      return "vendor";
+    case Role::kWorker:
+      return "worker";
+    case Role::kAdmin:
+      return "admin";
+  }
+  return "vendor";
+}
+
+absl::StatusOr<Role> ParseRoleText(const std::string& text) {
+  if (text == "vendor") return Role::kVendor;
+  if (text == "worker") return Role::kWorker;
+  if (text == "admin") return Role::kAdmin;
+  return absl::InvalidArgumentError(
+      absl::StrCat("role: '", text, "' is not one of vendor, worker, admin"));
+}
+
+std::string Sha256Hex(const std::string& data) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  EVP_Digest(data.data(), data.size(), digest, &size, EVP_sha256(), nullptr);
+  return Hex(digest, size);
+}
+
+GeneratedToken GenerateToken() {
+  GeneratedToken token;
+  token.token_id = RandomHex(kTokenIdBytes);
+  token.token = absl::StrCat(kTokenPrefix, token.token_id, "_", RandomHex(kSecretBytes));
+  token.sha256 = Sha256Hex(token.token);
+  return token;
+}
+
+bool IsLoopbackPeer(const std::string& peer) {
+  return absl::StartsWith(peer, "ipv4:127.") || absl::StartsWith(peer, "ipv6:[::1]") ||
+         absl::StartsWith(peer, "ipv6:[::ffff:127.") || absl::StartsWith(peer, "unix:");
+}
+
+absl::Status RequireRole(const Caller& caller, std::initializer_list<Role> roles) {
+  if (caller.role == Role::kAdmin) return absl::OkStatus();
+  std::string wanted;
+  for (Role role : roles) {
+    if (role == caller.role) return absl::OkStatus();
+    absl::StrAppend(&wanted, wanted.empty() ? "" : " or ", RoleText(role));
+  }
+  return absl::PermissionDeniedError(absl::StrCat("this call needs a ", wanted,
+                                                  " token; the caller's token has role ",
+                                                  RoleText(caller.role)));
+}
+
+Authenticator::Authenticator(store::Store* store, Options options)
+    : store_(store), options_(options) {}
+
+absl::StatusOr<bool> Authenticator::BootstrapMode() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (tokens_exist_) return false;
+  const absl::Time now = absl::Now();
+  if (now < next_token_count_check_) return true;
+  auto count = store_->CountTokens();
+  if (!count.ok()) return count.status();
+  if (*count > 0) {
+    tokens_exist_ = true;
+    return false;
+  }
+  // A token made by `ptxbench-server token create` in another process is seen within 1 s.
+  next_token_count_check_ = now + absl::Seconds(1);
+  return true;
+}
+
+absl::StatusOr<Caller> Authenticator::Authenticate(const std::string& authorization,
+                                                   const std::string& peer) {
+  auto bootstrap = BootstrapMode();
+  if (!bootstrap.ok()) return bootstrap.status();
+  if (*bootstrap) {
+    if (!IsLoopbackPeer(peer)) {
+      return absl::UnauthenticatedError(
+          "no API token exists yet, so only loopback clients are accepted; create one with "
+          "`ptxbench-server token create --tenant T --role admin`");
+    }
+    return Caller{kLocalTenant, Role::kAdmin, ""};
+  }
+  if (authorization.empty()) {
+    return absl::UnauthenticatedError("missing 'authorization: Bearer ptxb_...' metadata");
+  }
+  if (!absl::StartsWith(authorization, kBearerPrefix)) {
+    return absl::UnauthenticatedError("authorization: expected 'Bearer ptxb_<id>_<secret>'");
+  }
+  const std::string token =
+      std::string(absl::StripAsciiWhitespace(authorization.substr(sizeof(kBearerPrefix) - 1)));
+  // Shape check before hashing: "ptxb_" + 16 hex + "_" + 64 hex.
+  const size_t id_end = token.find('_', sizeof(kTokenPrefix) - 1);
+  if (!absl::StartsWith(token, kTokenPrefix) || id_end == std::string::npos ||
+      !IsLowerHex(token.substr(sizeof(kTokenPrefix) - 1, id_end - (sizeof(kTokenPrefix) - 1))) ||
+      !IsLowerHex(token.substr(id_end + 1))) {
+    return absl::UnauthenticatedError("authorization: malformed token (expected ptxb_<id>_<secret>)");
+  }
+  const std::string hash = Sha256Hex(token);
+  const absl::Time now = absl::Now();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = cache_.find(hash);
+    if (it != cache_.end()) {
+      if (it->second.expires > now) {
+        const auto& row = it->second.token;
+        auto role = ParseRoleText(row.role);
+        if (role.ok()) return Caller{row.tenant, *role, row.token_id};
+      }
+      cache_.erase(it);
+    }
+  }
+  auto row = store_->FindTokenBySecretHash(hash);
+  if (absl::IsNotFound(row.status())) {
+    return absl::UnauthenticatedError("authorization: unknown or revoked token");
+  }
+  if (!row.ok()) return row.status();
+  if (row->revoked) return absl::UnauthenticatedError("authorization: unknown or revoked token");
+  auto role = ParseRoleText(row->role);
+  if (!role.ok()) {
+    return absl::InternalError(absl::StrCat("token ", row->token_id, " has unknown role '",
+                                            row->role, "'"));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  cache_[hash] = CachedToken{*row, now + options_.cache_ttl};
+  return Caller{row->tenant, *role, row->token_id};
+}
+
+void Authenticator::OnTokenCreated() {
+  std::lock_guard<std::mutex> lock(mu_);
+  tokens_exist_ = true;
+}
+
+void Authenticator::OnTokenRevoked(const std::string& token_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto it = cache_.begin(); it != cache_.end();) {
+    it = it->second.token.token_id == token_id ? cache_.erase(it) : std::next(it);
+  }
+}
+
+}  // namespace ptxbench::api

@@ -1,0 +1,98 @@
+// Bearer-token authentication and role checks for every API call.
+//
+// A token reads "ptxb_<id>_<secret>" and travels as `authorization: Bearer <token>`. Only the
+// sha256 of the whole token is stored, so a database dump grants nothing. Roles are vendor,
+// worker and admin; an admin may call every service.
+//
+// Bootstrapping: while the store holds no token at all, the server cannot know any caller, so
+// it accepts loopback peers only and treats them as admin of tenant "local" (the operator on
+// the machine itself); everything else is UNAUTHENTICATED. The first token created ends that
+// mode for good in this process.
+#ifndef PTXBENCH_SERVER_API_AUTH_H_
+#define PTXBENCH_SERVER_API_AUTH_H_
+
+#include <initializer_list>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "server/store/store.h"
+
+namespace ptxbench::api {
+
+enum class Role { kVendor, kWorker, kAdmin };
+std::string RoleText(Role role);  // "vendor", "worker", "admin".
+absl::StatusOr<Role> ParseRoleText(const std::string& text);
+
+// The tenant that loopback callers act as while no token exists.
+inline constexpr char kLocalTenant[] = "local";
+
+struct Caller {
+  std::string tenant;
+  Role role = Role::kVendor;
+  std::string token_id;        // Empty for the loopback bootstrap caller.
+
+  // The tenant filter for reads: admins see every tenant ("" to the store).
+  std::string VisibleTenant() const { return role == Role::kAdmin ? "" : tenant; }
+};
+
+// A freshly generated token. `token` is shown to its owner once; only `sha256` is stored.
+struct GeneratedToken {
+  std::string token_id;
+  std::string token;           // "ptxb_<id>_<secret>".
+  std::string sha256;          // Lower-case hex.
+};
+GeneratedToken GenerateToken();
+
+// Lower-case hex sha256 of `data`.
+std::string Sha256Hex(const std::string& data);
+
+// Whether a gRPC peer string ("ipv4:127.0.0.1:5000", "ipv6:[::1]:5000", "unix:...") is this
+// machine.
+bool IsLoopbackPeer(const std::string& peer);
+
+// PERMISSION_DENIED unless the caller holds one of `roles` (admin always passes).
+absl::Status RequireRole(const Caller& caller, std::initializer_list<Role> roles);
+
+class Authenticator {
+ public:
+  struct Options {
+    // How long a verified token is trusted without asking the store again. A revocation
+    // through this server takes effect at once; one through another replica within this
+    // period. 5 s keeps the token lookup off the hot Complete/ReportStage path (one indexed
+    // query saved per call) while a leaked token stays usable at most 5 s after revocation.
+    absl::Duration cache_ttl = absl::Seconds(5);
+  };
+
+  Authenticator(store::Store* store, Options options);
+
+  // `authorization` is the metadata value ("" when absent); `peer` is the gRPC peer string.
+  // UNAUTHENTICATED for a missing, malformed, unknown or revoked token.
+  absl::StatusOr<Caller> Authenticate(const std::string& authorization, const std::string& peer);
+
+  // Call after a token was created or revoked through this server.
+  void OnTokenCreated();
+  void OnTokenRevoked(const std::string& token_id);
+
+  // Whether the server is still in loopback bootstrap mode (no token in the store).
+  absl::StatusOr<bool> BootstrapMode();
+
+ private:
+  struct CachedToken {
+    store::TokenRow token;
+    absl::Time expires;
+  };
+
+  store::Store* store_;
+  Options options_;
+  std::mutex mu_;
+  bool tokens_exist_ = false;              // Once true, stays true.
+  absl::Time next_token_count_check_;      // Rate-limits CountTokens in bootstrap mode.
+  std::map<std::string, CachedToken> cache_;  // Keyed by sha256.
+};
+
+}  // namespace ptxbench::api
+
+#endif  // PTXBENCH_SERVER_API_AUTH_H_

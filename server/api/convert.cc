@@ -1,0 +1,364 @@
+#include "server/api/convert.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/util/json_util.h"
+#include "google/protobuf/util/time_util.h"
+#include "nlohmann/json.hpp"
+
+namespace ptxbench::api {
+namespace {
+
+template <typename Enum>
+struct NamedValue {
+  Enum value;
+  const char* name;
+};
+
+template <typename Enum, size_t N>
+std::string NameOf(const NamedValue<Enum> (&table)[N], Enum value) {
+  for (const auto& entry : table) {
+    if (entry.value == value) return entry.name;
+  }
+  return "";
+}
+
+template <typename Enum, size_t N>
+absl::StatusOr<Enum> ValueOf(const NamedValue<Enum> (&table)[N], const std::string& name,
+                             const char* what) {
+  for (const auto& entry : table) {
+    if (name == entry.name) return entry.value;
+  }
+  return absl::InvalidArgumentError(absl::StrCat("unknown ", what, " '", name, "'"));
+}
+
+// The names are those of store.h's header comment and of common/verdict.h.
+constexpr NamedValue<v1::Arch> kArches[] = {{v1::ARCH_SM_90A, "sm_90a"},
+                                            {v1::ARCH_SM_100A, "sm_100a"}};
+constexpr NamedValue<v1::JobKind> kJobKinds[] = {{v1::JOB_KIND_COMPILE, "compile"},
+                                                 {v1::JOB_KIND_EVALUATE, "evaluate"}};
+constexpr NamedValue<v1::EvaluationScope> kScopes[] = {
+    {v1::EVALUATION_SCOPE_FULL, "full"}, {v1::EVALUATION_SCOPE_COMPILE_ONLY, "compile_only"}};
+constexpr NamedValue<v1::KnowledgeLevel> kKnowledgeLevels[] = {
+    {v1::KNOWLEDGE_LEVEL_NONE, "none"},
+    {v1::KNOWLEDGE_LEVEL_TEMPLATES, "templates"},
+    {v1::KNOWLEDGE_LEVEL_CONTRACT, "contract"}};
+constexpr NamedValue<v1::SourceLanguage> kLanguages[] = {{v1::SOURCE_LANGUAGE_CUDA, "cuda"},
+                                                         {v1::SOURCE_LANGUAGE_PTX, "ptx"}};
+constexpr NamedValue<v1::Role> kRoles[] = {
+    {v1::ROLE_VENDOR, "vendor"}, {v1::ROLE_WORKER, "worker"}, {v1::ROLE_ADMIN, "admin"}};
+constexpr NamedValue<v1::WorkerState> kWorkerStates[] = {
+    {v1::WORKER_STATE_ACTIVE, "active"},
+    {v1::WORKER_STATE_DRAINING, "draining"},
+    {v1::WORKER_STATE_UNHEALTHY, "unhealthy"},
+    {v1::WORKER_STATE_OFFLINE, "offline"}};
+constexpr NamedValue<v1::SubmissionState> kSubmissionStates[] = {
+    {v1::SUBMISSION_STATE_QUEUED, "queued"},
+    {v1::SUBMISSION_STATE_RUNNING, "running"},
+    {v1::SUBMISSION_STATE_FINISHED, "finished"},
+    {v1::SUBMISSION_STATE_CANCELLED, "cancelled"}};
+constexpr NamedValue<v1::Stage> kStages[] = {{v1::STAGE_QUEUED, "queued"},
+                                             {v1::STAGE_COMPILE, "compile"},
+                                             {v1::STAGE_CORRECTNESS, "correctness"},
+                                             {v1::STAGE_TARGET_INSTRUCTIONS, "target_instructions"},
+                                             {v1::STAGE_TIMING, "timing"},
+                                             {v1::STAGE_DONE, "done"}};
+constexpr NamedValue<v1::VerdictClass> kVerdictClasses[] = {
+    {v1::VERDICT_CLASS_PASS, "pass"},
+    {v1::VERDICT_CLASS_COMPILE_ERROR, "compile_error"},
+    {v1::VERDICT_CLASS_PLAN_INVALID, "plan_invalid"},
+    {v1::VERDICT_CLASS_RUNTIME_ERROR, "runtime_error"},
+    {v1::VERDICT_CLASS_TIMEOUT, "timeout"},
+    {v1::VERDICT_CLASS_WRONG_RESULT, "wrong_result"},
+    {v1::VERDICT_CLASS_TARGET_NOT_EXECUTED, "target_not_executed"},
+    {v1::VERDICT_CLASS_INPUT_MUTATED, "input_mutated"},
+    {v1::VERDICT_CLASS_IMPOSSIBLE_TIME, "impossible_time"},
+    {v1::VERDICT_CLASS_COMPILED, "compiled"},
+    {v1::VERDICT_CLASS_INFRASTRUCTURE_FAILURE, "infrastructure_failure"},
+    {v1::VERDICT_CLASS_CANCELLED, "cancelled"}};
+constexpr NamedValue<v1::FailureKind> kFailureKinds[] = {
+    {v1::FAILURE_KIND_KERNEL, "kernel"}, {v1::FAILURE_KIND_INFRASTRUCTURE, "infrastructure"}};
+
+}  // namespace
+
+std::string ArchName(v1::Arch arch) { return NameOf(kArches, arch); }
+absl::StatusOr<v1::Arch> ParseArch(const std::string& name) {
+  return ValueOf(kArches, name, "arch");
+}
+std::string JobKindName(v1::JobKind kind) { return NameOf(kJobKinds, kind); }
+absl::StatusOr<v1::JobKind> ParseJobKind(const std::string& name) {
+  return ValueOf(kJobKinds, name, "job kind");
+}
+std::string ScopeName(v1::EvaluationScope scope) {
+  if (scope == v1::EVALUATION_SCOPE_UNSPECIFIED) return "full";
+  return NameOf(kScopes, scope);
+}
+absl::StatusOr<v1::EvaluationScope> ParseScope(const std::string& name) {
+  return ValueOf(kScopes, name, "scope");
+}
+std::string KnowledgeLevelName(v1::KnowledgeLevel level) {
+  return NameOf(kKnowledgeLevels, level);
+}
+absl::StatusOr<v1::KnowledgeLevel> ParseKnowledgeLevel(const std::string& name) {
+  return ValueOf(kKnowledgeLevels, name, "knowledge level");
+}
+std::string LanguageName(v1::SourceLanguage language) {
+  if (language == v1::SOURCE_LANGUAGE_UNSPECIFIED) return "cuda";
+  return NameOf(kLanguages, language);
+}
+absl::StatusOr<v1::SourceLanguage> ParseLanguage(const std::string& name) {
+  return ValueOf(kLanguages, name, "language");
+}
+std::string RoleName(v1::Role role) { return NameOf(kRoles, role); }
+absl::StatusOr<v1::Role> ParseRole(const std::string& name) {
+  return ValueOf(kRoles, name, "role");
+}
+std::string WorkerStateName(v1::WorkerState state) { return NameOf(kWorkerStates, state); }
+absl::StatusOr<v1::WorkerState> ParseWorkerState(const std::string& name) {
+  return ValueOf(kWorkerStates, name, "worker state");
+}
+std::string SubmissionStateName(v1::SubmissionState state) {
+  return NameOf(kSubmissionStates, state);
+}
+absl::StatusOr<v1::SubmissionState> ParseSubmissionState(const std::string& name) {
+  return ValueOf(kSubmissionStates, name, "submission state");
+}
+std::string StageName(v1::Stage stage) { return NameOf(kStages, stage); }
+absl::StatusOr<v1::Stage> ParseStage(const std::string& name) {
+  return ValueOf(kStages, name, "stage");
+}
+std::string VerdictClassName(v1::VerdictClass verdict_class) {
+  return NameOf(kVerdictClasses, verdict_class);
+}
+absl::StatusOr<v1::VerdictClass> ParseVerdictClass(const std::string& name) {
+  return ValueOf(kVerdictClasses, name, "verdict class");
+}
+std::string FailureKindName(v1::FailureKind kind) { return NameOf(kFailureKinds, kind); }
+
+google::protobuf::Timestamp ToTimestamp(absl::Time time) {
+  google::protobuf::Timestamp timestamp;
+  if (time == absl::InfinitePast() || time == absl::UnixEpoch()) return timestamp;
+  const int64_t nanos = absl::ToUnixNanos(time);
+  timestamp.set_seconds(nanos / 1000000000);
+  timestamp.set_nanos(static_cast<int32_t>(nanos % 1000000000));
+  if (timestamp.nanos() < 0) {
+    timestamp.set_seconds(timestamp.seconds() - 1);
+    timestamp.set_nanos(timestamp.nanos() + 1000000000);
+  }
+  return timestamp;
+}
+
+absl::Time FromTimestamp(const google::protobuf::Timestamp& timestamp) {
+  return absl::FromUnixSeconds(timestamp.seconds()) + absl::Nanoseconds(timestamp.nanos());
+}
+
+absl::StatusOr<std::string> MessageToJson(const google::protobuf::Message& message) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.preserve_proto_field_names = true;
+  std::string json;
+  auto status = google::protobuf::util::MessageToJsonString(message, &json, options);
+  if (!status.ok()) {
+    return absl::InternalError(absl::StrCat("encoding ", message.GetTypeName(), " as JSON: ",
+                                            status.ToString()));
+  }
+  return json;
+}
+
+absl::Status MessageFromJson(const std::string& json, google::protobuf::Message* message) {
+  google::protobuf::util::JsonParseOptions options;
+  // Rows written by a newer server may carry fields this one does not know.
+  options.ignore_unknown_fields = true;
+  auto status = google::protobuf::util::JsonStringToMessage(json, message, options);
+  if (!status.ok()) {
+    return absl::DataLossError(absl::StrCat("decoding stored ", message->GetTypeName(), ": ",
+                                            status.ToString()));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<store::VerdictRow> VerdictToRow(const v1::Verdict& verdict) {
+  const std::string verdict_class = VerdictClassName(verdict.verdict_class());
+  if (verdict_class.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("verdict.verdict_class: required, got ", verdict.verdict_class()));
+  }
+  store::VerdictRow row;
+  row.verdict_class = verdict_class;
+  row.compiled = verdict.compiled();
+  row.correct = verdict.correct();
+  row.target_executed = verdict.target_executed();
+  row.tic = verdict.tic();
+  row.speedup = verdict.speedup();
+  row.runtime_unverified = verdict.runtime_unverified();
+  row.message = verdict.message();
+  row.finished_at =
+      verdict.has_finished_at() ? FromTimestamp(verdict.finished_at()) : absl::Now();
+  v1::Verdict stored = verdict;
+  *stored.mutable_finished_at() = ToTimestamp(row.finished_at);
+  auto json = MessageToJson(stored);
+  if (!json.ok()) return json.status();
+  row.verdict_json = *std::move(json);
+  return row;
+}
+
+absl::StatusOr<v1::Verdict> VerdictFromRow(const store::VerdictRow& row) {
+  v1::Verdict verdict;
+  if (!row.verdict_json.empty() && row.verdict_json != "{}" && row.verdict_json != "null") {
+    auto status = MessageFromJson(row.verdict_json, &verdict);
+    if (!status.ok()) return status;
+  }
+  // The key columns are what queries and reports read; they win over the JSON so that the
+  // wire never disagrees with a paper's SQL.
+  auto verdict_class = ParseVerdictClass(row.verdict_class);
+  if (!verdict_class.ok()) return absl::DataLossError(verdict_class.status().message());
+  verdict.set_verdict_class(*verdict_class);
+  verdict.set_compiled(row.compiled);
+  verdict.set_correct(row.correct);
+  verdict.set_target_executed(row.target_executed);
+  verdict.set_tic(row.tic);
+  verdict.set_speedup(row.speedup);
+  verdict.set_runtime_unverified(row.runtime_unverified);
+  if (!row.message.empty()) verdict.set_message(row.message);
+  if (!verdict.has_finished_at()) *verdict.mutable_finished_at() = ToTimestamp(row.finished_at);
+  return verdict;
+}
+
+absl::StatusOr<v1::Submission> SubmissionFromRow(const store::SubmissionRow& row) {
+  v1::Submission submission;
+  submission.set_id(row.id);
+  submission.set_task_id(row.task_id);
+  submission.set_task_version_hash(row.task_version_hash);
+  submission.set_arch(ParseArch(row.arch).value_or(v1::ARCH_UNSPECIFIED));
+  submission.set_source_sha256(row.source_sha256);
+  submission.set_model(row.model);
+  submission.set_session_id(row.session_id);
+  submission.set_turn_index(row.turn_index);
+  submission.set_knowledge_level(
+      ParseKnowledgeLevel(row.knowledge_level).value_or(v1::KNOWLEDGE_LEVEL_UNSPECIFIED));
+  submission.set_scope(ParseScope(row.scope).value_or(v1::EVALUATION_SCOPE_UNSPECIFIED));
+  submission.set_state(ParseSubmissionState(row.state).value_or(v1::SUBMISSION_STATE_UNSPECIFIED));
+  submission.set_stage(ParseStage(row.stage).value_or(v1::STAGE_UNSPECIFIED));
+  *submission.mutable_created_at() = ToTimestamp(row.created_at);
+  submission.set_tenant(row.tenant);
+  if (row.verdict.has_value()) {
+    auto verdict = VerdictFromRow(*row.verdict);
+    if (!verdict.ok()) return verdict.status();
+    *submission.mutable_verdict() = *std::move(verdict);
+  }
+  return submission;
+}
+
+std::string NoticePayload(const std::string& notice) {
+  return nlohmann::json{{"notice", notice}}.dump();
+}
+
+absl::StatusOr<v1::StageEvent> StageEventFromRow(const store::StageEventRow& row) {
+  v1::StageEvent event;
+  event.set_submission_id(row.submission_id);
+  auto stage = ParseStage(row.stage);
+  if (!stage.ok()) return absl::DataLossError(stage.status().message());
+  event.set_stage(*stage);
+  *event.mutable_at() = ToTimestamp(row.at);
+  if (row.payload_json.empty()) return event;
+  const auto payload = nlohmann::json::parse(row.payload_json, nullptr, /*allow_exceptions=*/false);
+  if (!payload.is_object() || payload.empty()) return event;
+  if (payload.contains("notice") && payload["notice"].is_string()) {
+    event.set_notice(payload["notice"].get<std::string>());
+    return event;
+  }
+  if (payload.contains("verdict") || payload.contains("result")) {
+    // Already a StageEvent.
+    v1::StageEvent stored;
+    auto status = MessageFromJson(row.payload_json, &stored);
+    if (!status.ok()) return status;
+    if (stored.has_verdict()) *event.mutable_verdict() = stored.verdict();
+    if (stored.has_result()) *event.mutable_result() = stored.result();
+    if (!stored.notice().empty()) event.set_notice(stored.notice());
+    return event;
+  }
+  if (*stage == v1::STAGE_DONE || payload.contains("verdict_class")) {
+    auto status = MessageFromJson(row.payload_json, event.mutable_verdict());
+    if (!status.ok()) return status;
+    return event;
+  }
+  if (*stage != v1::STAGE_QUEUED) {
+    auto status = MessageFromJson(row.payload_json, event.mutable_result());
+    if (!status.ok()) return status;
+  }
+  return event;
+}
+
+v1::Worker WorkerFromRow(const store::WorkerRow& row) {
+  v1::Worker worker;
+  worker.set_worker_id(row.worker_id);
+  auto* identity = worker.mutable_identity();
+  if (!row.registration.identity_json.empty() &&
+      !MessageFromJson(row.registration.identity_json, identity).ok()) {
+    identity->Clear();
+  }
+  identity->set_hostname(row.registration.hostname);
+  identity->set_arch(ParseArch(row.registration.arch).value_or(v1::ARCH_UNSPECIFIED));
+  identity->set_gpu_name(row.registration.gpu_name);
+  identity->set_gpu_uuid(row.registration.gpu_uuid);
+  identity->set_compile_only(row.registration.compile_only);
+  worker.set_state(ParseWorkerState(row.state).value_or(v1::WORKER_STATE_UNSPECIFIED));
+  worker.set_health_detail(row.health_detail);
+  *worker.mutable_last_seen() = ToTimestamp(row.last_seen);
+  worker.set_jobs_held(row.jobs_held);
+  return worker;
+}
+
+v1::Tenant TenantFromRow(const store::TenantRow& row) {
+  v1::Tenant tenant;
+  tenant.set_name(row.name);
+  tenant.set_submissions_per_minute(row.submissions_per_minute);
+  tenant.set_max_queued(row.max_queued);
+  *tenant.mutable_created_at() = ToTimestamp(row.created_at);
+  return tenant;
+}
+
+v1::QueueDepth QueueDepthFromRow(const store::QueueDepthRow& row) {
+  v1::QueueDepth depth;
+  depth.set_arch(ParseArch(row.arch).value_or(v1::ARCH_UNSPECIFIED));
+  depth.set_kind(ParseJobKind(row.kind).value_or(v1::JOB_KIND_UNSPECIFIED));
+  depth.set_queued(row.queued);
+  depth.set_leased(row.leased);
+  depth.set_oldest_age_seconds(row.oldest_age_seconds);
+  return depth;
+}
+
+v1::LeasedJob LeasedJobFromRow(const store::LeasedJobRow& row, int lease_seconds) {
+  v1::LeasedJob job;
+  job.set_job_id(row.lease.job_id);
+  job.set_attempt(row.lease.attempt);
+  job.set_kind(ParseJobKind(row.kind).value_or(v1::JOB_KIND_UNSPECIFIED));
+  job.set_submission_id(row.submission_id);
+  job.set_task_id(row.task_id);
+  job.set_task_version_hash(row.task_version_hash);
+  job.set_arch(ParseArch(row.arch).value_or(v1::ARCH_UNSPECIFIED));
+  job.set_language(ParseLanguage(row.language).value_or(v1::SOURCE_LANGUAGE_CUDA));
+  job.set_source(row.source);
+  if (!row.launch_plan_json.empty() &&
+      !MessageFromJson(row.launch_plan_json, job.mutable_launch_plan()).ok()) {
+    // Validated at Submit, so this cannot happen short of a damaged row; the engine then
+    // reports the plan block of the source as missing, which names the problem.
+    job.clear_launch_plan();
+  }
+  job.set_lease_seconds(lease_seconds);
+  return job;
+}
+
+store::LeaseRef LeaseRefFromProto(const v1::JobLease& lease) {
+  return store::LeaseRef{lease.job_id(), lease.worker_id(), lease.attempt()};
+}
+
+v1::JobLease LeaseRefToProto(const store::LeaseRef& lease) {
+  v1::JobLease proto;
+  proto.set_job_id(lease.job_id);
+  proto.set_worker_id(lease.worker_id);
+  proto.set_attempt(lease.attempt);
+  return proto;
+}
+
+}  // namespace ptxbench::api

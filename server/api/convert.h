@@ -1,0 +1,77 @@
+// The one place where wire messages (ptxbench.v1) and store rows meet. Enumerations travel as
+// proto enums on the wire and as lower-case names in the database (store.h says why); verdicts
+// and stage results are stored as the JSON of their proto message (JsonUtil, proto field
+// names) next to key columns, so a verdict read back is byte-for-byte the message a worker sent.
+#ifndef PTXBENCH_SERVER_API_CONVERT_H_
+#define PTXBENCH_SERVER_API_CONVERT_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "google/protobuf/message.h"
+#include "google/protobuf/timestamp.pb.h"
+#include "ptxbench/v1/admin.pb.h"
+#include "ptxbench/v1/types.pb.h"
+#include "ptxbench/v1/worker.pb.h"
+#include "server/store/store.h"
+
+namespace ptxbench::api {
+
+// Enum <-> stored name. The *Name functions return "" for UNSPECIFIED and unknown values; the
+// Parse* functions return INVALID_ARGUMENT for a name they do not know.
+std::string ArchName(v1::Arch arch);
+absl::StatusOr<v1::Arch> ParseArch(const std::string& name);
+std::string JobKindName(v1::JobKind kind);
+absl::StatusOr<v1::JobKind> ParseJobKind(const std::string& name);
+std::string ScopeName(v1::EvaluationScope scope);  // UNSPECIFIED is "full" (types.proto).
+absl::StatusOr<v1::EvaluationScope> ParseScope(const std::string& name);
+std::string KnowledgeLevelName(v1::KnowledgeLevel level);
+absl::StatusOr<v1::KnowledgeLevel> ParseKnowledgeLevel(const std::string& name);
+std::string LanguageName(v1::SourceLanguage language);  // UNSPECIFIED is "cuda".
+absl::StatusOr<v1::SourceLanguage> ParseLanguage(const std::string& name);
+std::string RoleName(v1::Role role);
+absl::StatusOr<v1::Role> ParseRole(const std::string& name);
+std::string WorkerStateName(v1::WorkerState state);
+absl::StatusOr<v1::WorkerState> ParseWorkerState(const std::string& name);
+std::string SubmissionStateName(v1::SubmissionState state);
+absl::StatusOr<v1::SubmissionState> ParseSubmissionState(const std::string& name);
+std::string StageName(v1::Stage stage);
+absl::StatusOr<v1::Stage> ParseStage(const std::string& name);
+std::string VerdictClassName(v1::VerdictClass verdict_class);
+absl::StatusOr<v1::VerdictClass> ParseVerdictClass(const std::string& name);
+std::string FailureKindName(v1::FailureKind kind);
+
+google::protobuf::Timestamp ToTimestamp(absl::Time time);
+absl::Time FromTimestamp(const google::protobuf::Timestamp& timestamp);
+
+// Message <-> JSON with proto field names, as stored in JSONB columns.
+absl::StatusOr<std::string> MessageToJson(const google::protobuf::Message& message);
+absl::Status MessageFromJson(const std::string& json, google::protobuf::Message* message);
+
+// A worker's verdict -> the stored row (key columns + the verdict's JSON). INVALID_ARGUMENT
+// names the field for an unspecified verdict class.
+absl::StatusOr<store::VerdictRow> VerdictToRow(const v1::Verdict& verdict);
+// The stored row -> the wire verdict; the JSON is authoritative, the key columns fill in when
+// a row has no JSON.
+absl::StatusOr<v1::Verdict> VerdictFromRow(const store::VerdictRow& row);
+
+absl::StatusOr<v1::Submission> SubmissionFromRow(const store::SubmissionRow& row);
+
+// A stored stage event -> the wire event. The payload is the JSON of a StageResult (stage
+// reports), of {"notice": ...} (notices) or of a Verdict (the DONE event), possibly wrapped as
+// a StageEvent; all are accepted.
+absl::StatusOr<v1::StageEvent> StageEventFromRow(const store::StageEventRow& row);
+// The payload stored for a notice event.
+std::string NoticePayload(const std::string& notice);
+
+v1::Worker WorkerFromRow(const store::WorkerRow& row);
+v1::Tenant TenantFromRow(const store::TenantRow& row);
+v1::QueueDepth QueueDepthFromRow(const store::QueueDepthRow& row);
+v1::LeasedJob LeasedJobFromRow(const store::LeasedJobRow& row, int lease_seconds);
+store::LeaseRef LeaseRefFromProto(const v1::JobLease& lease);
+v1::JobLease LeaseRefToProto(const store::LeaseRef& lease);
+
+}  // namespace ptxbench::api
+
+#endif  // PTXBENCH_SERVER_API_CONVERT_H_

@@ -1,0 +1,55 @@
+// Which leased jobs each worker holds, as seen by this server process: the slot accounting of
+// Lease streams. A job counts against its worker's slots from the moment it is leased until
+// Complete, Fail, or the store reports its lease lost (a Heartbeat's `lost` list, or a
+// Heartbeat that no longer lists it). The store stays authoritative for who holds a lease;
+// this only decides when a Lease stream may ask the store for another job.
+#ifndef PTXBENCH_SERVER_API_JOB_TRACKER_H_
+#define PTXBENCH_SERVER_API_JOB_TRACKER_H_
+
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "server/store/store.h"
+
+namespace ptxbench::api {
+
+class JobTracker {
+ public:
+  // What a Complete or Fail needs to know about the job for metrics and logs.
+  struct HeldJob {
+    store::LeaseRef lease;
+    std::string submission_id;
+    std::string task_id;
+    std::string arch;
+    absl::Time leased_at;
+  };
+
+  void Leased(const HeldJob& job);
+  // Returns the job if this process tracked it.
+  std::optional<HeldJob> Released(const std::string& job_id);
+  int Held(const std::string& worker_id) const;
+  std::optional<HeldJob> Find(const std::string& job_id) const;
+
+  // A heartbeat lists every lease the worker still holds; jobs missing from it are released,
+  // except those leased within `grace`: a job may be on the wire while the heartbeat that does
+  // not know it yet is sent. Returns the number released.
+  int Reconcile(const std::string& worker_id, const std::vector<store::LeaseRef>& held,
+                absl::Duration grace);
+
+  void SetDraining(const std::string& worker_id, bool draining);
+  bool Draining(const std::string& worker_id) const;
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, HeldJob> jobs_;  // By job id.
+  std::set<std::string> draining_;
+};
+
+}  // namespace ptxbench::api
+
+#endif  // PTXBENCH_SERVER_API_JOB_TRACKER_H_

@@ -1,0 +1,320 @@
+// SubmissionService: tasks, submissions and their stage events, for vendors (and admins).
+#include <grpcpp/grpcpp.h>
+
+#include <set>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/status.h"
+#include "ptxbench/v1/vendor.grpc.pb.h"
+#include "server/api/convert.h"
+#include "server/api/rpc.h"
+#include "server/api/services.h"
+#include "server/api/validate.h"
+#include "spdlog/spdlog.h"
+
+namespace ptxbench::api {
+namespace {
+
+v1::TaskSummary SummaryOf(const Task& task) {
+  v1::TaskSummary summary;
+  summary.set_id(task.id);
+  summary.set_version_hash(task.version_hash);
+  summary.set_title(task.title);
+  std::set<std::string> families;
+  for (const auto& [arch_name, arch] : task.arches) {
+    auto parsed = ParseArch(arch_name);
+    if (parsed.ok()) summary.add_arches(*parsed);
+    families.insert(arch.target_families.begin(), arch.target_families.end());
+  }
+  for (const auto& family : families) summary.add_target_families(family);
+  return summary;
+}
+
+// The kind of job a submission waits for: its first job is always a compile job; a full-scope
+// submission that got past the queued stage waits for (or runs) its evaluate job.
+std::string PendingJobKind(const store::SubmissionRow& row) {
+  return row.scope == "full" && row.stage != "queued" ? "evaluate" : "compile";
+}
+
+bool IsTerminal(const std::string& state) { return state == "finished" || state == "cancelled"; }
+
+class SubmissionServiceImpl final : public v1::SubmissionService::Service {
+ public:
+  explicit SubmissionServiceImpl(ApiContext* ctx) : ctx_(ctx) {}
+
+  grpc::Status ListTasks(grpc::ServerContext* context, const v1::ListTasksRequest*,
+                         v1::ListTasksResponse* response) override {
+    RpcScope rpc(ctx_, "ListTasks", context);
+    auto caller = rpc.Authenticate({Role::kVendor});
+    if (!caller.ok()) return rpc.Finish(caller.status());
+    for (const Task& task : ctx_->catalog->tasks()) *response->add_tasks() = SummaryOf(task);
+    return rpc.Finish(absl::OkStatus());
+  }
+
+  grpc::Status GetTask(grpc::ServerContext* context, const v1::GetTaskRequest* request,
+                       v1::GetTaskResponse* response) override {
+    RpcScope rpc(ctx_, "GetTask", context);
+    return rpc.Finish(DoGetTask(rpc, *request, response));
+  }
+
+  grpc::Status Submit(grpc::ServerContext* context, const v1::SubmitRequest* request,
+                      v1::SubmitResponse* response) override {
+    RpcScope rpc(ctx_, "Submit", context);
+    return rpc.Finish(DoSubmit(rpc, *request, response));
+  }
+
+  grpc::Status GetSubmission(grpc::ServerContext* context,
+                             const v1::GetSubmissionRequest* request,
+                             v1::Submission* response) override {
+    RpcScope rpc(ctx_, "GetSubmission", context);
+    return rpc.Finish(DoGetSubmission(rpc, *request, response));
+  }
+
+  grpc::Status WatchSubmission(grpc::ServerContext* context,
+                               const v1::WatchSubmissionRequest* request,
+                               grpc::ServerWriter<v1::StageEvent>* writer) override {
+    RpcScope rpc(ctx_, "WatchSubmission", context);
+    return rpc.Finish(DoWatch(rpc, context, *request, writer));
+  }
+
+  grpc::Status ListSubmissions(grpc::ServerContext* context,
+                               const v1::ListSubmissionsRequest* request,
+                               v1::ListSubmissionsResponse* response) override {
+    RpcScope rpc(ctx_, "ListSubmissions", context);
+    return rpc.Finish(DoListSubmissions(rpc, *request, response));
+  }
+
+  grpc::Status CancelSubmission(grpc::ServerContext* context,
+                                const v1::CancelSubmissionRequest* request,
+                                v1::Submission* response) override {
+    RpcScope rpc(ctx_, "CancelSubmission", context);
+    return rpc.Finish(DoCancel(rpc, *request, response));
+  }
+
+ private:
+  absl::Status DoGetTask(RpcScope& rpc, const v1::GetTaskRequest& request,
+                         v1::GetTaskResponse* response) {
+    ASSIGN_OR_RETURN(Caller caller, rpc.Authenticate({Role::kVendor}));
+    RETURN_IF_ERROR(ValidateGetTaskRequest(request, *ctx_->catalog));
+    const Task& task = *ctx_->catalog->Find(request.task_id());
+    const std::string arch = ArchName(request.arch());
+    const std::string level = KnowledgeLevelName(request.knowledge_level());
+    *response->mutable_task() = SummaryOf(task);
+    ASSIGN_OR_RETURN(std::string prompt, RenderPrompt(task, arch, level));
+    response->set_prompt(std::move(prompt));
+    response->set_definition_json(task.definition.dump(2));
+    if (request.knowledge_level() != v1::KNOWLEDGE_LEVEL_NONE) {
+      ASSIGN_OR_RETURN(auto headers, TemplateHeaders(task, arch));
+      for (auto& [name, content] : headers) {
+        auto* header = response->add_templates();
+        header->set_name(name);
+        header->set_content(std::move(content));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status CheckLimits(const std::string& tenant) {
+    ASSIGN_OR_RETURN(store::TenantRow row, ctx_->store->GetTenant(tenant));
+    const int per_minute = row.submissions_per_minute > 0
+                               ? row.submissions_per_minute
+                               : ctx_->options.default_submissions_per_minute;
+    const int max_queued =
+        row.max_queued > 0 ? row.max_queued : ctx_->options.default_max_queued;
+    ASSIGN_OR_RETURN(int64_t recent,
+                     ctx_->store->CountRecentSubmissions(tenant, absl::Minutes(1)));
+    if (recent >= per_minute) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("tenant '", tenant, "' reached its limit of ", per_minute,
+                       " submissions per minute; retry later"));
+    }
+    ASSIGN_OR_RETURN(int64_t unfinished, ctx_->store->CountUnfinishedSubmissions(tenant));
+    if (unfinished >= max_queued) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("tenant '", tenant, "' has ", unfinished,
+                       " unfinished submissions, its limit is ", max_queued));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status DoSubmit(RpcScope& rpc, const v1::SubmitRequest& request,
+                        v1::SubmitResponse* response) {
+    ASSIGN_OR_RETURN(Caller caller, rpc.Authenticate({Role::kVendor}));
+    RETURN_IF_ERROR(ValidateSubmitRequest(request, *ctx_->catalog));
+    const Task& task = *ctx_->catalog->Find(request.task_id());
+
+    store::NewSubmission submission;
+    submission.tenant = caller.tenant;
+    submission.task_id = task.id;
+    submission.task_version_hash = task.version_hash;
+    submission.arch = ArchName(request.arch());
+    submission.language = LanguageName(request.language());
+    submission.source = request.source();
+    if (request.has_launch_plan()) {
+      ASSIGN_OR_RETURN(submission.launch_plan_json, MessageToJson(request.launch_plan()));
+    }
+    submission.model = request.model();
+    submission.session_id = request.session_id();
+    submission.turn_index = request.turn_index();
+    submission.knowledge_level = KnowledgeLevelName(request.knowledge_level());
+    submission.scope = ScopeName(request.scope());
+    submission.idempotency_key = request.idempotency_key();
+
+    store::SubmissionRow row;
+    {
+      std::lock_guard<std::mutex> lock(ctx_->TenantMutex(caller.tenant));
+      RETURN_IF_ERROR(CheckLimits(caller.tenant));
+      // Returns only after the transaction committed: an OK answer means durable.
+      ASSIGN_OR_RETURN(row, ctx_->store->CreateSubmission(submission));
+    }
+    ctx_->queue_changes->Notify();
+    ctx_->event_changes->Notify();
+    ctx_->metrics->RecordSubmission(row.tenant, row.model, row.task_id, row.arch);
+    spdlog::info("submission accepted submission_id={} tenant={} task={} arch={} model=\"{}\" "
+                 "session_id=\"{}\" turn={}",
+                 row.id, row.tenant, row.task_id, row.arch, row.model, row.session_id,
+                 row.turn_index);
+    ASSIGN_OR_RETURN(*response->mutable_submission(), SubmissionFromRow(row));
+    return absl::OkStatus();
+  }
+
+  absl::Status DoGetSubmission(RpcScope& rpc, const v1::GetSubmissionRequest& request,
+                               v1::Submission* response) {
+    ASSIGN_OR_RETURN(Caller caller, rpc.Authenticate({Role::kVendor}));
+    RETURN_IF_ERROR(ValidateSubmissionId(request.submission_id(), "submission_id"));
+    ASSIGN_OR_RETURN(store::SubmissionRow row,
+                     ctx_->store->GetSubmission(request.submission_id(), caller.VisibleTenant()));
+    ASSIGN_OR_RETURN(*response, SubmissionFromRow(row));
+    return absl::OkStatus();
+  }
+
+  absl::Status DoListSubmissions(RpcScope& rpc, const v1::ListSubmissionsRequest& request,
+                                 v1::ListSubmissionsResponse* response) {
+    ASSIGN_OR_RETURN(Caller caller, rpc.Authenticate({Role::kVendor}));
+    RETURN_IF_ERROR(ValidateListSubmissionsRequest(request));
+    store::SubmissionFilter filter;
+    filter.tenant = caller.tenant;  // Even an admin lists only its own tenant here.
+    filter.session_id = request.session_id();
+    filter.task_id = request.task_id();
+    filter.page_size = request.page_size() == 0 ? 50 : request.page_size();
+    filter.page_token = request.page_token();
+    ASSIGN_OR_RETURN(store::SubmissionPage page, ctx_->store->ListSubmissions(filter));
+    for (const auto& row : page.submissions) {
+      ASSIGN_OR_RETURN(*response->add_submissions(), SubmissionFromRow(row));
+    }
+    response->set_next_page_token(page.next_page_token);
+    return absl::OkStatus();
+  }
+
+  absl::Status DoCancel(RpcScope& rpc, const v1::CancelSubmissionRequest& request,
+                        v1::Submission* response) {
+    ASSIGN_OR_RETURN(Caller caller, rpc.Authenticate({Role::kVendor}));
+    RETURN_IF_ERROR(ValidateSubmissionId(request.submission_id(), "submission_id"));
+    ASSIGN_OR_RETURN(store::SubmissionRow before,
+                     ctx_->store->GetSubmission(request.submission_id(), caller.VisibleTenant()));
+    ASSIGN_OR_RETURN(store::SubmissionRow row, ctx_->store->CancelSubmission(
+                                                   request.submission_id(), caller.VisibleTenant()));
+    ctx_->queue_changes->Notify();
+    ctx_->event_changes->Notify();
+    if (before.state != "cancelled" && row.state == "cancelled") {
+      ctx_->metrics->RecordVerdict(row.tenant, row.model, row.task_id, row.arch, "cancelled");
+      spdlog::info("submission cancelled submission_id={} tenant={} by_token={}", row.id,
+                   row.tenant, caller.token_id);
+    }
+    ASSIGN_OR_RETURN(*response, SubmissionFromRow(row));
+    return absl::OkStatus();
+  }
+
+  // Appends "no registered worker for <arch>; waiting" when nothing could ever lease the job
+  // the submission waits for, so a watcher learns why nothing happens instead of hanging.
+  absl::Status NoticeIfNoWorker(const store::SubmissionRow& row) {
+    if (IsTerminal(row.state)) return absl::OkStatus();
+    const std::string kind = PendingJobKind(row);
+    ASSIGN_OR_RETURN(int64_t capable,
+                     ctx_->store->CountCapableWorkers(row.arch, kind,
+                                                      absl::Seconds(ctx_->options.lease_seconds)));
+    if (capable > 0) return absl::OkStatus();
+    const std::string notice =
+        kind == "compile"
+            ? absl::StrCat("no registered worker for ", row.arch, "; waiting")
+            : absl::StrCat("no registered worker for ", row.arch, " evaluation; waiting");
+    RETURN_IF_ERROR(ctx_->store->AppendNotice(row.id, NoticePayload(notice)));
+    return absl::OkStatus();
+  }
+
+  absl::Status DoWatch(RpcScope& rpc, grpc::ServerContext* context,
+                       const v1::WatchSubmissionRequest& request,
+                       grpc::ServerWriter<v1::StageEvent>* writer) {
+    ASSIGN_OR_RETURN(Caller caller, rpc.Authenticate({Role::kVendor}));
+    RETURN_IF_ERROR(ValidateSubmissionId(request.submission_id(), "submission_id"));
+    const std::string& id = request.submission_id();
+    const std::string tenant = caller.VisibleTenant();
+    ASSIGN_OR_RETURN(store::SubmissionRow row, ctx_->store->GetSubmission(id, tenant));
+    int64_t after_seq = 0;
+    absl::Time next_worker_check = absl::InfinitePast();
+    while (true) {
+      const uint64_t seen = ctx_->event_changes->generation();
+      ASSIGN_OR_RETURN(auto events, ctx_->store->ListStageEvents(id, after_seq));
+      for (const auto& event_row : events) {
+        ASSIGN_OR_RETURN(v1::StageEvent event, StageEventFromRow(event_row));
+        after_seq = event_row.seq;
+        if (!writer->Write(event)) return absl::CancelledError("watcher went away");
+        if (event.stage() == v1::STAGE_DONE) return absl::OkStatus();
+      }
+      ASSIGN_OR_RETURN(row, ctx_->store->GetSubmission(id, tenant));
+      if (IsTerminal(row.state)) {
+        // The row may have turned terminal after the events were read: read them once more,
+        // and if the store wrote no DONE event (a cancellation), end with one made from the row.
+        ASSIGN_OR_RETURN(auto late, ctx_->store->ListStageEvents(id, after_seq));
+        for (const auto& event_row : late) {
+          ASSIGN_OR_RETURN(v1::StageEvent event, StageEventFromRow(event_row));
+          after_seq = event_row.seq;
+          if (!writer->Write(event)) return absl::CancelledError("watcher went away");
+          if (event.stage() == v1::STAGE_DONE) return absl::OkStatus();
+        }
+        v1::StageEvent done;
+        done.set_submission_id(id);
+        done.set_stage(v1::STAGE_DONE);
+        *done.mutable_at() = ToTimestamp(absl::Now());
+        if (row.verdict.has_value()) {
+          ASSIGN_OR_RETURN(*done.mutable_verdict(), VerdictFromRow(*row.verdict));
+        } else {
+          done.mutable_verdict()->set_verdict_class(v1::VERDICT_CLASS_CANCELLED);
+          done.mutable_verdict()->set_message("cancelled by its owner before a verdict");
+          done.set_notice("cancelled");
+        }
+        writer->Write(done);
+        return absl::OkStatus();
+      }
+      if (absl::Now() >= next_worker_check) {
+        next_worker_check = absl::Now() + ctx_->options.worker_check_interval;
+        auto status = NoticeIfNoWorker(row);
+        if (!status.ok()) {
+          spdlog::warn("watch: worker check failed submission_id={} error=\"{}\"", id,
+                       status.ToString());
+        } else {
+          continue;  // Read the notice (if one was appended) without waiting.
+        }
+      }
+      if (!WaitForChangeOrPoll(*ctx_, *ctx_->event_changes, seen, ctx_->options.poll_interval,
+                               context)) {
+        if (ctx_->event_changes->shutting_down()) {
+          return absl::UnavailableError("server shutting down; watch again to resume");
+        }
+        return absl::CancelledError("watcher went away");
+      }
+    }
+  }
+
+  ApiContext* ctx_;
+};
+
+}  // namespace
+
+std::unique_ptr<grpc::Service> NewSubmissionService(ApiContext* ctx) {
+  return std::make_unique<SubmissionServiceImpl>(ctx);
+}
+
+}  // namespace ptxbench::api

@@ -1,0 +1,343 @@
+#include "server/api/validate.h"
+
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "common/status.h"
+#include "server/api/convert.h"
+
+namespace ptxbench::api {
+namespace {
+
+absl::Status Invalid(const std::string& field, const std::string& what) {
+  return absl::InvalidArgumentError(absl::StrCat(field, ": ", what));
+}
+
+std::string Indexed(const std::string& field, int index) {
+  return absl::StrCat(field, "[", index, "]");
+}
+
+absl::Status ValidateExpressions(const google::protobuf::RepeatedPtrField<std::string>& values,
+                                 const std::string& field, int min_count, int max_count) {
+  if (values.size() < min_count || values.size() > max_count) {
+    if (min_count == max_count || values.size() < min_count) {
+      return Invalid(field, absl::StrCat(values.size(), " dimensions, expected ", min_count, " to ",
+                                         max_count));
+    }
+    return Invalid(field, absl::StrCat(values.size(), " dimensions, at most ", max_count));
+  }
+  for (int i = 0; i < values.size(); ++i) {
+    RETURN_IF_ERROR(ValidateRequiredText(values[i], Indexed(field, i), kMaxExpressionBytes));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateChoice(const std::string& value, const std::string& field,
+                            std::initializer_list<const char*> allowed) {
+  if (value.empty()) return absl::OkStatus();  // The engine's default.
+  std::string listed;
+  for (const char* choice : allowed) {
+    if (value == choice) return absl::OkStatus();
+    absl::StrAppend(&listed, listed.empty() ? "" : ", ", "\"", choice, "\"");
+  }
+  return Invalid(field, absl::StrCat("'", value.substr(0, 64), "' is not one of ", listed));
+}
+
+absl::Status ValidateTaskAndArch(const std::string& task_id, v1::Arch arch,
+                                 const TaskCatalog& catalog, const Task** task_out) {
+  RETURN_IF_ERROR(ValidateRequiredText(task_id, "task_id", kMaxShortTextBytes));
+  const Task* task = catalog.Find(task_id);
+  if (task == nullptr) return Invalid("task_id", absl::StrCat("unknown task '", task_id, "'"));
+  if (arch == v1::ARCH_UNSPECIFIED) return Invalid("arch", "required (sm_90a or sm_100a)");
+  const std::string arch_name = ArchName(arch);
+  if (arch_name.empty()) return Invalid("arch", absl::StrCat("unknown value ", arch));
+  if (task->FindArch(arch_name) == nullptr) {
+    return Invalid("arch", absl::StrCat("task '", task_id, "' is not defined for ", arch_name));
+  }
+  if (task_out != nullptr) *task_out = task;
+  return absl::OkStatus();
+}
+
+bool IsHex(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+
+}  // namespace
+
+std::optional<size_t> FindInvalidUtf8(const std::string& text) {
+  const auto* bytes = reinterpret_cast<const unsigned char*>(text.data());
+  const size_t size = text.size();
+  size_t i = 0;
+  while (i < size) {
+    const unsigned char lead = bytes[i];
+    if (lead < 0x80) {
+      ++i;
+      continue;
+    }
+    size_t length = 0;
+    uint32_t min_value = 0;
+    uint32_t value = 0;
+    if ((lead & 0xE0) == 0xC0) {
+      length = 2, min_value = 0x80, value = lead & 0x1F;
+    } else if ((lead & 0xF0) == 0xE0) {
+      length = 3, min_value = 0x800, value = lead & 0x0F;
+    } else if ((lead & 0xF8) == 0xF0) {
+      length = 4, min_value = 0x10000, value = lead & 0x07;
+    } else {
+      return i;
+    }
+    if (i + length > size) return i;
+    for (size_t k = 1; k < length; ++k) {
+      if ((bytes[i + k] & 0xC0) != 0x80) return i;
+      value = (value << 6) | (bytes[i + k] & 0x3F);
+    }
+    if (value < min_value || value > 0x10FFFF || (value >= 0xD800 && value <= 0xDFFF)) return i;
+    i += length;
+  }
+  return std::nullopt;
+}
+
+absl::Status ValidateOptionalText(const std::string& text, const std::string& field,
+                                  size_t max_bytes) {
+  if (text.size() > max_bytes) {
+    return Invalid(field, absl::StrCat(text.size(), " bytes exceeds the limit of ", max_bytes));
+  }
+  if (auto offset = FindInvalidUtf8(text)) {
+    return Invalid(field, absl::StrCat("not valid UTF-8 (byte ", *offset, ")"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateRequiredText(const std::string& text, const std::string& field,
+                                  size_t max_bytes) {
+  if (text.empty()) return Invalid(field, "required");
+  return ValidateOptionalText(text, field, max_bytes);
+}
+
+absl::Status ValidateLaunchPlan(const v1::LaunchPlan& plan, const std::string& field) {
+  const std::string launches_field = absl::StrCat(field, ".launches");
+  if (plan.launches_size() == 0) return Invalid(launches_field, "at least one launch required");
+  if (plan.launches_size() > kMaxLaunches) {
+    return Invalid(launches_field,
+                   absl::StrCat(plan.launches_size(), " launches, at most ", kMaxLaunches));
+  }
+  for (int i = 0; i < plan.launches_size(); ++i) {
+    const v1::Launch& launch = plan.launches(i);
+    const std::string at = Indexed(launches_field, i);
+    RETURN_IF_ERROR(ValidateRequiredText(launch.kernel(), at + ".kernel", kMaxShortTextBytes));
+    RETURN_IF_ERROR(ValidateExpressions(launch.grid(), at + ".grid", 1, 3));
+    RETURN_IF_ERROR(ValidateExpressions(launch.block(), at + ".block", 1, 3));
+    RETURN_IF_ERROR(ValidateExpressions(launch.cluster(), at + ".cluster", 0, 3));
+    RETURN_IF_ERROR(ValidateOptionalText(launch.dynamic_shared_bytes(),
+                                         at + ".dynamic_shared_bytes", kMaxExpressionBytes));
+    if (launch.args_size() > kMaxLaunchArgs) {
+      return Invalid(at + ".args",
+                     absl::StrCat(launch.args_size(), " arguments, at most ", kMaxLaunchArgs));
+    }
+    for (int a = 0; a < launch.args_size(); ++a) {
+      const v1::LaunchArgument& arg = launch.args(a);
+      const std::string arg_field = Indexed(at + ".args", a);
+      switch (arg.kind_case()) {
+        case v1::LaunchArgument::kTensor:
+          RETURN_IF_ERROR(ValidateRequiredText(arg.tensor(), arg_field + ".tensor", kMaxShortTextBytes));
+          break;
+        case v1::LaunchArgument::kScratch:
+          RETURN_IF_ERROR(ValidateRequiredText(arg.scratch(), arg_field + ".scratch", kMaxShortTextBytes));
+          break;
+        case v1::LaunchArgument::kScalar:
+          RETURN_IF_ERROR(ValidateRequiredText(arg.scalar(), arg_field + ".scalar", kMaxShortTextBytes));
+          break;
+        case v1::LaunchArgument::kTensorMap:
+          RETURN_IF_ERROR(
+              ValidateRequiredText(arg.tensor_map(), arg_field + ".tensor_map", kMaxShortTextBytes));
+          break;
+        case v1::LaunchArgument::KIND_NOT_SET:
+          return Invalid(arg_field, "one of tensor, scratch, scalar, tensor_map is required");
+      }
+    }
+  }
+  std::set<std::string> names;
+  for (int i = 0; i < plan.scratch_size(); ++i) {
+    const std::string at = Indexed(field + ".scratch", i);
+    RETURN_IF_ERROR(ValidateRequiredText(plan.scratch(i).name(), at + ".name", kMaxShortTextBytes));
+    RETURN_IF_ERROR(ValidateRequiredText(plan.scratch(i).bytes(), at + ".bytes", kMaxExpressionBytes));
+    if (!names.insert(plan.scratch(i).name()).second) {
+      return Invalid(at + ".name", absl::StrCat("'", plan.scratch(i).name(), "' declared twice"));
+    }
+  }
+  for (int i = 0; i < plan.tensor_maps_size(); ++i) {
+    const v1::TensorMapSpec& map = plan.tensor_maps(i);
+    const std::string at = Indexed(field + ".tensor_maps", i);
+    RETURN_IF_ERROR(ValidateRequiredText(map.name(), at + ".name", kMaxShortTextBytes));
+    if (!names.insert(map.name()).second) {
+      return Invalid(at + ".name", absl::StrCat("'", map.name(), "' declared twice"));
+    }
+    RETURN_IF_ERROR(ValidateRequiredText(map.tensor(), at + ".tensor", kMaxShortTextBytes));
+    // cuTensorMapEncodeTiled takes 1 to 5 dimensions (CUDA driver API, tensorRank).
+    RETURN_IF_ERROR(ValidateExpressions(map.box(), at + ".box", 1, 5));
+    RETURN_IF_ERROR(ValidateExpressions(map.element_strides(), at + ".element_strides", 0, 5));
+    RETURN_IF_ERROR(ValidateExpressions(map.dims(), at + ".dims", 0, 5));
+    RETURN_IF_ERROR(ValidateChoice(map.swizzle(), at + ".swizzle", {"none", "32B", "64B", "128B"}));
+    RETURN_IF_ERROR(ValidateChoice(map.interleave(), at + ".interleave", {"none", "16B", "32B"}));
+    RETURN_IF_ERROR(
+        ValidateChoice(map.l2_promotion(), at + ".l2_promotion", {"none", "64B", "128B", "256B"}));
+    RETURN_IF_ERROR(ValidateChoice(map.oob_fill(), at + ".oob_fill", {"zero", "nan"}));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateSubmitRequest(const v1::SubmitRequest& request, const TaskCatalog& catalog) {
+  RETURN_IF_ERROR(ValidateTaskAndArch(request.task_id(), request.arch(), catalog, nullptr));
+  if (!v1::SourceLanguage_IsValid(request.language())) {
+    return Invalid("language", absl::StrCat("unknown value ", request.language()));
+  }
+  if (request.source().empty()) return Invalid("source", "required");
+  if (request.source().size() > kMaxSourceBytes) {
+    return Invalid("source",
+                   absl::StrCat(request.source().size(), " bytes exceeds the 1 MiB limit"));
+  }
+  if (auto offset = FindInvalidUtf8(request.source())) {
+    return Invalid("source", absl::StrCat("not valid UTF-8 (byte ", *offset, ")"));
+  }
+  if (request.has_launch_plan()) {
+    RETURN_IF_ERROR(ValidateLaunchPlan(request.launch_plan(), "launch_plan"));
+  }
+  RETURN_IF_ERROR(ValidateOptionalText(request.model(), "model", kMaxShortTextBytes));
+  RETURN_IF_ERROR(ValidateOptionalText(request.session_id(), "session_id", kMaxShortTextBytes));
+  if (request.turn_index() < 0) {
+    return Invalid("turn_index", absl::StrCat("must be >= 0, got ", request.turn_index()));
+  }
+  if (request.knowledge_level() == v1::KNOWLEDGE_LEVEL_UNSPECIFIED) {
+    return Invalid("knowledge_level", "required (none, templates or contract)");
+  }
+  if (!v1::KnowledgeLevel_IsValid(request.knowledge_level())) {
+    return Invalid("knowledge_level", absl::StrCat("unknown value ", request.knowledge_level()));
+  }
+  if (!v1::EvaluationScope_IsValid(request.scope())) {
+    return Invalid("scope", absl::StrCat("unknown value ", request.scope()));
+  }
+  RETURN_IF_ERROR(
+      ValidateOptionalText(request.idempotency_key(), "idempotency_key", kMaxShortTextBytes));
+  return absl::OkStatus();
+}
+
+absl::Status ValidateGetTaskRequest(const v1::GetTaskRequest& request,
+                                    const TaskCatalog& catalog) {
+  RETURN_IF_ERROR(ValidateTaskAndArch(request.task_id(), request.arch(), catalog, nullptr));
+  if (request.knowledge_level() == v1::KNOWLEDGE_LEVEL_UNSPECIFIED) {
+    return Invalid("knowledge_level", "required (none, templates or contract)");
+  }
+  if (KnowledgeLevelName(request.knowledge_level()).empty()) {
+    return Invalid("knowledge_level", absl::StrCat("unknown value ", request.knowledge_level()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateSubmissionId(const std::string& id, const std::string& field) {
+  if (id.empty()) return Invalid(field, "required");
+  // The store's column is a UUID; checking here turns a PostgreSQL cast error into a clear
+  // message and keeps arbitrary text out of SQL parameters and logs.
+  static constexpr int kGroups[] = {8, 4, 4, 4, 12};
+  size_t pos = 0;
+  bool ok = id.size() == 36;
+  for (int g = 0; ok && g < 5; ++g) {
+    for (int k = 0; k < kGroups[g]; ++k, ++pos) ok = ok && IsHex(id[pos]);
+    if (g < 4) ok = ok && id[pos++] == '-';
+  }
+  if (!ok) return Invalid(field, absl::StrCat("'", id.substr(0, 64), "' is not a submission id (a UUID)"));
+  return absl::OkStatus();
+}
+
+absl::Status ValidateListSubmissionsRequest(const v1::ListSubmissionsRequest& request) {
+  RETURN_IF_ERROR(ValidateOptionalText(request.session_id(), "session_id", kMaxShortTextBytes));
+  RETURN_IF_ERROR(ValidateOptionalText(request.task_id(), "task_id", kMaxShortTextBytes));
+  if (request.page_size() < 0 || request.page_size() > 500) {
+    return Invalid("page_size", absl::StrCat("must be 0 to 500, got ", request.page_size()));
+  }
+  return ValidateOptionalText(request.page_token(), "page_token", kMaxShortTextBytes);
+}
+
+absl::Status ValidateWorkerIdentity(const v1::WorkerIdentity& identity, const std::string& field) {
+  RETURN_IF_ERROR(ValidateRequiredText(identity.hostname(), field + ".hostname", kMaxShortTextBytes));
+  if (!v1::Arch_IsValid(identity.arch())) {
+    return Invalid(field + ".arch", absl::StrCat("unknown value ", identity.arch()));
+  }
+  if (!identity.compile_only()) {
+    if (identity.arch() == v1::ARCH_UNSPECIFIED) {
+      return Invalid(field + ".arch", "required unless compile_only is set");
+    }
+    RETURN_IF_ERROR(
+        ValidateRequiredText(identity.gpu_uuid(), field + ".gpu_uuid", kMaxShortTextBytes));
+  }
+  for (const auto& [value, name] :
+       {std::pair{&identity.gpu_name(), "gpu_name"}, {&identity.gpu_uuid(), "gpu_uuid"},
+        {&identity.driver_version(), "driver_version"}, {&identity.cuda_version(), "cuda_version"},
+        {&identity.cublas_version(), "cublas_version"}, {&identity.cudnn_version(), "cudnn_version"},
+        {&identity.harness_version(), "harness_version"}}) {
+    RETURN_IF_ERROR(ValidateOptionalText(*value, absl::StrCat(field, ".", name), kMaxShortTextBytes));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateJobLease(const v1::JobLease& lease, const std::string& field) {
+  RETURN_IF_ERROR(ValidateRequiredText(lease.job_id(), field + ".job_id", kMaxShortTextBytes));
+  RETURN_IF_ERROR(ValidateRequiredText(lease.worker_id(), field + ".worker_id", kMaxShortTextBytes));
+  if (lease.attempt() < 0) {
+    return Invalid(field + ".attempt", absl::StrCat("must be >= 0, got ", lease.attempt()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateStageResult(const v1::StageResult& result, const std::string& field) {
+  if (result.stage() == v1::STAGE_UNSPECIFIED || result.stage() == v1::STAGE_QUEUED ||
+      result.stage() == v1::STAGE_DONE || !v1::Stage_IsValid(result.stage())) {
+    return Invalid(field + ".stage",
+                   absl::StrCat("must be compile, correctness, target_instructions or timing, got ",
+                                result.stage()));
+  }
+  RETURN_IF_ERROR(ValidateOptionalText(result.summary(), field + ".summary", kMaxMessageBytes));
+  RETURN_IF_ERROR(
+      ValidateOptionalText(result.detail_json(), field + ".detail_json", kMaxStoredJsonBytes));
+  return absl::OkStatus();
+}
+
+absl::Status ValidateVerdict(const v1::Verdict& verdict, const std::string& field) {
+  if (verdict.verdict_class() == v1::VERDICT_CLASS_UNSPECIFIED ||
+      !v1::VerdictClass_IsValid(verdict.verdict_class())) {
+    return Invalid(field + ".verdict_class",
+                   absl::StrCat("required, got ", verdict.verdict_class()));
+  }
+  if (verdict.verdict_class() == v1::VERDICT_CLASS_CANCELLED) {
+    return Invalid(field + ".verdict_class", "cancelled is set by the server, not a worker");
+  }
+  RETURN_IF_ERROR(ValidateOptionalText(verdict.message(), field + ".message", kMaxMessageBytes));
+  RETURN_IF_ERROR(
+      ValidateOptionalText(verdict.report_json(), field + ".report_json", kMaxStoredJsonBytes));
+  for (int i = 0; i < verdict.stages_size(); ++i) {
+    RETURN_IF_ERROR(ValidateStageResult(verdict.stages(i), Indexed(field + ".stages", i)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateTenantName(const std::string& name, const std::string& field) {
+  if (name.empty()) return Invalid(field, "required");
+  if (name.size() > 64) return Invalid(field, absl::StrCat(name.size(), " bytes, at most 64"));
+  for (char c : name) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-')) {
+      return Invalid(field, absl::StrCat("'", name, "' must match [a-z0-9_-]{1,64}"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateTenant(const v1::Tenant& tenant, const std::string& field) {
+  RETURN_IF_ERROR(ValidateTenantName(tenant.name(), field + ".name"));
+  if (tenant.submissions_per_minute() < 0) {
+    return Invalid(field + ".submissions_per_minute",
+                   absl::StrCat("must be >= 0, got ", tenant.submissions_per_minute()));
+  }
+  if (tenant.max_queued() < 0) {
+    return Invalid(field + ".max_queued", absl::StrCat("must be >= 0, got ", tenant.max_queued()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace ptxbench::api

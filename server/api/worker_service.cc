@@ -1,0 +1,273 @@
+// WorkerService: registration, the Lease stream, heartbeats, stage reports and job results.
+// Every call about a job is fenced by its lease in the store: a worker whose lease was reaped
+// and handed to another gets FAILED_PRECONDITION "lease lost" and changes nothing.
+#include <grpcpp/grpcpp.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/status.h"
+#include "ptxbench/v1/worker.grpc.pb.h"
+#include "server/api/convert.h"
+#include "server/api/rpc.h"
+#include "server/api/services.h"
+#include "server/api/validate.h"
+#include "spdlog/spdlog.h"
+
+namespace ptxbench::api {
+namespace {
+
+// A job leased while the worker's heartbeat was in flight is not in that heartbeat's list;
+// it is kept for this long before a heartbeat that omits it releases its slot.
+constexpr absl::Duration kReconcileGrace = absl::Seconds(10);
+
+class WorkerServiceImpl final : public v1::WorkerService::Service {
+ public:
+  explicit WorkerServiceImpl(ApiContext* ctx) : ctx_(ctx) {}
+
+  grpc::Status Register(grpc::ServerContext* context, const v1::RegisterRequest* request,
+                        v1::RegisterResponse* response) override {
+    RpcScope rpc(ctx_, "Register", context);
+    return rpc.Finish(DoRegister(rpc, *request, response));
+  }
+
+  grpc::Status Lease(grpc::ServerContext* context, const v1::LeaseRequest* request,
+                     grpc::ServerWriter<v1::LeasedJob>* writer) override {
+    RpcScope rpc(ctx_, "Lease", context);
+    return rpc.Finish(DoLease(rpc, context, *request, writer));
+  }
+
+  grpc::Status Heartbeat(grpc::ServerContext* context, const v1::HeartbeatRequest* request,
+                         v1::HeartbeatResponse* response) override {
+    RpcScope rpc(ctx_, "Heartbeat", context);
+    return rpc.Finish(DoHeartbeat(rpc, *request, response));
+  }
+
+  grpc::Status ReportStage(grpc::ServerContext* context, const v1::ReportStageRequest* request,
+                           v1::ReportStageResponse*) override {
+    RpcScope rpc(ctx_, "ReportStage", context);
+    return rpc.Finish(DoReportStage(rpc, *request));
+  }
+
+  grpc::Status Complete(grpc::ServerContext* context, const v1::CompleteRequest* request,
+                        v1::CompleteResponse*) override {
+    RpcScope rpc(ctx_, "Complete", context);
+    return rpc.Finish(DoComplete(rpc, *request));
+  }
+
+  grpc::Status Fail(grpc::ServerContext* context, const v1::FailRequest* request,
+                    v1::FailResponse* response) override {
+    RpcScope rpc(ctx_, "Fail", context);
+    return rpc.Finish(DoFail(rpc, *request, response));
+  }
+
+ private:
+  absl::Status DoRegister(RpcScope& rpc, const v1::RegisterRequest& request,
+                          v1::RegisterResponse* response) {
+    ASSIGN_OR_RETURN(Caller caller, rpc.Authenticate({Role::kWorker}));
+    if (!request.has_identity()) return absl::InvalidArgumentError("identity: required");
+    RETURN_IF_ERROR(ValidateWorkerIdentity(request.identity(), "identity"));
+    const v1::WorkerIdentity& identity = request.identity();
+    store::WorkerRegistration registration;
+    registration.hostname = identity.hostname();
+    registration.arch = ArchName(identity.arch());
+    registration.gpu_name = identity.gpu_name();
+    registration.gpu_uuid = identity.gpu_uuid();
+    registration.compile_only = identity.compile_only();
+    ASSIGN_OR_RETURN(registration.identity_json, MessageToJson(identity));
+    ASSIGN_OR_RETURN(store::WorkerRow row, ctx_->store->RegisterWorker(registration));
+    ctx_->jobs->SetDraining(row.worker_id, row.state == "draining");
+    response->set_worker_id(row.worker_id);
+    response->set_lease_seconds(ctx_->options.lease_seconds);
+    spdlog::info("worker registered worker_id={} host={} arch={} gpu_uuid={} compile_only={}",
+                 row.worker_id, registration.hostname, registration.arch, registration.gpu_uuid,
+                 registration.compile_only);
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<store::WorkerRow> FindWorker(const std::string& worker_id) {
+    ASSIGN_OR_RETURN(auto workers, ctx_->store->ListWorkers());
+    for (auto& worker : workers) {
+      if (worker.worker_id == worker_id) return std::move(worker);
+    }
+    return absl::NotFoundError(
+        absl::StrCat("worker_id: unknown worker '", worker_id, "'; call Register first"));
+  }
+
+  absl::Status DoLease(RpcScope& rpc, grpc::ServerContext* context,
+                       const v1::LeaseRequest& request,
+                       grpc::ServerWriter<v1::LeasedJob>* writer) {
+    ASSIGN_OR_RETURN(Caller caller, rpc.Authenticate({Role::kWorker}));
+    RETURN_IF_ERROR(ValidateRequiredText(request.worker_id(), "worker_id", kMaxShortTextBytes));
+    if (request.slots() < 0 || request.slots() > ctx_->options.max_slots) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "slots: must be 0 (meaning 1) to ", ctx_->options.max_slots, ", got ", request.slots()));
+    }
+    const int slots = request.slots() == 0 ? 1 : request.slots();
+    const std::string& worker_id = request.worker_id();
+    ASSIGN_OR_RETURN(store::WorkerRow worker, FindWorker(worker_id));
+    ctx_->jobs->SetDraining(worker_id, worker.state == "draining");
+    spdlog::info("lease stream opened worker_id={} slots={}", worker_id, slots);
+
+    while (true) {
+      // Read the generation before looking at the queue, so a job enqueued between the look
+      // and the wait wakes us at once.
+      const uint64_t seen = ctx_->queue_changes->generation();
+      if (!ctx_->jobs->Draining(worker_id) && ctx_->jobs->Held(worker_id) < slots) {
+        const absl::Time start = absl::Now();
+        auto job = ctx_->store->LeaseJob(worker_id);
+        if (!job.ok()) {
+          if (!absl::IsUnavailable(job.status()) && !absl::IsAborted(job.status())) {
+            return job.status();
+          }
+          spdlog::warn("lease: store unavailable worker_id={} error=\"{}\"; retrying", worker_id,
+                       job.status().ToString());
+        } else if (job->has_value()) {
+          ctx_->metrics->RecordLeaseLatency(absl::ToDoubleSeconds(absl::Now() - start));
+          const store::LeasedJobRow& row = **job;
+          ctx_->jobs->Leased({row.lease, row.submission_id, row.task_id, row.arch, absl::Now()});
+          ctx_->event_changes->Notify();
+          if (!writer->Write(LeasedJobFromRow(row, ctx_->options.lease_seconds))) {
+            // The worker never saw the job: give it back now rather than after lease expiry.
+            ctx_->jobs->Released(row.lease.job_id);
+            auto status = ctx_->store->FailJob(row.lease, "infrastructure",
+                                               "lease stream closed before the job was delivered");
+            ctx_->queue_changes->Notify();
+            spdlog::warn("lease: undelivered job returned job_id={} submission_id={} status={}",
+                         row.lease.job_id, row.submission_id, status.status().ToString());
+            return absl::CancelledError("worker went away");
+          }
+          spdlog::info("job leased job_id={} attempt={} kind={} submission_id={} worker_id={}",
+                       row.lease.job_id, row.lease.attempt, row.kind, row.submission_id,
+                       worker_id);
+          continue;
+        }
+      }
+      if (!WaitForChangeOrPoll(*ctx_, *ctx_->queue_changes, seen, ctx_->options.poll_interval,
+                               context)) {
+        spdlog::info("lease stream closed worker_id={} reason={}", worker_id,
+                     ctx_->queue_changes->shutting_down() ? "server shutdown" : "client");
+        // A server shutdown ends the stream cleanly: the worker reconnects to a replica.
+        return ctx_->queue_changes->shutting_down() ? absl::OkStatus()
+                                                    : absl::CancelledError("worker went away");
+      }
+    }
+  }
+
+  absl::Status DoHeartbeat(RpcScope& rpc, const v1::HeartbeatRequest& request,
+                           v1::HeartbeatResponse* response) {
+    ASSIGN_OR_RETURN(Caller caller, rpc.Authenticate({Role::kWorker}));
+    RETURN_IF_ERROR(ValidateRequiredText(request.worker_id(), "worker_id", kMaxShortTextBytes));
+    RETURN_IF_ERROR(
+        ValidateOptionalText(request.health_detail(), "health_detail", kMaxMessageBytes));
+    std::vector<store::LeaseRef> leases;
+    for (int i = 0; i < request.leases_size(); ++i) {
+      RETURN_IF_ERROR(ValidateJobLease(request.leases(i), absl::StrCat("leases[", i, "]")));
+      if (request.leases(i).worker_id() != request.worker_id()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("leases[", i, "].worker_id: '", request.leases(i).worker_id(),
+                         "' differs from worker_id '", request.worker_id(), "'"));
+      }
+      leases.push_back(LeaseRefFromProto(request.leases(i)));
+    }
+    ASSIGN_OR_RETURN(store::HeartbeatResult result,
+                     ctx_->store->Heartbeat(request.worker_id(), leases, request.healthy(),
+                                            request.health_detail()));
+    int released = ctx_->jobs->Reconcile(request.worker_id(), leases, kReconcileGrace);
+    for (const auto& lost : result.lost) {
+      released += ctx_->jobs->Released(lost.job_id).has_value() ? 1 : 0;
+      *response->add_lost() = LeaseRefToProto(lost);
+    }
+    for (const auto& job_id : result.cancelled_job_ids) response->add_cancelled_job_ids(job_id);
+    response->set_drain(result.drain);
+    ctx_->jobs->SetDraining(request.worker_id(), result.drain);
+    if (released > 0) ctx_->queue_changes->Notify();
+    return absl::OkStatus();
+  }
+
+  absl::Status DoReportStage(RpcScope& rpc, const v1::ReportStageRequest& request) {
+    ASSIGN_OR_RETURN(Caller caller, rpc.Authenticate({Role::kWorker}));
+    if (!request.has_lease()) return absl::InvalidArgumentError("lease: required");
+    RETURN_IF_ERROR(ValidateJobLease(request.lease(), "lease"));
+    if (!request.has_result()) return absl::InvalidArgumentError("result: required");
+    RETURN_IF_ERROR(ValidateStageResult(request.result(), "result"));
+    ASSIGN_OR_RETURN(std::string json, MessageToJson(request.result()));
+    RETURN_IF_ERROR(ctx_->store->ReportStage(LeaseRefFromProto(request.lease()),
+                                             StageName(request.result().stage()), json));
+    ctx_->event_changes->Notify();
+    return absl::OkStatus();
+  }
+
+  // Counts the submission's final verdict once it is final (a compile job of a full-scope
+  // submission that compiled leaves the submission running with an evaluate job queued).
+  void RecordIfFinished(const std::string& submission_id) {
+    if (submission_id.empty()) return;
+    auto row = ctx_->store->GetSubmission(submission_id, "");
+    if (!row.ok() || row->state != "finished" || !row->verdict.has_value()) return;
+    ctx_->metrics->RecordVerdict(row->tenant, row->model, row->task_id, row->arch,
+                                 row->verdict->verdict_class);
+    spdlog::info("verdict submission_id={} tenant={} task={} arch={} verdict={} speedup={}",
+                 row->id, row->tenant, row->task_id, row->arch, row->verdict->verdict_class,
+                 row->verdict->speedup);
+  }
+
+  absl::Status DoComplete(RpcScope& rpc, const v1::CompleteRequest& request) {
+    ASSIGN_OR_RETURN(Caller caller, rpc.Authenticate({Role::kWorker}));
+    if (!request.has_lease()) return absl::InvalidArgumentError("lease: required");
+    RETURN_IF_ERROR(ValidateJobLease(request.lease(), "lease"));
+    if (!request.has_verdict()) return absl::InvalidArgumentError("verdict: required");
+    RETURN_IF_ERROR(ValidateVerdict(request.verdict(), "verdict"));
+    ASSIGN_OR_RETURN(store::VerdictRow verdict, VerdictToRow(request.verdict()));
+    const store::LeaseRef lease = LeaseRefFromProto(request.lease());
+    absl::Status status = ctx_->store->CompleteJob(lease, verdict);
+    // Whether completed or lost, the job no longer holds one of this worker's slots.
+    auto held = ctx_->jobs->Released(lease.job_id);
+    ctx_->queue_changes->Notify();
+    ctx_->event_changes->Notify();
+    if (!status.ok()) {
+      spdlog::warn("complete refused job_id={} worker_id={} attempt={} error=\"{}\"",
+                   lease.job_id, lease.worker_id, lease.attempt, status.ToString());
+      return status;
+    }
+    spdlog::info("job completed job_id={} worker_id={} attempt={} verdict={}", lease.job_id,
+                 lease.worker_id, lease.attempt, verdict.verdict_class);
+    RecordIfFinished(held.has_value() ? held->submission_id : "");
+    return absl::OkStatus();
+  }
+
+  absl::Status DoFail(RpcScope& rpc, const v1::FailRequest& request, v1::FailResponse* response) {
+    ASSIGN_OR_RETURN(Caller caller, rpc.Authenticate({Role::kWorker}));
+    if (!request.has_lease()) return absl::InvalidArgumentError("lease: required");
+    RETURN_IF_ERROR(ValidateJobLease(request.lease(), "lease"));
+    const std::string kind = FailureKindName(request.kind());
+    if (kind.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("kind: required (kernel or infrastructure), got ", request.kind()));
+    }
+    RETURN_IF_ERROR(ValidateOptionalText(request.reason(), "reason", kMaxMessageBytes));
+    const store::LeaseRef lease = LeaseRefFromProto(request.lease());
+    auto will_retry = ctx_->store->FailJob(lease, kind, request.reason());
+    auto held = ctx_->jobs->Released(lease.job_id);
+    ctx_->queue_changes->Notify();
+    ctx_->event_changes->Notify();
+    if (!will_retry.ok()) return will_retry.status();
+    response->set_will_retry(*will_retry);
+    spdlog::info("job failed job_id={} worker_id={} attempt={} kind={} will_retry={} reason=\"{}\"",
+                 lease.job_id, lease.worker_id, lease.attempt, kind, *will_retry,
+                 request.reason().substr(0, 200));
+    if (!*will_retry) RecordIfFinished(held.has_value() ? held->submission_id : "");
+    return absl::OkStatus();
+  }
+
+  ApiContext* ctx_;
+};
+
+}  // namespace
+
+std::unique_ptr<grpc::Service> NewWorkerService(ApiContext* ctx) {
+  return std::make_unique<WorkerServiceImpl>(ctx);
+}
+
+}  // namespace ptxbench::api

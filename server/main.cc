@@ -1,0 +1,314 @@
+// ptxbench-server: parses the command line and calls the Server library (server/server.h).
+//
+//   ptxbench-server [serve] [--listen 127.0.0.1:50051] [--database-url URL] ...
+//   ptxbench-server migrate [up | down N] [--database-url URL]
+//   ptxbench-server token create --tenant T --role admin|vendor|worker [--description D]
+//   ptxbench-server health [--server 127.0.0.1:50051] [--tls-ca ca.pem]
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "common/cli_args.h"
+#include "common/status.h"
+#include "server/api/auth.h"
+#include "server/api/health_check.h"
+#include "server/server.h"
+#include "spdlog/sinks/stdout_color_sinks.h"
+#include "spdlog/spdlog.h"
+
+namespace ptxbench::server {
+namespace {
+
+constexpr char kUsage[] =
+    "usage: ptxbench-server [serve] [flags]\n"
+    "       ptxbench-server migrate [up | down N] [flags]\n"
+    "       ptxbench-server token create --tenant T --role admin|vendor|worker [flags]\n"
+    "       ptxbench-server health [--server HOST:PORT] [--tls-ca FILE]\n";
+
+// A folder of the source tree (tasks/, migrations/): ./<name> when run from a checkout, else
+// the checkout this binary was built from.
+std::string DefaultDir(const std::string& name) {
+  if (std::filesystem::is_directory(name)) return std::filesystem::absolute(name).string();
+#ifdef PTXBENCH_SOURCE_DIR
+  const std::string built_from = absl::StrCat(PTXBENCH_SOURCE_DIR, "/", name);
+  if (std::filesystem::is_directory(built_from)) return built_from;
+#endif
+  return name;
+}
+
+std::vector<FlagSpec> StoreFlags() {
+  return {
+      {"database-url", true, "PostgreSQL URL; empty: embedded PostgreSQL under --data-dir "
+                             "(env PTXBENCH_DATABASE_URL)"},
+      {"data-dir", true, "state folder (embedded PostgreSQL)", "./var/ptxbench"},
+      {"pg-bin-dir", true, "PostgreSQL binaries for the embedded cluster"},
+      {"migrations-dir", true, "schema migrations", "<source>/migrations"},
+      {"help", false, "print this help"},
+  };
+}
+
+std::vector<FlagSpec> ServeFlags() {
+  auto flags = StoreFlags();
+  const ServerOptions defaults;
+  const std::vector<FlagSpec> more = {
+      {"listen", true, "gRPC address (port 0 picks one)", defaults.listen},
+      {"metrics-listen", true, "Prometheus /metrics address; 'off' for none",
+       defaults.metrics_listen},
+      {"tasks-dir", true, "task catalog", "<source>/tasks"},
+      {"tls-cert", true, "PEM certificate chain; TLS when set with --tls-key"},
+      {"tls-key", true, "PEM private key"},
+      {"tls-client-ca", true, "PEM CA; clients must present a certificate it signed"},
+      {"lease-seconds", true, "job lease length", std::to_string(defaults.lease_seconds)},
+      {"submissions-per-minute", true, "default per-tenant submission rate",
+       std::to_string(defaults.limits.submissions_per_minute)},
+      {"max-queued", true, "default per-tenant unfinished submissions",
+       std::to_string(defaults.limits.max_queued)},
+      {"store-pool-size", true, "database connections",
+       std::to_string(defaults.store_pool_size)},
+      {"log-level", true, "trace, debug, info, warn, error", "info"},
+  };
+  flags.insert(flags.end(), more.begin(), more.end());
+  return flags;
+}
+
+absl::StatusOr<ServerOptions> OptionsFrom(const ParsedArgs& args, bool serve) {
+  ServerOptions options;
+  options.database_url = args.GetOrEnv("database-url", "PTXBENCH_DATABASE_URL");
+  options.data_dir = args.Get("data-dir", options.data_dir);
+  options.pg_bin_dir = args.Get("pg-bin-dir");
+  options.migrations_dir =
+      args.Has("migrations-dir") ? args.Get("migrations-dir") : DefaultDir("migrations");
+  options.tasks_dir = args.Has("tasks-dir") ? args.Get("tasks-dir") : DefaultDir("tasks");
+  if (!serve) return options;
+  options.listen = args.Get("listen", options.listen);
+  options.metrics_listen = args.Get("metrics-listen", options.metrics_listen);
+  if (options.metrics_listen == "off") options.metrics_listen.clear();
+  options.tls.cert_file = args.Get("tls-cert");
+  options.tls.key_file = args.Get("tls-key");
+  options.tls.client_ca_file = args.Get("tls-client-ca");
+  ASSIGN_OR_RETURN(int64_t lease_seconds, args.GetInt("lease-seconds", options.lease_seconds));
+  ASSIGN_OR_RETURN(int64_t per_minute, args.GetInt("submissions-per-minute",
+                                                   options.limits.submissions_per_minute));
+  ASSIGN_OR_RETURN(int64_t max_queued, args.GetInt("max-queued", options.limits.max_queued));
+  ASSIGN_OR_RETURN(int64_t pool, args.GetInt("store-pool-size", options.store_pool_size));
+  if (pool < 1 || pool > 256) {
+    return absl::InvalidArgumentError(absl::StrCat("store-pool-size: 1 to 256, got ", pool));
+  }
+  if (per_minute < 1 || max_queued < 1) {
+    return absl::InvalidArgumentError("submissions-per-minute, max-queued: must be >= 1");
+  }
+  options.lease_seconds = static_cast<int>(lease_seconds);
+  options.limits.submissions_per_minute = static_cast<int>(per_minute);
+  options.limits.max_queued = static_cast<int>(max_queued);
+  options.store_pool_size = static_cast<int>(pool);
+  return options;
+}
+
+// host:port as a client dials it, from the listen address and the bound port.
+std::string DialAddress(const std::string& listen, int port) {
+  std::string host = listen.substr(0, listen.rfind(':'));
+  if (host.empty() || host == "0.0.0.0" || host == "[::]") host = "127.0.0.1";
+  return absl::StrCat(host, ":", port);
+}
+
+int Serve(const ParsedArgs& args) {
+  // Logs go to stderr; stdout carries only the "serving" line below.
+  spdlog::set_default_logger(spdlog::stderr_color_mt("ptxbench-server"));
+  const std::string level = args.Get("log-level", "info");
+  spdlog::set_level(spdlog::level::from_str(level));
+  auto options = OptionsFrom(args, /*serve=*/true);
+  if (!options.ok()) {
+    std::cerr << "ptxbench-server: " << options.status().message() << "\n";
+    return 2;
+  }
+  // SIGINT/SIGTERM are taken by sigwait below, never by a handler: block them before any
+  // thread starts so that every thread inherits the mask.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  auto server = Server::Create(*options);
+  if (!server.ok()) {
+    spdlog::error("startup failed: {}", server.status().ToString());
+    return 1;
+  }
+  auto started = (*server)->Start();
+  if (!started.ok()) {
+    spdlog::error("startup failed: {}", started.ToString());
+    return 1;
+  }
+  // One machine-readable line for scripts and tests that bind port 0.
+  std::printf("ptxbench-server serving grpc=%s metrics=%s tasks=%d schema_version=%d\n",
+              DialAddress(options->listen, (*server)->port()).c_str(),
+              (*server)->metrics_port() ? DialAddress(options->metrics_listen,
+                                                      (*server)->metrics_port()).c_str()
+                                        : "off",
+              (*server)->tasks_loaded(), (*server)->schema_version());
+  std::fflush(stdout);
+  int signal_number = 0;
+  sigwait(&stop_signals, &signal_number);
+  spdlog::info("signal {} received; stopping", signal_number);
+  (*server)->GracefulStop();
+  return 0;
+}
+
+int Migrate(const ParsedArgs& args) {
+  auto options = OptionsFrom(args, /*serve=*/false);
+  if (!options.ok()) {
+    std::cerr << "ptxbench-server migrate: " << options.status().message() << "\n";
+    return 2;
+  }
+  const auto& positional = args.positional();
+  const std::string direction = positional.empty() ? "up" : positional[0];
+  int steps = 0;
+  if (direction == "down") {
+    if (positional.size() != 2 || (steps = std::atoi(positional[1].c_str())) < 1) {
+      std::cerr << "ptxbench-server migrate down: needs a step count >= 1\n" << kUsage;
+      return 2;
+    }
+  } else if (direction != "up" || positional.size() > 1) {
+    std::cerr << kUsage;
+    return 2;
+  }
+  auto handle = StoreHandle::Open(*options);
+  if (!handle.ok()) {
+    std::cerr << "ptxbench-server migrate: " << handle.status() << "\n";
+    return 1;
+  }
+  store::Store* store = (*handle)->store();
+  absl::Status status = direction == "up" ? store->MigrateUp(options->migrations_dir)
+                                          : store->MigrateDown(options->migrations_dir, steps);
+  if (!status.ok()) {
+    std::cerr << "ptxbench-server migrate: " << status << "\n";
+    return 1;
+  }
+  auto version = store->SchemaVersion();
+  std::cout << "schema version " << (version.ok() ? std::to_string(*version) : "unknown")
+            << "\n";
+  return 0;
+}
+
+int TokenCreate(const ParsedArgs& args) {
+  if (args.positional().size() != 1 || args.positional()[0] != "create") {
+    std::cerr << kUsage;
+    return 2;
+  }
+  auto options = OptionsFrom(args, /*serve=*/false);
+  if (!options.ok()) {
+    std::cerr << "ptxbench-server token: " << options.status().message() << "\n";
+    return 2;
+  }
+  const std::string tenant = args.Get("tenant");
+  auto role = api::ParseRoleText(args.Get("role"));
+  if (tenant.empty() || !role.ok()) {
+    std::cerr << "ptxbench-server token create: --tenant and --role (admin, vendor or worker) "
+                 "are required\n";
+    return 2;
+  }
+  auto handle = StoreHandle::Open(*options);
+  if (!handle.ok()) {
+    std::cerr << "ptxbench-server token: " << handle.status() << "\n";
+    return 1;
+  }
+  store::Store* store = (*handle)->store();
+  if (auto status = store->MigrateUp(options->migrations_dir); !status.ok()) {
+    std::cerr << "ptxbench-server token: " << status << "\n";
+    return 1;
+  }
+  store::TenantRow tenant_row;
+  tenant_row.name = tenant;
+  if (auto status = store->CreateTenant(tenant_row);
+      !status.ok() && !absl::IsAlreadyExists(status)) {
+    std::cerr << "ptxbench-server token: " << status << "\n";
+    return 1;
+  }
+  const api::GeneratedToken token = api::GenerateToken();
+  store::TokenRow row;
+  row.token_id = token.token_id;
+  row.tenant = tenant;
+  row.role = api::RoleText(*role);
+  row.description = args.Get("description", "created by ptxbench-server token create");
+  if (auto status = store->CreateToken(row, token.sha256); !status.ok()) {
+    std::cerr << "ptxbench-server token: " << status << "\n";
+    return 1;
+  }
+  std::cerr << "token " << token.token_id << " for tenant " << tenant << " role "
+            << row.role << " (the secret below is shown once):\n";
+  std::cout << token.token << "\n";
+  return 0;
+}
+
+int Health(const ParsedArgs& args) {
+  api::HealthCheckOptions options;
+  options.address = args.Get("server", "127.0.0.1:50051");
+  options.tls_ca_file = args.Get("tls-ca");
+  auto timeout = args.GetDouble("timeout-seconds", 5);
+  if (!timeout.ok()) {
+    std::cerr << "ptxbench-server health: " << timeout.status().message() << "\n";
+    return 2;
+  }
+  options.timeout = absl::Seconds(*timeout);
+  auto status = api::CheckHealth(options);
+  if (!status.ok()) {
+    std::cerr << "ptxbench-server health: " << status.status().message() << "\n";
+    return 1;
+  }
+  std::cout << *status << "\n";
+  return *status == "SERVING" ? 0 : 1;
+}
+
+int Main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  std::string verb = "serve";
+  if (!args.empty() && !absl::StartsWith(args[0], "-")) {
+    verb = args[0];
+    args.erase(args.begin());
+  }
+  std::vector<FlagSpec> specs;
+  if (verb == "serve") {
+    specs = ServeFlags();
+  } else if (verb == "migrate") {
+    specs = StoreFlags();
+  } else if (verb == "token") {
+    specs = StoreFlags();
+    specs.push_back({"tenant", true, "tenant the token belongs to (created if missing)"});
+    specs.push_back({"role", true, "admin, vendor or worker"});
+    specs.push_back({"description", true, "what the token is for"});
+  } else if (verb == "health") {
+    specs = {{"server", true, "server address", "127.0.0.1:50051"},
+             {"tls-ca", true, "PEM CA of the server's certificate; plaintext when empty"},
+             {"timeout-seconds", true, "deadline of the check", "5"},
+             {"help", false, "print this help"}};
+  } else {
+    std::cerr << "ptxbench-server: unknown command '" << verb << "'\n" << kUsage;
+    return 2;
+  }
+  auto parsed = ParseArgs(args, specs);
+  if (!parsed.ok()) {
+    std::cerr << "ptxbench-server " << verb << ": " << parsed.status().message() << "\n"
+              << kUsage << FlagHelp(specs);
+    return 2;
+  }
+  if (parsed->GetBool("help")) {
+    std::cout << kUsage << FlagHelp(specs);
+    return 0;
+  }
+  if (verb == "serve") return Serve(*parsed);
+  if (verb == "migrate") return Migrate(*parsed);
+  if (verb == "token") return TokenCreate(*parsed);
+  return Health(*parsed);
+}
+
+}  // namespace
+}  // namespace ptxbench::server
+
+int main(int argc, char** argv) { return ptxbench::server::Main(argc, argv); }

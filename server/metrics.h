@@ -1,0 +1,67 @@
+// Prometheus metrics of ptxbench-server. Every family is defined once, here, so that a name,
+// its help text and its label set cannot drift between call sites. Names are prefixed
+// ptxbench_. Queue depth, oldest job age and workers by state are read from the store when
+// /metrics is scraped (a scrape every 15 s costs two indexed queries), so they are never stale
+// and cost nothing between scrapes.
+#ifndef PTXBENCH_SERVER_METRICS_H_
+#define PTXBENCH_SERVER_METRICS_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "server/store/store.h"
+
+namespace prometheus {
+class Exposer;
+class Registry;
+}  // namespace prometheus
+
+namespace ptxbench::server {
+
+class Metrics {
+ public:
+  // Where the scrape-time gauges come from; normally the Store.
+  struct Sources {
+    std::function<absl::StatusOr<std::vector<store::QueueDepthRow>>()> queue_depths;
+    std::function<absl::StatusOr<std::vector<store::WorkerRow>>()> workers;
+  };
+
+  explicit Metrics(Sources sources);
+  ~Metrics();
+  Metrics(const Metrics&) = delete;
+  Metrics& operator=(const Metrics&) = delete;
+
+  // Serves /metrics on `listen` ("host:port"; port 0 picks a free one).
+  absl::Status StartExposer(const std::string& listen);
+  // The bound port of the exposer; 0 before StartExposer.
+  int port() const { return port_; }
+  // Stops serving /metrics (idempotent).
+  void StopExposer();
+
+  // The text exposition of every family, as a scrape would return it (for tests and logs).
+  std::string Render() const;
+
+  void RecordRpc(const std::string& method, const std::string& code, double seconds);
+  void RecordSubmission(const std::string& tenant, const std::string& model,
+                        const std::string& task, const std::string& arch);
+  void RecordVerdict(const std::string& tenant, const std::string& model, const std::string& task,
+                     const std::string& arch, const std::string& verdict_class);
+  void RecordLeaseLatency(double seconds);
+
+ private:
+  class ScrapeCollectable;
+  struct Families;
+
+  std::shared_ptr<prometheus::Registry> registry_;
+  std::shared_ptr<ScrapeCollectable> scrape_;
+  std::unique_ptr<Families> families_;
+  std::unique_ptr<prometheus::Exposer> exposer_;
+  int port_ = 0;
+};
+
+}  // namespace ptxbench::server
+
+#endif  // PTXBENCH_SERVER_METRICS_H_

@@ -1,0 +1,333 @@
+// Why the synchronous gRPC API. Lease and WatchSubmission are long-lived server streams, and
+// the callback API would let an idle one cost no thread. But every handler here spends its
+// time in blocking libpqxx calls, so the callback API would still need a thread pool of our
+// own for every store call, plus a reactor state machine per stream; the sync API gives each
+// call a thread from gRPC's pool and lets handlers read top to bottom. An idle stream costs
+// one parked thread: ~8 MiB of address space but only the touched stack pages of RSS (the
+// scheduler benchmark measures the whole server with its streams, docs/results/). The
+// expected load is tens of workers and hundreds of watchers, well inside that budget.
+// Streams wait on an in-process change signal (api/notifier.h) fed by the RPCs themselves and
+// by PostgreSQL NOTIFY listener threads, and re-poll the store every poll_interval as a
+// fallback, checking every 200 ms whether their client left (a sync handler cannot be
+// interrupted otherwise) and whether the server is stopping.
+#include "server/server.h"
+
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/status.h"
+#include "common/task.h"
+#include "server/api/api_context.h"
+#include "server/api/auth.h"
+#include "server/api/job_tracker.h"
+#include "server/api/notifier.h"
+#include "server/api/services.h"
+#include "server/embedded_pg/embedded_postgres.h"
+#include "server/metrics.h"
+#include "spdlog/spdlog.h"
+
+namespace ptxbench::server {
+namespace {
+
+absl::StatusOr<std::string> ReadFile(const std::string& path, const std::string& field) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::InvalidArgumentError(absl::StrCat(field, ": cannot read '", path, "'"));
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeCredentials(const TlsOptions& tls) {
+  if (tls.cert_file.empty() && tls.key_file.empty()) {
+    if (!tls.client_ca_file.empty()) {
+      return absl::InvalidArgumentError("tls_client_ca: needs tls_cert and tls_key");
+    }
+    return grpc::InsecureServerCredentials();
+  }
+  if (tls.cert_file.empty() || tls.key_file.empty()) {
+    return absl::InvalidArgumentError("tls_cert, tls_key: both are needed for TLS");
+  }
+  grpc::SslServerCredentialsOptions ssl;
+  grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
+  ASSIGN_OR_RETURN(pair.private_key, ReadFile(tls.key_file, "tls_key"));
+  ASSIGN_OR_RETURN(pair.cert_chain, ReadFile(tls.cert_file, "tls_cert"));
+  ssl.pem_key_cert_pairs.push_back(std::move(pair));
+  if (!tls.client_ca_file.empty()) {
+    ASSIGN_OR_RETURN(ssl.pem_root_certs, ReadFile(tls.client_ca_file, "tls_client_ca"));
+    ssl.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+  }
+  return grpc::SslServerCredentials(ssl);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// StoreHandle
+
+class StoreHandle::Embedded {
+ public:
+  std::unique_ptr<embedded_pg::EmbeddedPostgres> postgres;
+};
+
+absl::StatusOr<std::unique_ptr<StoreHandle>> StoreHandle::Open(const ServerOptions& options) {
+  std::unique_ptr<StoreHandle> handle(new StoreHandle());
+  handle->database_url_ = options.database_url;
+  if (handle->database_url_.empty()) {
+    embedded_pg::EmbeddedPostgres::Options pg;
+    pg.data_dir = absl::StrCat(options.data_dir, "/postgres");
+    pg.port = 0;
+    if (!options.pg_bin_dir.empty()) pg.pg_bin_dir = options.pg_bin_dir;
+    auto postgres = embedded_pg::EmbeddedPostgres::Start(pg);
+    if (!postgres.ok()) return Annotate(postgres.status(), "starting embedded PostgreSQL");
+    handle->embedded_ = std::make_unique<Embedded>();
+    handle->embedded_->postgres = *std::move(postgres);
+    handle->database_url_ = handle->embedded_->postgres->database_url();
+    spdlog::info("embedded PostgreSQL started data_dir={}/postgres", options.data_dir);
+  }
+  store::StoreOptions store_options;
+  store_options.database_url = handle->database_url_;
+  store_options.pool_size = options.store_pool_size;
+  store_options.lease_duration = absl::Seconds(options.lease_seconds);
+  auto store = store::Store::Connect(store_options);
+  if (!store.ok()) return Annotate(store.status(), "connecting to the database");
+  handle->store_ = *std::move(store);
+  return handle;
+}
+
+StoreHandle::~StoreHandle() {
+  store_.reset();  // Close connections before the cluster goes away.
+  if (embedded_ && embedded_->postgres) {
+    embedded_->postgres->Stop();
+    spdlog::info("embedded PostgreSQL stopped");
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Server
+
+class Server::Impl {
+ public:
+  explicit Impl(ServerOptions options) : options_(std::move(options)) {}
+  ~Impl() { GracefulStop(); }
+
+  absl::Status Init() {
+    if (options_.tasks_dir.empty()) return absl::InvalidArgumentError("tasks_dir: required");
+    if (options_.migrations_dir.empty()) {
+      return absl::InvalidArgumentError("migrations_dir: required");
+    }
+    if (options_.lease_seconds < 3) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "lease_seconds: must be >= 3 (workers heartbeat every third), got ",
+          options_.lease_seconds));
+    }
+    ASSIGN_OR_RETURN(credentials_, MakeCredentials(options_.tls));
+    auto catalog = TaskCatalog::Load(options_.tasks_dir);
+    if (!catalog.ok()) return Annotate(catalog.status(), "loading tasks");
+    catalog_ = std::make_unique<TaskCatalog>(*std::move(catalog));
+    ASSIGN_OR_RETURN(store_handle_, StoreHandle::Open(options_));
+    store::Store* store = store_handle_->store();
+    RETURN_IF_ERROR(Annotate(store->MigrateUp(options_.migrations_dir), "migrating the schema"));
+    ASSIGN_OR_RETURN(schema_version_, store->SchemaVersion());
+
+    metrics_ = std::make_unique<Metrics>(Metrics::Sources{
+        [store] { return store->QueueDepths(); }, [store] { return store->ListWorkers(); }});
+    auth_ = std::make_unique<api::Authenticator>(store, api::Authenticator::Options{});
+    context_.store = store;
+    context_.catalog = catalog_.get();
+    context_.metrics = metrics_.get();
+    context_.auth = auth_.get();
+    context_.queue_changes = &queue_changes_;
+    context_.event_changes = &event_changes_;
+    context_.jobs = &jobs_;
+    context_.options.lease_seconds = options_.lease_seconds;
+    context_.options.default_submissions_per_minute = options_.limits.submissions_per_minute;
+    context_.options.default_max_queued = options_.limits.max_queued;
+    context_.options.poll_interval = options_.poll_interval;
+    return absl::OkStatus();
+  }
+
+  absl::Status Start() {
+    if (server_) return absl::FailedPreconditionError("server already started");
+    store::Store* store = store_handle_->store();
+    ASSIGN_OR_RETURN(bool bootstrap, auth_->BootstrapMode());
+    if (bootstrap) {
+      spdlog::warn(
+          "no API token exists: accepting loopback clients only, as admin of tenant '{}'. "
+          "Create a token with `ptxbench-server token create --tenant T --role admin`.",
+          api::kLocalTenant);
+      store::TenantRow local;
+      local.name = api::kLocalTenant;
+      auto created = store->CreateTenant(local);
+      if (!created.ok() && !absl::IsAlreadyExists(created)) return created;
+    }
+
+    submission_service_ = api::NewSubmissionService(&context_);
+    worker_service_ = api::NewWorkerService(&context_);
+    admin_service_ = api::NewAdminService(&context_);
+    grpc::EnableDefaultHealthCheckService(true);
+    // Without this call the linker drops the reflection library (--as-needed) and reflection
+    // silently answers UNIMPLEMENTED (docs: toolchain notes).
+    grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort(options_.listen, credentials_, &port_);
+    builder.RegisterService(submission_service_.get());
+    builder.RegisterService(worker_service_.get());
+    builder.RegisterService(admin_service_.get());
+    server_ = builder.BuildAndStart();
+    if (!server_ || port_ == 0) {
+      server_.reset();
+      return absl::UnavailableError(
+          absl::StrCat("listen: cannot bind gRPC on '", options_.listen, "'"));
+    }
+    if (!options_.metrics_listen.empty()) {
+      auto status = metrics_->StartExposer(options_.metrics_listen);
+      if (!status.ok()) {
+        server_->Shutdown();
+        server_.reset();
+        return status;
+      }
+    }
+    stopping_ = false;
+    threads_.emplace_back([this] { ReapLoop(); });
+    threads_.emplace_back([this] { ListenLoop(/*queue=*/true); });
+    threads_.emplace_back([this] { ListenLoop(/*queue=*/false); });
+    running_ = true;
+    spdlog::info("ptxbench-server serving grpc_port={} metrics_port={} tasks={} schema_version={} "
+                 "tls={} database={}",
+                 port_, metrics_->port(), catalog_->tasks().size(), schema_version_,
+                 !options_.tls.cert_file.empty(),
+                 store_handle_->embedded() ? "embedded" : "external");
+    return absl::OkStatus();
+  }
+
+  void GracefulStop() {
+    std::lock_guard<std::mutex> stop_lock(stop_mu_);
+    if (running_) {
+      spdlog::info("ptxbench-server stopping");
+      server_->GetHealthCheckService()->SetServingStatus(false);
+      // Streams see this within cancel_check_interval and return; unary calls finish.
+      queue_changes_.Shutdown();
+      event_changes_.Shutdown();
+      server_->Shutdown(std::chrono::system_clock::now() +
+                        absl::ToChronoNanoseconds(options_.shutdown_grace));
+      server_->Wait();
+      {
+        std::lock_guard<std::mutex> lock(threads_mu_);
+        stopping_ = true;
+      }
+      threads_cv_.notify_all();
+      for (auto& thread : threads_) thread.join();
+      threads_.clear();
+      metrics_->StopExposer();
+      running_ = false;
+      spdlog::info("ptxbench-server stopped");
+    }
+    server_.reset();
+    store_handle_.reset();  // Closes connections and stops the embedded cluster.
+  }
+
+  int port() const { return port_; }
+  int metrics_port() const { return metrics_ ? metrics_->port() : 0; }
+  int schema_version() const { return schema_version_; }
+  int tasks_loaded() const { return catalog_ ? static_cast<int>(catalog_->tasks().size()) : 0; }
+  const std::string& database_url() const {
+    static const std::string kNone;
+    return store_handle_ ? store_handle_->database_url() : kNone;
+  }
+  const ServerOptions& options() const { return options_; }
+
+ private:
+  // Requeues jobs whose worker stopped heartbeating, so a dead worker delays a job by at most
+  // lease_seconds + reap_interval.
+  void ReapLoop() {
+    std::unique_lock<std::mutex> lock(threads_mu_);
+    while (!threads_cv_.wait_for(lock, absl::ToChronoNanoseconds(options_.reap_interval),
+                                 [this] { return stopping_; })) {
+      lock.unlock();
+      auto reaped = store_handle_->store()->ReapExpiredLeases();
+      if (!reaped.ok()) {
+        spdlog::warn("reaper: {}", reaped.status().ToString());
+      } else if (*reaped > 0) {
+        spdlog::info("reaper: requeued {} jobs with expired leases", *reaped);
+        queue_changes_.Notify();
+        event_changes_.Notify();
+      }
+      lock.lock();
+    }
+  }
+
+  // Turns PostgreSQL NOTIFYs (changes made by other replicas, or by this one) into wake-ups.
+  void ListenLoop(bool queue) {
+    api::Notifier& notifier = queue ? queue_changes_ : event_changes_;
+    while (true) {
+      {
+        std::lock_guard<std::mutex> lock(threads_mu_);
+        if (stopping_) return;
+      }
+      // Short waits bound how long GracefulStop waits for this thread.
+      auto woken = queue ? store_handle_->store()->WaitForQueueChange(absl::Milliseconds(500))
+                         : store_handle_->store()->WaitForEvents(absl::Milliseconds(500));
+      if (!woken.ok()) {
+        spdlog::warn("listener ({}): {}", queue ? "queue" : "events", woken.status().ToString());
+        std::unique_lock<std::mutex> lock(threads_mu_);
+        threads_cv_.wait_for(lock, std::chrono::seconds(1), [this] { return stopping_; });
+      } else if (*woken) {
+        notifier.Notify();
+      }
+    }
+  }
+
+  ServerOptions options_;
+  std::shared_ptr<grpc::ServerCredentials> credentials_;
+  std::unique_ptr<TaskCatalog> catalog_;
+  std::unique_ptr<StoreHandle> store_handle_;
+  int schema_version_ = 0;
+  std::unique_ptr<Metrics> metrics_;
+  std::unique_ptr<api::Authenticator> auth_;
+  api::Notifier queue_changes_;
+  api::Notifier event_changes_;
+  api::JobTracker jobs_;
+  api::ApiContext context_;
+  std::unique_ptr<grpc::Service> submission_service_;
+  std::unique_ptr<grpc::Service> worker_service_;
+  std::unique_ptr<grpc::Service> admin_service_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+
+  std::mutex stop_mu_;
+  bool running_ = false;
+  std::mutex threads_mu_;
+  std::condition_variable threads_cv_;
+  bool stopping_ = false;
+  std::vector<std::thread> threads_;
+};
+
+absl::StatusOr<std::unique_ptr<Server>> Server::Create(ServerOptions options) {
+  auto impl = std::make_unique<Impl>(std::move(options));
+  RETURN_IF_ERROR(impl->Init());
+  return std::unique_ptr<Server>(new Server(std::move(impl)));
+}
+
+Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Server::~Server() = default;
+absl::Status Server::Start() { return impl_->Start(); }
+void Server::GracefulStop() { impl_->GracefulStop(); }
+int Server::port() const { return impl_->port(); }
+int Server::metrics_port() const { return impl_->metrics_port(); }
+int Server::schema_version() const { return impl_->schema_version(); }
+int Server::tasks_loaded() const { return impl_->tasks_loaded(); }
+const std::string& Server::database_url() const { return impl_->database_url(); }
+const ServerOptions& Server::options() const { return impl_->options(); }
+
+}  // namespace ptxbench::server
