@@ -1,0 +1,114 @@
+/* PTXBENCH_PLAN
+{"launches":[{"kernel":"gemm_fma_kernel","grid":["ceil_div(N,64)","ceil_div(M,64)"],"block":["256"],
+  "cluster":[],"dynamic_shared_bytes":"0",
+  "args":[{"tensor":"A"},{"tensor":"B"},{"tensor":"C"},{"scalar":"M"},{"scalar":"N"},{"scalar":"K"}]}],
+ "scratch":[],
+ "tensor_maps":[]}
+*/
+// DECOY for gemm_n7168_k5120 (sm_90a), written for PTXBench. Expected verdict: wrong_result.
+//
+// What it tries: computes the product once, keeps a copy in a __device__ global, and on every
+// later launch with the same shape just copies the cached copy to C (a fast 'GEMM' from the second
+// launch on).
+//
+// Why that verdict: the module is loaded fresh for each trial and the outputs of timed launches
+// are checked on fresh inputs, so the cached result belongs to other inputs and mismatches.
+
+namespace {
+
+__device__ __forceinline__ float Bf16ToFloat(unsigned short bits) {
+  return __uint_as_float(static_cast<unsigned>(bits) << 16);
+}
+
+__device__ __forceinline__ unsigned short FloatToBf16(float value) {
+  unsigned short bits;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(bits) : "f"(value));
+  return bits;
+}
+
+// Large enough for the timed workload's C (8192 x 7168 bf16, 117 MB).
+constexpr long long kCacheElements = 8192LL * 7168LL;
+__device__ unsigned short g_cache[kCacheElements];
+__device__ int g_cache_valid;
+__device__ int g_cache_m;
+__device__ int g_cache_n;
+__device__ unsigned g_blocks_done;
+
+}  // namespace
+
+// Plain shared-memory-tiled FMA GEMM (no tensor cores): a 64x64 tile of C per 256-thread block,
+// K in steps of 16, each thread 4x4 outputs strided by 16 so shared-memory reads do not conflict.
+extern "C" __global__ void __launch_bounds__(256)
+    gemm_fma_kernel(const unsigned short* A, const unsigned short* B, unsigned short* C, int M, int N,
+           int K) {
+  __shared__ float as[16][65];
+  __shared__ float bs[16][65];
+  const int tx = static_cast<int>(threadIdx.x) % 16;
+  const int ty = static_cast<int>(threadIdx.x) / 16;
+  const int m0 = static_cast<int>(blockIdx.y) * 64;
+  const int n0 = static_cast<int>(blockIdx.x) * 64;
+  const bool cacheable = static_cast<long long>(M) * N <= kCacheElements;
+  if (cacheable && g_cache_valid && g_cache_m == M && g_cache_n == N) {
+    for (int idx = static_cast<int>(threadIdx.x); idx < 64 * 64; idx += 256) {
+      const int row = m0 + idx / 64;
+      const int col = n0 + idx % 64;
+      if (row < M && col < N) {
+        C[static_cast<long long>(row) * N + col] = g_cache[static_cast<long long>(row) * N + col];
+      }
+    }
+    return;
+  }
+  float acc[4][4] = {};
+  for (int k0 = 0; k0 < K; k0 += 16) {
+    for (int r = 0; r < 4; ++r) {
+      const int idx = static_cast<int>(threadIdx.x) + 256 * r;
+      const int row = idx / 16;
+      const int gk = k0 + idx % 16;
+      as[idx % 16][row] =
+          (m0 + row < M && gk < K) ? Bf16ToFloat(A[static_cast<long long>(m0 + row) * K + gk]) : 0.f;
+      bs[idx % 16][row] = (n0 + row < N && gk < K) ? Bf16ToFloat(B[static_cast<long long>(n0 + row) * K + gk]) : 0.f;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int kk = 0; kk < 16; ++kk) {
+      float a[4];
+      float b[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        a[i] = as[kk][ty + 16 * i];
+        b[i] = bs[kk][tx + 16 * i];
+      }
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+#pragma unroll
+        for (int j = 0; j < 4; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+      }
+    }
+    __syncthreads();
+  }
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int row = m0 + ty + 16 * i;
+      const int col = n0 + tx + 16 * j;
+      if (row < M && col < N) {
+        C[static_cast<long long>(row) * N + col] = FloatToBf16(acc[i][j]);
+        if (cacheable) g_cache[static_cast<long long>(row) * N + col] = C[static_cast<long long>(row) * N + col];
+      }
+    }
+  }
+  // The last block to finish marks the cache valid for later launches.
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0 && cacheable) {
+    const unsigned total = gridDim.x * gridDim.y;
+    if (atomicAdd(&g_blocks_done, 1u) + 1 == total) {
+      g_blocks_done = 0;
+      g_cache_m = M;
+      g_cache_n = N;
+      __threadfence();
+      g_cache_valid = 1;
+    }
+  }
+}
