@@ -85,7 +85,7 @@ absl::StatusOr<std::unique_ptr<StoreHandle>> StoreHandle::Open(const ServerOptio
   handle->database_url_ = options.database_url;
   if (handle->database_url_.empty()) {
     embedded_pg::EmbeddedPostgres::Options pg;
-    pg.data_dir = absl::StrCat(options.data_dir, "/postgres");
+    pg.data_dir = absl::StrCat(options.data_dir, "/postgres");  // embedded_postgres.h: layout
     pg.port = 0;
     if (!options.pg_bin_dir.empty()) pg.pg_bin_dir = options.pg_bin_dir;
     auto postgres = embedded_pg::EmbeddedPostgres::Start(pg);
@@ -108,8 +108,12 @@ absl::StatusOr<std::unique_ptr<StoreHandle>> StoreHandle::Open(const ServerOptio
 StoreHandle::~StoreHandle() {
   store_.reset();  // Close connections before the cluster goes away.
   if (embedded_ && embedded_->postgres) {
-    embedded_->postgres->Stop();
-    spdlog::info("embedded PostgreSQL stopped");
+    auto stopped = embedded_->postgres->Stop();
+    if (stopped.ok()) {
+      spdlog::info("embedded PostgreSQL stopped");
+    } else {
+      spdlog::warn("stopping embedded PostgreSQL: {}", stopped.ToString());
+    }
   }
 }
 
@@ -168,7 +172,7 @@ class Server::Impl {
           api::kLocalTenant);
       store::TenantRow local;
       local.name = api::kLocalTenant;
-      auto created = store->CreateTenant(local);
+      auto created = store->CreateTenant(local, "system:bootstrap");
       if (!created.ok() && !absl::IsAlreadyExists(created)) return created;
     }
 
@@ -270,14 +274,19 @@ class Server::Impl {
   // Turns PostgreSQL NOTIFYs (changes made by other replicas, or by this one) into wake-ups.
   void ListenLoop(bool queue) {
     api::Notifier& notifier = queue ? queue_changes_ : event_changes_;
+    store::Store* store = store_handle_->store();
+    // The store's change counter is read before each wait, so a NOTIFY that lands between
+    // two waits is not lost.
+    uint64_t seen = queue ? store->QueueChangeCount() : store->EventsChangeCount();
     while (true) {
       {
         std::lock_guard<std::mutex> lock(threads_mu_);
         if (stopping_) return;
       }
       // Short waits bound how long GracefulStop waits for this thread.
-      auto woken = queue ? store_handle_->store()->WaitForQueueChange(absl::Milliseconds(500))
-                         : store_handle_->store()->WaitForEvents(absl::Milliseconds(500));
+      auto woken = queue ? store->WaitForQueueChange(seen, absl::Milliseconds(500))
+                         : store->WaitForEvents(seen, absl::Milliseconds(500));
+      if (woken.ok() && *woken) seen = queue ? store->QueueChangeCount() : store->EventsChangeCount();
       if (!woken.ok()) {
         spdlog::warn("listener ({}): {}", queue ? "queue" : "events", woken.status().ToString());
         std::unique_lock<std::mutex> lock(threads_mu_);

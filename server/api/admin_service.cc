@@ -40,7 +40,7 @@ class AdminServiceImpl final : public v1::AdminService::Service {
           ValidateRequiredText(request->worker_id(), "worker_id", kMaxShortTextBytes));
       ASSIGN_OR_RETURN(store::WorkerRow row,
                        ctx_->store->SetWorkerState(request->worker_id(), "draining",
-                                                   "drained by an admin"));
+                                                   "drained by an admin", caller.Actor()));
       ctx_->jobs->SetDraining(row.worker_id, true);
       ctx_->queue_changes->Notify();
       spdlog::info("worker draining worker_id={} by_token={}", row.worker_id, caller.token_id);
@@ -71,7 +71,7 @@ class AdminServiceImpl final : public v1::AdminService::Service {
       row.name = request->tenant().name();
       row.submissions_per_minute = request->tenant().submissions_per_minute();
       row.max_queued = request->tenant().max_queued();
-      RETURN_IF_ERROR(ctx_->store->CreateTenant(row));
+      RETURN_IF_ERROR(ctx_->store->CreateTenant(row, caller.Actor()));
       ASSIGN_OR_RETURN(row, ctx_->store->GetTenant(row.name));
       spdlog::info("tenant created tenant={} by_token={}", row.name, caller.token_id);
       *response = TenantFromRow(row);
@@ -115,7 +115,7 @@ class AdminServiceImpl final : public v1::AdminService::Service {
       row.tenant = request->tenant();
       row.role = role;
       row.description = request->description();
-      RETURN_IF_ERROR(ctx_->store->CreateToken(row, token.sha256));
+      RETURN_IF_ERROR(ctx_->store->CreateToken(row, token.sha256, caller.Actor()));
       ctx_->auth->OnTokenCreated();
       spdlog::info("token created token_id={} tenant={} role={} by_token={}", row.token_id,
                    row.tenant, row.role, caller.token_id);
@@ -131,7 +131,7 @@ class AdminServiceImpl final : public v1::AdminService::Service {
     return rpc.Finish([&]() -> absl::Status {
       ASSIGN_OR_RETURN(Caller caller, rpc.Authenticate({Role::kAdmin}));
       RETURN_IF_ERROR(ValidateRequiredText(request->token_id(), "token_id", kMaxShortTextBytes));
-      RETURN_IF_ERROR(ctx_->store->RevokeToken(request->token_id()));
+      RETURN_IF_ERROR(ctx_->store->RevokeToken(request->token_id(), caller.Actor()));
       ctx_->auth->OnTokenRevoked(request->token_id());
       spdlog::info("token revoked token_id={} by_token={}", request->token_id(), caller.token_id);
       return absl::OkStatus();

@@ -101,6 +101,18 @@ absl::Status RequireRole(const Caller& caller, std::initializer_list<Role> roles
                                                   RoleText(caller.role)));
 }
 
+std::string Caller::Actor() const {
+  switch (role) {
+    case Role::kAdmin:
+      return absl::StrCat("admin:", token_id.empty() ? "loopback" : token_id);
+    case Role::kWorker:
+      return absl::StrCat("worker:", token_id);
+    case Role::kVendor:
+      return absl::StrCat("tenant:", tenant);
+  }
+  return "unknown";
+}
+
 Authenticator::Authenticator(store::Store* store, Options options)
     : store_(store), options_(options) {}
 

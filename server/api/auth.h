@@ -36,6 +36,9 @@ struct Caller {
 
   // The tenant filter for reads: admins see every tenant ("" to the store).
   std::string VisibleTenant() const { return role == Role::kAdmin ? "" : tenant; }
+  // Who acted, for the store's audit log: "admin:<token_id>", "tenant:<name>",
+  // "worker:<token_id>"; the loopback bootstrap caller is "admin:loopback".
+  std::string Actor() const;
 };
 
 // A freshly generated token. `token` is shown to its owner once; only `sha256` is stored.

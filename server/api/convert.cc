@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/util/json_util.h"
 #include "google/protobuf/util/time_util.h"
+#include "common/status.h"
 #include "nlohmann/json.hpp"
 
 namespace ptxbench::api {
@@ -260,31 +261,24 @@ absl::StatusOr<v1::StageEvent> StageEventFromRow(const store::StageEventRow& row
   if (!stage.ok()) return absl::DataLossError(stage.status().message());
   event.set_stage(*stage);
   *event.mutable_at() = ToTimestamp(row.at);
-  if (row.payload_json.empty()) return event;
-  const auto payload = nlohmann::json::parse(row.payload_json, nullptr, /*allow_exceptions=*/false);
-  if (!payload.is_object() || payload.empty()) return event;
-  if (payload.contains("notice") && payload["notice"].is_string()) {
-    event.set_notice(payload["notice"].get<std::string>());
+  // Payload shapes are those of store.h's StageEventRow comment.
+  if (row.kind == "notice") {
+    const auto payload =
+        nlohmann::json::parse(row.payload_json, nullptr, /*allow_exceptions=*/false);
+    if (payload.is_object() && payload.contains("notice") && payload["notice"].is_string()) {
+      event.set_notice(payload["notice"].get<std::string>());
+    } else {
+      event.set_notice(row.payload_json);
+    }
     return event;
   }
-  if (payload.contains("verdict") || payload.contains("result")) {
-    // Already a StageEvent.
-    v1::StageEvent stored;
-    auto status = MessageFromJson(row.payload_json, &stored);
-    if (!status.ok()) return status;
-    if (stored.has_verdict()) *event.mutable_verdict() = stored.verdict();
-    if (stored.has_result()) *event.mutable_result() = stored.result();
-    if (!stored.notice().empty()) event.set_notice(stored.notice());
+  if (row.payload_json.empty() || row.payload_json == "{}" || *stage == v1::STAGE_QUEUED) {
     return event;
   }
-  if (*stage == v1::STAGE_DONE || payload.contains("verdict_class")) {
-    auto status = MessageFromJson(row.payload_json, event.mutable_verdict());
-    if (!status.ok()) return status;
-    return event;
-  }
-  if (*stage != v1::STAGE_QUEUED) {
-    auto status = MessageFromJson(row.payload_json, event.mutable_result());
-    if (!status.ok()) return status;
+  if (*stage == v1::STAGE_DONE) {
+    RETURN_IF_ERROR(MessageFromJson(row.payload_json, event.mutable_verdict()));
+  } else {
+    RETURN_IF_ERROR(MessageFromJson(row.payload_json, event.mutable_result()));
   }
   return event;
 }

@@ -58,9 +58,8 @@ absl::StatusOr<v1::Verdict> VerdictFromRow(const store::VerdictRow& row);
 
 absl::StatusOr<v1::Submission> SubmissionFromRow(const store::SubmissionRow& row);
 
-// A stored stage event -> the wire event. The payload is the JSON of a StageResult (stage
-// reports), of {"notice": ...} (notices) or of a Verdict (the DONE event), possibly wrapped as
-// a StageEvent; all are accepted.
+// A stored stage event -> the wire event: a notice, a stage's StageResult, or (stage DONE) the
+// final verdict.
 absl::StatusOr<v1::StageEvent> StageEventFromRow(const store::StageEventRow& row);
 // The payload stored for a notice event.
 std::string NoticePayload(const std::string& notice);

@@ -215,7 +215,8 @@ class SubmissionServiceImpl final : public v1::SubmissionService::Service {
     ASSIGN_OR_RETURN(store::SubmissionRow before,
                      ctx_->store->GetSubmission(request.submission_id(), caller.VisibleTenant()));
     ASSIGN_OR_RETURN(store::SubmissionRow row, ctx_->store->CancelSubmission(
-                                                   request.submission_id(), caller.VisibleTenant()));
+                                                   request.submission_id(), caller.VisibleTenant(),
+                                                   caller.Actor()));
     ctx_->queue_changes->Notify();
     ctx_->event_changes->Notify();
     if (before.state != "cancelled" && row.state == "cancelled") {
@@ -253,7 +254,7 @@ class SubmissionServiceImpl final : public v1::SubmissionService::Service {
     const std::string tenant = caller.VisibleTenant();
     ASSIGN_OR_RETURN(store::SubmissionRow row, ctx_->store->GetSubmission(id, tenant));
     int64_t after_seq = 0;
-    absl::Time next_worker_check = absl::InfinitePast();
+    absl::Time next_row_check = absl::InfinitePast();
     while (true) {
       const uint64_t seen = ctx_->event_changes->generation();
       ASSIGN_OR_RETURN(auto events, ctx_->store->ListStageEvents(id, after_seq));
@@ -263,33 +264,34 @@ class SubmissionServiceImpl final : public v1::SubmissionService::Service {
         if (!writer->Write(event)) return absl::CancelledError("watcher went away");
         if (event.stage() == v1::STAGE_DONE) return absl::OkStatus();
       }
-      ASSIGN_OR_RETURN(row, ctx_->store->GetSubmission(id, tenant));
-      if (IsTerminal(row.state)) {
-        // The row may have turned terminal after the events were read: read them once more,
-        // and if the store wrote no DONE event (a cancellation), end with one made from the row.
-        ASSIGN_OR_RETURN(auto late, ctx_->store->ListStageEvents(id, after_seq));
-        for (const auto& event_row : late) {
-          ASSIGN_OR_RETURN(v1::StageEvent event, StageEventFromRow(event_row));
-          after_seq = event_row.seq;
-          if (!writer->Write(event)) return absl::CancelledError("watcher went away");
-          if (event.stage() == v1::STAGE_DONE) return absl::OkStatus();
+      // The store appends a DONE event for every way a submission ends (verdict, failure,
+      // cancellation), so the row itself is read only now and then: to see whether a worker
+      // exists for it, and as a safety net should the DONE event be missing.
+      if (absl::Now() >= next_row_check) {
+        next_row_check = absl::Now() + ctx_->options.worker_check_interval;
+        ASSIGN_OR_RETURN(row, ctx_->store->GetSubmission(id, tenant));
+        if (IsTerminal(row.state)) {
+          // The row may have turned terminal after the events were read: read them once more.
+          ASSIGN_OR_RETURN(auto late, ctx_->store->ListStageEvents(id, after_seq));
+          for (const auto& event_row : late) {
+            ASSIGN_OR_RETURN(v1::StageEvent event, StageEventFromRow(event_row));
+            after_seq = event_row.seq;
+            if (!writer->Write(event)) return absl::CancelledError("watcher went away");
+            if (event.stage() == v1::STAGE_DONE) return absl::OkStatus();
+          }
+          spdlog::warn("watch: submission {} is {} without a done event", id, row.state);
+          v1::StageEvent done;
+          done.set_submission_id(id);
+          done.set_stage(v1::STAGE_DONE);
+          *done.mutable_at() = ToTimestamp(absl::Now());
+          if (row.verdict.has_value()) {
+            ASSIGN_OR_RETURN(*done.mutable_verdict(), VerdictFromRow(*row.verdict));
+          } else {
+            done.mutable_verdict()->set_verdict_class(v1::VERDICT_CLASS_CANCELLED);
+          }
+          writer->Write(done);
+          return absl::OkStatus();
         }
-        v1::StageEvent done;
-        done.set_submission_id(id);
-        done.set_stage(v1::STAGE_DONE);
-        *done.mutable_at() = ToTimestamp(absl::Now());
-        if (row.verdict.has_value()) {
-          ASSIGN_OR_RETURN(*done.mutable_verdict(), VerdictFromRow(*row.verdict));
-        } else {
-          done.mutable_verdict()->set_verdict_class(v1::VERDICT_CLASS_CANCELLED);
-          done.mutable_verdict()->set_message("cancelled by its owner before a verdict");
-          done.set_notice("cancelled");
-        }
-        writer->Write(done);
-        return absl::OkStatus();
-      }
-      if (absl::Now() >= next_worker_check) {
-        next_worker_check = absl::Now() + ctx_->options.worker_check_interval;
         auto status = NoticeIfNoWorker(row);
         if (!status.ok()) {
           spdlog::warn("watch: worker check failed submission_id={} error=\"{}\"", id,

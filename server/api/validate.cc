@@ -308,6 +308,10 @@ absl::Status ValidateVerdict(const v1::Verdict& verdict, const std::string& fiel
   if (verdict.verdict_class() == v1::VERDICT_CLASS_CANCELLED) {
     return Invalid(field + ".verdict_class", "cancelled is set by the server, not a worker");
   }
+  if (verdict.verdict_class() == v1::VERDICT_CLASS_INFRASTRUCTURE_FAILURE) {
+    return Invalid(field + ".verdict_class",
+                   "infrastructure_failure is reported with Fail(kind=INFRASTRUCTURE)");
+  }
   RETURN_IF_ERROR(ValidateOptionalText(verdict.message(), field + ".message", kMaxMessageBytes));
   RETURN_IF_ERROR(
       ValidateOptionalText(verdict.report_json(), field + ".report_json", kMaxStoredJsonBytes));

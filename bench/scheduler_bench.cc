@@ -1,0 +1,361 @@
+// scheduler_bench: the scheduler's throughput and latency, measured end to end through the
+// real ptxbench-server process, real PostgreSQL and real gRPC over loopback, with simulated
+// workers that lease and complete jobs at once (so the scheduler is the only work measured).
+//
+// Figures (targets from the scheduler issue):
+//   accepted_submissions_per_s   Submit calls answered OK per second (8 concurrent clients).
+//   leases_per_s                 jobs leased and completed per second by 16 workers (>= 1000).
+//   submit_to_lease_ms p50/p99   from Submit sent to the job arriving on an idle worker's
+//                                Lease stream (p99 <= 50 ms).
+//   server_rss_mb                the server's resident memory with 10,000 jobs queued
+//                                (<= 200 MB), plus its peak (VmHWM).
+// The last line of output is one JSON object with every figure.
+#include <grpcpp/grpcpp.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "common/cli_args.h"
+#include "nlohmann/json.hpp"
+#include "ptxbench/v1/admin.grpc.pb.h"
+#include "ptxbench/v1/vendor.grpc.pb.h"
+#include "ptxbench/v1/worker.grpc.pb.h"
+
+namespace ptxbench::bench {
+namespace {
+
+constexpr double kTargetLeasesPerSecond = 1000;
+constexpr double kTargetP99Ms = 50;
+constexpr double kTargetRssMb = 200;
+
+[[noreturn]] void Die(const std::string& message) {
+  std::cerr << "scheduler_bench: " << message << "\n";
+  std::exit(1);
+}
+
+void Check(const grpc::Status& status, const std::string& what) {
+  if (!status.ok()) Die(absl::StrCat(what, ": ", status.error_message()));
+}
+
+class ServerProcess {
+ public:
+  ServerProcess(const std::vector<std::string>& args) {
+    int out[2];
+    if (pipe(out) != 0) Die("pipe");
+    pid_ = fork();
+    if (pid_ < 0) Die("fork");
+    if (pid_ == 0) {
+      dup2(out[1], STDOUT_FILENO);
+      close(out[0]);
+      close(out[1]);
+      std::vector<char*> argv;
+      for (const auto& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
+      argv.push_back(nullptr);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+    close(out[1]);
+    FILE* stream = fdopen(out[0], "r");
+    char line[1024];
+    std::string serving;
+    while (fgets(line, sizeof(line), stream) != nullptr) {
+      serving = line;
+      if (absl::StartsWith(serving, "ptxbench-server serving")) break;
+    }
+    fclose(stream);
+    const size_t at = serving.find("grpc=");
+    if (at == std::string::npos) Die("the server did not start (see its log above)");
+    address_ = serving.substr(at + 5, serving.find(' ', at) - at - 5);
+  }
+  ~ServerProcess() {
+    kill(pid_, SIGTERM);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+  }
+  const std::string& address() const { return address_; }
+  // VmRSS and VmHWM from /proc, in MiB.
+  std::pair<double, double> MemoryMb() const {
+    std::ifstream in(absl::StrCat("/proc/", pid_, "/status"));
+    std::string line;
+    double rss = 0, hwm = 0;
+    while (std::getline(in, line)) {
+      if (absl::StartsWith(line, "VmRSS:")) rss = std::atof(line.c_str() + 6) / 1024;
+      if (absl::StartsWith(line, "VmHWM:")) hwm = std::atof(line.c_str() + 6) / 1024;
+    }
+    return {rss, hwm};
+  }
+
+ private:
+  pid_t pid_ = -1;
+  std::string address_;
+};
+
+// Distinct channel arguments give each simulated client its own HTTP/2 connection, as
+// separate worker machines would have.
+std::shared_ptr<grpc::Channel> NewChannel(const std::string& address, int index) {
+  grpc::ChannelArguments args;
+  args.SetInt("ptxbench.bench_client", index);
+  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+}
+
+void Authorize(grpc::ClientContext* context, const std::string& token) {
+  context->AddMetadata("authorization", "Bearer " + token);
+}
+
+v1::SubmitRequest BenchSubmission(int index) {
+  v1::SubmitRequest request;
+  request.set_task_id("gemm_n7168_k5120");
+  request.set_arch(v1::ARCH_SM_90A);
+  request.set_language(v1::SOURCE_LANGUAGE_CUDA);
+  // Distinct sources, as from a model: each is stored once by hash.
+  request.set_source(absl::StrCat("// bench ", index,
+                                  "\nextern \"C\" __global__ void gemm(const void* a, "
+                                  "const void* b, void* c) {}\n"));
+  auto* launch = request.mutable_launch_plan()->add_launches();
+  launch->set_kernel("gemm");
+  launch->add_grid("ceil_div(M,128)");
+  launch->add_block("128");
+  request.set_model("bench:model");
+  request.set_session_id(absl::StrCat("bench-", index / 10));
+  request.set_turn_index(index % 10);
+  request.set_knowledge_level(v1::KNOWLEDGE_LEVEL_CONTRACT);
+  request.set_scope(v1::EVALUATION_SCOPE_COMPILE_ONLY);
+  return request;
+}
+
+// Submits `count` submissions from `clients` concurrent clients; returns submissions/s.
+double SubmitMany(const std::string& address, const std::string& token, int count, int clients,
+                  int offset) {
+  std::atomic<int> next{0};
+  std::vector<std::thread> threads;
+  const absl::Time start = absl::Now();
+  for (int c = 0; c < clients; ++c) {
+    threads.emplace_back([&, c] {
+      auto stub = v1::SubmissionService::NewStub(NewChannel(address, 1000 + c));
+      for (int i = next++; i < count; i = next++) {
+        grpc::ClientContext context;
+        Authorize(&context, token);
+        v1::SubmitResponse response;
+        Check(stub->Submit(&context, BenchSubmission(offset + i), &response), "Submit");
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  return count / absl::ToDoubleSeconds(absl::Now() - start);
+}
+
+struct SimWorker {
+  std::unique_ptr<v1::WorkerService::Stub> stub;
+  std::string worker_id;
+};
+
+SimWorker RegisterWorker(const std::string& address, const std::string& token, int index) {
+  SimWorker worker;
+  worker.stub = v1::WorkerService::NewStub(NewChannel(address, index));
+  grpc::ClientContext context;
+  Authorize(&context, token);
+  v1::RegisterRequest request;
+  request.mutable_identity()->set_hostname(absl::StrCat("bench-", index));
+  request.mutable_identity()->set_arch(v1::ARCH_SM_90A);
+  request.mutable_identity()->set_gpu_uuid(absl::StrCat("GPU-bench-", index));
+  request.mutable_identity()->set_gpu_name("simulated");
+  v1::RegisterResponse response;
+  Check(worker.stub->Register(&context, request, &response), "Register");
+  worker.worker_id = response.worker_id();
+  return worker;
+}
+
+void CompleteJob(SimWorker& worker, const std::string& token, const v1::LeasedJob& job) {
+  grpc::ClientContext context;
+  Authorize(&context, token);
+  v1::CompleteRequest request;
+  request.mutable_lease()->set_job_id(job.job_id());
+  request.mutable_lease()->set_worker_id(worker.worker_id);
+  request.mutable_lease()->set_attempt(job.attempt());
+  request.mutable_verdict()->set_verdict_class(v1::VERDICT_CLASS_COMPILED);
+  request.mutable_verdict()->set_compiled(true);
+  v1::CompleteResponse response;
+  Check(worker.stub->Complete(&context, request, &response), "Complete");
+}
+
+// 16 workers lease and complete until `total` jobs are done; returns leases/s.
+double LeaseMany(const std::string& address, const std::string& token, int workers, int total) {
+  std::atomic<int> done{0};
+  std::vector<std::unique_ptr<grpc::ClientContext>> contexts(workers);
+  std::vector<SimWorker> sims;
+  for (int w = 0; w < workers; ++w) sims.push_back(RegisterWorker(address, token, w));
+  std::vector<std::thread> threads;
+  const absl::Time start = absl::Now();
+  for (int w = 0; w < workers; ++w) {
+    contexts[w] = std::make_unique<grpc::ClientContext>();
+    Authorize(contexts[w].get(), token);
+    threads.emplace_back([&, w] {
+      v1::LeaseRequest request;
+      request.set_worker_id(sims[w].worker_id);
+      request.set_slots(1);
+      auto reader = sims[w].stub->Lease(contexts[w].get(), request);
+      v1::LeasedJob job;
+      while (reader->Read(&job)) {
+        CompleteJob(sims[w], token, job);
+        if (++done >= total) break;
+      }
+    });
+  }
+  while (done < total) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  for (auto& context : contexts) context->TryCancel();
+  for (auto& thread : threads) thread.join();
+  return total / seconds;
+}
+
+// One idle worker waits on its Lease stream; each sample submits one job and times its
+// arrival. Returns the samples in milliseconds, sorted.
+std::vector<double> SubmitToLeaseLatency(const std::string& address, const std::string& vendor,
+                                         const std::string& worker_token, int samples) {
+  SimWorker worker = RegisterWorker(address, worker_token, 500);
+  grpc::ClientContext lease_context;
+  Authorize(&lease_context, worker_token);
+  v1::LeaseRequest request;
+  request.set_worker_id(worker.worker_id);
+  request.set_slots(1);
+  auto reader = worker.stub->Lease(&lease_context, request);
+  auto submit = v1::SubmissionService::NewStub(NewChannel(address, 2000));
+  std::vector<double> latencies;
+  for (int i = 0; i < samples; ++i) {
+    // Let the worker settle into its wait, as an idle worker would be.
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    const absl::Time start = absl::Now();
+    grpc::ClientContext context;
+    Authorize(&context, vendor);
+    v1::SubmitResponse response;
+    Check(submit->Submit(&context, BenchSubmission(900000 + i), &response), "Submit");
+    v1::LeasedJob job;
+    if (!reader->Read(&job)) Die("lease stream ended");
+    latencies.push_back(absl::ToDoubleMilliseconds(absl::Now() - start));
+    if (job.submission_id() != response.submission().id()) Die("leased an unexpected job");
+    CompleteJob(worker, worker_token, job);
+  }
+  lease_context.TryCancel();
+  std::sort(latencies.begin(), latencies.end());
+  return latencies;
+}
+
+double Percentile(const std::vector<double>& sorted, double p) {
+  if (sorted.empty()) return 0;
+  const size_t index = std::min(sorted.size() - 1, static_cast<size_t>(p * sorted.size()));
+  return sorted[index];
+}
+
+std::string CreateToken(v1::AdminService::Stub& admin, const std::string& admin_token,
+                        const std::string& tenant, v1::Role role) {
+  grpc::ClientContext context;
+  if (!admin_token.empty()) Authorize(&context, admin_token);
+  v1::CreateTokenRequest request;
+  request.set_tenant(tenant);
+  request.set_role(role);
+  v1::CreateTokenResponse response;
+  Check(admin.CreateToken(&context, request, &response), "CreateToken");
+  return response.secret();
+}
+
+int Main(int argc, char** argv) {
+  const std::vector<FlagSpec> specs = {
+      {"database-url", true, "PostgreSQL URL of an empty database (required)"},
+      {"server-binary", true, "the ptxbench-server binary (required)"},
+      {"tasks-dir", true, "task catalog", PTXBENCH_SOURCE_DIR "/tasks"},
+      {"migrations-dir", true, "migrations", PTXBENCH_SOURCE_DIR "/migrations"},
+      {"submissions", true, "submissions for the submit and lease phases", "5000"},
+      {"workers", true, "simulated workers in the lease phase", "16"},
+      {"latency-samples", true, "submit-to-lease samples", "300"},
+      {"rss-jobs", true, "queued jobs for the memory figure", "10000"},
+      {"output", true, "also write the JSON figures here"},
+  };
+  auto args = ParseArgs(std::vector<std::string>(argv + 1, argv + argc), specs);
+  if (!args.ok()) Die(absl::StrCat(args.status().message(), "\n", FlagHelp(specs)));
+  const std::string database_url = args->Get("database-url");
+  const std::string binary = args->Get("server-binary");
+  if (database_url.empty() || binary.empty()) {
+    Die("--database-url and --server-binary are required\n" + FlagHelp(specs));
+  }
+  const int submissions = static_cast<int>(args->GetInt("submissions", 5000).value_or(5000));
+  const int workers = static_cast<int>(args->GetInt("workers", 16).value_or(16));
+  const int samples = static_cast<int>(args->GetInt("latency-samples", 300).value_or(300));
+  const int rss_jobs = static_cast<int>(args->GetInt("rss-jobs", 10000).value_or(10000));
+
+  ServerProcess server({binary, "serve", "--database-url", database_url, "--listen",
+                        "127.0.0.1:0", "--metrics-listen", "off", "--tasks-dir",
+                        args->Get("tasks-dir"), "--migrations-dir", args->Get("migrations-dir"),
+                        "--log-level", "warn", "--max-queued", "1000000",
+                        "--submissions-per-minute", "10000000"});
+  const std::string address = server.address();
+  std::cerr << "scheduler_bench: server at " << address << "\n";
+
+  // Tokens, made over the loopback bootstrap: the first admin token ends it.
+  auto admin = v1::AdminService::NewStub(NewChannel(address, 3000));
+  {
+    grpc::ClientContext context;
+    v1::CreateTenantRequest request;
+    request.mutable_tenant()->set_name("bench");
+    v1::Tenant tenant;
+    Check(admin->CreateTenant(&context, request, &tenant), "CreateTenant");
+  }
+  const std::string admin_token = CreateToken(*admin, "", "bench", v1::ROLE_ADMIN);
+  const std::string vendor = CreateToken(*admin, admin_token, "bench", v1::ROLE_VENDOR);
+  const std::string worker_token = CreateToken(*admin, admin_token, "bench", v1::ROLE_WORKER);
+
+  const double submits_per_s = SubmitMany(address, vendor, submissions, 8, 0);
+  std::cerr << "scheduler_bench: accepted " << submissions << " submissions at " << submits_per_s
+            << "/s\n";
+  const double leases_per_s = LeaseMany(address, worker_token, workers, submissions);
+  std::cerr << "scheduler_bench: " << workers << " workers leased and completed " << submissions
+            << " jobs at " << leases_per_s << "/s\n";
+  const auto latencies = SubmitToLeaseLatency(address, vendor, worker_token, samples);
+  const double p50 = Percentile(latencies, 0.50);
+  const double p99 = Percentile(latencies, 0.99);
+  std::cerr << "scheduler_bench: submit->lease p50 " << p50 << " ms, p99 " << p99 << " ms\n";
+  SubmitMany(address, vendor, rss_jobs, 8, 1000000);
+  const auto [rss, hwm] = server.MemoryMb();
+  std::cerr << "scheduler_bench: server RSS with " << rss_jobs << " jobs queued: " << rss
+            << " MiB (peak " << hwm << " MiB)\n";
+
+  nlohmann::json result = {
+      {"benchmark", "scheduler"},
+      {"date", absl::FormatTime("%Y-%m-%d", absl::Now(), absl::UTCTimeZone())},
+      {"cpu_cores", std::thread::hardware_concurrency()},
+      {"submissions", submissions},
+      {"workers", workers},
+      {"accepted_submissions_per_s", submits_per_s},
+      {"leases_per_s", leases_per_s},
+      {"submit_to_lease_ms", {{"p50", p50}, {"p99", p99}, {"samples", latencies.size()},
+                              {"max", latencies.empty() ? 0 : latencies.back()}}},
+      {"server_rss_mb", {{"queued_jobs", rss_jobs}, {"rss", rss}, {"peak", hwm}}},
+      {"targets", {{"leases_per_s", kTargetLeasesPerSecond},
+                   {"submit_to_lease_p99_ms", kTargetP99Ms},
+                   {"server_rss_mb", kTargetRssMb}}},
+      {"met", {{"leases_per_s", leases_per_s >= kTargetLeasesPerSecond},
+               {"submit_to_lease_p99_ms", p99 <= kTargetP99Ms},
+               {"server_rss_mb", rss <= kTargetRssMb}}},
+  };
+  const std::string line = result.dump();
+  if (args->Has("output")) std::ofstream(args->Get("output")) << result.dump(2) << "\n";
+  std::cout << line << std::endl;
+  return 0;
+}
+
+}  // namespace
+}  // namespace ptxbench::bench
+
+int main(int argc, char** argv) { return ptxbench::bench::Main(argc, argv); }

@@ -1,0 +1,466 @@
+// SubmissionService and AdminService over real gRPC against a real server and PostgreSQL:
+// authentication, roles, tenant isolation, limits, request validation, health, reflection and
+// the metrics endpoint.
+#include <grpcpp/generic/generic_stub.h>
+
+#include <catch2/catch.hpp>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "server/api/health_check.h"
+#include "tests/server/api/api_test_support.h"
+
+namespace ptxbench::api_test {
+namespace {
+
+grpc::Status Submit(TestServer& server, const std::string& token, const v1::SubmitRequest& request,
+                    v1::SubmitResponse* response = nullptr) {
+  v1::SubmitResponse ignored;
+  grpc::ClientContext context;
+  WithDeadline(&context);
+  Authorize(&context, token);
+  return server.submissions()->Submit(&context, request, response ? response : &ignored);
+}
+
+grpc::Status ListTenants(TestServer& server, const std::string& token) {
+  grpc::ClientContext context;
+  WithDeadline(&context);
+  Authorize(&context, token);
+  v1::ListTenantsResponse response;
+  return server.admin()->ListTenants(&context, v1::ListTenantsRequest(), &response);
+}
+
+TEST_CASE("loopback bootstrap ends with the first token; then tokens are required", "[api][auth]") {
+  TestServer server;
+  // No token exists: a loopback caller is admin of tenant "local".
+  REQUIRE(ListTenants(server, "").ok());
+  v1::SubmitResponse accepted;
+  REQUIRE(Submit(server, "", ValidSubmit(), &accepted).ok());
+  CHECK(accepted.submission().tenant() == "local");
+
+  const std::string admin = server.admin_token();
+  auto missing = ListTenants(server, "");
+  CHECK(missing.error_code() == grpc::StatusCode::UNAUTHENTICATED);
+  CHECK(absl::StrContains(missing.error_message(), "authorization"));
+  CHECK(ListTenants(server, "not-a-token").error_code() == grpc::StatusCode::UNAUTHENTICATED);
+  // Well-formed but unknown.
+  CHECK(ListTenants(server, absl::StrCat("ptxb_0123456789abcdef_", std::string(64, 'a')))
+            .error_code() == grpc::StatusCode::UNAUTHENTICATED);
+  CHECK(ListTenants(server, admin).ok());
+}
+
+TEST_CASE("a revoked token is refused at once", "[api][auth]") {
+  TestServer server;
+  const std::string admin = server.admin_token();
+  const std::string vendor = server.CreateToken("acme", v1::ROLE_VENDOR);
+  REQUIRE(Submit(server, vendor, ValidSubmit()).ok());
+  grpc::ClientContext context;
+  WithDeadline(&context);
+  Authorize(&context, admin);
+  v1::RevokeTokenRequest revoke;
+  // The token id is the part between "ptxb_" and the next '_'.
+  revoke.set_token_id(vendor.substr(5, vendor.find('_', 5) - 5));
+  v1::RevokeTokenResponse revoked;
+  REQUIRE(server.admin()->RevokeToken(&context, revoke, &revoked).ok());
+  CHECK(Submit(server, vendor, ValidSubmit()).error_code() == grpc::StatusCode::UNAUTHENTICATED);
+}
+
+TEST_CASE("roles: vendors cannot administer or work, workers cannot submit", "[api][auth]") {
+  TestServer server;
+  const std::string vendor = server.CreateToken("acme", v1::ROLE_VENDOR);
+  const std::string worker = server.CreateToken("fleet", v1::ROLE_WORKER);
+  auto denied = ListTenants(server, vendor);
+  CHECK(denied.error_code() == grpc::StatusCode::PERMISSION_DENIED);
+  CHECK(absl::StrContains(denied.error_message(), "admin"));
+  CHECK(Submit(server, worker, ValidSubmit()).error_code() == grpc::StatusCode::PERMISSION_DENIED);
+  FakeWorker as_vendor(server.channel(), vendor, v1::ARCH_SM_90A, "GPU-vendor");
+  CHECK(as_vendor.Register().error_code() == grpc::StatusCode::PERMISSION_DENIED);
+  FakeWorker as_worker(server.channel(), worker, v1::ARCH_SM_90A, "GPU-worker");
+  CHECK(as_worker.Register().ok());
+  // An admin may call everything.
+  CHECK(Submit(server, server.admin_token(), ValidSubmit()).ok());
+}
+
+TEST_CASE("a vendor sees and cancels only its own tenant's submissions", "[api][tenants]") {
+  TestServer server;
+  const std::string acme = server.CreateToken("acme", v1::ROLE_VENDOR);
+  const std::string globex = server.CreateToken("globex", v1::ROLE_VENDOR);
+  v1::SubmitResponse submitted;
+  REQUIRE(Submit(server, acme, ValidSubmit(), &submitted).ok());
+  const std::string id = submitted.submission().id();
+  CHECK(submitted.submission().tenant() == "acme");
+  CHECK(submitted.submission().state() == v1::SUBMISSION_STATE_QUEUED);
+  auto stub = server.submissions();
+
+  v1::GetSubmissionRequest get;
+  get.set_submission_id(id);
+  v1::Submission seen;
+  {
+    grpc::ClientContext context;
+    Authorize(&context, globex);
+    CHECK(stub->GetSubmission(&context, get, &seen).error_code() == grpc::StatusCode::NOT_FOUND);
+  }
+  {
+    grpc::ClientContext context;
+    Authorize(&context, globex);
+    v1::CancelSubmissionRequest cancel;
+    cancel.set_submission_id(id);
+    CHECK(stub->CancelSubmission(&context, cancel, &seen).error_code() ==
+          grpc::StatusCode::NOT_FOUND);
+  }
+  {
+    grpc::ClientContext context;
+    WithDeadline(&context, absl::Seconds(10));
+    Authorize(&context, globex);
+    v1::WatchSubmissionRequest watch;
+    watch.set_submission_id(id);
+    auto reader = stub->WatchSubmission(&context, watch);
+    v1::StageEvent event;
+    CHECK_FALSE(reader->Read(&event));
+    CHECK(reader->Finish().error_code() == grpc::StatusCode::NOT_FOUND);
+  }
+  {
+    grpc::ClientContext context;
+    Authorize(&context, globex);
+    v1::ListSubmissionsResponse listed;
+    REQUIRE(stub->ListSubmissions(&context, v1::ListSubmissionsRequest(), &listed).ok());
+    CHECK(listed.submissions_size() == 0);
+  }
+  {
+    grpc::ClientContext context;
+    Authorize(&context, acme);
+    v1::ListSubmissionsResponse listed;
+    REQUIRE(stub->ListSubmissions(&context, v1::ListSubmissionsRequest(), &listed).ok());
+    REQUIRE(listed.submissions_size() == 1);
+    CHECK(listed.submissions(0).id() == id);
+  }
+  {
+    grpc::ClientContext context;
+    Authorize(&context, acme);
+    REQUIRE(stub->GetSubmission(&context, get, &seen).ok());
+    CHECK(seen.id() == id);
+    CHECK(seen.task_id() == kTaskId);
+    CHECK(seen.arch() == v1::ARCH_SM_90A);
+    CHECK(seen.source_sha256().size() == 64);
+  }
+  {
+    // Admins see every tenant's submissions.
+    grpc::ClientContext context;
+    Authorize(&context, server.admin_token());
+    REQUIRE(stub->GetSubmission(&context, get, &seen).ok());
+    CHECK(seen.tenant() == "acme");
+  }
+  {
+    grpc::ClientContext context;
+    Authorize(&context, acme);
+    v1::CancelSubmissionRequest cancel;
+    cancel.set_submission_id(id);
+    REQUIRE(stub->CancelSubmission(&context, cancel, &seen).ok());
+    CHECK(seen.state() == v1::SUBMISSION_STATE_CANCELLED);
+  }
+}
+
+TEST_CASE("per-tenant submissions per minute are limited", "[api][limits]") {
+  TestServer server;
+  const std::string vendor = server.CreateToken("bursty", v1::ROLE_VENDOR, /*per_minute=*/3);
+  for (int i = 0; i < 3; ++i) REQUIRE(Submit(server, vendor, ValidSubmit()).ok());
+  auto refused = Submit(server, vendor, ValidSubmit());
+  CHECK(refused.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED);
+  CHECK(absl::StrContains(refused.error_message(), "per minute"));
+  // Another tenant is not affected.
+  CHECK(Submit(server, server.CreateToken("calm", v1::ROLE_VENDOR), ValidSubmit()).ok());
+}
+
+TEST_CASE("per-tenant unfinished submissions are limited", "[api][limits]") {
+  TestServer server;
+  const std::string vendor =
+      server.CreateToken("hoarder", v1::ROLE_VENDOR, /*per_minute=*/0, /*max_queued=*/2);
+  v1::SubmitResponse first;
+  REQUIRE(Submit(server, vendor, ValidSubmit(), &first).ok());
+  REQUIRE(Submit(server, vendor, ValidSubmit()).ok());
+  auto refused = Submit(server, vendor, ValidSubmit());
+  CHECK(refused.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED);
+  CHECK(absl::StrContains(refused.error_message(), "unfinished"));
+  // Cancelling one frees a place.
+  grpc::ClientContext context;
+  Authorize(&context, vendor);
+  v1::CancelSubmissionRequest cancel;
+  cancel.set_submission_id(first.submission().id());
+  v1::Submission cancelled;
+  REQUIRE(server.submissions()->CancelSubmission(&context, cancel, &cancelled).ok());
+  CHECK(Submit(server, vendor, ValidSubmit()).ok());
+}
+
+TEST_CASE("every Submit validation error is INVALID_ARGUMENT naming its field", "[api][validation]") {
+  TestServer server;
+  const std::string vendor = server.CreateToken("acme", v1::ROLE_VENDOR);
+  struct Case {
+    const char* what;
+    std::function<void(v1::SubmitRequest&)> mutate;
+    std::string expected_prefix;
+  };
+  const std::vector<Case> cases = {
+      {"missing task", [](auto& r) { r.clear_task_id(); }, "task_id: required"},
+      {"unknown task", [](auto& r) { r.set_task_id("no_such_task"); }, "task_id: unknown task"},
+      {"unspecified arch", [](auto& r) { r.set_arch(v1::ARCH_UNSPECIFIED); }, "arch: required"},
+      {"unknown arch value", [](auto& r) { r.set_arch(static_cast<v1::Arch>(9)); },
+       "arch: unknown value 9"},
+      {"arch not defined for the task",
+       [](auto& r) {
+         r.set_task_id(kSm90OnlyTaskId);
+         r.set_arch(v1::ARCH_SM_100A);
+       },
+       "arch: task 'api_test_sm90_only' is not defined for sm_100a"},
+      {"unknown language", [](auto& r) { r.set_language(static_cast<v1::SourceLanguage>(7)); },
+       "language: unknown value 7"},
+      {"empty source", [](auto& r) { r.clear_source(); }, "source: required"},
+      {"oversized source", [](auto& r) { r.set_source(std::string((1 << 20) + 1, 'x')); },
+       "source: 1048577 bytes exceeds the 1 MiB limit"},
+      {"no launches", [](auto& r) { r.mutable_launch_plan()->clear_launches(); },
+       "launch_plan.launches: at least one launch"},
+      {"empty kernel name",
+       [](auto& r) { r.mutable_launch_plan()->mutable_launches(0)->clear_kernel(); },
+       "launch_plan.launches[0].kernel: required"},
+      {"four grid dimensions",
+       [](auto& r) {
+         auto* launch = r.mutable_launch_plan()->mutable_launches(0);
+         launch->add_grid("1");
+         launch->add_grid("1");
+       },
+       "launch_plan.launches[0].grid: 4 dimensions, at most 3"},
+      {"no block", [](auto& r) { r.mutable_launch_plan()->mutable_launches(0)->clear_block(); },
+       "launch_plan.launches[0].block: 0 dimensions"},
+      {"empty grid expression",
+       [](auto& r) { r.mutable_launch_plan()->mutable_launches(0)->set_grid(0, ""); },
+       "launch_plan.launches[0].grid[0]: required"},
+      {"argument without kind",
+       [](auto& r) { r.mutable_launch_plan()->mutable_launches(0)->add_args(); },
+       "launch_plan.launches[0].args[3]: one of"},
+      {"bad swizzle",
+       [](auto& r) {
+         auto* map = r.mutable_launch_plan()->add_tensor_maps();
+         map->set_name("a_map");
+         map->set_tensor("A");
+         map->add_box("64");
+         map->set_swizzle("96B");
+       },
+       "launch_plan.tensor_maps[0].swizzle: '96B' is not one of"},
+      {"negative turn", [](auto& r) { r.set_turn_index(-1); }, "turn_index: must be >= 0, got -1"},
+      {"unspecified knowledge level",
+       [](auto& r) { r.set_knowledge_level(v1::KNOWLEDGE_LEVEL_UNSPECIFIED); },
+       "knowledge_level: required"},
+      {"unknown scope", [](auto& r) { r.set_scope(static_cast<v1::EvaluationScope>(5)); },
+       "scope: unknown value 5"},
+      {"oversized model", [](auto& r) { r.set_model(std::string(300, 'm')); },
+       "model: 300 bytes exceeds"},
+      {"oversized session", [](auto& r) { r.set_session_id(std::string(257, 's')); },
+       "session_id: 257 bytes exceeds"},
+      {"oversized idempotency key", [](auto& r) { r.set_idempotency_key(std::string(1000, 'k')); },
+       "idempotency_key: 1000 bytes exceeds"},
+  };
+  // One server for every case (a SECTION would start one per case).
+  for (const auto& c : cases) {
+    v1::SubmitRequest request = ValidSubmit();
+    c.mutate(request);
+    auto status = Submit(server, vendor, request);
+    INFO(c.what << ": " << status.error_message());
+    CHECK(status.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+    CHECK(absl::StartsWith(status.error_message(), c.expected_prefix));
+  }
+  // Nothing invalid was stored.
+  grpc::ClientContext context;
+  Authorize(&context, vendor);
+  v1::ListSubmissionsResponse listed;
+  REQUIRE(server.submissions()->ListSubmissions(&context, v1::ListSubmissionsRequest(), &listed).ok());
+  CHECK(listed.submissions_size() == 0);
+}
+
+TEST_CASE("other requests name their invalid fields", "[api][validation]") {
+  TestServer server;
+  const std::string vendor = server.CreateToken("acme", v1::ROLE_VENDOR);
+  auto stub = server.submissions();
+  {
+    grpc::ClientContext context;
+    Authorize(&context, vendor);
+    v1::GetSubmissionRequest request;
+    request.set_submission_id("'; drop table submissions; --");
+    v1::Submission response;
+    auto status = stub->GetSubmission(&context, request, &response);
+    CHECK(status.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+    CHECK(absl::StartsWith(status.error_message(), "submission_id:"));
+  }
+  {
+    grpc::ClientContext context;
+    Authorize(&context, vendor);
+    v1::GetSubmissionRequest request;
+    request.set_submission_id("00000000-0000-0000-0000-000000000000");
+    v1::Submission response;
+    CHECK(stub->GetSubmission(&context, request, &response).error_code() ==
+          grpc::StatusCode::NOT_FOUND);
+  }
+  {
+    grpc::ClientContext context;
+    Authorize(&context, vendor);
+    v1::ListSubmissionsRequest request;
+    request.set_page_size(501);
+    v1::ListSubmissionsResponse response;
+    auto status = stub->ListSubmissions(&context, request, &response);
+    CHECK(status.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+    CHECK(absl::StartsWith(status.error_message(), "page_size:"));
+  }
+  {
+    grpc::ClientContext context;
+    Authorize(&context, vendor);
+    v1::GetTaskRequest request;
+    request.set_task_id(kTaskId);
+    request.set_arch(v1::ARCH_SM_90A);
+    v1::GetTaskResponse response;
+    auto status = stub->GetTask(&context, request, &response);
+    CHECK(status.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+    CHECK(absl::StartsWith(status.error_message(), "knowledge_level: required"));
+  }
+  const std::string admin = server.admin_token();
+  {
+    grpc::ClientContext context;
+    Authorize(&context, admin);
+    v1::CreateTenantRequest request;
+    request.mutable_tenant()->set_name("Bad Name!");
+    v1::Tenant response;
+    auto status = server.admin()->CreateTenant(&context, request, &response);
+    CHECK(status.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+    CHECK(absl::StartsWith(status.error_message(), "tenant.name:"));
+  }
+  {
+    grpc::ClientContext context;
+    Authorize(&context, admin);
+    v1::CreateTokenRequest request;
+    request.set_tenant("acme");
+    v1::CreateTokenResponse response;
+    auto status = server.admin()->CreateToken(&context, request, &response);
+    CHECK(status.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+    CHECK(absl::StartsWith(status.error_message(), "role: required"));
+  }
+  {
+    grpc::ClientContext context;
+    Authorize(&context, admin);
+    v1::CreateTokenRequest request;
+    request.set_tenant("nobody");
+    request.set_role(v1::ROLE_VENDOR);
+    v1::CreateTokenResponse response;
+    auto status = server.admin()->CreateToken(&context, request, &response);
+    CHECK(status.error_code() == grpc::StatusCode::NOT_FOUND);
+    CHECK(absl::StartsWith(status.error_message(), "tenant:"));
+  }
+}
+
+TEST_CASE("ListTasks and GetTask serve the catalog with rendered prompts", "[api][tasks]") {
+  TestServer server;
+  const std::string vendor = server.CreateToken("acme", v1::ROLE_VENDOR);
+  auto stub = server.submissions();
+  grpc::ClientContext list_context;
+  Authorize(&list_context, vendor);
+  v1::ListTasksResponse tasks;
+  REQUIRE(stub->ListTasks(&list_context, v1::ListTasksRequest(), &tasks).ok());
+  bool found = false;
+  for (const auto& task : tasks.tasks()) {
+    if (task.id() != kTaskId) continue;
+    found = true;
+    CHECK(task.version_hash().size() == 64);
+    CHECK(task.arches_size() == 2);
+    CHECK(task.target_families_size() > 0);
+  }
+  CHECK(found);
+
+  grpc::ClientContext context;
+  Authorize(&context, vendor);
+  v1::GetTaskRequest request;
+  request.set_task_id(kTaskId);
+  request.set_arch(v1::ARCH_SM_90A);
+  request.set_knowledge_level(v1::KNOWLEDGE_LEVEL_TEMPLATES);
+  v1::GetTaskResponse response;
+  auto status = stub->GetTask(&context, request, &response);
+  INFO(status.error_message());
+  REQUIRE(status.ok());
+  CHECK(response.task().id() == kTaskId);
+  CHECK(absl::StrContains(response.prompt(), "sm_90a"));
+  CHECK_FALSE(absl::StrContains(response.prompt(), "{{"));
+  CHECK(absl::StrContains(response.definition_json(), "\"workloads\""));
+  CHECK(response.templates_size() > 0);
+}
+
+TEST_CASE("the health service reports SERVING and reflection lists the services", "[api][health]") {
+  TestServer server;
+  api::HealthCheckOptions health;
+  health.address = server.address();
+  auto serving = api::CheckHealth(health);
+  REQUIRE(serving.ok());
+  CHECK(*serving == "SERVING");
+
+  // grpc.reflection.v1alpha ServerReflectionRequest{list_services: ""} is field 7, empty.
+  grpc::GenericStub stub(server.channel());
+  grpc::ClientContext context;
+  WithDeadline(&context, absl::Seconds(10));
+  grpc::CompletionQueue cq;
+  auto call = stub.PrepareCall(&context, "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo", &cq);
+  REQUIRE(call != nullptr);
+  void* tag = nullptr;
+  bool ok = false;
+  call->StartCall(reinterpret_cast<void*>(1));
+  REQUIRE((cq.Next(&tag, &ok) && ok));
+  const std::string request_bytes("\x3a\x00", 2);
+  grpc::Slice slice(request_bytes);
+  grpc::ByteBuffer request(&slice, 1);
+  call->Write(request, reinterpret_cast<void*>(2));
+  REQUIRE((cq.Next(&tag, &ok) && ok));
+  call->WritesDone(reinterpret_cast<void*>(3));
+  REQUIRE((cq.Next(&tag, &ok) && ok));
+  grpc::ByteBuffer response;
+  call->Read(&response, reinterpret_cast<void*>(4));
+  REQUIRE((cq.Next(&tag, &ok) && ok));
+  std::vector<grpc::Slice> slices;
+  REQUIRE(response.Dump(&slices).ok());
+  std::string bytes;
+  for (const auto& s : slices) bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  CHECK(absl::StrContains(bytes, "ptxbench.v1.SubmissionService"));
+  CHECK(absl::StrContains(bytes, "ptxbench.v1.WorkerService"));
+  CHECK(absl::StrContains(bytes, "ptxbench.v1.AdminService"));
+  CHECK(absl::StrContains(bytes, "grpc.health.v1.Health"));
+  grpc::Status status;
+  call->Finish(&status, reinterpret_cast<void*>(5));
+  REQUIRE(cq.Next(&tag, &ok));
+  CHECK(status.ok());
+  cq.Shutdown();
+  while (cq.Next(&tag, &ok)) {
+  }
+
+  server.server().GracefulStop();
+  auto stopped = api::CheckHealth(health);
+  CHECK_FALSE((stopped.ok() && *stopped == "SERVING"));
+}
+
+TEST_CASE("the metrics endpoint serves every family", "[api][metrics]") {
+  TestServer server;
+  const std::string vendor = server.CreateToken("acme", v1::ROLE_VENDOR);
+  REQUIRE(Submit(server, vendor, ValidSubmit()).ok());
+  REQUIRE(server.server().metrics_port() > 0);
+  const std::string body = HttpGet(server.server().metrics_port(), "/metrics");
+  INFO(body);
+  CHECK(absl::StartsWith(body, "HTTP/1.1 200"));
+  for (const char* family :
+       {"ptxbench_queue_depth", "ptxbench_queue_oldest_job_age_seconds", "ptxbench_workers",
+        "ptxbench_lease_latency_seconds", "ptxbench_rpc_duration_seconds",
+        "ptxbench_submissions_total", "ptxbench_verdicts_total", "ptxbench_store_up 1"}) {
+    CHECK(absl::StrContains(body, family));
+  }
+  CHECK(absl::StrContains(body, "ptxbench_queue_depth{arch=\"sm_90a\",kind=\"compile\"} 1"));
+  CHECK(absl::StrContains(
+      body, "ptxbench_submissions_total{arch=\"sm_90a\",model=\"test:model\",task=\"gemm_n7168_k5120\",tenant=\"acme\"} 1"));
+  CHECK(absl::StrContains(body, "ptxbench_rpc_duration_seconds_count{code=\"OK\",method=\"Submit\"} 1"));
+  CHECK(absl::StrContains(body, "ptxbench_workers{state=\"active\"} 0"));
+}
+
+}  // namespace
+}  // namespace ptxbench::api_test

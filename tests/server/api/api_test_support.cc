@@ -1,0 +1,358 @@
+#include "tests/server/api/api_test_support.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "nlohmann/json.hpp"
+#include "tests/support/pg_fixture.h"
+
+namespace ptxbench::api_test {
+namespace fs = std::filesystem;
+
+std::string SourceDir() {
+  const char* dir = std::getenv("PTXBENCH_SOURCE_DIR");
+  if (dir != nullptr && *dir != '\0') return dir;
+#ifdef PTXBENCH_SOURCE_DIR_DEFAULT
+  return PTXBENCH_SOURCE_DIR_DEFAULT;
+#else
+  return ".";
+#endif
+}
+
+std::string TestTasksDir() {
+  static const std::string dir = [] {
+    std::string templ = (fs::temp_directory_path() / "ptxbench-api-tasks.XXXXXX").string();
+    REQUIRE(mkdtemp(templ.data()) != nullptr);
+    const fs::path root = fs::path(templ) / "tasks";
+    fs::copy(fs::path(SourceDir()) / "tasks", root, fs::copy_options::recursive);
+    // A copy of the GEMM task defined for sm_90a only.
+    const fs::path copy = root / kSm90OnlyTaskId;
+    fs::copy(root / kTaskId, copy, fs::copy_options::recursive);
+    std::ifstream in(copy / "task.json");
+    nlohmann::json task = nlohmann::json::parse(in);
+    task["id"] = kSm90OnlyTaskId;
+    task["arches"].erase("sm_100a");
+    if (task.contains("templates")) task["templates"].erase("sm_100a");
+    for (const char* list : {"solutions", "decoys"}) {
+      if (!task.contains(list)) continue;
+      nlohmann::json kept = nlohmann::json::array();
+      for (const auto& entry : task[list]) {
+        if (entry.value("arch", "") != "sm_100a") kept.push_back(entry);
+      }
+      task[list] = kept;
+    }
+    std::ofstream(copy / "task.json") << task.dump(2);
+    return root.string();
+  }();
+  return dir;
+}
+
+std::string FreshDatabaseUrl() {
+  // One fresh database per call, dropped when the process ends.
+  static std::vector<std::unique_ptr<testing::PgFixture>> databases;
+  databases.push_back(std::make_unique<testing::PgFixture>());
+  return databases.back()->database_url();
+}
+
+void Authorize(grpc::ClientContext* context, const std::string& token) {
+  if (!token.empty()) context->AddMetadata("authorization", "Bearer " + token);
+}
+
+void WithDeadline(grpc::ClientContext* context, absl::Duration timeout) {
+  context->set_deadline(std::chrono::system_clock::now() + absl::ToChronoNanoseconds(timeout));
+}
+
+TestServer::TestServer(const TestServerOptions& options) {
+  server::ServerOptions server_options;
+  server_options.listen = "127.0.0.1:0";
+  server_options.metrics_listen = options.metrics ? "127.0.0.1:0" : "";
+  server_options.database_url =
+      options.database_url.empty() ? FreshDatabaseUrl() : options.database_url;
+  server_options.tasks_dir = TestTasksDir();
+  server_options.migrations_dir = SourceDir() + "/migrations";
+  server_options.lease_seconds = options.lease_seconds;
+  server_options.limits.submissions_per_minute = options.submissions_per_minute;
+  server_options.limits.max_queued = options.max_queued;
+  server_options.poll_interval = options.poll_interval;
+  server_options.reap_interval = options.reap_interval;
+  server_options.store_pool_size = 8;
+  server_options.shutdown_grace = absl::Seconds(2);
+  auto server = server::Server::Create(server_options);
+  INFO(server.status().ToString());
+  REQUIRE(server.ok());
+  server_ = *std::move(server);
+  auto started = server_->Start();
+  INFO(started.ToString());
+  REQUIRE(started.ok());
+  REQUIRE(server_->port() > 0);
+  channel_ = grpc::CreateChannel(address(), grpc::InsecureChannelCredentials());
+}
+
+TestServer::~TestServer() { server_->GracefulStop(); }
+
+std::string TestServer::address() const { return absl::StrCat("127.0.0.1:", server_->port()); }
+
+std::unique_ptr<v1::SubmissionService::Stub> TestServer::submissions() const {
+  return v1::SubmissionService::NewStub(channel_);
+}
+std::unique_ptr<v1::WorkerService::Stub> TestServer::workers() const {
+  return v1::WorkerService::NewStub(channel_);
+}
+std::unique_ptr<v1::AdminService::Stub> TestServer::admin() const {
+  return v1::AdminService::NewStub(channel_);
+}
+
+const std::string& TestServer::admin_token() {
+  if (admin_token_.empty()) {
+    auto stub = admin();
+    {
+      grpc::ClientContext context;
+      WithDeadline(&context);
+      v1::CreateTenantRequest request;
+      request.mutable_tenant()->set_name("ops");
+      v1::Tenant tenant;
+      auto status = stub->CreateTenant(&context, request, &tenant);
+      INFO(status.error_message());
+      REQUIRE(status.ok());
+    }
+    grpc::ClientContext context;
+    WithDeadline(&context);
+    v1::CreateTokenRequest request;
+    request.set_tenant("ops");
+    request.set_role(v1::ROLE_ADMIN);
+    v1::CreateTokenResponse response;
+    auto status = stub->CreateToken(&context, request, &response);
+    INFO(status.error_message());
+    REQUIRE(status.ok());
+    admin_token_ = response.secret();
+  }
+  return admin_token_;
+}
+
+std::string TestServer::CreateToken(const std::string& tenant, v1::Role role, int per_minute,
+                                    int max_queued) {
+  const std::string admin_secret = admin_token();
+  auto stub = admin();
+  {
+    grpc::ClientContext context;
+    WithDeadline(&context);
+    Authorize(&context, admin_secret);
+    v1::CreateTenantRequest request;
+    request.mutable_tenant()->set_name(tenant);
+    request.mutable_tenant()->set_submissions_per_minute(per_minute);
+    request.mutable_tenant()->set_max_queued(max_queued);
+    v1::Tenant created;
+    auto status = stub->CreateTenant(&context, request, &created);
+    INFO(status.error_message());
+    REQUIRE((status.ok() || status.error_code() == grpc::StatusCode::ALREADY_EXISTS));
+  }
+  grpc::ClientContext context;
+  WithDeadline(&context);
+  Authorize(&context, admin_secret);
+  v1::CreateTokenRequest request;
+  request.set_tenant(tenant);
+  request.set_role(role);
+  request.set_description("api test");
+  v1::CreateTokenResponse response;
+  auto status = stub->CreateToken(&context, request, &response);
+  INFO(status.error_message());
+  REQUIRE(status.ok());
+  REQUIRE(response.secret().rfind("ptxb_" + response.token_id() + "_", 0) == 0);
+  return response.secret();
+}
+
+v1::SubmitRequest ValidSubmit(bool full) {
+  v1::SubmitRequest request;
+  request.set_task_id(kTaskId);
+  request.set_arch(v1::ARCH_SM_90A);
+  request.set_language(v1::SOURCE_LANGUAGE_CUDA);
+  request.set_source("extern \"C\" __global__ void gemm(const void* a, const void* b, void* c) {}\n");
+  auto* launch = request.mutable_launch_plan()->add_launches();
+  launch->set_kernel("gemm");
+  launch->add_grid("ceil_div(M,128)");
+  launch->add_grid("ceil_div(N,128)");
+  launch->add_block("128");
+  launch->add_args()->set_tensor("A");
+  launch->add_args()->set_tensor("B");
+  launch->add_args()->set_tensor("C");
+  request.set_model("test:model");
+  request.set_session_id("session-1");
+  request.set_turn_index(0);
+  request.set_knowledge_level(v1::KNOWLEDGE_LEVEL_CONTRACT);
+  request.set_scope(full ? v1::EVALUATION_SCOPE_FULL : v1::EVALUATION_SCOPE_COMPILE_ONLY);
+  return request;
+}
+
+v1::Verdict MakeVerdict(v1::VerdictClass verdict_class) {
+  v1::Verdict verdict;
+  verdict.set_verdict_class(verdict_class);
+  const bool pass = verdict_class == v1::VERDICT_CLASS_PASS;
+  verdict.set_compiled(pass || verdict_class == v1::VERDICT_CLASS_COMPILED);
+  verdict.set_correct(pass);
+  verdict.set_target_executed(pass);
+  verdict.set_tic(pass);
+  verdict.set_speedup(pass ? 1.25 : 0);
+  verdict.set_message(pass ? "all workloads within tolerance" : "see stages");
+  verdict.set_report_json(R"({"worker":"fake"})");
+  return verdict;
+}
+
+FakeWorker::FakeWorker(std::shared_ptr<grpc::Channel> channel, std::string token, v1::Arch arch,
+                       std::string gpu_uuid, bool compile_only)
+    : channel_(std::move(channel)),
+      stub_(v1::WorkerService::NewStub(channel_)),
+      token_(std::move(token)) {
+  identity_.set_hostname("fake-host");
+  identity_.set_arch(arch);
+  identity_.set_gpu_name("NVIDIA H200");
+  identity_.set_gpu_uuid(gpu_uuid);
+  identity_.set_harness_version("test");
+  identity_.set_compile_only(compile_only);
+}
+
+FakeWorker::~FakeWorker() {
+  if (lease_thread_.joinable()) CloseLease();
+}
+
+grpc::Status FakeWorker::Register() {
+  grpc::ClientContext context;
+  WithDeadline(&context);
+  Authorize(&context, token_);
+  v1::RegisterRequest request;
+  *request.mutable_identity() = identity_;
+  v1::RegisterResponse response;
+  auto status = stub_->Register(&context, request, &response);
+  if (status.ok()) worker_id_ = response.worker_id();
+  return status;
+}
+
+void FakeWorker::OpenLease(int slots) {
+  lease_context_ = std::make_unique<grpc::ClientContext>();
+  Authorize(lease_context_.get(), token_);
+  lease_done_ = false;
+  lease_thread_ = std::thread([this, slots] {
+    v1::LeaseRequest request;
+    request.set_worker_id(worker_id_);
+    request.set_slots(slots);
+    auto reader = stub_->Lease(lease_context_.get(), request);
+    v1::LeasedJob job;
+    while (reader->Read(&job)) {
+      std::lock_guard<std::mutex> lock(mu_);
+      jobs_.push_back(job);
+      arrived_.notify_all();
+    }
+    grpc::Status status = reader->Finish();
+    std::lock_guard<std::mutex> lock(mu_);
+    lease_status_ = status;
+    lease_done_ = true;
+    arrived_.notify_all();
+  });
+}
+
+std::optional<v1::LeasedJob> FakeWorker::NextJob(absl::Duration timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  arrived_.wait_for(lock, absl::ToChronoNanoseconds(timeout),
+                    [this] { return !jobs_.empty() || lease_done_; });
+  if (jobs_.empty()) return std::nullopt;
+  v1::LeasedJob job = jobs_.front();
+  jobs_.pop_front();
+  return job;
+}
+
+grpc::Status FakeWorker::CloseLease() {
+  if (lease_context_) lease_context_->TryCancel();
+  if (lease_thread_.joinable()) lease_thread_.join();
+  std::lock_guard<std::mutex> lock(mu_);
+  return lease_status_;
+}
+
+v1::JobLease FakeWorker::LeaseOf(const v1::LeasedJob& job, const std::string& worker_id) {
+  v1::JobLease lease;
+  lease.set_job_id(job.job_id());
+  lease.set_worker_id(worker_id);
+  lease.set_attempt(job.attempt());
+  return lease;
+}
+
+grpc::Status FakeWorker::ReportStage(const v1::LeasedJob& job, v1::Stage stage, bool ok) {
+  grpc::ClientContext context;
+  WithDeadline(&context);
+  Authorize(&context, token_);
+  v1::ReportStageRequest request;
+  *request.mutable_lease() = LeaseOf(job, worker_id_);
+  request.mutable_result()->set_stage(stage);
+  request.mutable_result()->set_ok(ok);
+  request.mutable_result()->set_summary(absl::StrCat("stage ", v1::Stage_Name(stage), " done"));
+  request.mutable_result()->set_detail_json(R"({"fake":true})");
+  request.mutable_result()->set_seconds(0.5);
+  v1::ReportStageResponse response;
+  return stub_->ReportStage(&context, request, &response);
+}
+
+grpc::Status FakeWorker::Complete(const v1::LeasedJob& job, const v1::Verdict& verdict) {
+  grpc::ClientContext context;
+  WithDeadline(&context);
+  Authorize(&context, token_);
+  v1::CompleteRequest request;
+  *request.mutable_lease() = LeaseOf(job, worker_id_);
+  *request.mutable_verdict() = verdict;
+  v1::CompleteResponse response;
+  return stub_->Complete(&context, request, &response);
+}
+
+grpc::Status FakeWorker::Fail(const v1::LeasedJob& job, v1::FailureKind kind, bool* will_retry) {
+  grpc::ClientContext context;
+  WithDeadline(&context);
+  Authorize(&context, token_);
+  v1::FailRequest request;
+  *request.mutable_lease() = LeaseOf(job, worker_id_);
+  request.set_kind(kind);
+  request.set_reason("fake failure");
+  v1::FailResponse response;
+  auto status = stub_->Fail(&context, request, &response);
+  if (will_retry != nullptr) *will_retry = response.will_retry();
+  return status;
+}
+
+grpc::Status FakeWorker::Heartbeat(const std::vector<v1::LeasedJob>& held,
+                                   v1::HeartbeatResponse* response) {
+  grpc::ClientContext context;
+  WithDeadline(&context);
+  Authorize(&context, token_);
+  v1::HeartbeatRequest request;
+  request.set_worker_id(worker_id_);
+  request.set_healthy(true);
+  for (const auto& job : held) *request.add_leases() = LeaseOf(job, worker_id_);
+  return stub_->Heartbeat(&context, request, response);
+}
+
+std::string HttpGet(int port, const std::string& path) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return "";
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string response;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0) {
+    const std::string request = absl::StrCat("GET ", path, " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n");
+    if (write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size())) {
+      char buffer[8192];
+      ssize_t n;
+      while ((n = read(fd, buffer, sizeof(buffer))) > 0) response.append(buffer, n);
+    }
+  }
+  close(fd);
+  return response;
+}
+
+}  // namespace ptxbench::api_test

@@ -1,0 +1,126 @@
+// What the API tests share: a real Server on 127.0.0.1:0 over a fresh PostgreSQL database,
+// real gRPC stubs over loopback, token helpers and a fake worker that speaks WorkerService
+// exactly as ptxbench-worker does.
+#ifndef PTXBENCH_TESTS_SERVER_API_API_TEST_SUPPORT_H_
+#define PTXBENCH_TESTS_SERVER_API_API_TEST_SUPPORT_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "absl/time/time.h"
+#include "ptxbench/v1/admin.grpc.pb.h"
+#include "ptxbench/v1/vendor.grpc.pb.h"
+#include "ptxbench/v1/worker.grpc.pb.h"
+#include "server/server.h"
+
+namespace ptxbench::api_test {
+
+// The real catalog's GEMM task, defined for sm_90a and sm_100a.
+inline constexpr char kTaskId[] = "gemm_n7168_k5120";
+// A copy of it defined for sm_90a only (made by TestTasksDir), for "arch not defined" cases.
+inline constexpr char kSm90OnlyTaskId[] = "api_test_sm90_only";
+
+// A tasks folder for tests: the source tree's tasks plus kSm90OnlyTaskId. Built once per
+// process under a temporary folder.
+std::string TestTasksDir();
+std::string SourceDir();
+
+// A fresh, migrated-by-the-server database URL for one test.
+std::string FreshDatabaseUrl();
+
+struct TestServerOptions {
+  int submissions_per_minute = 600;
+  int max_queued = 10000;
+  int lease_seconds = 60;
+  absl::Duration poll_interval = absl::Seconds(1);
+  absl::Duration reap_interval = absl::Seconds(5);
+  bool metrics = true;
+  std::string database_url;  // Empty: a fresh database.
+};
+
+class TestServer {
+ public:
+  explicit TestServer(const TestServerOptions& options = {});
+  ~TestServer();
+
+  server::Server& server() { return *server_; }
+  std::string address() const;
+  std::shared_ptr<grpc::Channel> channel() const { return channel_; }
+  std::unique_ptr<v1::SubmissionService::Stub> submissions() const;
+  std::unique_ptr<v1::WorkerService::Stub> workers() const;
+  std::unique_ptr<v1::AdminService::Stub> admin() const;
+
+  // The first call makes tenant "ops" and an admin token over the loopback bootstrap, which
+  // ends bootstrap mode: from then on every call needs a token.
+  const std::string& admin_token();
+  // Creates `tenant` (if missing, with the given limits; 0 = server default) and a token.
+  std::string CreateToken(const std::string& tenant, v1::Role role, int per_minute = 0,
+                          int max_queued = 0);
+
+ private:
+  std::unique_ptr<server::Server> server_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::string admin_token_;
+};
+
+// Adds `authorization: Bearer <token>` unless token is empty.
+void Authorize(grpc::ClientContext* context, const std::string& token);
+// A deadline so that a broken server fails a test instead of hanging it.
+void WithDeadline(grpc::ClientContext* context, absl::Duration timeout = absl::Seconds(30));
+
+// A valid Submit request for kTaskId on sm_90a, compile-only scope unless `full`.
+v1::SubmitRequest ValidSubmit(bool full = false);
+
+// A worker speaking WorkerService over the test server's channel.
+class FakeWorker {
+ public:
+  FakeWorker(std::shared_ptr<grpc::Channel> channel, std::string token, v1::Arch arch,
+             std::string gpu_uuid, bool compile_only = false);
+  ~FakeWorker();
+
+  const std::string& worker_id() const { return worker_id_; }
+  grpc::Status Register();
+  // Opens the Lease stream on a thread; jobs arrive in NextJob.
+  void OpenLease(int slots);
+  std::optional<v1::LeasedJob> NextJob(absl::Duration timeout);
+  // Cancels the Lease stream and returns its final status.
+  grpc::Status CloseLease();
+
+  grpc::Status ReportStage(const v1::LeasedJob& job, v1::Stage stage, bool ok);
+  grpc::Status Complete(const v1::LeasedJob& job, const v1::Verdict& verdict);
+  grpc::Status Fail(const v1::LeasedJob& job, v1::FailureKind kind, bool* will_retry);
+  grpc::Status Heartbeat(const std::vector<v1::LeasedJob>& held, v1::HeartbeatResponse* response);
+  static v1::JobLease LeaseOf(const v1::LeasedJob& job, const std::string& worker_id);
+
+ private:
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::WorkerService::Stub> stub_;
+  std::string token_;
+  v1::WorkerIdentity identity_;
+  std::string worker_id_;
+
+  std::mutex mu_;
+  std::condition_variable arrived_;
+  std::deque<v1::LeasedJob> jobs_;
+  std::unique_ptr<grpc::ClientContext> lease_context_;
+  std::thread lease_thread_;
+  grpc::Status lease_status_;
+  bool lease_done_ = false;
+};
+
+// A verdict as a worker would send it.
+v1::Verdict MakeVerdict(v1::VerdictClass verdict_class);
+
+// GET http://127.0.0.1:<port><path>; the body, or "" on failure.
+std::string HttpGet(int port, const std::string& path);
+
+}  // namespace ptxbench::api_test
+
+#endif  // PTXBENCH_TESTS_SERVER_API_API_TEST_SUPPORT_H_

@@ -1,0 +1,192 @@
+// The real ptxbench-server binary as a process: accepted submissions survive kill -9, and a
+// verdict recorded before the crash is neither lost nor recorded twice after the restart.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "tests/server/api/api_test_support.h"
+
+namespace ptxbench::api_test {
+namespace {
+
+// ptxbench-server started with fork/exec; its stdout's "serving grpc=HOST:PORT" line tells
+// the port it bound (it listens on port 0).
+class ServerProcess {
+ public:
+  explicit ServerProcess(const std::string& database_url) {
+    int out[2];
+    REQUIRE(pipe(out) == 0);
+    const std::vector<std::string> args = {PTXBENCH_SERVER_BINARY,
+                                           "serve",
+                                           "--database-url",
+                                           database_url,
+                                           "--listen",
+                                           "127.0.0.1:0",
+                                           "--metrics-listen",
+                                           "off",
+                                           "--tasks-dir",
+                                           TestTasksDir(),
+                                           "--migrations-dir",
+                                           SourceDir() + "/migrations",
+                                           "--log-level",
+                                           "warn"};
+    pid_ = fork();
+    REQUIRE(pid_ >= 0);
+    if (pid_ == 0) {
+      dup2(out[1], STDOUT_FILENO);
+      close(out[0]);
+      close(out[1]);
+      std::vector<char*> argv;
+      for (const auto& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
+      argv.push_back(nullptr);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+    close(out[1]);
+    FILE* stream = fdopen(out[0], "r");
+    REQUIRE(stream != nullptr);
+    char line[1024];
+    std::string serving;
+    while (fgets(line, sizeof(line), stream) != nullptr) {
+      serving = line;
+      if (absl::StartsWith(serving, "ptxbench-server serving")) break;
+    }
+    fclose(stream);
+    INFO("server said: " << serving);
+    const size_t at = serving.find("grpc=");
+    REQUIRE(at != std::string::npos);
+    address_ = serving.substr(at + 5, serving.find(' ', at) - at - 5);
+    channel_ = grpc::CreateChannel(address_, grpc::InsecureChannelCredentials());
+  }
+
+  ~ServerProcess() {
+    if (pid_ > 0) Kill(SIGKILL);
+  }
+
+  // Sends `signal` and reaps the process; returns its wait status.
+  int Kill(int signal) {
+    kill(pid_, signal);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return status;
+  }
+
+  std::shared_ptr<grpc::Channel> channel() const { return channel_; }
+
+ private:
+  pid_t pid_ = -1;
+  std::string address_;
+  std::shared_ptr<grpc::Channel> channel_;
+};
+
+v1::Submission Get(const std::shared_ptr<grpc::Channel>& channel, const std::string& id) {
+  grpc::ClientContext context;
+  WithDeadline(&context);
+  v1::GetSubmissionRequest request;
+  request.set_submission_id(id);
+  v1::Submission submission;
+  auto status = v1::SubmissionService::NewStub(channel)->GetSubmission(&context, request, &submission);
+  INFO(status.error_message());
+  REQUIRE(status.ok());
+  return submission;
+}
+
+TEST_CASE("submissions and verdicts survive kill -9 of the server, without duplicates",
+          "[api][process]") {
+  const std::string database_url = FreshDatabaseUrl();
+  std::string finished_id;
+  std::string queued_id;
+  v1::LeasedJob completed_job;
+  std::string worker_id;
+  {
+    ServerProcess first(database_url);
+    // No token exists: loopback callers act as admin of tenant "local".
+    auto stub = v1::SubmissionService::NewStub(first.channel());
+    std::vector<std::string> ids;
+    for (int i = 0; i < 2; ++i) {
+      grpc::ClientContext context;
+      WithDeadline(&context);
+      v1::SubmitResponse response;
+      auto status = stub->Submit(&context, ValidSubmit(), &response);
+      INFO(status.error_message());
+      REQUIRE(status.ok());
+      ids.push_back(response.submission().id());
+    }
+    FakeWorker worker(first.channel(), "", v1::ARCH_SM_90A, "GPU-process");
+    REQUIRE(worker.Register().ok());
+    worker_id = worker.worker_id();
+    worker.OpenLease(1);
+    auto job = worker.NextJob(absl::Seconds(15));
+    REQUIRE(job.has_value());
+    REQUIRE(worker.ReportStage(*job, v1::STAGE_COMPILE, true).ok());
+    REQUIRE(worker.Complete(*job, MakeVerdict(v1::VERDICT_CLASS_COMPILED)).ok());
+    completed_job = *job;
+    finished_id = job->submission_id();
+    queued_id = finished_id == ids[0] ? ids[1] : ids[0];
+    const int status = first.Kill(SIGKILL);
+    CHECK(WIFSIGNALED(status));
+    worker.CloseLease();
+  }
+
+  ServerProcess second(database_url);
+  const v1::Submission finished = Get(second.channel(), finished_id);
+  CHECK(finished.state() == v1::SUBMISSION_STATE_FINISHED);
+  CHECK(finished.verdict().verdict_class() == v1::VERDICT_CLASS_COMPILED);
+  const v1::Submission queued = Get(second.channel(), queued_id);
+  CHECK(queued.state() == v1::SUBMISSION_STATE_QUEUED);
+
+  {
+    grpc::ClientContext context;
+    WithDeadline(&context);
+    v1::ListSubmissionsResponse listed;
+    REQUIRE(v1::SubmissionService::NewStub(second.channel())
+                ->ListSubmissions(&context, v1::ListSubmissionsRequest(), &listed)
+                .ok());
+    CHECK(listed.submissions_size() == 2);
+  }
+
+  // Replaying a Complete for the finished job (a worker retrying after the crash) is refused
+  // by the lease fence; the recorded verdict stays as it was.
+  FakeWorker worker(second.channel(), "", v1::ARCH_SM_90A, "GPU-process");
+  REQUIRE(worker.Register().ok());
+  CHECK(worker.worker_id() == worker_id);
+  CHECK(worker.Complete(completed_job, MakeVerdict(v1::VERDICT_CLASS_WRONG_RESULT)).error_code() ==
+        grpc::StatusCode::FAILED_PRECONDITION);
+  CHECK(Get(second.channel(), finished_id).verdict().verdict_class() ==
+        v1::VERDICT_CLASS_COMPILED);
+
+  // The watcher sees exactly one verdict.
+  grpc::ClientContext context;
+  WithDeadline(&context);
+  v1::WatchSubmissionRequest watch;
+  watch.set_submission_id(finished_id);
+  auto reader = v1::SubmissionService::NewStub(second.channel())->WatchSubmission(&context, watch);
+  int done_events = 0;
+  v1::StageEvent event;
+  while (reader->Read(&event)) done_events += event.stage() == v1::STAGE_DONE ? 1 : 0;
+  CHECK(reader->Finish().ok());
+  CHECK(done_events == 1);
+
+  // The queued submission is still served after the restart.
+  worker.OpenLease(1);
+  auto job = worker.NextJob(absl::Seconds(15));
+  REQUIRE(job.has_value());
+  CHECK(job->submission_id() == queued_id);
+  worker.CloseLease();
+
+  // SIGTERM stops the server cleanly.
+  const int status = second.Kill(SIGTERM);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+}
+
+}  // namespace
+}  // namespace ptxbench::api_test

@@ -1,0 +1,367 @@
+// The life of a submission over real gRPC: a vendor submits and watches, a fake worker leases,
+// reports stages and completes; plus slots, drain, lease fencing, reaping, the "no worker"
+// notice and shutdown of open streams.
+#include <catch2/catch.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "tests/server/api/api_test_support.h"
+
+namespace ptxbench::api_test {
+namespace {
+
+std::string SubmitOk(TestServer& server, const std::string& token, const v1::SubmitRequest& request) {
+  grpc::ClientContext context;
+  WithDeadline(&context);
+  Authorize(&context, token);
+  v1::SubmitResponse response;
+  auto status = server.submissions()->Submit(&context, request, &response);
+  INFO(status.error_message());
+  REQUIRE(status.ok());
+  return response.submission().id();
+}
+
+// Collects a WatchSubmission stream on a thread until it ends.
+class Watcher {
+ public:
+  Watcher(TestServer& server, const std::string& token, const std::string& id)
+      : stub_(server.submissions()) {
+    Authorize(&context_, token);
+    WithDeadline(&context_, absl::Seconds(60));
+    thread_ = std::thread([this, id] {
+      v1::WatchSubmissionRequest request;
+      request.set_submission_id(id);
+      auto reader = stub_->WatchSubmission(&context_, request);
+      v1::StageEvent event;
+      while (reader->Read(&event)) {
+        std::lock_guard<std::mutex> lock(mu_);
+        events_.push_back(event);
+        cv_.notify_all();
+      }
+      status_ = reader->Finish();
+    });
+  }
+  ~Watcher() {
+    context_.TryCancel();
+    if (thread_.joinable()) thread_.join();
+  }
+  // Waits for the stream to end and returns every event.
+  std::vector<v1::StageEvent> Finish(grpc::Status* status) {
+    thread_.join();
+    *status = status_;
+    return events_;
+  }
+  // Waits until an event satisfies `pred`.
+  bool WaitFor(const std::function<bool(const v1::StageEvent&)>& pred, absl::Duration timeout) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, absl::ToChronoNanoseconds(timeout), [&] {
+      for (const auto& event : events_) {
+        if (pred(event)) return true;
+      }
+      return false;
+    });
+  }
+
+ private:
+  std::unique_ptr<v1::SubmissionService::Stub> stub_;
+  grpc::ClientContext context_;
+  std::thread thread_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<v1::StageEvent> events_;
+  grpc::Status status_;
+};
+
+std::vector<v1::Stage> StagesOf(const std::vector<v1::StageEvent>& events) {
+  std::vector<v1::Stage> stages;
+  for (const auto& event : events) {
+    if (event.notice().empty()) stages.push_back(event.stage());
+  }
+  return stages;
+}
+
+TEST_CASE("submit, lease, report stages, complete: the watcher sees every stage and the verdict",
+          "[api][flow]") {
+  TestServer server;
+  const std::string vendor = server.CreateToken("acme", v1::ROLE_VENDOR);
+  FakeWorker worker(server.channel(), server.CreateToken("fleet", v1::ROLE_WORKER),
+                    v1::ARCH_SM_90A, "GPU-flow");
+  REQUIRE(worker.Register().ok());
+  const v1::SubmitRequest request = ValidSubmit(/*full=*/true);
+  const std::string id = SubmitOk(server, vendor, request);
+  Watcher watcher(server, vendor, id);
+  worker.OpenLease(1);
+
+  bool evaluated = false;
+  v1::LeasedJob last_job;
+  for (int jobs = 0; jobs < 2 && !evaluated; ++jobs) {
+    auto job = worker.NextJob(absl::Seconds(15));
+    REQUIRE(job.has_value());
+    CHECK(job->submission_id() == id);
+    CHECK(job->task_id() == kTaskId);
+    CHECK(job->arch() == v1::ARCH_SM_90A);
+    CHECK(job->source() == request.source());
+    CHECK(job->task_version_hash().size() == 64);
+    REQUIRE(job->has_launch_plan());
+    CHECK(job->launch_plan().launches(0).kernel() == "gemm");
+    CHECK(job->lease_seconds() == 60);
+    if (job->kind() == v1::JOB_KIND_COMPILE) {
+      REQUIRE(worker.ReportStage(*job, v1::STAGE_COMPILE, true).ok());
+      v1::Verdict compiled = MakeVerdict(v1::VERDICT_CLASS_COMPILED);
+      REQUIRE(worker.Complete(*job, compiled).ok());
+    } else {
+      REQUIRE(job->kind() == v1::JOB_KIND_EVALUATE);
+      for (auto stage : {v1::STAGE_CORRECTNESS, v1::STAGE_TARGET_INSTRUCTIONS, v1::STAGE_TIMING}) {
+        REQUIRE(worker.ReportStage(*job, stage, true).ok());
+      }
+      REQUIRE(worker.Complete(*job, MakeVerdict(v1::VERDICT_CLASS_PASS)).ok());
+      evaluated = true;
+    }
+    last_job = *job;
+  }
+  REQUIRE(evaluated);
+
+  grpc::Status status;
+  const auto events = watcher.Finish(&status);
+  INFO(status.error_message());
+  REQUIRE(status.ok());
+  const std::vector<v1::Stage> expected = {v1::STAGE_QUEUED, v1::STAGE_COMPILE,
+                                           v1::STAGE_CORRECTNESS, v1::STAGE_TARGET_INSTRUCTIONS,
+                                           v1::STAGE_TIMING, v1::STAGE_DONE};
+  std::vector<v1::Stage> seen = StagesOf(events);
+  // The store may record extra progress events (e.g. the evaluate job queued); the reported
+  // stages must appear in order and DONE must be last.
+  size_t next = 0;
+  for (auto stage : seen) {
+    if (next < expected.size() && stage == expected[next]) ++next;
+  }
+  CHECK(next == expected.size());
+  REQUIRE(!events.empty());
+  const v1::StageEvent& done = events.back();
+  CHECK(done.stage() == v1::STAGE_DONE);
+  CHECK(done.submission_id() == id);
+  CHECK(done.verdict().verdict_class() == v1::VERDICT_CLASS_PASS);
+  CHECK(done.verdict().tic());
+  CHECK(done.verdict().speedup() == Approx(1.25));
+  for (const auto& event : events) {
+    if (event.stage() == v1::STAGE_COMPILE && event.has_result()) {
+      CHECK(event.result().ok());
+      CHECK(event.result().summary() == "stage STAGE_COMPILE done");
+    }
+  }
+
+  // The stored submission carries the same verdict, with the worker's report intact.
+  grpc::ClientContext context;
+  Authorize(&context, vendor);
+  v1::GetSubmissionRequest get;
+  get.set_submission_id(id);
+  v1::Submission submission;
+  REQUIRE(server.submissions()->GetSubmission(&context, get, &submission).ok());
+  CHECK(submission.state() == v1::SUBMISSION_STATE_FINISHED);
+  CHECK(submission.stage() == v1::STAGE_DONE);
+  CHECK(submission.verdict().verdict_class() == v1::VERDICT_CLASS_PASS);
+  CHECK(submission.verdict().report_json() == R"({"worker":"fake"})");
+  CHECK(submission.verdict().message() == "all workloads within tolerance");
+
+  // A late watcher gets the whole history replayed, ending in the same verdict.
+  Watcher late(server, vendor, id);
+  const auto replayed = late.Finish(&status);
+  REQUIRE(status.ok());
+  CHECK(StagesOf(replayed) == StagesOf(events));
+
+  // The lease is gone: completing again changes nothing.
+  auto again = worker.Complete(last_job, MakeVerdict(v1::VERDICT_CLASS_WRONG_RESULT));
+  CHECK(again.error_code() == grpc::StatusCode::FAILED_PRECONDITION);
+  CHECK(absl::StrContains(again.error_message(), "lease lost"));
+
+  const std::string metrics = HttpGet(server.server().metrics_port(), "/metrics");
+  CHECK(absl::StrContains(metrics, "verdict_class=\"pass\"} 1"));
+}
+
+TEST_CASE("a Lease stream holds at most `slots` jobs until one completes", "[api][flow]") {
+  TestServer server;
+  const std::string vendor = server.CreateToken("acme", v1::ROLE_VENDOR);
+  FakeWorker worker(server.channel(), server.CreateToken("fleet", v1::ROLE_WORKER),
+                    v1::ARCH_SM_90A, "GPU-slots");
+  REQUIRE(worker.Register().ok());
+  for (int i = 0; i < 3; ++i) SubmitOk(server, vendor, ValidSubmit());
+  worker.OpenLease(2);
+  auto first = worker.NextJob(absl::Seconds(10));
+  auto second = worker.NextJob(absl::Seconds(10));
+  REQUIRE(first.has_value());
+  REQUIRE(second.has_value());
+  CHECK(first->job_id() != second->job_id());
+  // Both slots are taken: the third job waits although it is queued.
+  CHECK_FALSE(worker.NextJob(absl::Milliseconds(2500)).has_value());
+  REQUIRE(worker.Complete(*first, MakeVerdict(v1::VERDICT_CLASS_COMPILED)).ok());
+  auto third = worker.NextJob(absl::Seconds(10));
+  REQUIRE(third.has_value());
+  CHECK(third->job_id() != first->job_id());
+  CHECK(third->job_id() != second->job_id());
+  // A failed job frees its slot too (nothing else is queued, so nothing arrives).
+  bool will_retry = true;
+  REQUIRE(worker.Fail(*second, v1::FAILURE_KIND_KERNEL, &will_retry).ok());
+  CHECK_FALSE(will_retry);
+  CHECK_FALSE(worker.NextJob(absl::Milliseconds(1500)).has_value());
+}
+
+TEST_CASE("job calls are fenced by the lease", "[api][flow]") {
+  TestServer server;
+  const std::string vendor = server.CreateToken("acme", v1::ROLE_VENDOR);
+  const std::string fleet = server.CreateToken("fleet", v1::ROLE_WORKER);
+  FakeWorker worker(server.channel(), fleet, v1::ARCH_SM_90A, "GPU-fence-1");
+  FakeWorker other(server.channel(), fleet, v1::ARCH_SM_90A, "GPU-fence-2");
+  REQUIRE(worker.Register().ok());
+  REQUIRE(other.Register().ok());
+  CHECK(worker.worker_id() != other.worker_id());
+  SubmitOk(server, vendor, ValidSubmit());
+  worker.OpenLease(1);
+  auto job = worker.NextJob(absl::Seconds(10));
+  REQUIRE(job.has_value());
+  v1::LeasedJob wrong_attempt = *job;
+  wrong_attempt.set_attempt(job->attempt() + 1);
+  CHECK(worker.ReportStage(wrong_attempt, v1::STAGE_COMPILE, true).error_code() ==
+        grpc::StatusCode::FAILED_PRECONDITION);
+  CHECK(worker.Complete(wrong_attempt, MakeVerdict(v1::VERDICT_CLASS_COMPILED)).error_code() ==
+        grpc::StatusCode::FAILED_PRECONDITION);
+  // Another worker cannot complete a job it does not hold.
+  CHECK(other.Complete(*job, MakeVerdict(v1::VERDICT_CLASS_COMPILED)).error_code() ==
+        grpc::StatusCode::FAILED_PRECONDITION);
+  // The holder still can.
+  CHECK(worker.Complete(*job, MakeVerdict(v1::VERDICT_CLASS_COMPILED)).ok());
+  // Malformed job calls name the field.
+  v1::LeasedJob no_id = *job;
+  no_id.clear_job_id();
+  auto invalid = worker.Complete(no_id, MakeVerdict(v1::VERDICT_CLASS_COMPILED));
+  CHECK(invalid.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  CHECK(absl::StartsWith(invalid.error_message(), "lease.job_id: required"));
+  auto no_class = worker.Complete(*job, v1::Verdict());
+  CHECK(no_class.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  CHECK(absl::StartsWith(no_class.error_message(), "verdict.verdict_class: required"));
+}
+
+TEST_CASE("an expired lease is reaped and handed to another worker", "[api][flow]") {
+  TestServerOptions options;
+  options.lease_seconds = 3;
+  options.reap_interval = absl::Milliseconds(500);
+  TestServer server(options);
+  const std::string vendor = server.CreateToken("acme", v1::ROLE_VENDOR);
+  const std::string fleet = server.CreateToken("fleet", v1::ROLE_WORKER);
+  FakeWorker silent(server.channel(), fleet, v1::ARCH_SM_90A, "GPU-silent");
+  FakeWorker rescuer(server.channel(), fleet, v1::ARCH_SM_90A, "GPU-rescuer");
+  REQUIRE(silent.Register().ok());
+  REQUIRE(rescuer.Register().ok());
+  const std::string id = SubmitOk(server, vendor, ValidSubmit());
+  silent.OpenLease(1);
+  auto lost = silent.NextJob(absl::Seconds(10));
+  REQUIRE(lost.has_value());
+  silent.CloseLease();
+  // No heartbeat: within lease_seconds + reap_interval (+ retry backoff) the job is requeued.
+  rescuer.OpenLease(1);
+  auto rescued = rescuer.NextJob(absl::Seconds(20));
+  REQUIRE(rescued.has_value());
+  CHECK(rescued->job_id() == lost->job_id());
+  CHECK(rescued->attempt() > lost->attempt());
+  CHECK(rescued->submission_id() == id);
+  // The silent worker learns its lease is lost and can change nothing.
+  v1::HeartbeatResponse heartbeat;
+  REQUIRE(silent.Heartbeat({*lost}, &heartbeat).ok());
+  REQUIRE(heartbeat.lost_size() == 1);
+  CHECK(heartbeat.lost(0).job_id() == lost->job_id());
+  CHECK(silent.Complete(*lost, MakeVerdict(v1::VERDICT_CLASS_COMPILED)).error_code() ==
+        grpc::StatusCode::FAILED_PRECONDITION);
+  CHECK(rescuer.Complete(*rescued, MakeVerdict(v1::VERDICT_CLASS_COMPILED)).ok());
+}
+
+TEST_CASE("a drained worker gets no new jobs and is told to drain", "[api][flow]") {
+  TestServer server;
+  const std::string vendor = server.CreateToken("acme", v1::ROLE_VENDOR);
+  FakeWorker worker(server.channel(), server.CreateToken("fleet", v1::ROLE_WORKER),
+                    v1::ARCH_SM_90A, "GPU-drain");
+  REQUIRE(worker.Register().ok());
+  {
+    grpc::ClientContext context;
+    Authorize(&context, server.admin_token());
+    v1::DrainWorkerRequest request;
+    request.set_worker_id(worker.worker_id());
+    v1::Worker drained;
+    REQUIRE(server.admin()->DrainWorker(&context, request, &drained).ok());
+    CHECK(drained.state() == v1::WORKER_STATE_DRAINING);
+  }
+  {
+    grpc::ClientContext context;
+    Authorize(&context, server.admin_token());
+    v1::ListWorkersResponse workers;
+    REQUIRE(server.admin()->ListWorkers(&context, v1::ListWorkersRequest(), &workers).ok());
+    REQUIRE(workers.workers_size() == 1);
+    CHECK(workers.workers(0).state() == v1::WORKER_STATE_DRAINING);
+    CHECK(workers.workers(0).identity().gpu_uuid() == "GPU-drain");
+    CHECK(workers.workers(0).identity().harness_version() == "test");
+  }
+  SubmitOk(server, vendor, ValidSubmit());
+  worker.OpenLease(1);
+  CHECK_FALSE(worker.NextJob(absl::Milliseconds(2500)).has_value());
+  v1::HeartbeatResponse heartbeat;
+  REQUIRE(worker.Heartbeat({}, &heartbeat).ok());
+  CHECK(heartbeat.drain());
+  // The job is still queued for others.
+  grpc::ClientContext context;
+  Authorize(&context, server.admin_token());
+  v1::QueueStatsResponse stats;
+  REQUIRE(server.admin()->QueueStats(&context, v1::QueueStatsRequest(), &stats).ok());
+  int64_t queued = 0;
+  for (const auto& depth : stats.depths()) queued += depth.queued();
+  CHECK(queued == 1);
+}
+
+TEST_CASE("a watcher is told when no worker can run the job, and sees a cancellation end it",
+          "[api][flow]") {
+  TestServer server;
+  const std::string vendor = server.CreateToken("acme", v1::ROLE_VENDOR);
+  v1::SubmitRequest request = ValidSubmit();
+  request.set_arch(v1::ARCH_SM_100A);
+  const std::string id = SubmitOk(server, vendor, request);
+  Watcher watcher(server, vendor, id);
+  CHECK(watcher.WaitFor(
+      [](const v1::StageEvent& event) {
+        return event.notice() == "no registered worker for sm_100a; waiting";
+      },
+      absl::Seconds(10)));
+  grpc::ClientContext context;
+  Authorize(&context, vendor);
+  v1::CancelSubmissionRequest cancel;
+  cancel.set_submission_id(id);
+  v1::Submission cancelled;
+  REQUIRE(server.submissions()->CancelSubmission(&context, cancel, &cancelled).ok());
+  grpc::Status status;
+  const auto events = watcher.Finish(&status);
+  CHECK(status.ok());
+  REQUIRE(!events.empty());
+  CHECK(events.back().stage() == v1::STAGE_DONE);
+  CHECK(events.back().verdict().verdict_class() == v1::VERDICT_CLASS_CANCELLED);
+}
+
+TEST_CASE("GracefulStop ends open Lease and Watch streams promptly", "[api][flow]") {
+  TestServer server;
+  const std::string vendor = server.CreateToken("acme", v1::ROLE_VENDOR);
+  FakeWorker worker(server.channel(), server.CreateToken("fleet", v1::ROLE_WORKER),
+                    v1::ARCH_SM_100A, "GPU-stop");
+  REQUIRE(worker.Register().ok());
+  worker.OpenLease(1);
+  const std::string id = SubmitOk(server, vendor, ValidSubmit());  // sm_90a: never leased here.
+  Watcher watcher(server, vendor, id);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const absl::Time start = absl::Now();
+  server.server().GracefulStop();
+  CHECK(absl::Now() - start < absl::Seconds(3));
+  grpc::Status status;
+  watcher.Finish(&status);
+  CHECK(status.error_code() == grpc::StatusCode::UNAVAILABLE);
+  CHECK(worker.CloseLease().ok());
+}
+
+}  // namespace
+}  // namespace ptxbench::api_test
