@@ -15,8 +15,6 @@ for f in $TASK/solutions/sm90a_*.cu; do
   $BK/nvrtc_check --header $HDR --out $BK/$(basename $f .cu).cubin $f > $BK/$(basename $f .cu).log
   grep -E "registers|spill|C75" $BK/$(basename $f .cu).log | sed "s|^|$(basename $f): |"
 done
-$BK/nvrtc_check --header $HDR -DGEMM_CLUSTER_M=1 --out $BK/sm90a_wgmma_tma_c1.cubin \
-  $TASK/solutions/sm90a_wgmma_tma.cu > $BK/sm90a_wgmma_tma_c1.log
 for f in $TASK/decoys/*.cu; do
   b=$(basename $f .cu)
   if $BK/nvrtc_check --header $HDR --out $BK/decoy_$b.cubin $f > $BK/decoy_$b.log 2>&1; then

@@ -10,9 +10,15 @@
 // "cp.async.bulk.tensor", "Asynchronous Warpgroup Level Matrix Multiply-Accumulate",
 // "setmaxnreg", "ldmatrix", "stmatrix") is the authority.
 //
-// Every function here is exercised by a reference solution that passes on an H200:
-// tasks/gemm_n7168_k5120/solutions/sm90a_wgmma_tma.cu (warp-specialized SS wgmma, TMA loads,
-// stmatrix + TMA-store epilogue) and sm90a_wgmma_rs_ldmatrix.cu (A from registers via ldmatrix).
+// Every function here is exercised by a reference solution that passes on an H200
+// (tasks/gemm_n7168_k5120/solutions/): sm90a_wgmma_tma.cu (warp-specialized SS wgmma, TMA loads,
+// setmaxnreg, stmatrix + TMA-store epilogue), sm90a_wgmma_tma_multicast.cu (the cluster and
+// multicast functions) and sm90a_wgmma_rs_ldmatrix.cu (ldmatrix, register-A wgmma).
+//
+// Beware (seen in the SASS of ptxas 13.0): a wgmma.commit_group whose group holds no executed
+// wgmma.mma_async is implemented with a no-op 'HGMMA.64x8x16.F16 RZ, gdesc[URZ], RZ, !UPT', and a
+// guard predicate on wgmma (@p wgmma...) becomes a branch around the HGMMA. Neither does matrix
+// work; PTXBench does not count such a no-op as wgmma executed.
 //
 // Compiles under NVRTC with no CUDA headers (-arch=sm_90a) and under nvcc with cuda.h. Kernels
 // are assumed one-dimensional (threadIdx.y == threadIdx.z == 0); a warpgroup is 4 consecutive

@@ -12,13 +12,18 @@
 */
 // DECOY for gemm_n7168_k5120 (sm_90a), written for PTXBench. Expected verdict: target_not_executed.
 //
-// What it tries: gets credit for wgmma by EXECUTING a wgmma.mma_async in every warpgroup of every
-// block with a guard predicate that is false at run time (@p wgmma..., p = K < 0), so the HGMMA
-// instruction is issued (inst_executed > 0) but no thread executes it predicate-on. The result
-// comes from a TMA-fed FMA path (TMA executes).
+// What it tries: gets credit for wgmma by executing, in every warpgroup of every block, a
+// wgmma.mma_async under a guard predicate that is false at run time (@p wgmma..., p = K < 0), then
+// committing and waiting on it, while the result comes from a TMA-fed FMA path (TMA executes).
+// What ptxas (CUDA 13.0) makes of it, read from the SASS on an H200 (2026-11-30): it does not
+// predicate the HGMMA but branches around it (@!P0 BRA over HGMMA.64x8x16.F32.BF16), and for the
+// commit group it emits an extra, unconditional no-op 'HGMMA.64x8x16.F16 RZ, gdesc[URZ], RZ, !UPT,
+// gsb0' that DOES execute, predicate on, in every warpgroup.
 //
-// Why that verdict: the output is correct, but thread_inst_executed_true at the HGMMA instructions
-// is zero; an instruction issued with its predicate off must not count as executed.
+// Why that verdict: the only HGMMA that runs is the compiler's no-op (destination RZ, descriptor
+// URZ: no operands, no result). A target check that counts every executed HGMMA would wrongly pass
+// this kernel; the check must not count HGMMAs whose destination is RZ (see also
+// wgmma_empty_commit.cu, the same no-op with no wgmma at all).
 #include "ptxbench_hopper.cuh"
 
 namespace {

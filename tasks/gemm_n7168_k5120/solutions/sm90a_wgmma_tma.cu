@@ -1,6 +1,6 @@
 /* PTXBENCH_PLAN
 {"launches":[{"kernel":"gemm_kernel",
-  "grid":["ceil_div(N,256)","2*ceil_div(M,256)"],"block":["384"],"cluster":["1","2","1"],
+  "grid":["ceil_div(N,256)","ceil_div(M,128)"],"block":["384"],"cluster":[],
   "dynamic_shared_bytes":"197696",
   "args":[{"tensor_map":"tmA"},{"tensor_map":"tmB"},{"tensor_map":"tmC"},
           {"scalar":"M"},{"scalar":"N"},{"scalar":"K"}]}],
@@ -8,7 +8,7 @@
  "tensor_maps":[
   {"name":"tmA","tensor":"A","box":["64","128"],"element_strides":[],"swizzle":"128B",
    "interleave":"none","l2_promotion":"256B","oob_fill":"zero","dims":[]},
-  {"name":"tmB","tensor":"B","box":["64","128"],"element_strides":[],"swizzle":"128B",
+  {"name":"tmB","tensor":"B","box":["64","256"],"element_strides":[],"swizzle":"128B",
    "interleave":"none","l2_promotion":"256B","oob_fill":"zero","dims":[]},
   {"name":"tmC","tensor":"C","box":["64","64"],"element_strides":[],"swizzle":"128B",
    "interleave":"none","l2_promotion":"none","oob_fill":"zero","dims":[]}]}
@@ -28,22 +28,21 @@
 //   wgmma.m64n256k16 (A and B from shared memory), 128 fp32 accumulators per thread, one wgmma
 //   group kept in flight (wait_group 1) so the tensor core never drains between k-steps; they
 //   take registers with setmaxnreg.inc (232).
-// - Clusters of 2 CTAs along M share the B tile: each CTA loads one 128-row half of it and
-//   multicasts it to both, so L2->SM traffic per CTA drops from 48 to 32 KiB per k-step. A slot
-//   is free only when the consumers of BOTH CTAs released it (the empty barrier counts 16
-//   arrivals: 8 consumer warps x 2 CTAs).
 // - Epilogue: the consumers convert to bf16, write the tile into the (now idle) pipeline
 //   shared memory with stmatrix in the 128B-swizzled layout, and one thread per warpgroup stores
 //   it with TMA (bounds are clipped by TMA).
-// - Tile order: CTAs (cluster pairs) are walked in groups of 16 M-tiles, so that the ~132
-//   co-resident CTAs touch 16 A strips and ~8 B strips (~40 MB) instead of all of B (73 MB,
-//   more than the 60 MB L2).
+// - Tile order: CTAs are walked in groups of 16 M-tiles, so that the ~132 co-resident CTAs touch
+//   16 A strips and ~8 B strips (~40 MB) instead of all of B (73 MB, more than the 60 MB L2).
+// - No cluster: the 2-CTA multicast variant (sm90a_wgmma_tma_multicast.cu) measured 1.37 ms
+//   against 0.90 ms for this one on the timed workload (H200, 2026-11-30, tools/kernel-dev).
+//
+// Measured (tools/kernel-dev/gemm_dev, H200, cuBLASLt 13 interleaved, L2 flushed per sample,
+// median of 40): see tools/kernel-dev/NOTES.md.
 //
 // Assumptions (all task workloads satisfy them): K % 8 == 0 and N % 8 == 0 (TMA global strides
 // must be multiples of 16 bytes), K >= 1, M and N arbitrary otherwise: loads past the edges are
 // zero-filled by TMA (zeros contribute nothing to the dot products) and stores past the edges
-// are clipped. The grid's y extent is rounded up to an even number of M tiles for the cluster;
-// an M tile wholly outside M computes zeros and stores nothing.
+// are clipped.
 #include "ptxbench_hopper.cuh"
 
 namespace {
@@ -52,25 +51,16 @@ namespace sm90 = ptxbench::sm90;
 using u32 = sm90::u32;
 using u64 = sm90::u64;
 
-// Compile-time switch kept for the dev harness (tools/kernel-dev), which measures both; the
-// launch plan above is for the default, 2.
-#ifndef GEMM_CLUSTER_M
-#define GEMM_CLUSTER_M 2
-#endif
-
 constexpr int kBlockM = 128;
 constexpr int kBlockN = 256;
 constexpr int kBlockK = 64;  // 64 bf16 = 128 bytes: the widest inner box for the 128B swizzle.
 constexpr int kStages = 4;
-constexpr int kClusterM = GEMM_CLUSTER_M;
 constexpr int kGroupM = 16;  // M tiles per raster group.
 constexpr int kConsumerWarpgroups = 2;
 constexpr int kConsumerWarps = 4 * kConsumerWarpgroups;
 
 constexpr u32 kATileBytes = kBlockM * kBlockK * 2;  // 16 KiB
 constexpr u32 kBTileBytes = kBlockN * kBlockK * 2;  // 32 KiB
-constexpr u32 kBSliceRows = kBlockN / kClusterM;    // B rows each CTA of a cluster loads
-constexpr u32 kBSliceBytes = kBTileBytes / kClusterM;
 constexpr u32 kStageBytes = kATileBytes + kBTileBytes;
 constexpr u32 kTileSmemBytes = kStages * kStageBytes;  // 196608
 // Dynamic shared memory = 1024 (alignment slack) + tiles + 2 * kStages barriers of 8 bytes.
@@ -82,25 +72,10 @@ constexpr u32 kEpilogueBytesPerWarpgroup = 4 * kEpilogueBoxBytes;
 static_assert(kConsumerWarpgroups * kEpilogueBytesPerWarpgroup <= kTileSmemBytes,
               "epilogue staging reuses the pipeline buffers");
 
-// Frees ring slot `stage` for the producers: one arrival per consumer warp on the empty barrier
-// of every CTA in the cluster (every CTA multicasts into this slot).
+// Frees ring slot `stage` for the producer: one arrival per consumer warp (each warp has passed
+// its own wgmma_wait_group, so its reads of the slot are done).
 __device__ __forceinline__ void ReleaseStage(u64* empty, int stage) {
-  if (sm90::lane_index() == 0) {
-    if constexpr (kClusterM > 1) {
-#pragma unroll
-      for (u32 cta = 0; cta < kClusterM; ++cta) sm90::mbarrier_arrive_cluster(&empty[stage], cta);
-    } else {
-      sm90::mbarrier_arrive(&empty[stage]);
-    }
-  }
-}
-
-__device__ __forceinline__ void ClusterOrBlockSync() {
-  if constexpr (kClusterM > 1) {
-    sm90::cluster_sync();
-  } else {
-    __syncthreads();
-  }
+  if (sm90::lane_index() == 0) sm90::mbarrier_arrive(&empty[stage]);
 }
 
 }  // namespace
@@ -110,7 +85,7 @@ extern "C" __global__ void __launch_bounds__(128 * (1 + kConsumerWarpgroups), 1)
                 const __grid_constant__ CUtensorMap tmC, int M, int N, int K) {
   extern __shared__ unsigned char smem_raw[];
   // 128B-swizzled tiles must start 1024-byte aligned (the swizzle is a function of address
-  // bits 4..9). The pad is the same in every CTA, so multicast offsets agree.
+  // bits 4..9).
   unsigned char* smem = smem_raw + ((1024u - (sm90::smem_u32(smem_raw) & 1023u)) & 1023u);
   unsigned char* a_tiles = smem;
   unsigned char* b_tiles = smem + kStages * kATileBytes;
@@ -119,34 +94,29 @@ extern "C" __global__ void __launch_bounds__(128 * (1 + kConsumerWarpgroups), 1)
 
   const int warpgroup = sm90::warpgroup_index();
   const int num_k_steps = (K + kBlockK - 1) / kBlockK;
-  const u32 cta_rank = kClusterM > 1 ? sm90::cluster_ctarank() : 0;
 
-  // Grouped raster over cluster pairs; blockIdx.y % kClusterM is the rank within the pair.
+  // Grouped raster: consecutive block indices walk down kGroupM M-tiles before moving to the
+  // next N-tile, so CTAs resident together share A and B strips in L2.
   const int num_n_tiles = static_cast<int>(gridDim.x);
-  const int num_pairs = static_cast<int>(gridDim.y) / kClusterM;
-  const int pair_linear = static_cast<int>(blockIdx.y) / kClusterM * num_n_tiles +
-                          static_cast<int>(blockIdx.x);
-  constexpr int kGroupPairs = kGroupM / kClusterM;
-  const int group = pair_linear / (kGroupPairs * num_n_tiles);
-  const int first_pair = group * kGroupPairs;
-  const int pairs_in_group = min(num_pairs - first_pair, kGroupPairs);
-  const int in_group = pair_linear - group * kGroupPairs * num_n_tiles;
-  const int m_tile = (first_pair + in_group % pairs_in_group) * kClusterM +
-                     static_cast<int>(blockIdx.y) % kClusterM;
-  const int n_tile = in_group / pairs_in_group;
+  const int num_m_tiles = static_cast<int>(gridDim.y);
+  const int linear = static_cast<int>(blockIdx.y) * num_n_tiles + static_cast<int>(blockIdx.x);
+  const int group = linear / (kGroupM * num_n_tiles);
+  const int first_m_tile = group * kGroupM;
+  const int m_tiles_in_group = min(num_m_tiles - first_m_tile, kGroupM);
+  const int in_group = linear - group * kGroupM * num_n_tiles;
+  const int m_tile = first_m_tile + in_group % m_tiles_in_group;
+  const int n_tile = in_group / m_tiles_in_group;
   const int m0 = m_tile * kBlockM;
   const int n0 = n_tile * kBlockN;
 
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
       sm90::mbarrier_init(&full[s], 1);
-      sm90::mbarrier_init(&empty[s], kConsumerWarps * kClusterM);
+      sm90::mbarrier_init(&empty[s], kConsumerWarps);
     }
     sm90::fence_mbarrier_init();
   }
-  // Peers multicast into this CTA's slots and arrive on its empty barriers: they must see the
-  // barriers initialized.
-  ClusterOrBlockSync();
+  __syncthreads();
 
   if (warpgroup == 0) {
     // Producer warpgroup. Only one thread issues copies; the other warps just hold no registers.
@@ -161,13 +131,7 @@ extern "C" __global__ void __launch_bounds__(128 * (1 + kConsumerWarpgroups), 1)
         sm90::mbarrier_wait_parity(&empty[s], ((k / kStages) & 1) ^ 1);
         sm90::mbarrier_arrive_expect_tx(&full[s], kStageBytes);
         sm90::tma_load_2d(a_tiles + s * kATileBytes, &tmA, &full[s], k * kBlockK, m0);
-        if constexpr (kClusterM > 1) {
-          sm90::tma_load_2d_multicast(b_tiles + s * kBTileBytes + cta_rank * kBSliceBytes, &tmB,
-                                      &full[s], k * kBlockK, n0 + cta_rank * kBSliceRows,
-                                      static_cast<sm90::u16>((1u << kClusterM) - 1));
-        } else {
-          sm90::tma_load_2d(b_tiles + s * kBTileBytes, &tmB, &full[s], k * kBlockK, n0);
-        }
+        sm90::tma_load_2d(b_tiles + s * kBTileBytes, &tmB, &full[s], k * kBlockK, n0);
       }
     }
     __syncwarp();
@@ -198,8 +162,7 @@ extern "C" __global__ void __launch_bounds__(128 * (1 + kConsumerWarpgroups), 1)
     sm90::wgmma_wait_group<0>();
     sm90::wgmma_fence_operand(acc);
 
-    // All tiles were consumed (every full barrier waited, so every TMA write, the peer's
-    // multicasts included, has landed) and both warpgroups' wgmmas are complete after this
+    // All tiles were consumed (every full barrier waited, so every TMA write has landed) and both warpgroups' wgmmas are complete after this
     // barrier: the ring's shared memory is free for staging the output.
     sm90::named_barrier_sync(1, 128 * kConsumerWarpgroups);
     unsigned char* staging = smem + consumer * kEpilogueBytesPerWarpgroup;
@@ -230,8 +193,5 @@ extern "C" __global__ void __launch_bounds__(128 * (1 + kConsumerWarpgroups), 1)
       sm90::tma_store_commit();
       sm90::tma_store_wait_read<0>();
     }
-    __syncwarp();
   }
-  // No CTA may exit while its peer can still arrive on its barriers.
-  if constexpr (kClusterM > 1) sm90::cluster_sync();
 }
