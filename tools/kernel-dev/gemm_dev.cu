@@ -31,34 +31,34 @@
 
 namespace {
 
-#define CHECK_CUDA(expr)                                                                    \
-  do {                                                                                      \
-    cudaError_t err_ = (expr);                                                              \
-    if (err_ != cudaSuccess) {                                                              \
-      std::printf("RUNTIME_ERROR %s: %s (%s)\n", #expr, cudaGetErrorString(err_),           \
-                  cudaGetErrorName(err_));                                                  \
-      std::exit(2);                                                                         \
-    }                                                                                       \
+#define CHECK_CUDA(expr)                                                          \
+  do {                                                                            \
+    cudaError_t err_ = (expr);                                                    \
+    if (err_ != cudaSuccess) {                                                    \
+      std::printf("RUNTIME_ERROR %s: %s (%s)\n", #expr, cudaGetErrorString(err_), \
+                  cudaGetErrorName(err_));                                        \
+      std::exit(2);                                                               \
+    }                                                                             \
   } while (0)
 
-#define CHECK_CU(expr)                                                                      \
-  do {                                                                                      \
-    CUresult res_ = (expr);                                                                 \
-    if (res_ != CUDA_SUCCESS) {                                                             \
-      const char* name_ = nullptr;                                                          \
-      cuGetErrorName(res_, &name_);                                                         \
-      std::printf("RUNTIME_ERROR %s: %s\n", #expr, name_ ? name_ : "?");                   \
-      std::exit(2);                                                                         \
-    }                                                                                       \
+#define CHECK_CU(expr)                                                   \
+  do {                                                                   \
+    CUresult res_ = (expr);                                              \
+    if (res_ != CUDA_SUCCESS) {                                          \
+      const char* name_ = nullptr;                                       \
+      cuGetErrorName(res_, &name_);                                      \
+      std::printf("RUNTIME_ERROR %s: %s\n", #expr, name_ ? name_ : "?"); \
+      std::exit(2);                                                      \
+    }                                                                    \
   } while (0)
 
-#define CHECK_LT(expr)                                                                      \
-  do {                                                                                      \
-    cublasStatus_t st_ = (expr);                                                            \
-    if (st_ != CUBLAS_STATUS_SUCCESS) {                                                     \
-      std::printf("SETUP_ERROR %s: cublas status %d\n", #expr, static_cast<int>(st_));      \
-      std::exit(3);                                                                         \
-    }                                                                                       \
+#define CHECK_LT(expr)                                                                 \
+  do {                                                                                 \
+    cublasStatus_t st_ = (expr);                                                       \
+    if (st_ != CUBLAS_STATUS_SUCCESS) {                                                \
+      std::printf("SETUP_ERROR %s: cublas status %d\n", #expr, static_cast<int>(st_)); \
+      std::exit(3);                                                                    \
+    }                                                                                  \
   } while (0)
 
 struct Shape {
@@ -77,7 +77,8 @@ __device__ unsigned long long SplitMix(unsigned long long x) {
 __global__ void FillNormal(__nv_bfloat16* p, long long count, unsigned long long seed) {
   for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < count;
        i += static_cast<long long>(gridDim.x) * blockDim.x) {
-    const unsigned long long h = SplitMix(seed * 0x100000001B3ULL + static_cast<unsigned long long>(i));
+    const unsigned long long h =
+        SplitMix(seed * 0x100000001B3ULL + static_cast<unsigned long long>(i));
     const float u1 = (static_cast<float>(h >> 40) + 1.0f) / 16777217.0f;
     const float u2 = static_cast<float>((h >> 16) & 0xFFFFFF) / 16777216.0f;
     p[i] = __float2bfloat16_rn(sqrtf(-2.0f * logf(u1)) * cospif(2.0f * u2));
@@ -223,15 +224,24 @@ CUresult Launch(const Candidate& cand, const Shape& s, Buffers& buf, cudaStream_
   CUdeviceptr pb = reinterpret_cast<CUdeviceptr>(buf.b);
   CUdeviceptr pc = reinterpret_cast<CUdeviceptr>(buf.c);
   for (const std::string& a : cand.args) {
-    if (a == "tmA") params.push_back(&buf.tm_a);
-    else if (a == "tmB") params.push_back(&buf.tm_b);
-    else if (a == "tmC") params.push_back(&buf.tm_c);
-    else if (a == "A") params.push_back(&pa);
-    else if (a == "B") params.push_back(&pb);
-    else if (a == "C") params.push_back(&pc);
-    else if (a == "M") params.push_back(&buf.m);
-    else if (a == "N") params.push_back(&buf.n);
-    else if (a == "K") params.push_back(&buf.k);
+    if (a == "tmA")
+      params.push_back(&buf.tm_a);
+    else if (a == "tmB")
+      params.push_back(&buf.tm_b);
+    else if (a == "tmC")
+      params.push_back(&buf.tm_c);
+    else if (a == "A")
+      params.push_back(&pa);
+    else if (a == "B")
+      params.push_back(&pb);
+    else if (a == "C")
+      params.push_back(&pc);
+    else if (a == "M")
+      params.push_back(&buf.m);
+    else if (a == "N")
+      params.push_back(&buf.n);
+    else if (a == "K")
+      params.push_back(&buf.k);
   }
   CUlaunchConfig config = {};
   config.gridDimX = (s.n + cand.tile_n - 1) / cand.tile_n;
@@ -288,11 +298,11 @@ int main(int argc, char** argv) {
   ParseBox(get("box_a", "64x128"), cand.box_a);
   ParseBox(get("box_b", "64x256"), cand.box_b);
   ParseBox(get("box_c", "64x64"), cand.box_c);
-  cand.swizzle = get("swizzle", "128B") == "none" ? CU_TENSOR_MAP_SWIZZLE_NONE
-                                                  : CU_TENSOR_MAP_SWIZZLE_128B;
+  cand.swizzle =
+      get("swizzle", "128B") == "none" ? CU_TENSOR_MAP_SWIZZLE_NONE : CU_TENSOR_MAP_SWIZZLE_128B;
   if (cand.smem > 48 * 1024) {
-    CHECK_CU(cuFuncSetAttribute(cand.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                cand.smem));
+    CHECK_CU(
+        cuFuncSetAttribute(cand.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, cand.smem));
   }
   const int trials = std::stoi(get("trials", "2"));
   const int time_iters = std::stoi(get("time_iters", "0"));
@@ -332,10 +342,10 @@ int main(int argc, char** argv) {
     buf.m = s.m;
     buf.n = s.n;
     buf.k = s.k;
-    buf.tm_a = EncodeMap(buf.a, s.m, s.k, cand.box_a, cand.swizzle,
-                         CU_TENSOR_MAP_L2_PROMOTION_L2_256B);
-    buf.tm_b = EncodeMap(buf.b, s.n, s.k, cand.box_b, cand.swizzle,
-                         CU_TENSOR_MAP_L2_PROMOTION_L2_256B);
+    buf.tm_a =
+        EncodeMap(buf.a, s.m, s.k, cand.box_a, cand.swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B);
+    buf.tm_b =
+        EncodeMap(buf.b, s.n, s.k, cand.box_b, cand.swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B);
     buf.tm_c = EncodeMap(buf.c, s.m, s.n, cand.box_c, CU_TENSOR_MAP_SWIZZLE_128B,
                          CU_TENSOR_MAP_L2_PROMOTION_NONE);
     for (int t = 0; t < trials; ++t) {
@@ -436,8 +446,8 @@ int main(int argc, char** argv) {
                                         stats);
       CompareStats host;
       CHECK_CUDA(cudaMemcpy(&host, stats, sizeof(host), cudaMemcpyDeviceToHost));
-      std::printf("RESULT %s %dx%dx%d after_timing status=%s fails=%llu\n", label.c_str(), s.m,
-                  s.n, s.k, host.fails == 0 ? "ok" : "MISMATCH", host.fails);
+      std::printf("RESULT %s %dx%dx%d after_timing status=%s fails=%llu\n", label.c_str(), s.m, s.n,
+                  s.k, host.fails == 0 ? "ok" : "MISMATCH", host.fails);
       if (host.fails) exit_code = 1;
     }
     cudaFree(buf.a);

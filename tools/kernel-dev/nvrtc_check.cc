@@ -73,9 +73,8 @@ int main(int argc, char** argv) {
     texts.push_back(header_texts[i].c_str());
   }
   nvrtcProgram program;
-  if (nvrtcCreateProgram(&program, source.c_str(), "submission.cu",
-                         static_cast<int>(names.size()), texts.data(),
-                         names.data()) != NVRTC_SUCCESS) {
+  if (nvrtcCreateProgram(&program, source.c_str(), "submission.cu", static_cast<int>(names.size()),
+                         texts.data(), names.data()) != NVRTC_SUCCESS) {
     std::fprintf(stderr, "nvrtcCreateProgram failed\n");
     return 2;
   }

@@ -1,7 +1,8 @@
 /* PTXBENCH_PLAN
-{"launches":[{"kernel":"gemm_fma_kernel","grid":["ceil_div(N,64)","ceil_div(M,64)"],"block":["256"],
-  "cluster":[],"dynamic_shared_bytes":"0",
-  "args":[{"tensor":"A"},{"tensor":"B"},{"tensor":"C"},{"scalar":"M"},{"scalar":"N"},{"scalar":"K"}]}],
+{"launches":[{"kernel":"gemm_fma_kernel","grid":["ceil_div(N,64)","ceil_div(M,64)"],
+  "block":["256"],"cluster":[],"dynamic_shared_bytes":"0",
+  "args":[{"tensor":"A"},{"tensor":"B"},{"tensor":"C"},
+          {"scalar":"M"},{"scalar":"N"},{"scalar":"K"}]}],
  "scratch":[],
  "tensor_maps":[]}
 */
@@ -31,8 +32,8 @@ __device__ __forceinline__ unsigned short FloatToBf16(float value) {
 // Plain shared-memory-tiled FMA GEMM (no tensor cores): a 64x64 tile of C per 256-thread block,
 // K in steps of 16, each thread 4x4 outputs strided by 16 so shared-memory reads do not conflict.
 extern "C" __global__ void __launch_bounds__(256)
-    gemm_fma_kernel(const unsigned short* A, const unsigned short* B, unsigned short* C, int M, int N,
-           int K) {
+    gemm_fma_kernel(const unsigned short* A, const unsigned short* B, unsigned short* C, int M,
+                    int N, int K) {
   __shared__ float as[16][65];
   __shared__ float bs[16][65];
   const int tx = static_cast<int>(threadIdx.x) % 16;
@@ -51,9 +52,12 @@ extern "C" __global__ void __launch_bounds__(256)
       const int idx = static_cast<int>(threadIdx.x) + 256 * r;
       const int row = idx / 16;
       const int gk = k0 + idx % 16;
-      as[idx % 16][row] =
-          (m0 + row < M && gk < K) ? Bf16ToFloat(A[static_cast<long long>(m0 + row) * K + gk]) : 0.f;
-      bs[idx % 16][row] = (n0 + row < N && gk < K) ? Bf16ToFloat(B[static_cast<long long>(n0 + row) * K + gk]) : 0.f;
+      as[idx % 16][row] = (m0 + row < M && gk < K)
+                              ? Bf16ToFloat(A[static_cast<long long>(m0 + row) * K + gk])
+                              : 0.f;
+      bs[idx % 16][row] = (n0 + row < N && gk < K)
+                              ? Bf16ToFloat(B[static_cast<long long>(n0 + row) * K + gk])
+                              : 0.f;
     }
     __syncthreads();
 #pragma unroll

@@ -53,7 +53,8 @@ extern "C" __global__ void __launch_bounds__(256)
   __shared__ float probe[8];
   if (threadIdx.x < 8) {
     float sum = 0.f;
-    for (int k = 0; k < K; ++k) sum += Bf16ToFloat(A[k]) * Bf16ToFloat(B[static_cast<long long>(threadIdx.x) * K + k]);
+    for (int k = 0; k < K; ++k)
+      sum += Bf16ToFloat(A[k]) * Bf16ToFloat(B[static_cast<long long>(threadIdx.x) * K + k]);
     probe[threadIdx.x] = Bf16ToFloat(FloatToBf16(sum));
   }
   __syncthreads();

@@ -41,9 +41,8 @@ static_assert(kSmemBytes == 50192, "keep the launch plan's dynamic_shared_bytes 
 }  // namespace
 
 extern "C" __global__ void __launch_bounds__(128, 1)
-    gemm_rs_kernel(const __grid_constant__ CUtensorMap tmA,
-                   const __grid_constant__ CUtensorMap tmB, unsigned short* C, int M, int N,
-                   int K) {
+    gemm_rs_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB,
+                   unsigned short* C, int M, int N, int K) {
   extern __shared__ unsigned char smem_raw[];
   unsigned char* smem = smem_raw + ((1024u - (sm90::smem_u32(smem_raw) & 1023u)) & 1023u);
   u64* full = reinterpret_cast<u64*>(smem + 2 * kStageBytes);

@@ -162,8 +162,9 @@ extern "C" __global__ void __launch_bounds__(128 * (1 + kConsumerWarpgroups), 1)
     sm90::wgmma_wait_group<0>();
     sm90::wgmma_fence_operand(acc);
 
-    // All tiles were consumed (every full barrier waited, so every TMA write has landed) and both warpgroups' wgmmas are complete after this
-    // barrier: the ring's shared memory is free for staging the output.
+    // All tiles were consumed (every full barrier waited, so every TMA write has landed) and both
+    // warpgroups' wgmmas are complete after this barrier: the ring's shared memory is free for
+    // staging the output.
     sm90::named_barrier_sync(1, 128 * kConsumerWarpgroups);
     unsigned char* staging = smem + consumer * kEpilogueBytesPerWarpgroup;
     const int warp_in_group = sm90::thread_index_in_warpgroup() / 32;

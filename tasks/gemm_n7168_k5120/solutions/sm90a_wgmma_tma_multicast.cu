@@ -62,7 +62,7 @@ constexpr int kBlockN = 256;
 constexpr int kBlockK = 64;  // 64 bf16 = 128 bytes: the widest inner box for the 128B swizzle.
 constexpr int kStages = 4;
 constexpr int kClusterM = 2;  // CTAs per cluster, along M; the plan's cluster is {1, 2, 1}.
-constexpr int kGroupM = 16;  // M tiles per raster group.
+constexpr int kGroupM = 16;   // M tiles per raster group.
 constexpr int kConsumerWarpgroups = 2;
 constexpr int kConsumerWarps = 4 * kConsumerWarpgroups;
 
@@ -123,8 +123,8 @@ extern "C" __global__ void __launch_bounds__(128 * (1 + kConsumerWarpgroups), 1)
   // Grouped raster over cluster pairs; blockIdx.y % kClusterM is the rank within the pair.
   const int num_n_tiles = static_cast<int>(gridDim.x);
   const int num_pairs = static_cast<int>(gridDim.y) / kClusterM;
-  const int pair_linear = static_cast<int>(blockIdx.y) / kClusterM * num_n_tiles +
-                          static_cast<int>(blockIdx.x);
+  const int pair_linear =
+      static_cast<int>(blockIdx.y) / kClusterM * num_n_tiles + static_cast<int>(blockIdx.x);
   constexpr int kGroupPairs = kGroupM / kClusterM;
   const int group = pair_linear / (kGroupPairs * num_n_tiles);
   const int first_pair = group * kGroupPairs;
