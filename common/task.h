@@ -86,6 +86,11 @@ struct Task {
   std::vector<SourceRef> solutions;
   std::vector<SourceRef> decoys;
   nlohmann::json definition;                        // task.json as loaded (served to vendors).
+  // Every file the version hash covers, read once at load so that prompts and headers are
+  // rendered from exactly the hashed bytes: path relative to `dir` as task.json names it
+  // ("prompts/none.md", "../_shared/templates/x.cuh", "../_shared/contract/submission.md")
+  // -> content. task.json itself is under "task.json".
+  std::map<std::string, std::string> files;
 
   const Workload& TimedWorkload() const;
   const ArchSpec* FindArch(const std::string& arch) const;
@@ -105,6 +110,15 @@ absl::StatusOr<std::string> RenderPrompt(const Task& task, const std::string& ar
 // The template headers a source for `arch` may #include, as name -> content.
 absl::StatusOr<std::map<std::string, std::string>> TemplateHeaders(const Task& task,
                                                                    const std::string& arch);
+
+// The knowledge levels, in increasing order of help: "none", "templates", "contract".
+const std::vector<std::string>& KnowledgeLevels();
+
+// Where the submission contract served in every prompt lives, relative to a task folder.
+inline constexpr char kContractPath[] = "../_shared/contract/submission.md";
+
+// Hardware parameters of an arch as the prompt states them; InvalidArgument for unknown arches.
+absl::StatusOr<std::string> HardwareParametersText(const std::string& arch);
 
 // Every task under a tasks/ folder (folders starting with '_' are shared material, not tasks).
 class TaskCatalog {

@@ -1,0 +1,1107 @@
+#include "common/task.h"
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/expr.h"
+#include "common/sha256.h"
+#include "common/status.h"
+#include "common/target_families.h"
+#include "common/verdict.h"
+
+namespace ptxbench {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// Task files are small text; anything larger is a mistake (a build artifact named by accident).
+constexpr uintmax_t kMaxTaskFileBytes = 4u << 20;
+
+// Largest workload extent accepted per axis: 2^40 leaves room for products of three axes and an
+// element size in int64 before the overflow checks fire on any realistic shape.
+constexpr int64_t kMaxAxisValue = int64_t{1} << 40;
+
+constexpr int kMaxTrials = 100;
+
+const std::set<std::string>& ReservedNames() {
+  static const std::set<std::string>* const kNames =
+      new std::set<std::string>{"ceil_div", "min", "max", "sqrt"};
+  return *kNames;
+}
+
+bool IsIdentifier(const std::string& s) {
+  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  });
+}
+
+bool IsLowerSnake(const std::string& s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+    return std::islower(static_cast<unsigned char>(c)) ||
+           std::isdigit(static_cast<unsigned char>(c)) || c == '_';
+  });
+}
+
+// Validation errors carry the file and the field: "tasks/x/task.json: field 'workloads[1].axes':
+// missing axis 'K'".
+class FieldErrors {
+ public:
+  explicit FieldErrors(std::string file) : file_(std::move(file)) {}
+
+  absl::Status Error(const std::string& field, const std::string& problem) const {
+    return absl::InvalidArgumentError(absl::StrCat(file_, ": field '", field, "': ", problem));
+  }
+  const std::string& file() const { return file_; }
+
+ private:
+  std::string file_;
+};
+
+std::string Join(const std::string& parent, const std::string& key) {
+  return parent.empty() ? key : absl::StrCat(parent, ".", key);
+}
+
+std::string Index(const std::string& parent, size_t i) { return absl::StrCat(parent, "[", i, "]"); }
+
+std::string NamedBy(const std::string& field) {
+  return absl::StrCat("named by task.json field '", field, "'");
+}
+
+absl::Status CheckKeys(const FieldErrors& errors, const json& object, const std::string& field,
+                       const std::set<std::string>& allowed) {
+  for (const auto& [key, value] : object.items()) {
+    if (allowed.count(key) == 0) {
+      return errors.Error(
+          Join(field, key),
+          absl::StrCat("unknown field (allowed: ", absl::StrJoin(allowed, ", "), ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<const json*> Member(const FieldErrors& errors, const json& object,
+                                   const std::string& parent, const std::string& key,
+                                   bool required) {
+  auto it = object.find(key);
+  if (it == object.end()) {
+    if (required) return errors.Error(Join(parent, key), "missing");
+    return nullptr;
+  }
+  return &*it;
+}
+
+absl::StatusOr<std::string> GetString(const FieldErrors& errors, const json& object,
+                                      const std::string& parent, const std::string& key,
+                                      bool required = true, bool allow_empty = false) {
+  ASSIGN_OR_RETURN(const json* value, Member(errors, object, parent, key, required));
+  if (value == nullptr) return std::string();
+  if (!value->is_string()) return errors.Error(Join(parent, key), "expected a string");
+  std::string text = value->get<std::string>();
+  if (!allow_empty && text.empty()) return errors.Error(Join(parent, key), "must not be empty");
+  return text;
+}
+
+absl::StatusOr<std::optional<int64_t>> GetInt(const FieldErrors& errors, const json& object,
+                                              const std::string& parent, const std::string& key,
+                                              bool required = true) {
+  ASSIGN_OR_RETURN(const json* value, Member(errors, object, parent, key, required));
+  if (value == nullptr) return std::optional<int64_t>();
+  if (!value->is_number_integer() ||
+      (value->is_number_unsigned() &&
+       value->get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))) {
+    return errors.Error(Join(parent, key), "expected an integer");
+  }
+  return std::optional<int64_t>(value->get<int64_t>());
+}
+
+absl::StatusOr<std::optional<double>> GetNumber(const FieldErrors& errors, const json& object,
+                                                const std::string& parent, const std::string& key,
+                                                bool required = true) {
+  ASSIGN_OR_RETURN(const json* value, Member(errors, object, parent, key, required));
+  if (value == nullptr) return std::optional<double>();
+  if (!value->is_number()) return errors.Error(Join(parent, key), "expected a number");
+  return std::optional<double>(value->get<double>());
+}
+
+absl::StatusOr<bool> GetBool(const FieldErrors& errors, const json& object,
+                             const std::string& parent, const std::string& key,
+                             bool default_value) {
+  ASSIGN_OR_RETURN(const json* value, Member(errors, object, parent, key, false));
+  if (value == nullptr) return default_value;
+  if (!value->is_boolean()) return errors.Error(Join(parent, key), "expected true or false");
+  return value->get<bool>();
+}
+
+absl::StatusOr<const json*> GetObject(const FieldErrors& errors, const json& object,
+                                      const std::string& parent, const std::string& key,
+                                      bool required = true) {
+  ASSIGN_OR_RETURN(const json* value, Member(errors, object, parent, key, required));
+  if (value != nullptr && !value->is_object()) {
+    return errors.Error(Join(parent, key), "expected an object");
+  }
+  return value;
+}
+
+absl::StatusOr<const json*> GetArray(const FieldErrors& errors, const json& object,
+                                     const std::string& parent, const std::string& key,
+                                     bool required = true) {
+  ASSIGN_OR_RETURN(const json* value, Member(errors, object, parent, key, required));
+  if (value != nullptr && !value->is_array()) {
+    return errors.Error(Join(parent, key), "expected an array");
+  }
+  return value;
+}
+
+absl::StatusOr<DType> ParseDType(const std::string& name) {
+  if (name == "bf16") return DType::kBF16;
+  if (name == "fp16") return DType::kFP16;
+  if (name == "fp32") return DType::kFP32;
+  if (name == "fp8_e4m3") return DType::kFP8E4M3;
+  if (name == "int32") return DType::kInt32;
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown dtype '", name, "' (known: bf16, fp16, fp32, fp8_e4m3, int32)"));
+}
+
+// Reads a file named by task.json, refusing paths that leave the tasks/ folder: task content is
+// served to vendors, and a stray "../../" must not publish a file of the host.
+class TaskFiles {
+ public:
+  TaskFiles(fs::path task_dir, std::string display_dir)
+      : task_dir_(std::move(task_dir)),
+        tasks_root_(task_dir_.parent_path()),
+        display_dir_(std::move(display_dir)) {}
+
+  std::string Display(const std::string& relative) const {
+    return (fs::path(display_dir_) / relative).lexically_normal().string();
+  }
+
+  // Reads `relative` into `files`. `field` is the task.json field naming the file (empty for
+  // files every task has); `why` says what the file is for, in the not-found message.
+  absl::Status Read(const std::string& relative, const std::string& field, const std::string& why,
+                    std::map<std::string, std::string>& files) const {
+    const FieldErrors field_errors(Display("task.json"));
+    auto error = [&](const std::string& problem) {
+      if (field.empty())
+        return absl::InvalidArgumentError(absl::StrCat(Display(relative), ": ", problem));
+      return field_errors.Error(field, problem);
+    };
+    if (relative.empty()) return error("empty path");
+    if (fs::path(relative).is_absolute()) {
+      return error(absl::StrCat("path '", relative, "' must be relative to the task folder"));
+    }
+    const fs::path full = (task_dir_ / relative).lexically_normal();
+    const fs::path inside = full.lexically_relative(tasks_root_);
+    if (inside.empty() || *inside.begin() == "..") {
+      return error(absl::StrCat("path '", relative, "' leaves the tasks folder"));
+    }
+    std::error_code ec;
+    const fs::file_status status = fs::status(full, ec);
+    if (ec || !fs::exists(status)) {
+      return absl::NotFoundError(absl::StrCat(Display(relative), ": file not found (", why, ")"));
+    }
+    if (!fs::is_regular_file(status)) {
+      return error(absl::StrCat("'", relative, "' is not a regular file"));
+    }
+    // Symbolic links may not lead out of the tasks folder either.
+    const fs::path canonical = fs::weakly_canonical(full, ec);
+    const fs::path canonical_root = fs::weakly_canonical(tasks_root_, ec);
+    const fs::path canonical_inside = canonical.lexically_relative(canonical_root);
+    if (ec || canonical_inside.empty() || *canonical_inside.begin() == "..") {
+      return error(absl::StrCat("'", relative, "' resolves outside the tasks folder"));
+    }
+    const uintmax_t size = fs::file_size(full, ec);
+    if (ec || size > kMaxTaskFileBytes) {
+      return error(absl::StrCat("'", relative, "' is larger than ", kMaxTaskFileBytes, " bytes"));
+    }
+    std::ifstream in(full, std::ios::binary);
+    std::stringstream content;
+    content << in.rdbuf();
+    if (!in.good() && !in.eof()) {
+      return absl::UnavailableError(absl::StrCat(Display(relative), ": cannot be read"));
+    }
+    files[relative] = content.str();
+    return absl::OkStatus();
+  }
+
+ private:
+  fs::path task_dir_;
+  fs::path tasks_root_;
+  std::string display_dir_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Prompt placeholders.
+
+const std::set<std::string>& PlaceholderNames() {
+  static const std::set<std::string>* const kNames = new std::set<std::string>{"task_id",
+                                                                               "title",
+                                                                               "description",
+                                                                               "arch",
+                                                                               "gpu",
+                                                                               "knowledge_level",
+                                                                               "axes",
+                                                                               "tensors",
+                                                                               "scalars",
+                                                                               "workloads",
+                                                                               "tolerance",
+                                                                               "baseline",
+                                                                               "roofline",
+                                                                               "target_families",
+                                                                               "hardware",
+                                                                               "contract",
+                                                                               "templates",
+                                                                               "template_includes",
+                                                                               "scratch_cap_bytes"};
+  return *kNames;
+}
+
+struct Placeholder {
+  size_t begin = 0;  // Offset of "{{".
+  size_t end = 0;    // Offset just past "}}".
+  std::string name;
+};
+
+// Finds "{{ name }}" where name is a lower_snake word. Other "{{" (C++ brace initializers in
+// code samples) are left alone.
+std::vector<Placeholder> FindPlaceholders(const std::string& text) {
+  std::vector<Placeholder> found;
+  size_t pos = 0;
+  while ((pos = text.find("{{", pos)) != std::string::npos) {
+    size_t i = pos + 2;
+    while (i < text.size() && text[i] == ' ') ++i;
+    const size_t name_begin = i;
+    while (i < text.size() &&
+           (std::islower(static_cast<unsigned char>(text[i])) || text[i] == '_')) {
+      ++i;
+    }
+    const size_t name_end = i;
+    while (i < text.size() && text[i] == ' ') ++i;
+    if (name_end > name_begin && text.compare(i, 2, "}}") == 0) {
+      found.push_back({pos, i + 2, text.substr(name_begin, name_end - name_begin)});
+      pos = i + 2;
+    } else {
+      pos += 2;
+    }
+  }
+  return found;
+}
+
+size_t LineOf(const std::string& text, size_t offset) {
+  return 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(offset), '\n');
+}
+
+absl::Status CheckPromptPlaceholders(const std::string& display_path, const std::string& level,
+                                     const std::string& text) {
+  for (const Placeholder& placeholder : FindPlaceholders(text)) {
+    if (PlaceholderNames().count(placeholder.name) == 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          display_path, ":", LineOf(text, placeholder.begin), ": unknown placeholder '{{",
+          placeholder.name, "}}' (known: ", absl::StrJoin(PlaceholderNames(), ", "), ")"));
+    }
+    if (level == "none" &&
+        (placeholder.name == "templates" || placeholder.name == "template_includes")) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          display_path, ":", LineOf(text, placeholder.begin), ": placeholder '{{", placeholder.name,
+          "}}' at knowledge level 'none', which gets no template headers"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------------------------------------
+// The parts of task.json, each validated with its field path.
+
+absl::Status LoadTensors(const FieldErrors& errors, const json& root, Task& task) {
+  ASSIGN_OR_RETURN(const json* tensors, GetArray(errors, root, "", "tensors"));
+  if (tensors->empty()) return errors.Error("tensors", "at least one tensor is needed");
+  std::set<std::string> names;
+  bool has_input = false, has_output = false;
+  for (size_t i = 0; i < tensors->size(); ++i) {
+    const std::string field = Index("tensors", i);
+    const json& entry = (*tensors)[i];
+    if (!entry.is_object()) return errors.Error(field, "expected an object");
+    RETURN_IF_ERROR(
+        CheckKeys(errors, entry, field, {"name", "role", "dtype", "shape", "distribution"}));
+    TensorSpec spec;
+    ASSIGN_OR_RETURN(spec.name, GetString(errors, entry, field, "name"));
+    if (!IsIdentifier(spec.name)) {
+      return errors.Error(Join(field, "name"),
+                          absl::StrCat("'", spec.name, "' is not an identifier"));
+    }
+    if (!names.insert(spec.name).second) {
+      return errors.Error(Join(field, "name"), absl::StrCat("duplicate tensor '", spec.name, "'"));
+    }
+    if (std::find(task.axes.begin(), task.axes.end(), spec.name) != task.axes.end()) {
+      return errors.Error(Join(field, "name"), absl::StrCat("'", spec.name, "' is also an axis"));
+    }
+    ASSIGN_OR_RETURN(std::string role, GetString(errors, entry, field, "role"));
+    if (role == "input") {
+      spec.role = TensorRole::kInput;
+      has_input = true;
+    } else if (role == "output") {
+      spec.role = TensorRole::kOutput;
+      has_output = true;
+    } else {
+      return errors.Error(Join(field, "role"),
+                          absl::StrCat("'", role, "' is not 'input' or 'output'"));
+    }
+    ASSIGN_OR_RETURN(std::string dtype, GetString(errors, entry, field, "dtype"));
+    auto parsed_dtype = ParseDType(dtype);
+    if (!parsed_dtype.ok())
+      return errors.Error(Join(field, "dtype"), std::string(parsed_dtype.status().message()));
+    spec.dtype = *parsed_dtype;
+    ASSIGN_OR_RETURN(const json* shape, GetArray(errors, entry, field, "shape"));
+    if (shape->empty() || shape->size() > 8) {
+      return errors.Error(Join(field, "shape"), "needs 1 to 8 dimensions");
+    }
+    for (size_t d = 0; d < shape->size(); ++d) {
+      const std::string dim_field = Index(Join(field, "shape"), d);
+      const json& dim = (*shape)[d];
+      std::string text;
+      if (dim.is_string()) {
+        text = dim.get<std::string>();
+      } else if (dim.is_number_integer()) {
+        text = std::to_string(dim.get<int64_t>());
+      } else {
+        return errors.Error(dim_field, "expected an axis name, an expression or an integer");
+      }
+      auto expr = Expr::Parse(text);
+      if (!expr.ok()) return errors.Error(dim_field, std::string(expr.status().message()));
+      for (const std::string& name : expr->Names()) {
+        if (std::find(task.axes.begin(), task.axes.end(), name) == task.axes.end()) {
+          return errors.Error(dim_field, absl::StrCat("'", name, "' is not an axis of the task"));
+        }
+      }
+      spec.shape.push_back(text);
+    }
+    ASSIGN_OR_RETURN(std::string distribution,
+                     GetString(errors, entry, field, "distribution", /*required=*/false));
+    if (!distribution.empty()) {
+      if (spec.role == TensorRole::kOutput) {
+        return errors.Error(Join(field, "distribution"), "outputs have no input distribution");
+      }
+      if (distribution == "normal") {
+        spec.distribution = Distribution::kNormal;
+      } else if (distribution == "spiky") {
+        spec.distribution = Distribution::kSpiky;
+      } else {
+        return errors.Error(Join(field, "distribution"),
+                            absl::StrCat("'", distribution, "' is not 'normal' or 'spiky'"));
+      }
+    }
+    task.tensors.push_back(std::move(spec));
+  }
+  if (!has_input) return errors.Error("tensors", "no tensor has role 'input'");
+  if (!has_output) return errors.Error("tensors", "no tensor has role 'output'");
+  return absl::OkStatus();
+}
+
+absl::Status LoadWorkloads(const FieldErrors& errors, const json& root, Task& task) {
+  ASSIGN_OR_RETURN(const json* workloads, GetArray(errors, root, "", "workloads"));
+  if (workloads->empty()) return errors.Error("workloads", "at least one workload is needed");
+  std::set<std::string> names;
+  int timed = 0;
+  for (size_t i = 0; i < workloads->size(); ++i) {
+    const std::string field = Index("workloads", i);
+    const json& entry = (*workloads)[i];
+    if (!entry.is_object()) return errors.Error(field, "expected an object");
+    RETURN_IF_ERROR(CheckKeys(errors, entry, field, {"name", "axes", "timed", "trials"}));
+    Workload workload;
+    ASSIGN_OR_RETURN(workload.name, GetString(errors, entry, field, "name"));
+    if (!IsLowerSnake(workload.name)) {
+      return errors.Error(Join(field, "name"),
+                          absl::StrCat("'", workload.name, "' is not lower_snake_case"));
+    }
+    if (!names.insert(workload.name).second) {
+      return errors.Error(Join(field, "name"),
+                          absl::StrCat("duplicate workload '", workload.name, "'"));
+    }
+    ASSIGN_OR_RETURN(const json* axes, GetObject(errors, entry, field, "axes"));
+    const std::string axes_field = Join(field, "axes");
+    for (const auto& [name, value] : axes->items()) {
+      if (std::find(task.axes.begin(), task.axes.end(), name) == task.axes.end()) {
+        return errors.Error(Join(axes_field, name), "not an axis of the task");
+      }
+      ASSIGN_OR_RETURN(std::optional<int64_t> extent, GetInt(errors, *axes, axes_field, name));
+      if (*extent < 1 || *extent > kMaxAxisValue) {
+        return errors.Error(Join(axes_field, name),
+                            absl::StrCat(*extent, " is outside 1..", kMaxAxisValue));
+      }
+      workload.axes[name] = *extent;
+    }
+    for (const std::string& axis : task.axes) {
+      if (workload.axes.count(axis) == 0) {
+        return errors.Error(axes_field, absl::StrCat("missing axis '", axis, "'"));
+      }
+    }
+    ASSIGN_OR_RETURN(workload.timed, GetBool(errors, entry, field, "timed", false));
+    if (workload.timed) ++timed;
+    ASSIGN_OR_RETURN(std::optional<int64_t> trials, GetInt(errors, entry, field, "trials", false));
+    if (trials.has_value()) {
+      if (*trials < 1 || *trials > kMaxTrials) {
+        return errors.Error(Join(field, "trials"),
+                            absl::StrCat(*trials, " is outside 1..", kMaxTrials));
+      }
+      workload.trials = static_cast<int>(*trials);
+    }
+    task.workloads.push_back(std::move(workload));
+  }
+  if (timed != 1) {
+    return errors.Error("workloads",
+                        absl::StrCat("exactly one workload must be timed; ", timed, " are"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status LoadTolerance(const FieldErrors& errors, const json& root, Task& task) {
+  ASSIGN_OR_RETURN(const json* tolerance, GetObject(errors, root, "", "tolerance"));
+  RETURN_IF_ERROR(CheckKeys(errors, *tolerance, "tolerance",
+                            {"rule", "atol", "rtol", "matched_ratio", "max_relative_norm"}));
+  ASSIGN_OR_RETURN(std::string rule, GetString(errors, *tolerance, "tolerance", "rule"));
+  Tolerance& t = task.tolerance;
+  if (rule == "allclose") {
+    t.rule = Tolerance::Rule::kAllClose;
+  } else if (rule == "relative_norm") {
+    t.rule = Tolerance::Rule::kRelativeNorm;
+  } else {
+    return errors.Error("tolerance.rule",
+                        absl::StrCat("'", rule, "' is not 'allclose' or 'relative_norm'"));
+  }
+  const bool allclose = t.rule == Tolerance::Rule::kAllClose;
+  ASSIGN_OR_RETURN(std::optional<double> atol,
+                   GetNumber(errors, *tolerance, "tolerance", "atol", allclose));
+  ASSIGN_OR_RETURN(std::optional<double> rtol,
+                   GetNumber(errors, *tolerance, "tolerance", "rtol", allclose));
+  ASSIGN_OR_RETURN(std::optional<double> ratio,
+                   GetNumber(errors, *tolerance, "tolerance", "matched_ratio", false));
+  ASSIGN_OR_RETURN(std::optional<double> norm,
+                   GetNumber(errors, *tolerance, "tolerance", "max_relative_norm", !allclose));
+  if (atol) t.atol = *atol;
+  if (rtol) t.rtol = *rtol;
+  if (ratio) t.matched_ratio = *ratio;
+  if (norm) t.max_relative_norm = *norm;
+  if (t.atol < 0) return errors.Error("tolerance.atol", "must not be negative");
+  if (t.rtol < 0) return errors.Error("tolerance.rtol", "must not be negative");
+  if (!(t.matched_ratio > 0 && t.matched_ratio <= 1)) {
+    return errors.Error("tolerance.matched_ratio", "must be in (0, 1]");
+  }
+  if (!allclose && !(t.max_relative_norm > 0)) {
+    return errors.Error("tolerance.max_relative_norm", "must be positive");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status LoadArches(const FieldErrors& errors, const json& root, Task& task) {
+  ASSIGN_OR_RETURN(const json* arches, GetObject(errors, root, "", "arches"));
+  if (arches->empty()) return errors.Error("arches", "at least one arch is needed");
+  for (const auto& [arch, entry] : arches->items()) {
+    const std::string field = Join("arches", arch);
+    if (arch != "sm_90a" && arch != "sm_100a") {
+      return errors.Error(field, "unknown arch (known: sm_90a, sm_100a)");
+    }
+    if (!entry.is_object()) return errors.Error(field, "expected an object");
+    RETURN_IF_ERROR(CheckKeys(errors, entry, field, {"target_families", "runtime_unverified"}));
+    ArchSpec spec;
+    spec.arch = arch;
+    ASSIGN_OR_RETURN(const json* families, GetArray(errors, entry, field, "target_families"));
+    if (families->empty()) return errors.Error(Join(field, "target_families"), "must not be empty");
+    for (size_t i = 0; i < families->size(); ++i) {
+      const std::string family_field = Index(Join(field, "target_families"), i);
+      if (!(*families)[i].is_string()) return errors.Error(family_field, "expected a string");
+      const std::string name = (*families)[i].get<std::string>();
+      const TargetFamily* family = FindTargetFamily(name);
+      if (family == nullptr) {
+        return errors.Error(family_field, absl::StrCat("unknown target family '", name, "'"));
+      }
+      if (!family->credited) {
+        return errors.Error(family_field,
+                            absl::StrCat("'", name, "' is informational and cannot be required"));
+      }
+      if (!FamilyExistsOn(*family, arch)) {
+        return errors.Error(family_field, absl::StrCat("'", name, "' does not exist on ", arch));
+      }
+      if (std::find(spec.target_families.begin(), spec.target_families.end(), name) !=
+          spec.target_families.end()) {
+        return errors.Error(family_field, absl::StrCat("duplicate family '", name, "'"));
+      }
+      spec.target_families.push_back(name);
+    }
+    ASSIGN_OR_RETURN(spec.runtime_unverified,
+                     GetBool(errors, entry, field, "runtime_unverified", false));
+    task.arches[arch] = std::move(spec);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<SourceRef>> LoadSourceRefs(const FieldErrors& errors, const json& root,
+                                                      const std::string& key, const Task& task) {
+  std::vector<SourceRef> refs;
+  ASSIGN_OR_RETURN(const json* list, GetArray(errors, root, "", key, /*required=*/false));
+  if (list == nullptr) return refs;
+  for (size_t i = 0; i < list->size(); ++i) {
+    const std::string field = Index(key, i);
+    const json& entry = (*list)[i];
+    if (!entry.is_object()) return errors.Error(field, "expected an object");
+    RETURN_IF_ERROR(CheckKeys(errors, entry, field, {"arch", "path", "expect", "scope", "note"}));
+    SourceRef ref;
+    ASSIGN_OR_RETURN(ref.arch, GetString(errors, entry, field, "arch"));
+    if (task.arches.count(ref.arch) == 0) {
+      return errors.Error(Join(field, "arch"),
+                          absl::StrCat("'", ref.arch, "' is not one of the task's arches"));
+    }
+    ASSIGN_OR_RETURN(ref.path, GetString(errors, entry, field, "path"));
+    ASSIGN_OR_RETURN(ref.expect, GetString(errors, entry, field, "expect"));
+    auto expected = ParseVerdictClass(ref.expect);
+    if (!expected.ok())
+      return errors.Error(Join(field, "expect"), std::string(expected.status().message()));
+    if (*expected == VerdictClass::kInfrastructureFailure ||
+        *expected == VerdictClass::kCancelled) {
+      return errors.Error(Join(field, "expect"), "must be a statement about the kernel");
+    }
+    ASSIGN_OR_RETURN(std::string scope, GetString(errors, entry, field, "scope", false));
+    if (!scope.empty()) {
+      if (scope != "full" && scope != "compile_only") {
+        return errors.Error(Join(field, "scope"),
+                            absl::StrCat("'", scope, "' is not 'full' or 'compile_only'"));
+      }
+      ref.scope = scope;
+    }
+    ASSIGN_OR_RETURN(ref.note, GetString(errors, entry, field, "note", false, true));
+    refs.push_back(std::move(ref));
+  }
+  return refs;
+}
+
+// Every expression of the task evaluates for every workload: shapes to positive sizes whose
+// byte counts fit in int64, roofline terms to positive numbers, scalars to finite numbers.
+absl::Status CheckWorkloadExpressions(const FieldErrors& errors, const Task& task) {
+  for (size_t w = 0; w < task.workloads.size(); ++w) {
+    const Workload& workload = task.workloads[w];
+    const std::string where = absl::StrCat(" (workload '", workload.name, "')");
+    for (size_t t = 0; t < task.tensors.size(); ++t) {
+      const TensorSpec& tensor = task.tensors[t];
+      int64_t bytes = DTypeBytes(tensor.dtype);
+      for (size_t d = 0; d < tensor.shape.size(); ++d) {
+        const std::string field = Index(Join(Index("tensors", t), "shape"), d);
+        auto extent = EvalIntExpr(tensor.shape[d], workload.axes);
+        if (!extent.ok())
+          return errors.Error(field, absl::StrCat(extent.status().message(), where));
+        if (*extent < 1)
+          return errors.Error(field, absl::StrCat("extent ", *extent, " is not positive", where));
+        if (__builtin_mul_overflow(bytes, *extent, &bytes)) {
+          return errors.Error(Join(Index("tensors", t), "shape"),
+                              absl::StrCat("size overflows int64", where));
+        }
+      }
+    }
+    for (const auto& [field, text] :
+         {std::pair<std::string, std::string>{"roofline.flops", task.flops_expr},
+          {"roofline.min_bytes", task.min_bytes_expr}}) {
+      auto value = EvalRealExpr(text, workload.axes);
+      if (!value.ok()) return errors.Error(field, absl::StrCat(value.status().message(), where));
+      if (!(*value > 0)) return errors.Error(field, absl::StrCat("evaluates to ", *value, where));
+    }
+    for (const auto& [name, text] : task.scalars) {
+      auto value = EvalRealExpr(text, workload.axes);
+      if (!value.ok())
+        return errors.Error(Join("scalars", name), absl::StrCat(value.status().message(), where));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckExprNames(const FieldErrors& errors, const std::string& field,
+                            const std::string& text, ExprMode mode, const Task& task) {
+  auto expr = Expr::Parse(text, mode);
+  if (!expr.ok()) return errors.Error(field, std::string(expr.status().message()));
+  for (const std::string& name : expr->Names()) {
+    if (std::find(task.axes.begin(), task.axes.end(), name) == task.axes.end()) {
+      return errors.Error(field, absl::StrCat("'", name, "' is not an axis of the task"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+std::string HashStreamEntry(const std::string& path, const std::string& content) {
+  return absl::StrCat(path, std::string(1, '\0'), content.size(), std::string(1, '\0'), content);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Prompt rendering.
+
+std::string GpuName(const std::string& arch) {
+  if (arch == "sm_90a") return "NVIDIA H100 / H200 (Hopper)";
+  if (arch == "sm_100a") return "NVIDIA B200 (Blackwell)";
+  return arch;
+}
+
+std::string RenderAxes(const Task& task) { return absl::StrJoin(task.axes, ", "); }
+
+std::string RenderTensors(const Task& task) {
+  std::string out =
+      "| tensor | role | dtype | shape (outermost first, row-major, contiguous) |\n"
+      "|---|---|---|---|\n";
+  for (const TensorSpec& t : task.tensors) {
+    absl::StrAppend(&out, "| ", t.name, " | ", t.role == TensorRole::kInput ? "input" : "output",
+                    " | ", DTypeName(t.dtype), " | [", absl::StrJoin(t.shape, ", "), "] |\n");
+  }
+  return out;
+}
+
+std::string RenderScalars(const Task& task) {
+  if (task.scalars.empty()) return "(none)";
+  std::string out;
+  for (const auto& [name, text] : task.scalars)
+    absl::StrAppend(&out, "- ", name, " = ", text, "\n");
+  return out;
+}
+
+std::string RenderWorkloads(const Task& task) {
+  std::string out = "| workload | axes | timed |\n|---|---|---|\n";
+  for (const Workload& w : task.workloads) {
+    std::vector<std::string> axes;
+    for (const std::string& axis : task.axes)
+      axes.push_back(absl::StrCat(axis, "=", w.axes.at(axis)));
+    absl::StrAppend(&out, "| ", w.name, " | ", absl::StrJoin(axes, ", "), " | ",
+                    w.timed ? "yes" : "no (correctness only)", " |\n");
+  }
+  return out;
+}
+
+std::string RenderTolerance(const Task& task) {
+  const Tolerance& t = task.tolerance;
+  if (t.rule == Tolerance::Rule::kRelativeNorm) {
+    return absl::StrCat("relative norm: ||out - ref||_2 / ||ref||_2 must not exceed ",
+                        t.max_relative_norm, " for every output on every input.");
+  }
+  return absl::StrCat("allclose: an element fails only if |out - ref| > ", t.atol,
+                      " AND |out - ref| > ", t.rtol, " * |ref|; ",
+                      t.matched_ratio >= 1.0 ? std::string("every element")
+                                             : absl::StrCat(t.matched_ratio * 100, "% of elements"),
+                      " must pass, on every input. NaN or Inf in an output fails.");
+}
+
+std::string RenderTargetFamilies(const Task& task, const std::string& arch) {
+  std::string out;
+  for (const std::string& name : task.arches.at(arch).target_families) {
+    const TargetFamily* family = FindTargetFamily(name);
+    absl::StrAppend(&out, "- ", name, ": ", family != nullptr ? family->description : "", "\n");
+  }
+  absl::StrAppend(
+      &out,
+      "Each family must EXECUTE at runtime with its predicate on; instructions that are "
+      "present in the code but never run earn no credit.\n");
+  return out;
+}
+
+std::string RenderTemplateIncludes(const std::map<std::string, std::string>& headers) {
+  std::vector<std::string> lines;
+  for (const auto& [name, content] : headers)
+    lines.push_back(absl::StrCat("#include \"", name, "\""));
+  return absl::StrJoin(lines, "\n");
+}
+
+std::string RenderTemplates(const std::map<std::string, std::string>& headers) {
+  std::string out;
+  for (const auto& [name, content] : headers) {
+    absl::StrAppend(&out, "### Template header `", name, "` (use `#include \"", name,
+                    "\"`)\n\n```cpp\n", content,
+                    content.empty() || content.back() == '\n' ? "" : "\n", "```\n\n");
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string DTypeName(DType dtype) {
+  switch (dtype) {
+    case DType::kBF16:
+      return "bf16";
+    case DType::kFP16:
+      return "fp16";
+    case DType::kFP32:
+      return "fp32";
+    case DType::kFP8E4M3:
+      return "fp8_e4m3";
+    case DType::kInt32:
+      return "int32";
+  }
+  return "unknown";
+}
+
+int DTypeBytes(DType dtype) {
+  switch (dtype) {
+    case DType::kBF16:
+    case DType::kFP16:
+      return 2;
+    case DType::kFP32:
+    case DType::kInt32:
+      return 4;
+    case DType::kFP8E4M3:
+      return 1;
+  }
+  return 0;
+}
+
+const Workload& Task::TimedWorkload() const {
+  for (const Workload& w : workloads) {
+    if (w.timed) return w;
+  }
+  // LoadTask guarantees exactly one timed workload; a hand-built Task without one is a bug.
+  return workloads.front();
+}
+
+const ArchSpec* Task::FindArch(const std::string& arch) const {
+  auto it = arches.find(arch);
+  return it == arches.end() ? nullptr : &it->second;
+}
+
+const std::vector<std::string>& KnowledgeLevels() {
+  static const std::vector<std::string>* const kLevels =
+      new std::vector<std::string>{"none", "templates", "contract"};
+  return *kLevels;
+}
+
+absl::StatusOr<std::string> HardwareParametersText(const std::string& arch) {
+  // Figures: NVIDIA's H100 and B200 specifications and the CUDA programming guide's compute
+  // capability tables (9.0 and 10.0); the H200's 132 SMs and ~60 MB L2 were read on the lent
+  // H200 (shared/reference/h200-baselines.md). B200 figures have not been measured here.
+  if (arch == "sm_90a") {
+    return std::string(
+        "Target GPU: NVIDIA H100 / H200 (Hopper), code compiled for sm_90a.\n"
+        "- 132 streaming multiprocessors (SMs).\n"
+        "- Shared memory: 228 KB per SM; at most 227 KB (232448 bytes) per thread block, "
+        "static plus dynamic.\n"
+        "- L2 cache: 50 MB (H100) to 60 MB (H200).\n"
+        "- Registers: 65536 32-bit registers per SM, at most 255 per thread.\n"
+        "- Threads: at most 1024 per block; warps of 32; a warpgroup is 4 consecutive warps.\n"
+        "- Thread-block clusters: up to 8 CTAs (portable size).\n");
+  }
+  if (arch == "sm_100a") {
+    return std::string(
+        "Target GPU: NVIDIA B200 (Blackwell), code compiled for sm_100a.\n"
+        "- 148 streaming multiprocessors (SMs).\n"
+        "- Shared memory: 228 KB per SM; at most 227 KB (232448 bytes) per thread block, "
+        "static plus dynamic.\n"
+        "- Tensor memory: 256 KB per SM (128 lanes x 512 columns of 32-bit cells), allocated "
+        "with tcgen05.alloc in columns.\n"
+        "- Registers: 65536 32-bit registers per SM, at most 255 per thread.\n"
+        "- Threads: at most 1024 per block; warps of 32; a warpgroup is 4 consecutive warps.\n"
+        "- Thread-block clusters: up to 8 CTAs (portable size).\n");
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown arch '", arch, "' (known: sm_90a, sm_100a)"));
+}
+
+absl::StatusOr<Task> LoadTask(const std::string& task_dir) {
+  const fs::path dir = fs::absolute(fs::path(task_dir)).lexically_normal();
+  // Normalizing drops a trailing separator's empty last component.
+  const fs::path clean_dir = dir.filename().empty() ? dir.parent_path() : dir;
+  const std::string display_dir = fs::path(task_dir).lexically_normal().string();
+  const TaskFiles files(clean_dir, display_dir);
+  const FieldErrors errors(files.Display("task.json"));
+
+  Task task;
+  task.dir = clean_dir.string();
+  RETURN_IF_ERROR(files.Read("task.json", "", "the task definition", task.files));
+  json root;
+  try {
+    root = json::parse(task.files.at("task.json"));
+  } catch (const json::parse_error& e) {
+    return absl::InvalidArgumentError(absl::StrCat(errors.file(), ": not valid JSON: ", e.what()));
+  }
+  if (!root.is_object())
+    return absl::InvalidArgumentError(absl::StrCat(errors.file(), ": not a JSON object"));
+  RETURN_IF_ERROR(CheckKeys(errors, root, "",
+                            {"schema", "id", "title", "description", "axes", "tensors", "scalars",
+                             "workloads", "tolerance", "baseline", "roofline", "scratch_cap_bytes",
+                             "arches", "prompts", "templates", "solutions", "decoys"}));
+
+  ASSIGN_OR_RETURN(std::optional<int64_t> schema, GetInt(errors, root, "", "schema"));
+  if (*schema != 1)
+    return errors.Error("schema", absl::StrCat("version ", *schema, " is not supported (1 is)"));
+  ASSIGN_OR_RETURN(task.id, GetString(errors, root, "", "id"));
+  if (!IsLowerSnake(task.id))
+    return errors.Error("id", absl::StrCat("'", task.id, "' is not lower_snake_case"));
+  if (task.id != clean_dir.filename().string()) {
+    return errors.Error("id", absl::StrCat("'", task.id, "' differs from the folder name '",
+                                           clean_dir.filename().string(), "'"));
+  }
+  ASSIGN_OR_RETURN(task.title, GetString(errors, root, "", "title"));
+  ASSIGN_OR_RETURN(task.description, GetString(errors, root, "", "description"));
+
+  ASSIGN_OR_RETURN(const json* axes, GetArray(errors, root, "", "axes"));
+  if (axes->empty()) return errors.Error("axes", "at least one axis is needed");
+  for (size_t i = 0; i < axes->size(); ++i) {
+    const std::string field = Index("axes", i);
+    if (!(*axes)[i].is_string()) return errors.Error(field, "expected a string");
+    const std::string axis = (*axes)[i].get<std::string>();
+    if (!IsIdentifier(axis) || ReservedNames().count(axis) > 0) {
+      return errors.Error(field, absl::StrCat("'", axis, "' is not a usable axis name"));
+    }
+    if (std::find(task.axes.begin(), task.axes.end(), axis) != task.axes.end()) {
+      return errors.Error(field, absl::StrCat("duplicate axis '", axis, "'"));
+    }
+    task.axes.push_back(axis);
+  }
+
+  RETURN_IF_ERROR(LoadTensors(errors, root, task));
+
+  ASSIGN_OR_RETURN(const json* scalars, GetObject(errors, root, "", "scalars", /*required=*/false));
+  if (scalars != nullptr) {
+    for (const auto& [name, value] : scalars->items()) {
+      const std::string field = Join("scalars", name);
+      if (!IsIdentifier(name) || ReservedNames().count(name) > 0) {
+        return errors.Error(field, "not a usable scalar name");
+      }
+      if (std::find(task.axes.begin(), task.axes.end(), name) != task.axes.end()) {
+        return errors.Error(field, "also an axis");
+      }
+      for (const TensorSpec& tensor : task.tensors) {
+        if (tensor.name == name) return errors.Error(field, "also a tensor");
+      }
+      if (!value.is_string()) return errors.Error(field, "expected an expression string");
+      RETURN_IF_ERROR(
+          CheckExprNames(errors, field, value.get<std::string>(), ExprMode::kReal, task));
+      task.scalars[name] = value.get<std::string>();
+    }
+  }
+
+  RETURN_IF_ERROR(LoadWorkloads(errors, root, task));
+  RETURN_IF_ERROR(LoadTolerance(errors, root, task));
+
+  ASSIGN_OR_RETURN(const json* baseline, GetObject(errors, root, "", "baseline"));
+  RETURN_IF_ERROR(CheckKeys(errors, *baseline, "baseline", {"library", "operation"}));
+  ASSIGN_OR_RETURN(task.baseline_library, GetString(errors, *baseline, "baseline", "library"));
+  if (task.baseline_library != "cublaslt" && task.baseline_library != "cudnn") {
+    return errors.Error("baseline.library",
+                        absl::StrCat("'", task.baseline_library, "' is not 'cublaslt' or 'cudnn'"));
+  }
+  ASSIGN_OR_RETURN(task.baseline_operation, GetString(errors, *baseline, "baseline", "operation"));
+
+  ASSIGN_OR_RETURN(const json* roofline, GetObject(errors, root, "", "roofline"));
+  RETURN_IF_ERROR(CheckKeys(errors, *roofline, "roofline", {"flops", "min_bytes"}));
+  ASSIGN_OR_RETURN(task.flops_expr, GetString(errors, *roofline, "roofline", "flops"));
+  ASSIGN_OR_RETURN(task.min_bytes_expr, GetString(errors, *roofline, "roofline", "min_bytes"));
+  RETURN_IF_ERROR(CheckExprNames(errors, "roofline.flops", task.flops_expr, ExprMode::kReal, task));
+  RETURN_IF_ERROR(
+      CheckExprNames(errors, "roofline.min_bytes", task.min_bytes_expr, ExprMode::kReal, task));
+
+  ASSIGN_OR_RETURN(std::optional<int64_t> scratch_cap,
+                   GetInt(errors, root, "", "scratch_cap_bytes"));
+  if (*scratch_cap < 0) return errors.Error("scratch_cap_bytes", "must not be negative");
+  task.scratch_cap_bytes = *scratch_cap;
+
+  RETURN_IF_ERROR(LoadArches(errors, root, task));
+  RETURN_IF_ERROR(CheckWorkloadExpressions(errors, task));
+
+  // Prompts: one file per knowledge level, all three required.
+  ASSIGN_OR_RETURN(const json* prompts, GetObject(errors, root, "", "prompts"));
+  RETURN_IF_ERROR(CheckKeys(errors, *prompts, "prompts", {"none", "templates", "contract"}));
+  for (const std::string& level : KnowledgeLevels()) {
+    ASSIGN_OR_RETURN(std::string path, GetString(errors, *prompts, "prompts", level));
+    task.prompt_paths[level] = path;
+  }
+
+  ASSIGN_OR_RETURN(const json* templates,
+                   GetObject(errors, root, "", "templates", /*required=*/false));
+  if (templates != nullptr) {
+    for (const auto& [arch, list] : templates->items()) {
+      const std::string field = Join("templates", arch);
+      auto spec = task.arches.find(arch);
+      if (spec == task.arches.end()) return errors.Error(field, "not one of the task's arches");
+      if (!list.is_array()) return errors.Error(field, "expected an array of paths");
+      std::set<std::string> include_names;
+      for (size_t i = 0; i < list.size(); ++i) {
+        if (!list[i].is_string()) return errors.Error(Index(field, i), "expected a path string");
+        const std::string path = list[i].get<std::string>();
+        const std::string include_name = fs::path(path).filename().string();
+        if (!include_names.insert(include_name).second) {
+          return errors.Error(Index(field, i),
+                              absl::StrCat("a second header named '", include_name, "'"));
+        }
+        spec->second.template_headers.push_back(path);
+      }
+    }
+  }
+
+  ASSIGN_OR_RETURN(task.solutions, LoadSourceRefs(errors, root, "solutions", task));
+  ASSIGN_OR_RETURN(task.decoys, LoadSourceRefs(errors, root, "decoys", task));
+
+  // Every referenced file, read once; a missing one is reported with the field naming it.
+  for (const std::string& level : KnowledgeLevels()) {
+    const std::string field = Join("prompts", level);
+    RETURN_IF_ERROR(files.Read(task.prompt_paths[level], field, NamedBy(field), task.files));
+  }
+  for (const auto& [arch, spec] : task.arches) {
+    for (size_t i = 0; i < spec.template_headers.size(); ++i) {
+      const std::string field = Index(Join("templates", arch), i);
+      RETURN_IF_ERROR(files.Read(spec.template_headers[i], field, NamedBy(field), task.files));
+    }
+  }
+  for (size_t i = 0; i < task.solutions.size(); ++i) {
+    const std::string field = Join(Index("solutions", i), "path");
+    RETURN_IF_ERROR(files.Read(task.solutions[i].path, field, NamedBy(field), task.files));
+  }
+  for (size_t i = 0; i < task.decoys.size(); ++i) {
+    const std::string field = Join(Index("decoys", i), "path");
+    RETURN_IF_ERROR(files.Read(task.decoys[i].path, field, NamedBy(field), task.files));
+  }
+  RETURN_IF_ERROR(
+      files.Read(kContractPath, "", "the submission contract every prompt includes", task.files));
+
+  for (const std::string& level : KnowledgeLevels()) {
+    const std::string& path = task.prompt_paths[level];
+    RETURN_IF_ERROR(CheckPromptPlaceholders(files.Display(path), level, task.files.at(path)));
+  }
+
+  // version_hash: SHA-256 over (path, length, content) of every file in path order, then the
+  // hardware text of each arch, which the prompts include and which lives in code.
+  Sha256 hasher;
+  for (const auto& [path, content] : task.files) hasher.Update(HashStreamEntry(path, content));
+  for (const auto& [arch, spec] : task.arches) {
+    ASSIGN_OR_RETURN(std::string hardware, HardwareParametersText(arch));
+    hasher.Update(HashStreamEntry(absl::StrCat("@hardware/", arch), hardware));
+  }
+  task.version_hash = DigestHex(hasher.Finish());
+  task.definition = std::move(root);
+  return task;
+}
+
+absl::StatusOr<std::map<std::string, std::string>> TemplateHeaders(const Task& task,
+                                                                   const std::string& arch) {
+  const ArchSpec* spec = task.FindArch(arch);
+  if (spec == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("task '", task.id, "' is not defined for arch '", arch, "'"));
+  }
+  std::map<std::string, std::string> headers;
+  for (const std::string& path : spec->template_headers) {
+    auto content = task.files.find(path);
+    if (content == task.files.end()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "task '", task.id, "': header '", path, "' was not loaded (build Task with LoadTask)"));
+    }
+    headers[fs::path(path).filename().string()] = content->second;
+  }
+  return headers;
+}
+
+absl::StatusOr<std::string> RenderPrompt(const Task& task, const std::string& arch,
+                                         const std::string& knowledge_level) {
+  if (task.FindArch(arch) == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("task '", task.id, "' is not defined for arch '", arch, "'"));
+  }
+  const auto& levels = KnowledgeLevels();
+  if (std::find(levels.begin(), levels.end(), knowledge_level) == levels.end()) {
+    return absl::InvalidArgumentError(absl::StrCat("unknown knowledge level '", knowledge_level,
+                                                   "' (known: none, templates, contract)"));
+  }
+  auto path = task.prompt_paths.find(knowledge_level);
+  if (path == task.prompt_paths.end() || task.files.count(path->second) == 0 ||
+      task.files.count(kContractPath) == 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "task '", task.id, "': prompt files were not loaded (build Task with LoadTask)"));
+  }
+  const std::string& text = task.files.at(path->second);
+  const bool with_templates = knowledge_level != "none";
+  std::map<std::string, std::string> headers;
+  if (with_templates) {
+    ASSIGN_OR_RETURN(headers, TemplateHeaders(task, arch));
+  }
+  ASSIGN_OR_RETURN(std::string hardware, HardwareParametersText(arch));
+
+  std::map<std::string, std::string> values = {
+      {"task_id", task.id},
+      {"title", task.title},
+      {"description", task.description},
+      {"arch", arch},
+      {"gpu", GpuName(arch)},
+      {"knowledge_level", knowledge_level},
+      {"axes", RenderAxes(task)},
+      {"tensors", RenderTensors(task)},
+      {"scalars", RenderScalars(task)},
+      {"workloads", RenderWorkloads(task)},
+      {"tolerance", RenderTolerance(task)},
+      {"baseline", absl::StrCat(task.baseline_library, " (", task.baseline_operation, ")")},
+      {"roofline",
+       absl::StrCat("flops = ", task.flops_expr, "; minimum bytes moved = ", task.min_bytes_expr)},
+      {"target_families", RenderTargetFamilies(task, arch)},
+      {"hardware", hardware},
+      {"contract", task.files.at(kContractPath)},
+      {"templates", with_templates ? RenderTemplates(headers) : ""},
+      {"template_includes", with_templates ? RenderTemplateIncludes(headers) : ""},
+      {"scratch_cap_bytes", std::to_string(task.scratch_cap_bytes)},
+  };
+
+  std::string out;
+  std::set<std::string> used;
+  size_t copied = 0;
+  for (const Placeholder& placeholder : FindPlaceholders(text)) {
+    auto value = values.find(placeholder.name);
+    if (value == values.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path->second, ": unknown placeholder '{{", placeholder.name, "}}'"));
+    }
+    out.append(text, copied, placeholder.begin - copied);
+    out.append(value->second);
+    copied = placeholder.end;
+    used.insert(placeholder.name);
+  }
+  out.append(text, copied, std::string::npos);
+
+  // The contract, the hardware and (from level templates up) the headers are part of every
+  // prompt; a prompt file that does not place them gets them appended in this order.
+  auto append_section = [&](const std::string& name, const std::string& heading) {
+    if (used.count(name) > 0 || values.at(name).empty()) return;
+    if (!out.empty() && out.back() != '\n') out.push_back('\n');
+    absl::StrAppend(&out, "\n## ", heading, "\n\n", values.at(name));
+  };
+  append_section("contract", "Submission contract");
+  append_section("hardware", "Hardware");
+  if (with_templates) append_section("templates", "Template headers");
+  return out;
+}
+
+absl::StatusOr<TaskCatalog> TaskCatalog::Load(const std::string& tasks_dir) {
+  std::error_code ec;
+  if (!fs::is_directory(tasks_dir, ec)) {
+    return absl::NotFoundError(absl::StrCat(tasks_dir, ": not a directory"));
+  }
+  std::vector<fs::path> dirs;
+  for (const fs::directory_entry& entry : fs::directory_iterator(tasks_dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!entry.is_directory() || name.empty() || name[0] == '_' || name[0] == '.') continue;
+    dirs.push_back(entry.path());
+  }
+  if (ec) return absl::UnavailableError(absl::StrCat(tasks_dir, ": cannot list: ", ec.message()));
+  std::sort(dirs.begin(), dirs.end());
+  TaskCatalog catalog;
+  for (const fs::path& dir : dirs) {
+    ASSIGN_OR_RETURN(Task task, LoadTask(dir.string()));
+    catalog.tasks_.push_back(std::move(task));
+  }
+  return catalog;
+}
+
+const Task* TaskCatalog::Find(const std::string& id) const {
+  for (const Task& task : tasks_) {
+    if (task.id == id) return &task;
+  }
+  return nullptr;
+}
+
+}  // namespace ptxbench

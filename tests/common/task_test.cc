@@ -1,0 +1,402 @@
+#include "common/task.h"
+
+#include <stdlib.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <string>
+
+#include "common/target_families.h"
+
+namespace ptxbench {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::string SourceDir() {
+  if (const char* dir = std::getenv("PTXBENCH_SOURCE_DIR")) return dir;
+  return PTXBENCH_SOURCE_DIR_DEFAULT;
+}
+
+std::string TestData() { return SourceDir() + "/tests/common/testdata"; }
+
+std::string ReadFile(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void WriteFile(const fs::path& path, const std::string& content) {
+  std::ofstream out(path, std::ios::trunc);
+  out << content;
+}
+
+size_t Count(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
+
+// A private copy of testdata/tasks, so a test can edit task.json and the prompt files.
+class TaskCopy {
+ public:
+  TaskCopy() {
+    char pattern[] = "/tmp/ptxbench_task_test_XXXXXX";
+    root_ = mkdtemp(pattern);
+    fs::copy(TestData() + "/tasks", root_ / "tasks", fs::copy_options::recursive);
+    original_ = Definition();
+  }
+  ~TaskCopy() {
+    std::error_code ec;
+    fs::remove_all(root_, ec);
+  }
+  fs::path dir() const { return root_ / "tasks" / "tiny_add"; }
+  json Definition() const { return json::parse(ReadFile(dir() / "task.json")); }
+  void SetDefinition(const json& definition) const {
+    WriteFile(dir() / "task.json", definition.dump(2));
+  }
+  // Applies `edit` to task.json and returns LoadTask's error message ("" when it loads).
+  std::string LoadWith(const std::function<void(json&)>& edit) const {
+    json definition = original_;
+    edit(definition);
+    SetDefinition(definition);
+    auto task = LoadTask(dir().string());
+    return task.ok() ? "" : std::string(task.status().message());
+  }
+
+ private:
+  fs::path root_;
+  json original_;
+};
+
+TEST_CASE("The fixture task loads with every field") {
+  auto task = LoadTask(TestData() + "/tasks/tiny_add");
+  REQUIRE(task.ok());
+  CHECK(task->id == "tiny_add");
+  CHECK(task->axes == std::vector<std::string>{"R", "S"});
+  REQUIRE(task->tensors.size() == 3);
+  CHECK(task->tensors[1].dtype == DType::kBF16);
+  CHECK(task->tensors[1].distribution == Distribution::kSpiky);
+  CHECK(task->tensors[2].role == TensorRole::kOutput);
+  CHECK(task->tensors[2].shape == std::vector<std::string>{"R", "S"});
+  CHECK(task->scalars.at("scale") == "1 / sqrt(S)");
+  REQUIRE(task->workloads.size() == 2);
+  CHECK(task->TimedWorkload().name == "timed");
+  CHECK(task->TimedWorkload().trials == 2);
+  CHECK(task->workloads[1].axes.at("R") == 3);
+  CHECK(task->workloads[1].trials == 1);
+  CHECK(task->tolerance.rtol == 0.002);
+  CHECK(task->tolerance.matched_ratio == 0.999);
+  CHECK(task->baseline_library == "cublaslt");
+  CHECK(task->flops_expr == "R*S");
+  CHECK(task->scratch_cap_bytes == 1048576);
+  REQUIRE(task->FindArch("sm_100a") != nullptr);
+  CHECK(task->FindArch("sm_100a")->runtime_unverified);
+  CHECK(task->FindArch("sm_100a")->target_families ==
+        std::vector<std::string>{"tma", "tcgen05_tmem"});
+  CHECK(task->FindArch("sm_80") == nullptr);
+  CHECK(task->solutions.size() == 1);
+  CHECK(task->solutions[0].scope == "full");
+  CHECK(task->prompt_paths.at("contract") == "prompts/contract.md");
+  CHECK(task->files.count("../_shared/contract/submission.md") == 1);
+  CHECK(task->files.count("solutions/add.cu") == 1);
+  CHECK(task->version_hash.size() == 64);
+  CHECK(task->version_hash.find_first_not_of("0123456789abcdef") == std::string::npos);
+  CHECK(task->definition["title"] == "Element-wise addition (test fixture)");
+  CHECK(fs::path(task->dir).is_absolute());
+}
+
+TEST_CASE("The version hash is reproducible, location-independent and content-sensitive") {
+  auto original = LoadTask(TestData() + "/tasks/tiny_add");
+  REQUIRE(original.ok());
+  auto again = LoadTask(TestData() + "/tasks/tiny_add/");
+  REQUIRE(again.ok());
+  CHECK(again->version_hash == original->version_hash);
+
+  TaskCopy copy;
+  auto copied = LoadTask(copy.dir().string());
+  REQUIRE(copied.ok());
+  CHECK(copied->version_hash == original->version_hash);
+
+  // One byte in a prompt, a header, the contract or a solution changes it.
+  for (const char* file :
+       {"prompts/templates.md", "solutions/add.cu", "../_shared/templates/fixture_hopper.cuh",
+        "../_shared/contract/submission.md"}) {
+    TaskCopy edited;
+    const fs::path path = edited.dir() / file;
+    WriteFile(path, ReadFile(path) + " ");
+    auto changed = LoadTask(edited.dir().string());
+    REQUIRE(changed.ok());
+    INFO(file);
+    CHECK(changed->version_hash != original->version_hash);
+  }
+}
+
+TEST_CASE("Malformed task files are rejected naming the file and the field") {
+  TaskCopy copy;
+  const std::string file = (copy.dir() / "task.json").string();
+  auto expect = [&](const std::function<void(json&)>& edit, const std::string& field_and_problem) {
+    INFO(field_and_problem);
+    CHECK(copy.LoadWith(edit) == file + ": " + field_and_problem);
+  };
+  expect([](json& d) { d["workloads"][1]["axes"].erase("S"); },
+         "field 'workloads[1].axes': missing axis 'S'");
+  expect([](json& d) { d["workloads"][0]["axes"]["R"] = 0; },
+         "field 'workloads[0].axes.R': 0 is outside 1..1099511627776");
+  expect([](json& d) { d["workloads"][0]["axes"]["T"] = 5; },
+         "field 'workloads[0].axes.T': not an axis of the task");
+  expect([](json& d) { d["workloads"][1]["timed"] = true; },
+         "field 'workloads': exactly one workload must be timed; 2 are");
+  expect([](json& d) { d["axis"] = json::array(); },
+         "field 'axis': unknown field (allowed: arches, axes, baseline, decoys, description, id, "
+         "prompts, roofline, scalars, schema, scratch_cap_bytes, solutions, templates, tensors, "
+         "title, tolerance, workloads)");
+  expect(
+      [](json& d) { d["tensors"][1]["dtype"] = "bf17"; },
+      "field 'tensors[1].dtype': unknown dtype 'bf17' (known: bf16, fp16, fp32, fp8_e4m3, int32)");
+  expect(
+      [](json& d) {
+        d["tensors"][0]["shape"] = {"R", "Q"};
+      },
+      "field 'tensors[0].shape[1]': 'Q' is not an axis of the task");
+  expect(
+      [](json& d) {
+        d["tensors"][0]["shape"] = {"R - 3", "S"};
+      },
+      "field 'tensors[0].shape[0]': extent 0 is not positive (workload 'small')");
+  expect(
+      [](json& d) {
+        d["tensors"][0]["shape"] = {"R /", "S"};
+      },
+      "field 'tensors[0].shape[0]': syntax error: expected a number, a name or '(' at the end "
+      "in 'R /' at position 4");
+  expect([](json& d) { d["tensors"][2]["distribution"] = "normal"; },
+         "field 'tensors[2].distribution': outputs have no input distribution");
+  expect([](json& d) { d["tensors"][1]["name"] = "A"; },
+         "field 'tensors[1].name': duplicate tensor 'A'");
+  expect([](json& d) { d["scalars"]["scale"] = "1 / sqrt(S - 512)"; },
+         "field 'scalars.scale': division by zero in '1 / sqrt(S - 512)' at position 3 (workload "
+         "'timed')");
+  expect([](json& d) { d["roofline"]["flops"] = "R*T"; },
+         "field 'roofline.flops': 'T' is not an axis of the task");
+  expect([](json& d) { d["tolerance"]["matched_ratio"] = 1.5; },
+         "field 'tolerance.matched_ratio': must be in (0, 1]");
+  expect(
+      [](json& d) {
+        d["tolerance"] = {{"rule", "relative_norm"}};
+      },
+      "field 'tolerance.max_relative_norm': missing");
+  expect([](json& d) { d["baseline"]["library"] = "cublas"; },
+         "field 'baseline.library': 'cublas' is not 'cublaslt' or 'cudnn'");
+  expect(
+      [](json& d) {
+        d["arches"]["sm_90a"]["target_families"] = {"tma", "mbarrier"};
+      },
+      "field 'arches.sm_90a.target_families[1]': 'mbarrier' is informational and cannot be "
+      "required");
+  expect([](json& d) { d["arches"]["sm_100a"]["target_families"] = {"wgmma"}; },
+         "field 'arches.sm_100a.target_families[0]': 'wgmma' does not exist on sm_100a");
+  expect([](json& d) { d["arches"]["sm_90a"]["target_families"] = {"hgmma"}; },
+         "field 'arches.sm_90a.target_families[0]': unknown target family 'hgmma'");
+  expect([](json& d) { d["arches"]["sm_80"] = d["arches"]["sm_90a"]; },
+         "field 'arches.sm_80': unknown arch (known: sm_90a, sm_100a)");
+  expect([](json& d) { d["solutions"][0]["expect"] = "great"; },
+         "field 'solutions[0].expect': unknown verdict class 'great'");
+  expect([](json& d) { d["solutions"][0]["expect"] = "infrastructure_failure"; },
+         "field 'solutions[0].expect': must be a statement about the kernel");
+  expect([](json& d) { d["solutions"][0]["arch"] = "sm_100"; },
+         "field 'solutions[0].arch': 'sm_100' is not one of the task's arches");
+  expect([](json& d) { d["id"] = "other"; },
+         "field 'id': 'other' differs from the folder name 'tiny_add'");
+  expect([](json& d) { d["schema"] = 2; }, "field 'schema': version 2 is not supported (1 is)");
+  expect([](json& d) { d.erase("title"); }, "field 'title': missing");
+  expect([](json& d) { d["prompts"].erase("contract"); }, "field 'prompts.contract': missing");
+  expect([](json& d) { d["templates"]["sm_90a"] = {"/etc/hostname"}; },
+         "field 'templates.sm_90a[0]': path '/etc/hostname' must be relative to the task folder");
+  expect([](json& d) { d["templates"]["sm_90a"] = {"../../x.cuh"}; },
+         "field 'templates.sm_90a[0]': path '../../x.cuh' leaves the tasks folder");
+  expect([](json& d) { d["templates"]["sm_90a"] = {"prompts"}; },
+         "field 'templates.sm_90a[0]': 'prompts' is not a regular file");
+  expect(
+      [](json& d) {
+        d["templates"]["sm_100a"] = {"../_shared/templates/fixture_hopper.cuh",
+                                     "prompts/../../_shared/templates/fixture_hopper.cuh"};
+      },
+      "field 'templates.sm_100a[1]': a second header named 'fixture_hopper.cuh'");
+}
+
+TEST_CASE("A file that task.json names but that is missing is NotFound, naming both") {
+  TaskCopy copy;
+  json definition = copy.Definition();
+  definition["solutions"][0]["path"] = "solutions/nope.cu";
+  copy.SetDefinition(definition);
+  auto task = LoadTask(copy.dir().string());
+  REQUIRE_FALSE(task.ok());
+  CHECK(task.status().code() == absl::StatusCode::kNotFound);
+  CHECK(std::string(task.status().message()) ==
+        (copy.dir() / "solutions/nope.cu").string() +
+            ": file not found (named by task.json field 'solutions[0].path')");
+
+  fs::remove(copy.dir() / ".." / "_shared" / "contract" / "submission.md");
+  definition["solutions"][0]["path"] = "solutions/add.cu";
+  copy.SetDefinition(definition);
+  task = LoadTask(copy.dir().string());
+  REQUIRE_FALSE(task.ok());
+  CHECK(std::string(task.status().message()) ==
+        (copy.dir().parent_path() / "_shared/contract/submission.md").string() +
+            ": file not found (the submission contract every prompt includes)");
+}
+
+TEST_CASE("Broken fixture folders are rejected with clear messages") {
+  const std::string broken = TestData() + "/broken_tasks";
+  auto json_error = LoadTask(broken + "/broken_json");
+  REQUIRE_FALSE(json_error.ok());
+  CHECK(std::string(json_error.status().message())
+            .rfind(broken + "/broken_json/task.json: not valid JSON: ", 0) == 0);
+  CHECK(std::string(json_error.status().message()).find("line 4") != std::string::npos);
+
+  auto missing = LoadTask(broken + "/missing_prompt");
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.status().code() == absl::StatusCode::kNotFound);
+  CHECK(std::string(missing.status().message()) ==
+        broken +
+            "/missing_prompt/prompts/contract.md: file not found (named by task.json field "
+            "'prompts.contract')");
+
+  auto placeholder = LoadTask(broken + "/bad_placeholder");
+  REQUIRE_FALSE(placeholder.ok());
+  CHECK(
+      std::string(placeholder.status().message())
+          .rfind(broken +
+                     "/bad_placeholder/prompts/none.md:3: unknown placeholder '{{nope}}' (known: ",
+                 0) == 0);
+
+  auto escape = LoadTask(broken + "/escape_path");
+  REQUIRE_FALSE(escape.ok());
+  CHECK(std::string(escape.status().message()) ==
+        broken +
+            "/escape_path/task.json: field 'templates.sm_90a[0]': path "
+            "'../../../../../../../../etc/hostname' leaves the tasks folder");
+
+  auto absent = LoadTask(broken + "/no_such_task");
+  REQUIRE_FALSE(absent.ok());
+  CHECK(absent.status().code() == absl::StatusCode::kNotFound);
+}
+
+TEST_CASE("Prompts render every placeholder and add the contract, hardware and headers") {
+  auto task = LoadTask(TestData() + "/tasks/tiny_add");
+  REQUIRE(task.ok());
+
+  auto none = RenderPrompt(*task, "sm_90a", "none");
+  REQUIRE(none.ok());
+  CHECK(none->find(
+            "# Element-wise addition (test fixture) on sm_90a (NVIDIA H100 / H200 (Hopper))") == 0);
+  CHECK(none->find("Axes: R, S. Scalars: - scale = 1 / sqrt(S)") != std::string::npos);
+  CHECK(none->find("| A | input | fp32 | [R, S] |") != std::string::npos);
+  CHECK(none->find("| timed | R=1024, S=512 | yes |") != std::string::npos);
+  CHECK(none->find("| small | R=3, S=64 | no (correctness only) |") != std::string::npos);
+  CHECK(none->find("AND |out - ref| > 0.002 * |ref|; 99.9% of elements must pass") !=
+        std::string::npos);
+  CHECK(none->find(
+            "Baseline: cublaslt (add_fp32). Roofline: flops = R*S; minimum bytes moved = 12*R*S. "
+            "Scratch cap: 1048576 bytes.") != std::string::npos);
+  CHECK(none->find("Level: none. Task: tiny_add.") != std::string::npos);
+  CHECK(none->find("- tma: bulk tensor copies") != std::string::npos);
+  CHECK(none->find("int a[2][2] = {{1, 2}, {3, 4}};") != std::string::npos);
+  CHECK(none->find("FIXTURE HEADER") == std::string::npos);
+  CHECK(Count(*none, "FIXTURE CONTRACT") == 1);
+  CHECK(none->find("## Submission contract") != std::string::npos);
+  CHECK(none->find("132 streaming multiprocessors") != std::string::npos);
+  CHECK(none->find("{{") == none->find("{{1, 2}"));  // No placeholder left.
+
+  auto templates = RenderPrompt(*task, "sm_90a", "templates");
+  REQUIRE(templates.ok());
+  CHECK(templates->find("#include \"fixture_hopper.cuh\"") != std::string::npos);
+  CHECK(Count(*templates, "FIXTURE HEADER") == 1);
+  CHECK(Count(*templates, "FIXTURE CONTRACT") == 1);
+  CHECK(templates->find("## Submission contract") == std::string::npos);  // Placed by the file.
+  CHECK(templates->find("## Hardware") != std::string::npos);             // Appended.
+
+  auto blackwell = RenderPrompt(*task, "sm_100a", "contract");
+  REQUIRE(blackwell.ok());
+  CHECK(blackwell->find("148 streaming multiprocessors") != std::string::npos);
+  CHECK(blackwell->find("Tensor memory: 256 KB per SM") != std::string::npos);
+  CHECK(blackwell->find("132 streaming") == std::string::npos);
+  CHECK(blackwell->find("FIXTURE HEADER") == std::string::npos);  // No sm_100a headers.
+
+  CHECK(RenderPrompt(*task, "sm_80", "none").status().message() ==
+        "task 'tiny_add' is not defined for arch 'sm_80'");
+  CHECK(RenderPrompt(*task, "sm_90a", "expert").status().message() ==
+        "unknown knowledge level 'expert' (known: none, templates, contract)");
+}
+
+TEST_CASE("Template headers are served by their include name") {
+  auto task = LoadTask(TestData() + "/tasks/tiny_add");
+  REQUIRE(task.ok());
+  auto headers = TemplateHeaders(*task, "sm_90a");
+  REQUIRE(headers.ok());
+  REQUIRE(headers->size() == 1);
+  CHECK(headers->begin()->first == "fixture_hopper.cuh");
+  CHECK(headers->begin()->second.find("FIXTURE HEADER") == 3);
+  CHECK(TemplateHeaders(*task, "sm_100a")->empty());
+  CHECK_FALSE(TemplateHeaders(*task, "sm_75").ok());
+}
+
+TEST_CASE("Every task of the repository loads and renders for every arch and level") {
+  auto catalog = TaskCatalog::Load(SourceDir() + "/tasks");
+  INFO(catalog.status().ToString());
+  REQUIRE(catalog.ok());
+  REQUIRE_FALSE(catalog->tasks().empty());
+  const Task* gemm = catalog->Find("gemm_n7168_k5120");
+  REQUIRE(gemm != nullptr);
+  CHECK(gemm->TimedWorkload().axes.at("N") == 7168);
+  CHECK(gemm->TimedWorkload().axes.at("K") == 5120);
+  CHECK(catalog->Find("no_such_task") == nullptr);
+
+  const std::string contract = ReadFile(SourceDir() + "/tasks/_shared/contract/submission.md");
+  for (const Task& task : catalog->tasks()) {
+    for (const auto& [arch, spec] : task.arches) {
+      auto headers = TemplateHeaders(task, arch);
+      REQUIRE(headers.ok());
+      for (const std::string& family : spec.target_families) {
+        REQUIRE(FindTargetFamily(family) != nullptr);
+      }
+      for (const std::string& level : KnowledgeLevels()) {
+        INFO(task.id << " " << arch << " " << level);
+        auto prompt = RenderPrompt(task, arch, level);
+        REQUIRE(prompt.ok());
+        CHECK(Count(*prompt, contract) == 1);
+        CHECK(prompt->find(*HardwareParametersText(arch)) != std::string::npos);
+        for (const char* name : {"title", "arch", "tensors", "workloads", "contract", "hardware",
+                                 "templates", "target_families"}) {
+          CHECK(prompt->find(std::string("{{") + name + "}}") == std::string::npos);
+        }
+        for (const auto& [name, content] : *headers) {
+          CHECK((prompt->find(content) != std::string::npos) == (level != "none"));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("Hardware parameters state the figures of each arch") {
+  auto hopper = HardwareParametersText("sm_90a");
+  REQUIRE(hopper.ok());
+  CHECK(hopper->find("132 streaming multiprocessors") != std::string::npos);
+  CHECK(hopper->find("228 KB per SM; at most 227 KB (232448 bytes) per thread block") !=
+        std::string::npos);
+  CHECK(hopper->find("L2 cache: 50 MB (H100) to 60 MB (H200)") != std::string::npos);
+  auto blackwell = HardwareParametersText("sm_100a");
+  REQUIRE(blackwell.ok());
+  CHECK(blackwell->find("148 streaming multiprocessors") != std::string::npos);
+  CHECK(blackwell->find("Tensor memory: 256 KB per SM") != std::string::npos);
+  CHECK_FALSE(HardwareParametersText("sm_89").ok());
+}
+
+}  // namespace
+}  // namespace ptxbench

@@ -1,0 +1,2 @@
+// FIXTURE HEADER
+__device__ inline int fixture_helper() { return 1; }

@@ -1,0 +1,100 @@
+// The compile stage: a submission's source to PTX (NVRTC) and to a cubin (nvJitLink, which runs
+// ptxas), for the task's arch, with nothing of the host reachable from the source and nothing of
+// the host in what comes back.
+//
+// A source that does not compile is data (CompileResult.ok == false, with the log the model sees
+// as feedback); an absl::Status error means the toolchain itself failed and nothing is known
+// about the source.
+#ifndef PTXBENCH_WORKER_ENGINE_COMPILE_H_
+#define PTXBENCH_WORKER_ENGINE_COMPILE_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "nlohmann/json.hpp"
+#include "worker/engine/kernel_info.h"
+
+namespace ptxbench {
+
+enum class SourceLanguage { kCuda, kPtx };
+
+struct CompileLimits {
+  // NVRTC is cancelled at this deadline; nvJitLink cannot be interrupted, so its time is checked
+  // when it returns (the sandbox's wall-clock limit is the hard stop).
+  double max_seconds = 60;
+  size_t max_log_bytes = 64 << 10;    // The log is cut at a line boundary past this.
+  size_t max_cubin_bytes = 64 << 20;  // A larger module is refused.
+  size_t max_source_bytes = 1 << 20;  // The API's limit on a submission (vendor.proto).
+};
+
+struct CompileRequest {
+  std::string source;
+  SourceLanguage language = SourceLanguage::kCuda;
+  std::string arch;  // "sm_90a" or "sm_100a".
+  // The only headers #include can name: include name -> content (TemplateHeaders()).
+  std::map<std::string, std::string> headers;
+  // Extra options, from a short allow-list: "-maxrregcount=N", "--use_fast_math",
+  // "-DNAME" / "-DNAME=VALUE". Anything else is InvalidArgument (a caller bug).
+  std::vector<std::string> options;
+  CompileLimits limits;
+};
+
+// Why a compile failed, for the verdict message and for tests.
+enum class CompileFailure {
+  kNone,
+  kSourceRejected,  // Before any compiler ran: too large, NUL bytes, a refused #include.
+  kFrontend,        // NVRTC reported errors.
+  kAssembler,       // ptxas / nvJitLink refused the PTX (e.g. wgmma on sm_100a).
+  kTimeout,         // Past limits.max_seconds.
+  kOutputTooLarge,  // The cubin exceeds limits.max_cubin_bytes.
+};
+
+std::string CompileFailureName(CompileFailure failure);
+
+struct CompileTimings {
+  double frontend_seconds = 0;  // NVRTC (0 for PTX sources).
+  double link_seconds = 0;      // nvJitLink including ptxas.
+  double total_seconds = 0;
+};
+
+struct CompileResult {
+  bool ok = false;
+  CompileFailure failure = CompileFailure::kNone;
+  // What the model sees: NVRTC's log, then ptxas's errors and info, with host paths replaced
+  // by "<path>" and cut to limits.max_log_bytes.
+  std::string log;
+  std::string ptx;    // The PTX that was assembled (the source itself for PTX submissions).
+  std::string cubin;  // The linked module, when ok.
+  // Every .entry of the module with parameters and ptxas resources (resources only when ok).
+  std::vector<KernelSignature> kernels;
+  // ptxas warnings and coded advisories, e.g. "(C7511) Potential Performance Loss:
+  // wgmma.mma_async instructions are serialized due to ...".
+  std::vector<std::string> ptxas_diagnostics;
+  // Target families whose instructions appear in the PTX: family -> static instruction count.
+  // Presence only; the CUPTI stage decides whether they executed.
+  std::map<std::string, int> ptx_families;
+  CompileTimings timings;
+  std::string nvrtc_version;
+  std::string nvjitlink_version;
+  std::vector<std::string> nvrtc_options;  // As passed, for the audit record.
+  std::vector<std::string> link_options;
+};
+
+absl::StatusOr<CompileResult> Compile(const CompileRequest& request);
+
+// The stage report detail: everything but the PTX and cubin bytes (their sizes and SHA-256
+// instead).
+nlohmann::json ToJson(const CompileResult& result);
+
+// Replaces absolute host paths in compiler output by "<path>". Exposed for tests.
+std::string ScrubHostPaths(const std::string& log);
+
+// Cuts `log` after the last line that fits in `max_bytes` and notes how much was dropped.
+std::string TrimLog(const std::string& log, size_t max_bytes);
+
+}  // namespace ptxbench
+
+#endif  // PTXBENCH_WORKER_ENGINE_COMPILE_H_
