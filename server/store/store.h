@@ -114,13 +114,20 @@ struct SubmissionPage {
   std::string next_page_token;     // Empty on the last page.
 };
 
-// A stage event for watchers; seq increases per submission.
+// A stage event for watchers; seq increases by one per submission, from 1, without gaps.
+// kind "stage": a stage was reached. stage "queued" (payload {}) and "done" (payload: the
+//   verdict JSON, as stored in the verdicts table) are appended by the store itself; the
+//   others carry the result_json given to ReportStage.
+// kind "notice": payload is the JSON given to AppendNotice, or {"notice": "..."} for the
+//   store's own notices (a retry after an infrastructure failure); stage is the submission's
+//   stage at the time, so it always parses as a Stage.
 struct StageEventRow {
   int64_t seq = 0;
   std::string submission_id;
   std::string stage;
   std::string payload_json;        // The StageResult / notice / verdict as JSON.
   absl::Time at;
+  std::string kind;                // "stage" or "notice".
 };
 
 struct WorkerRegistration {
@@ -167,6 +174,35 @@ struct HeartbeatResult {
   bool drain = false;
 };
 
+// A job as stored, for admins and tests.
+struct JobRow {
+  std::string job_id;
+  std::string submission_id;
+  std::string kind;
+  std::string arch;
+  std::string state;
+  int attempt = 0;                 // Times leased; the current lease's number.
+  std::string worker_id;           // The current or last holder; empty if never leased.
+  std::optional<absl::Time> lease_expires_at;  // Set while leased.
+  absl::Time not_before;           // Not leased before this (retry backoff).
+  int infrastructure_attempts = 0;
+  std::string last_error;
+  absl::Time created_at;
+};
+
+// One row of the append-only audit log (every state change of tenants, tokens, workers,
+// submissions and jobs).
+struct AuditRow {
+  int64_t id = 0;
+  absl::Time at;
+  std::string actor;               // "tenant:acme", "worker:<id>", "admin", "system:reaper".
+  std::string entity;              // "tenant", "token", "worker", "submission", "job".
+  std::string entity_id;
+  std::string old_state;           // Empty when the entity was created.
+  std::string new_state;
+  std::string detail_json;
+};
+
 struct QueueDepthRow {
   std::string arch;
   std::string kind;
@@ -190,14 +226,20 @@ class Store {
   absl::Status MigrateDown(const std::string& migrations_dir, int steps);
   absl::StatusOr<int> SchemaVersion();
 
-  // Tenants and tokens. Secrets are never stored: only sha256(secret).
-  absl::Status CreateTenant(const TenantRow& tenant);
+  // Tenants and tokens. Secrets are never stored: only sha256(secret), passed as 64 hex digits
+  // (either case) or as the 32 raw digest bytes. `actor` names who did it in the audit log
+  // (e.g. "admin:<token_id>"; empty means "admin").
+  absl::Status CreateTenant(const TenantRow& tenant, const std::string& actor = "");
   absl::StatusOr<std::vector<TenantRow>> ListTenants();
   absl::StatusOr<TenantRow> GetTenant(const std::string& name);
-  absl::Status CreateToken(const TokenRow& token, const std::string& secret_sha256);
+  // token.tenant may be empty for worker and admin tokens; vendor tokens need a tenant.
+  absl::Status CreateToken(const TokenRow& token, const std::string& secret_sha256,
+                           const std::string& actor = "");
   // Looks a token up by the sha256 of its secret; NOT_FOUND when absent or revoked.
   absl::StatusOr<TokenRow> FindTokenBySecretHash(const std::string& secret_sha256);
-  absl::Status RevokeToken(const std::string& token_id);
+  absl::Status RevokeToken(const std::string& token_id, const std::string& actor = "");
+  // All tokens ever created, revoked ones included (so revoking every token never makes a
+  // restarted server think it is new and mint a bootstrap token).
   absl::StatusOr<int64_t> CountTokens();
 
   // Submissions. CreateSubmission stores the source (once per hash), the submission, its
@@ -211,17 +253,25 @@ class Store {
   // `tenant` empty means any tenant (admins); otherwise NOT_FOUND for other tenants' rows.
   absl::StatusOr<SubmissionRow> GetSubmission(const std::string& id, const std::string& tenant);
   absl::StatusOr<SubmissionPage> ListSubmissions(const SubmissionFilter& filter);
-  absl::StatusOr<SubmissionRow> CancelSubmission(const std::string& id, const std::string& tenant);
+  // Cancels a queued or running submission: its jobs become cancelled (a worker holding one
+  // sees it in its next heartbeat's cancelled_job_ids), the submission gets a verdict of
+  // class "cancelled" and a "done" event. A finished or cancelled submission is returned
+  // unchanged.
+  absl::StatusOr<SubmissionRow> CancelSubmission(const std::string& id, const std::string& tenant,
+                                                 const std::string& actor = "");
+  // Events with seq > after_seq, oldest first. NOT_FOUND for an unknown submission.
   absl::StatusOr<std::vector<StageEventRow>> ListStageEvents(const std::string& submission_id,
                                                              int64_t after_seq);
-  // Appends a notice event (e.g. no worker for the arch) unless an identical one is latest.
+  // Appends a notice event (e.g. no worker for the arch) unless an identical one is latest
+  // or the submission has finished (a watcher's last event is always "done").
   absl::Status AppendNotice(const std::string& submission_id, const std::string& notice_json);
 
   // Workers.
   absl::StatusOr<WorkerRow> RegisterWorker(const WorkerRegistration& registration);
   absl::StatusOr<std::vector<WorkerRow>> ListWorkers();
   absl::StatusOr<WorkerRow> SetWorkerState(const std::string& worker_id, const std::string& state,
-                                           const std::string& detail);
+                                           const std::string& detail,
+                                           const std::string& actor = "");
   // Number of active workers able to run a job of `kind` for `arch` (seen within `recent`).
   absl::StatusOr<int64_t> CountCapableWorkers(const std::string& arch, const std::string& kind,
                                               absl::Duration recent);
@@ -231,26 +281,52 @@ class Store {
   // oldest first within a fair-share order across tenants (the tenant with the fewest jobs
   // currently leased goes first); FOR UPDATE SKIP LOCKED so concurrent leasers never share a
   // job; jobs whose not_before is in the future are skipped. Returns nullopt when none.
+  // NOT_FOUND when the worker is not registered (it should register again).
   absl::StatusOr<std::optional<LeasedJobRow>> LeaseJob(const std::string& worker_id);
+  // Extends every lease still held; reports the others in `lost` and those whose submission
+  // was cancelled in `cancelled_job_ids`. Also the worker's health report: healthy=false
+  // makes it "unhealthy" (no new leases), healthy=true makes an unhealthy or offline worker
+  // "active" again; a drain set by an admin stays until an admin lifts it.
   absl::StatusOr<HeartbeatResult> Heartbeat(const std::string& worker_id,
                                             const std::vector<LeaseRef>& leases, bool healthy,
                                             const std::string& health_detail);
-  // Fenced by the lease: FAILED_PRECONDITION("lease lost") when the lease is not held.
+  // Fenced by the lease: FAILED_PRECONDITION("lease lost") when the lease is not held (the
+  // message starts with "lease lost" and then says what happened; see IsLeaseLost).
+  // `stage` is one of compile, correctness, target_instructions, timing; result_json is
+  // stored as the event's payload ("{}" when empty).
   absl::Status ReportStage(const LeaseRef& lease, const std::string& stage,
                            const std::string& result_json);
   // Records the verdict of a job. For a compile job of a full-scope submission that
-  // compiled, enqueues the evaluate job instead of finishing the submission.
+  // compiled, enqueues the evaluate job instead of finishing the submission. Otherwise stores
+  // the verdict (exactly once: a second completion is refused by the fence) and appends the
+  // "done" event. INVALID_ARGUMENT for verdict classes a worker cannot report
+  // (infrastructure_failure and cancelled: use FailJob / CancelSubmission) and for
+  // "compiled" from an evaluate job. An empty verdict_json stores a minimal one built from the
+  // key columns (ptxbench.v1.Verdict JSON).
   absl::Status CompleteJob(const LeaseRef& lease, const VerdictRow& verdict);
   // kind "kernel": the submission finishes with the given verdict class and is never retried.
   // kind "infrastructure": requeued with exponential backoff until
   // max_infrastructure_attempts, then finished as "infrastructure_failure". Returns whether
   // the job will be retried.
+  // A kernel failure gets verdict class "compile_error" for a compile job and
+  // "runtime_error" for an evaluate job; the overload below names the class.
   absl::StatusOr<bool> FailJob(const LeaseRef& lease, const std::string& kind,
                                const std::string& reason);
+  // `kernel_verdict_class` (used when kind is "kernel"; empty = the default above) is one of
+  // compile_error, plan_invalid, runtime_error, timeout, wrong_result, target_not_executed,
+  // input_mutated, impossible_time.
+  absl::StatusOr<bool> FailJob(const LeaseRef& lease, const std::string& kind,
+                               const std::string& reason, const std::string& kernel_verdict_class);
   // Requeues every job whose lease expired (counts as an infrastructure attempt). Returns the
   // number requeued. Also marks workers offline that were not seen for a lease period.
   absl::StatusOr<int> ReapExpiredLeases();
   absl::StatusOr<std::vector<QueueDepthRow>> QueueDepths();
+  // The jobs of one submission, compile first.
+  absl::StatusOr<std::vector<JobRow>> ListJobs(const std::string& submission_id);
+  // The audit log of one entity ("submission", "job", "worker", "token", "tenant"), oldest
+  // first.
+  absl::StatusOr<std::vector<AuditRow>> ListAuditLog(const std::string& entity,
+                                                     const std::string& entity_id);
 
   // Blocks up to `timeout` for a NOTIFY on the queue channel on a dedicated connection.
   // Returns true when woken. Polling stays the source of truth; this only shortens waits.
@@ -258,11 +334,27 @@ class Store {
   // Same for stage events of any submission (watchers re-read their submission's events).
   absl::StatusOr<bool> WaitForEvents(absl::Duration timeout);
 
+  // Race-free variants: read the change counter BEFORE polling the database, then wait for
+  // the counter to move past it. A NOTIFY that arrives between the poll and the wait is not
+  // lost (with the variants above it costs one timeout). The counters also move when the
+  // listening connection is re-established, since notifications may have been missed.
+  //   uint64_t seen = store->QueueChangeCount();
+  //   if (auto job = store->LeaseJob(id); ...) ...;
+  //   store->WaitForQueueChange(seen, absl::Seconds(5));
+  uint64_t QueueChangeCount();
+  absl::StatusOr<bool> WaitForQueueChange(uint64_t seen, absl::Duration timeout);
+  uint64_t EventsChangeCount();
+  absl::StatusOr<bool> WaitForEvents(uint64_t seen, absl::Duration timeout);
+
  private:
   class Impl;
   explicit Store(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
+
+// Whether `status` is the fence's refusal: FAILED_PRECONDITION whose message starts with
+// "lease lost".
+bool IsLeaseLost(const absl::Status& status);
 
 }  // namespace ptxbench::store
 

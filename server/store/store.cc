@@ -1,0 +1,1523 @@
+// The Store: a connection pool, a transaction runner that maps every libpqxx exception to an
+// absl::Status, a shared LISTEN connection, and the operations of store.h. The SQL is in
+// queries.cc; this file decides which statements run in which transaction and validates
+// input before it reaches PostgreSQL, so that bad input is INVALID_ARGUMENT naming the field.
+#include "server/store/store.h"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <pqxx/pqxx>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "common/status.h"
+#include "server/store/conninfo.h"
+#include "server/store/database.h"
+#include "server/store/migration_files.h"
+#include "server/store/pg_error.h"
+#include "server/store/queries.h"
+
+namespace ptxbench::store {
+namespace {
+
+using internal::AllStatements;
+using internal::ClassifyCurrentException;
+using internal::PgFailure;
+namespace q = internal;
+
+// A caller waiting this long for a pooled connection is told UNAVAILABLE rather than held
+// forever: with pool_size 8 and statements of milliseconds, 30 s means the database is stuck.
+constexpr absl::Duration kPoolWait = absl::Seconds(30);
+// Serialization failures and deadlocks are retried this often (with a short jittered sleep)
+// before ABORTED. Under READ COMMITTED and the single lock order they are rare; four tries
+// turn a transient conflict into a success without hiding a systematic one.
+constexpr int kMaxTransactionAttempts = 4;
+// Infrastructure-retry backoff never exceeds this, whatever the base and attempt.
+constexpr absl::Duration kMaxRetryBackoff = absl::Minutes(10);
+// Longest a page of ListSubmissions may be; larger requests are clamped.
+constexpr int kMaxPageSize = 500;
+constexpr int kDefaultPageSize = 50;
+
+constexpr std::array<const char*, 2> kArchs = {"sm_90a", "sm_100a"};
+constexpr std::array<const char*, 2> kLanguages = {"cuda", "ptx"};
+constexpr std::array<const char*, 3> kKnowledgeLevels = {"none", "templates", "contract"};
+constexpr std::array<const char*, 2> kScopes = {"full", "compile_only"};
+constexpr std::array<const char*, 3> kRoles = {"vendor", "worker", "admin"};
+constexpr std::array<const char*, 4> kWorkerStates = {"active", "draining", "unhealthy",
+                                                      "offline"};
+constexpr std::array<const char*, 2> kJobKinds = {"compile", "evaluate"};
+constexpr std::array<const char*, 4> kReportableStages = {"compile", "correctness",
+                                                          "target_instructions", "timing"};
+// What a worker may report with CompleteJob: everything but the two classes only the
+// scheduler decides.
+constexpr std::array<const char*, 10> kWorkerVerdictClasses = {
+    "pass",           "compile_error",       "plan_invalid",  "runtime_error",
+    "timeout",        "wrong_result",        "target_not_executed",
+    "input_mutated",  "impossible_time",     "compiled"};
+// A kernel failure without a verdict ends the submission with one of these.
+constexpr std::array<const char*, 8> kKernelFailureClasses = {
+    "compile_error", "plan_invalid",  "runtime_error",   "timeout",
+    "wrong_result",  "target_not_executed", "input_mutated", "impossible_time"};
+
+template <size_t N>
+absl::Status CheckOneOf(const char* field, const std::string& value,
+                        const std::array<const char*, N>& allowed) {
+  for (const char* candidate : allowed) {
+    if (value == candidate) return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat(field, " '", value, "' is not one of ",
+                                                 absl::StrJoin(allowed, ", ")));
+}
+
+bool IsUuid(const std::string& text) {
+  if (text.size() != 36) return false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+    if (dash ? text[i] != '-' : !std::isxdigit(static_cast<unsigned char>(text[i]))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+absl::Status CheckUuid(const char* field, const std::string& value) {
+  if (IsUuid(value)) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat(field, " '", value, "' is not a UUID (8-4-4-4-12 hex digits)"));
+}
+
+absl::Status CheckLeaseRef(const LeaseRef& lease) {
+  RETURN_IF_ERROR(CheckUuid("job_id", lease.job_id));
+  RETURN_IF_ERROR(CheckUuid("worker_id", lease.worker_id));
+  if (lease.attempt <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "attempt ", lease.attempt, " is not a lease attempt (leases are numbered from 1)"));
+  }
+  return absl::OkStatus();
+}
+
+bool MatchesPattern(const std::string& text, size_t max_size, bool allow_upper) {
+  if (text.empty() || text.size() > max_size) return false;
+  for (char c : text) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
+                    (allow_upper && c >= 'A' && c <= 'Z');
+    if (!ok) return false;
+  }
+  return true;
+}
+
+absl::Status CheckTenantName(const std::string& name) {
+  if (MatchesPattern(name, 64, false)) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("tenant name '", name, "' must match [a-z0-9_-]{1,64}"));
+}
+
+// Accepts the sha256 of a secret as 64 hex digits (either case) or as 32 raw bytes and
+// returns lower-case hex, the stored form. Both are accepted because both are natural outputs
+// of a sha256 routine, and neither can be mistaken for the other (different lengths).
+absl::StatusOr<std::string> NormalizeSha256(const std::string& digest) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  if (digest.size() == 32) {
+    std::string hex;
+    for (unsigned char c : digest) {
+      hex += kHex[c >> 4];
+      hex += kHex[c & 15];
+    }
+    return hex;
+  }
+  if (digest.size() == 64) {
+    std::string hex;
+    for (char c : digest) {
+      if (!std::isxdigit(static_cast<unsigned char>(c))) break;
+      hex += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    }
+    if (hex.size() == 64) return hex;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "secret_sha256 must be a sha256 digest: 64 hex digits or 32 bytes (got ", digest.size(),
+      " bytes)"));
+}
+
+int64_t Micros(absl::Duration duration) { return absl::ToInt64Microseconds(duration); }
+
+absl::Time TimeFromMicros(const pqxx::field& field) {
+  return absl::FromUnixMicros(field.as<int64_t>());
+}
+
+std::string Actor(const std::string& given, const std::string& fallback) {
+  return given.empty() ? fallback : given;
+}
+
+std::string WorkerActor(const std::string& worker_id) { return "worker:" + worker_id; }
+
+// A JSON string literal (for the store's own notice payloads).
+std::string JsonString(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          static constexpr char kHex[] = "0123456789abcdef";
+          out += "\\u00";
+          out += kHex[(c >> 4) & 15];
+          out += kHex[c & 15];
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+std::string NoticeJson(const std::string& notice) {
+  return absl::StrCat("{\"notice\": ", JsonString(notice), "}");
+}
+
+// ---------------------------------------------------------------------------------------
+// Connection pool.
+
+class ConnectionPool {
+ public:
+  ConnectionPool(std::string conninfo, int size) : conninfo_(std::move(conninfo)), size_(size) {}
+
+  ~ConnectionPool() {
+    std::lock_guard<std::mutex> lock(mu_);
+    idle_.clear();
+  }
+
+  // Takes an idle connection, opens a new one while fewer than `size` are open, or waits.
+  absl::StatusOr<std::unique_ptr<pqxx::connection>> Acquire() {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      const bool available = cv_.wait_for(
+          lock, absl::ToChronoSeconds(kPoolWait),
+          [this] { return !idle_.empty() || open_ < size_; });
+      if (!available) {
+        return absl::UnavailableError(absl::StrCat(
+            "all ", size_, " PostgreSQL connections stayed busy for ",
+            absl::FormatDuration(kPoolWait), " (raise pool_size or look for slow statements)"));
+      }
+      if (!idle_.empty()) {
+        std::unique_ptr<pqxx::connection> connection = std::move(idle_.back());
+        idle_.pop_back();
+        return connection;
+      }
+      ++open_;
+    }
+    auto connection = Open(conninfo_);
+    if (!connection.ok()) Release(nullptr);
+    return connection;
+  }
+
+  // Returns a connection; nullptr when it was dropped (broken), which frees its slot so the
+  // next Acquire opens a fresh one: that is how the store reconnects.
+  void Release(std::unique_ptr<pqxx::connection> connection) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (connection != nullptr && connection->is_open()) {
+        idle_.push_back(std::move(connection));
+      } else {
+        --open_;
+      }
+    }
+    cv_.notify_one();
+  }
+
+  // A new connection with every statement of queries.cc defined (libpqxx sends the PREPARE
+  // on first use, so this costs no round trip and works before the schema exists).
+  static absl::StatusOr<std::unique_ptr<pqxx::connection>> Open(const std::string& conninfo) {
+    try {
+      auto connection = std::make_unique<pqxx::connection>(conninfo);
+      for (const auto& statement : AllStatements()) {
+        connection->prepare(statement.name, statement.sql);
+      }
+      return connection;
+    } catch (...) {
+      return ClassifyCurrentException(
+                 absl::StrCat("connecting to PostgreSQL at ", DescribeDatabaseUrl(conninfo)))
+          .status;
+    }
+  }
+
+ private:
+  const std::string conninfo_;
+  const int size_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::unique_ptr<pqxx::connection>> idle_;
+  int open_ = 0;
+};
+
+// ---------------------------------------------------------------------------------------
+// The shared LISTEN connection.
+//
+// One background thread owns one connection that LISTENs on both channels and counts the
+// notifications per channel; any number of threads wait on a condition variable for a
+// counter to move. This costs one connection however many gRPC streams wait, where a LISTEN
+// per waiter would exhaust max_connections. The thread sleeps in poll() on the libpq socket
+// and an eventfd, so shutdown is immediate and an idle server uses no CPU.
+
+class NotifyListener {
+ public:
+  enum Channel { kQueue = 0, kEvents = 1 };
+
+  explicit NotifyListener(std::string conninfo) : conninfo_(std::move(conninfo)) {}
+
+  ~NotifyListener() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
+    }
+    Wake();
+    if (thread_.joinable()) thread_.join();
+    if (wake_fd_ >= 0) close(wake_fd_);
+  }
+
+  uint64_t Count(Channel channel) {
+    EnsureStarted();
+    std::lock_guard<std::mutex> lock(mu_);
+    return counts_[channel];
+  }
+
+  bool WaitForChange(Channel channel, uint64_t seen, absl::Duration timeout) {
+    EnsureStarted();
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, absl::ToChronoMicroseconds(std::max(timeout, absl::ZeroDuration())),
+                        [&] { return counts_[channel] != seen || stopping_; }) &&
+           counts_[channel] != seen;
+  }
+
+ private:
+  class Receiver : public pqxx::notification_receiver {
+   public:
+    Receiver(pqxx::connection_base& connection, const std::string& channel,
+             NotifyListener* listener, Channel counter)
+        : pqxx::notification_receiver(connection, channel),
+          listener_(listener),
+          counter_(counter) {}
+    void operator()(const std::string& payload, int backend_pid) override {
+      listener_->Bump(counter_);
+    }
+
+   private:
+    NotifyListener* const listener_;
+    const Channel counter_;
+  };
+
+  // Starts the thread once, then waits (up to 5 s) for its first connection attempt, so that
+  // a count read right after start is taken while LISTEN is already in effect.
+  void EnsureStarted() {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!started_) {
+      started_ = true;
+      wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+      thread_ = std::thread([this] { Run(); });
+    }
+    cv_.wait_for(lock, std::chrono::seconds(5), [this] { return attempts_ > 0 || stopping_; });
+  }
+
+  void Bump(Channel channel) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++counts_[channel];
+    }
+    cv_.notify_all();
+  }
+
+  void Wake() {
+    if (wake_fd_ < 0) return;
+    const uint64_t one = 1;
+    [[maybe_unused]] ssize_t ignored = write(wake_fd_, &one, sizeof(one));
+  }
+
+  // Sleeps up to `duration` unless woken for shutdown; returns false when stopping.
+  bool Sleep(absl::Duration duration) {
+    pollfd wake = {wake_fd_, POLLIN, 0};
+    poll(&wake, 1, static_cast<int>(absl::ToInt64Milliseconds(duration)));
+    uint64_t drained;
+    [[maybe_unused]] ssize_t ignored = read(wake_fd_, &drained, sizeof(drained));
+    std::lock_guard<std::mutex> lock(mu_);
+    return !stopping_;
+  }
+
+  void Run() {
+    absl::Duration backoff = absl::Milliseconds(100);
+    bool connected_before = false;
+    while (true) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (stopping_) return;
+      }
+      try {
+        pqxx::connection connection(conninfo_);
+        Receiver queue(connection, "ptxbench_queue", this, kQueue);
+        Receiver events(connection, "ptxbench_events", this, kEvents);
+        // LISTEN takes effect when the receivers are registered; from here on nothing is
+        // missed. Notifications sent while we were disconnected are lost, so after a
+        // reconnection every waiter is woken to poll.
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          ++attempts_;
+          if (connected_before) {
+            ++counts_[kQueue];
+            ++counts_[kEvents];
+          }
+        }
+        cv_.notify_all();
+        connected_before = true;
+        backoff = absl::Milliseconds(100);
+        while (true) {
+          pollfd fds[2] = {{connection.sock(), POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+          poll(fds, 2, -1);
+          if (fds[1].revents != 0) {
+            uint64_t drained;
+            [[maybe_unused]] ssize_t ignored = read(wake_fd_, &drained, sizeof(drained));
+            std::lock_guard<std::mutex> lock(mu_);
+            if (stopping_) return;
+          }
+          if (fds[0].revents != 0) connection.get_notifs();  // Throws when the link broke.
+        }
+      } catch (...) {
+        // Polling stays the source of truth: waiters time out and poll while we reconnect.
+        ClassifyCurrentException("listening for notifications");
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          ++attempts_;
+        }
+        cv_.notify_all();
+      }
+      if (!Sleep(backoff)) return;
+      backoff = std::min(backoff * 2, absl::Seconds(5));
+    }
+  }
+
+  const std::string conninfo_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool started_ = false;
+  bool stopping_ = false;
+  int attempts_ = 0;
+  std::array<uint64_t, 2> counts_ = {0, 0};
+  int wake_fd_ = -1;
+  std::thread thread_;
+};
+
+// ---------------------------------------------------------------------------------------
+// Row conversion.
+
+SubmissionRow SubmissionFromRow(const pqxx::row& row) {
+  SubmissionRow out;
+  out.id = row["id"].as<std::string>();
+  out.tenant = row["tenant"].as<std::string>();
+  out.task_id = row["task_id"].as<std::string>();
+  out.task_version_hash = row["task_version_hash"].as<std::string>();
+  out.arch = row["arch"].as<std::string>();
+  out.language = row["language"].as<std::string>();
+  out.source_sha256 = row["source_sha256"].as<std::string>();
+  out.model = row["model"].as<std::string>();
+  out.session_id = row["session_id"].as<std::string>();
+  out.turn_index = row["turn_index"].as<int>();
+  out.knowledge_level = row["knowledge_level"].as<std::string>();
+  out.scope = row["scope"].as<std::string>();
+  out.state = row["state"].as<std::string>();
+  out.stage = row["stage"].as<std::string>();
+  out.created_at = TimeFromMicros(row["created_us"]);
+  if (!row["verdict_class"].is_null()) {
+    VerdictRow verdict;
+    verdict.verdict_class = row["verdict_class"].as<std::string>();
+    verdict.compiled = row["compiled"].as<bool>();
+    verdict.correct = row["correct"].as<bool>();
+    verdict.target_executed = row["target_executed"].as<bool>();
+    verdict.tic = row["tic"].as<bool>();
+    verdict.speedup = row["speedup"].as<double>();
+    verdict.runtime_unverified = row["runtime_unverified"].as<bool>();
+    verdict.message = row["message"].as<std::string>();
+    verdict.verdict_json = row["verdict_json"].as<std::string>();
+    verdict.finished_at = TimeFromMicros(row["verdict_finished_us"]);
+    out.verdict = std::move(verdict);
+  }
+  return out;
+}
+
+WorkerRow WorkerFromRow(const pqxx::row& row) {
+  WorkerRow out;
+  out.worker_id = row["worker_id"].as<std::string>();
+  out.registration.hostname = row["hostname"].as<std::string>();
+  out.registration.arch = row["arch"].as<std::string>();
+  out.registration.gpu_name = row["gpu_name"].as<std::string>();
+  out.registration.gpu_uuid = row["gpu_uuid"].as<std::string>();
+  out.registration.compile_only = row["compile_only"].as<bool>();
+  out.registration.identity_json = row["identity_json"].as<std::string>();
+  out.state = row["state"].as<std::string>();
+  out.health_detail = row["health_detail"].as<std::string>();
+  out.last_seen = TimeFromMicros(row["last_seen_us"]);
+  out.jobs_held = row["jobs_held"].as<int>();
+  return out;
+}
+
+TenantRow TenantFromRow(const pqxx::row& row) {
+  TenantRow out;
+  out.name = row["name"].as<std::string>();
+  out.submissions_per_minute = row["submissions_per_minute"].as<int>();
+  out.max_queued = row["max_queued"].as<int>();
+  out.created_at = TimeFromMicros(row["created_us"]);
+  return out;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------
+
+class Store::Impl {
+ public:
+  Impl(const StoreOptions& options, std::string conninfo)
+      : options_(options), pool_(conninfo, options.pool_size), listener_(conninfo) {}
+
+  const StoreOptions& options() const { return options_; }
+  NotifyListener& listener() { return listener_; }
+  ConnectionPool& pool() { return pool_; }
+
+  // Runs `fn(tx)` in one READ COMMITTED transaction on a pooled connection and commits when
+  // it returns OK (rolls back otherwise). `actor` is recorded by the audit triggers.
+  // Serialization failures and deadlocks rerun the whole function (so `fn` must assign its
+  // outputs, not append to them); a connection that broke while BEGIN was being sent is
+  // replaced and the transaction rerun once, since nothing can have happened yet (the common
+  // case after a database restart: every idle pooled connection is dead).
+  template <typename Fn>
+  absl::Status Transact(const std::string& operation, const std::string& actor, Fn&& fn) {
+    bool replaced_dead_connection = false;
+    for (int attempt = 1;; ++attempt) {
+      auto connection = pool_.Acquire();
+      if (!connection.ok()) return Annotate(connection.status(), operation);
+      std::unique_ptr<pqxx::connection> conn = *std::move(connection);
+      absl::Status status;
+      PgFailure failure;
+      bool began = false;
+      try {
+        pqxx::work tx(*conn);
+        began = true;
+        if (!actor.empty()) tx.exec_prepared(q::kSetActor, actor);
+        status = fn(tx);
+        if (status.ok()) tx.commit();
+      } catch (...) {
+        failure = ClassifyCurrentException(operation);
+        status = failure.status;
+      }
+      const bool lost = failure.connection_lost || !conn->is_open();
+      pool_.Release(lost ? nullptr : std::move(conn));
+      if (lost && !began && !replaced_dead_connection) {
+        replaced_dead_connection = true;
+        --attempt;
+        continue;
+      }
+      if (failure.retryable && attempt < kMaxTransactionAttempts) {
+        thread_local std::minstd_rand random(std::random_device{}());
+        std::this_thread::sleep_for(std::chrono::milliseconds(5 * attempt + random() % 20));
+        continue;
+      }
+      if (failure.retryable) {
+        return absl::AbortedError(absl::StrCat(status.message(), " (gave up after ",
+                                               kMaxTransactionAttempts, " attempts)"));
+      }
+      return status;
+    }
+  }
+
+  // The message of a fence refusal: starts with "lease lost" (IsLeaseLost), then says why,
+  // so that a worker's log explains itself.
+  absl::Status LeaseLost(pqxx::work& tx, const LeaseRef& lease) {
+    pqxx::result job = tx.exec_prepared(q::kDescribeJob, lease.job_id);
+    if (job.empty()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("lease lost: job ", lease.job_id, " does not exist"));
+    }
+    const std::string state = job[0]["state"].as<std::string>();
+    const int attempt = job[0]["attempt"].as<int>();
+    const std::string holder = job[0]["worker_id"].as<std::string>();
+    std::string why;
+    if (attempt != lease.attempt || holder != lease.worker_id) {
+      why = absl::StrCat("the job was leased again (attempt ", attempt, ", worker ", holder, ")");
+    } else if (state == "cancelled") {
+      why = "its submission was cancelled";
+    } else if (state == "queued") {
+      why = "the lease expired and the job was queued again";
+    } else {
+      why = absl::StrCat("the job is already ", state);
+    }
+    return absl::FailedPreconditionError(absl::StrCat("lease lost: job ", lease.job_id,
+                                                      " attempt ", lease.attempt, " of worker ",
+                                                      lease.worker_id, ": ", why));
+  }
+
+  // Finishes a locked, unfinished submission: state, verdict row and "done" event, in the
+  // caller's transaction.
+  absl::Status FinishWithVerdict(pqxx::work& tx, const std::string& submission_id,
+                                 const std::string& job_id, const VerdictRow& verdict,
+                                 const std::string& state) {
+    if (tx.exec_prepared(q::kFinishSubmission, submission_id, state).empty()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("submission ", submission_id, " has already finished"));
+    }
+    pqxx::row stored = tx.exec_prepared1(
+        q::kInsertVerdict, submission_id, job_id, verdict.verdict_class, verdict.compiled,
+        verdict.correct, verdict.target_executed, verdict.tic, verdict.speedup,
+        verdict.runtime_unverified, verdict.message, verdict.verdict_json);
+    tx.exec_prepared1(q::kAppendStageEvent, submission_id, "stage", "done",
+                      stored["verdict_json"].as<std::string>());
+    return absl::OkStatus();
+  }
+
+  // The retry decision of retry_leased_job / reap_expired_lease, applied: a notice for a
+  // retry, an infrastructure_failure verdict when the cap is reached. Returns whether the job
+  // will run again.
+  absl::StatusOr<bool> AfterInfrastructureFailure(pqxx::work& tx, const pqxx::row& job,
+                                                  const std::string& submission_id,
+                                                  const std::string& job_id,
+                                                  const std::string& reason) {
+    const int failures = job["infrastructure_attempts"].as<int>();
+    const int cap = options_.max_infrastructure_attempts;
+    if (job["state"].as<std::string>() == "queued") {
+      tx.exec_prepared1(q::kAppendStageEvent, submission_id, "notice", "",
+                        NoticeJson(absl::StrCat("infrastructure failure (", failures, " of ", cap,
+                                                "): ", reason, "; the job will be retried")));
+      return true;
+    }
+    VerdictRow verdict;
+    verdict.verdict_class = "infrastructure_failure";
+    verdict.compiled = job["kind"].as<std::string>() == "evaluate";
+    verdict.message = absl::StrCat("gave up after ", failures,
+                                   " infrastructure failures; the last: ", reason);
+    RETURN_IF_ERROR(FinishWithVerdict(tx, submission_id, job_id, verdict, "finished"));
+    return false;
+  }
+
+ private:
+  const StoreOptions options_;
+  ConnectionPool pool_;
+  NotifyListener listener_;
+};
+
+Store::Store(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Store::~Store() = default;
+
+bool IsLeaseLost(const absl::Status& status) {
+  return absl::IsFailedPrecondition(status) && absl::StartsWith(status.message(), "lease lost");
+}
+
+absl::StatusOr<std::unique_ptr<Store>> Store::Connect(const StoreOptions& options) {
+  if (options.pool_size < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("pool_size must be at least 1 (got ", options.pool_size, ")"));
+  }
+  if (options.lease_duration < absl::Milliseconds(1)) {
+    return absl::InvalidArgumentError("lease_duration must be at least 1 ms");
+  }
+  if (options.max_infrastructure_attempts < 1) {
+    return absl::InvalidArgumentError("max_infrastructure_attempts must be at least 1");
+  }
+  if (options.retry_backoff_base < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("retry_backoff_base must not be negative");
+  }
+  // fallback_application_name names our sessions in pg_stat_activity unless the URL names
+  // them; connect_timeout bounds a connection attempt to an unreachable host, which libpq
+  // would otherwise wait on for as long as the kernel's TCP timeout (minutes).
+  ASSIGN_OR_RETURN(std::string conninfo,
+                   internal::RewriteConninfo(
+                       options.database_url,
+                       {{"fallback_application_name", "ptxbench-server", false},
+                        {"connect_timeout", "10", true}}));
+  auto impl = std::make_unique<Impl>(options, conninfo);
+  // Fail fast on a wrong URL or an unreachable server: one connection now, kept in the pool.
+  ASSIGN_OR_RETURN(auto connection, impl->pool().Acquire());
+  impl->pool().Release(std::move(connection));
+  return std::unique_ptr<Store>(new Store(std::move(impl)));
+}
+
+// ---------------------------------------------------------------------------------------
+// Migrations.
+
+absl::Status Store::MigrateUp(const std::string& migrations_dir) {
+  ASSIGN_OR_RETURN(std::vector<internal::MigrationFile> files,
+                   internal::ReadMigrationFiles(migrations_dir));
+  if (files.empty()) {
+    return absl::NotFoundError(
+        absl::StrCat("no migrations (NNNN_name.up.sql) in ", migrations_dir));
+  }
+  // One migration per transaction; each transaction re-reads the applied set under the
+  // advisory lock, so a concurrent migrator's work is seen, never repeated.
+  std::vector<std::string> checksums(files.size());
+  for (bool done = false; !done;) {
+    RETURN_IF_ERROR(impl_->Transact("MigrateUp", "system:migrate", [&](pqxx::work& tx) {
+      tx.exec_prepared(q::kMigrationLock);
+      tx.exec_prepared(q::kMigrationCreateTable);
+      pqxx::result applied = tx.exec_prepared(q::kMigrationApplied);
+      for (size_t i = 0; i < files.size(); ++i) {
+        if (checksums[i].empty()) {
+          checksums[i] = tx.exec_prepared1(q::kMigrationChecksum, files[i].up_sql)[0]
+                             .as<std::string>();
+        }
+      }
+      int newest_applied = 0;
+      std::vector<int> applied_versions;
+      for (const pqxx::row& row : applied) {
+        const int version = row["version"].as<int>();
+        const std::string name = row["name"].as<std::string>();
+        newest_applied = std::max(newest_applied, version);
+        applied_versions.push_back(version);
+        auto file = std::find_if(files.begin(), files.end(),
+                                 [&](const auto& f) { return f.version == version; });
+        if (file == files.end()) {
+          if (version > files.back().version) {
+            return absl::FailedPreconditionError(absl::StrCat(
+                "the database schema is at migration ", name, ", newer than the newest in ",
+                migrations_dir, " (", files.back().name,
+                "): this server is older than its database; run a newer server"));
+          }
+          return absl::FailedPreconditionError(absl::StrCat(
+              "migration ", name, " is applied but its files are missing from ",
+              migrations_dir));
+        }
+        const std::string& checksum = checksums[file - files.begin()];
+        if (row["up_sha256"].as<std::string>() != checksum) {
+          return absl::FailedPreconditionError(absl::StrCat(
+              "migration ", name, ".up.sql was edited after it was applied (sha256 ",
+              row["up_sha256"].as<std::string>(), " when applied, ", checksum,
+              " now); add a new migration instead of editing an applied one"));
+        }
+      }
+      for (size_t i = 0; i < files.size(); ++i) {
+        const internal::MigrationFile& file = files[i];
+        if (std::count(applied_versions.begin(), applied_versions.end(), file.version) > 0) {
+          continue;
+        }
+        if (file.version < newest_applied) {
+          return absl::FailedPreconditionError(absl::StrCat(
+              "migration ", file.name, " is not applied but a newer one (version ",
+              newest_applied, ") is; migrations must be applied in order"));
+        }
+        try {
+          tx.exec(file.up_sql);
+        } catch (...) {
+          return ClassifyCurrentException(absl::StrCat("applying ", file.name, ".up.sql"))
+              .status;
+        }
+        tx.exec_prepared(q::kMigrationRecord, file.version, file.name, checksums[i]);
+        return absl::OkStatus();
+      }
+      done = true;
+      return absl::OkStatus();
+    }));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Store::MigrateDown(const std::string& migrations_dir, int steps) {
+  if (steps < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("steps must be at least 1 (got ", steps, ")"));
+  }
+  ASSIGN_OR_RETURN(std::vector<internal::MigrationFile> files,
+                   internal::ReadMigrationFiles(migrations_dir));
+  for (int step = 0; step < steps; ++step) {
+    RETURN_IF_ERROR(impl_->Transact("MigrateDown", "system:migrate", [&](pqxx::work& tx) {
+      tx.exec_prepared(q::kMigrationLock);
+      tx.exec_prepared(q::kMigrationCreateTable);
+      pqxx::result applied = tx.exec_prepared(q::kMigrationApplied);
+      if (step == 0 && static_cast<int>(applied.size()) < steps) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "cannot revert ", steps, " migrations: only ", applied.size(), " are applied"));
+      }
+      if (applied.empty()) return absl::OkStatus();
+      const pqxx::row newest = applied[applied.size() - 1];
+      const int version = newest["version"].as<int>();
+      const std::string name = newest["name"].as<std::string>();
+      auto file = std::find_if(files.begin(), files.end(),
+                               [&](const auto& f) { return f.version == version; });
+      if (file == files.end()) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "cannot revert migration ", name, ": ", name, ".down.sql is not in ",
+            migrations_dir));
+      }
+      try {
+        tx.exec(file->down_sql);
+      } catch (...) {
+        return ClassifyCurrentException(absl::StrCat("applying ", file->name, ".down.sql"))
+            .status;
+      }
+      tx.exec_prepared(q::kMigrationForget, version);
+      return absl::OkStatus();
+    }));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int> Store::SchemaVersion() {
+  int version = 0;
+  RETURN_IF_ERROR(impl_->Transact("SchemaVersion", "", [&](pqxx::work& tx) {
+    version = 0;
+    if (tx.exec_prepared1(q::kSchemaMigrationsExists)[0].as<bool>()) {
+      version = tx.exec_prepared1(q::kSchemaVersion)[0].as<int>();
+    }
+    return absl::OkStatus();
+  }));
+  return version;
+}
+
+// ---------------------------------------------------------------------------------------
+// Tenants and tokens.
+
+absl::Status Store::CreateTenant(const TenantRow& tenant, const std::string& actor) {
+  RETURN_IF_ERROR(CheckTenantName(tenant.name));
+  if (tenant.submissions_per_minute < 0 || tenant.max_queued < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("tenant '", tenant.name,
+                     "': submissions_per_minute and max_queued must be >= 0 (0 = default)"));
+  }
+  return impl_->Transact("CreateTenant", Actor(actor, "admin"), [&](pqxx::work& tx) {
+    tx.exec_prepared(q::kCreateTenant, tenant.name, tenant.submissions_per_minute,
+                     tenant.max_queued);
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<std::vector<TenantRow>> Store::ListTenants() {
+  std::vector<TenantRow> tenants;
+  RETURN_IF_ERROR(impl_->Transact("ListTenants", "", [&](pqxx::work& tx) {
+    tenants.clear();
+    for (const pqxx::row& row : tx.exec_prepared(q::kListTenants)) {
+      tenants.push_back(TenantFromRow(row));
+    }
+    return absl::OkStatus();
+  }));
+  return tenants;
+}
+
+absl::StatusOr<TenantRow> Store::GetTenant(const std::string& name) {
+  TenantRow tenant;
+  RETURN_IF_ERROR(impl_->Transact("GetTenant", "", [&](pqxx::work& tx) {
+    pqxx::result rows = tx.exec_prepared(q::kGetTenant, name);
+    if (rows.empty()) {
+      return absl::NotFoundError(absl::StrCat("tenant '", name, "' does not exist"));
+    }
+    tenant = TenantFromRow(rows[0]);
+    return absl::OkStatus();
+  }));
+  return tenant;
+}
+
+absl::Status Store::CreateToken(const TokenRow& token, const std::string& secret_sha256,
+                                const std::string& actor) {
+  if (!MatchesPattern(token.token_id, 64, true)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("token_id '", token.token_id, "' must match [A-Za-z0-9_-]{1,64}"));
+  }
+  RETURN_IF_ERROR(CheckOneOf("role", token.role, kRoles));
+  if (token.role == "vendor" && token.tenant.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("token '", token.token_id, "': a vendor token needs a tenant"));
+  }
+  if (token.revoked) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("token '", token.token_id, "': cannot create a revoked token"));
+  }
+  ASSIGN_OR_RETURN(std::string digest, NormalizeSha256(secret_sha256));
+  return impl_->Transact("CreateToken", Actor(actor, "admin"), [&](pqxx::work& tx) {
+    if (!token.tenant.empty() && tx.exec_prepared(q::kGetTenant, token.tenant).empty()) {
+      return absl::NotFoundError(absl::StrCat("token '", token.token_id, "': tenant '",
+                                              token.tenant, "' does not exist"));
+    }
+    tx.exec_prepared(q::kCreateToken, token.token_id, token.tenant, token.role,
+                     token.description, digest);
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<TokenRow> Store::FindTokenBySecretHash(const std::string& secret_sha256) {
+  ASSIGN_OR_RETURN(std::string digest, NormalizeSha256(secret_sha256));
+  TokenRow token;
+  RETURN_IF_ERROR(impl_->Transact("FindTokenBySecretHash", "", [&](pqxx::work& tx) {
+    pqxx::result rows = tx.exec_prepared(q::kFindTokenBySecret, digest);
+    if (rows.empty()) return absl::NotFoundError("no active token has this secret");
+    token.token_id = rows[0]["token_id"].as<std::string>();
+    token.tenant = rows[0]["tenant"].as<std::string>();
+    token.role = rows[0]["role"].as<std::string>();
+    token.description = rows[0]["description"].as<std::string>();
+    token.revoked = rows[0]["revoked"].as<bool>();
+    return absl::OkStatus();
+  }));
+  return token;
+}
+
+absl::Status Store::RevokeToken(const std::string& token_id, const std::string& actor) {
+  return impl_->Transact("RevokeToken", Actor(actor, "admin"), [&](pqxx::work& tx) {
+    if (tx.exec_prepared(q::kRevokeToken, token_id).empty()) {
+      return absl::NotFoundError(absl::StrCat("token '", token_id, "' does not exist"));
+    }
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<int64_t> Store::CountTokens() {
+  int64_t count = 0;
+  RETURN_IF_ERROR(impl_->Transact("CountTokens", "", [&](pqxx::work& tx) {
+    count = tx.exec_prepared1(q::kCountTokens)[0].as<int64_t>();
+    return absl::OkStatus();
+  }));
+  return count;
+}
+
+// ---------------------------------------------------------------------------------------
+// Submissions.
+
+absl::StatusOr<SubmissionRow> Store::CreateSubmission(const NewSubmission& submission) {
+  RETURN_IF_ERROR(CheckTenantName(submission.tenant));
+  if (submission.task_id.empty() || submission.task_version_hash.empty()) {
+    return absl::InvalidArgumentError("task_id and task_version_hash are required");
+  }
+  RETURN_IF_ERROR(CheckOneOf("arch", submission.arch, kArchs));
+  RETURN_IF_ERROR(CheckOneOf("language", submission.language, kLanguages));
+  RETURN_IF_ERROR(CheckOneOf("knowledge_level", submission.knowledge_level, kKnowledgeLevels));
+  // types.proto: EVALUATION_SCOPE_UNSPECIFIED is treated as FULL.
+  const std::string scope = submission.scope.empty() ? "full" : submission.scope;
+  RETURN_IF_ERROR(CheckOneOf("scope", scope, kScopes));
+  if (submission.source.empty()) return absl::InvalidArgumentError("source is empty");
+  if (submission.source.find('\0') != std::string::npos) {
+    // PostgreSQL text cannot hold NUL; neither NVRTC nor ptxas would accept it either.
+    return absl::InvalidArgumentError("source contains a NUL byte");
+  }
+  if (submission.turn_index < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("turn_index must be >= 0 (got ", submission.turn_index, ")"));
+  }
+  if (submission.idempotency_key.size() > 256) {
+    return absl::InvalidArgumentError("idempotency_key is longer than 256 bytes");
+  }
+  const std::string actor = "tenant:" + submission.tenant;
+  SubmissionRow row;
+  RETURN_IF_ERROR(impl_->Transact("CreateSubmission", actor, [&](pqxx::work& tx) {
+    if (tx.exec_prepared(q::kGetTenant, submission.tenant).empty()) {
+      return absl::NotFoundError(
+          absl::StrCat("tenant '", submission.tenant, "' does not exist"));
+    }
+    tx.exec_prepared(q::kUpsertTask, submission.task_id, submission.task_version_hash);
+    std::string source_sha256;
+    try {
+      source_sha256 = tx.exec_prepared1(q::kStoreSource, submission.source)[0].as<std::string>();
+    } catch (const pqxx::data_exception& e) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("source is not valid UTF-8 text: ", e.what()));
+    }
+    pqxx::result inserted;
+    try {
+      inserted = tx.exec_prepared(
+          q::kInsertSubmission, submission.tenant, submission.task_id,
+          submission.task_version_hash, submission.arch, submission.language, source_sha256,
+          submission.launch_plan_json, submission.model, submission.session_id,
+          submission.turn_index, submission.knowledge_level, scope, submission.idempotency_key);
+    } catch (const pqxx::data_exception& e) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("launch_plan_json is not valid JSON: ", e.what()));
+    }
+    std::string id;
+    if (inserted.empty()) {
+      // The idempotency key was used before: return that submission, provided this request
+      // is the same one (a reused key with different content is a client bug that would
+      // otherwise silently drop a kernel).
+      pqxx::row first = tx.exec_prepared1(q::kFindSubmissionByIdempotencyKey, submission.tenant,
+                                          submission.idempotency_key);
+      id = first["id"].as<std::string>();
+      if (first["task_id"].as<std::string>() != submission.task_id ||
+          first["task_version_hash"].as<std::string>() != submission.task_version_hash ||
+          first["arch"].as<std::string>() != submission.arch ||
+          first["source_sha256"].as<std::string>() != source_sha256 ||
+          first["scope"].as<std::string>() != scope) {
+        return absl::AlreadyExistsError(absl::StrCat(
+            "idempotency key '", submission.idempotency_key, "' was already used by submission ",
+            id, " for a different task, arch, source or scope"));
+      }
+    } else {
+      id = inserted[0][0].as<std::string>();
+      tx.exec_prepared1(q::kInsertJob, id, "compile");
+      tx.exec_prepared1(q::kAppendStageEvent, id, "stage", "queued", "{}");
+    }
+    row = SubmissionFromRow(tx.exec_prepared1(q::kGetSubmission, id, ""));
+    return absl::OkStatus();
+  }));
+  return row;
+}
+
+absl::StatusOr<int64_t> Store::CountRecentSubmissions(const std::string& tenant,
+                                                      absl::Duration window) {
+  int64_t count = 0;
+  RETURN_IF_ERROR(impl_->Transact("CountRecentSubmissions", "", [&](pqxx::work& tx) {
+    count = tx.exec_prepared1(q::kCountRecentSubmissions, tenant, Micros(window))[0]
+                .as<int64_t>();
+    return absl::OkStatus();
+  }));
+  return count;
+}
+
+absl::StatusOr<int64_t> Store::CountUnfinishedSubmissions(const std::string& tenant) {
+  int64_t count = 0;
+  RETURN_IF_ERROR(impl_->Transact("CountUnfinishedSubmissions", "", [&](pqxx::work& tx) {
+    count = tx.exec_prepared1(q::kCountUnfinishedSubmissions, tenant)[0].as<int64_t>();
+    return absl::OkStatus();
+  }));
+  return count;
+}
+
+absl::StatusOr<SubmissionRow> Store::GetSubmission(const std::string& id,
+                                                   const std::string& tenant) {
+  RETURN_IF_ERROR(CheckUuid("submission id", id));
+  SubmissionRow row;
+  RETURN_IF_ERROR(impl_->Transact("GetSubmission", "", [&](pqxx::work& tx) {
+    pqxx::result rows = tx.exec_prepared(q::kGetSubmission, id, tenant);
+    if (rows.empty()) return absl::NotFoundError(absl::StrCat("submission ", id, " not found"));
+    row = SubmissionFromRow(rows[0]);
+    return absl::OkStatus();
+  }));
+  return row;
+}
+
+absl::StatusOr<SubmissionPage> Store::ListSubmissions(const SubmissionFilter& filter) {
+  if (filter.tenant.empty()) {
+    return absl::InvalidArgumentError("ListSubmissions needs a tenant");
+  }
+  const int page_size = filter.page_size <= 0 ? kDefaultPageSize
+                                              : std::min(filter.page_size, kMaxPageSize);
+  int64_t before_seq = std::numeric_limits<int64_t>::max();
+  if (!filter.page_token.empty() &&
+      (!absl::SimpleAtoi(filter.page_token, &before_seq) || before_seq <= 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "page_token '", filter.page_token, "' is not a token this server issued"));
+  }
+  SubmissionPage page;
+  RETURN_IF_ERROR(impl_->Transact("ListSubmissions", "", [&](pqxx::work& tx) {
+    page = SubmissionPage();
+    // One row more than asked tells whether another page exists.
+    pqxx::result rows = tx.exec_prepared(q::kListSubmissions, filter.tenant, filter.session_id,
+                                         filter.task_id, before_seq, page_size + 1);
+    for (int i = 0; i < static_cast<int>(rows.size()) && i < page_size; ++i) {
+      page.submissions.push_back(SubmissionFromRow(rows[i]));
+    }
+    if (static_cast<int>(rows.size()) > page_size) {
+      page.next_page_token = rows[page_size - 1]["seq"].as<std::string>();
+    }
+    return absl::OkStatus();
+  }));
+  return page;
+}
+
+absl::StatusOr<SubmissionRow> Store::CancelSubmission(const std::string& id,
+                                                      const std::string& tenant,
+                                                      const std::string& actor) {
+  RETURN_IF_ERROR(CheckUuid("submission id", id));
+  const std::string who = Actor(actor, tenant.empty() ? "admin" : "tenant:" + tenant);
+  SubmissionRow row;
+  RETURN_IF_ERROR(impl_->Transact("CancelSubmission", who, [&](pqxx::work& tx) {
+    pqxx::result locked = tx.exec_prepared(q::kLockSubmission, id, tenant);
+    if (locked.empty()) {
+      return absl::NotFoundError(absl::StrCat("submission ", id, " not found"));
+    }
+    const std::string state = locked[0]["state"].as<std::string>();
+    if (state == "queued" || state == "running") {
+      tx.exec_prepared(q::kCancelJobs, id);
+      VerdictRow verdict;
+      verdict.verdict_class = "cancelled";
+      verdict.message = absl::StrCat("cancelled by ", who, " before a verdict");
+      RETURN_IF_ERROR(impl_->FinishWithVerdict(tx, id, "", verdict, "cancelled"));
+    }
+    row = SubmissionFromRow(tx.exec_prepared1(q::kGetSubmission, id, tenant));
+    return absl::OkStatus();
+  }));
+  return row;
+}
+
+absl::StatusOr<std::vector<StageEventRow>> Store::ListStageEvents(
+    const std::string& submission_id, int64_t after_seq) {
+  RETURN_IF_ERROR(CheckUuid("submission id", submission_id));
+  std::vector<StageEventRow> events;
+  RETURN_IF_ERROR(impl_->Transact("ListStageEvents", "", [&](pqxx::work& tx) {
+    events.clear();
+    pqxx::result rows = tx.exec_prepared(q::kListStageEvents, submission_id, after_seq);
+    if (rows.empty()) {
+      return absl::NotFoundError(absl::StrCat("submission ", submission_id, " not found"));
+    }
+    for (const pqxx::row& row : rows) {
+      if (row["seq"].is_null()) continue;  // Known submission, no new events.
+      StageEventRow& event = events.emplace_back();
+      event.seq = row["seq"].as<int64_t>();
+      event.submission_id = submission_id;
+      event.kind = row["kind"].as<std::string>();
+      event.stage = row["stage"].as<std::string>();
+      event.payload_json = row["payload_json"].as<std::string>();
+      event.at = TimeFromMicros(row["at_us"]);
+    }
+    return absl::OkStatus();
+  }));
+  return events;
+}
+
+absl::Status Store::AppendNotice(const std::string& submission_id,
+                                 const std::string& notice_json) {
+  RETURN_IF_ERROR(CheckUuid("submission id", submission_id));
+  if (notice_json.empty()) return absl::InvalidArgumentError("notice_json is empty");
+  return impl_->Transact("AppendNotice", "system:notice", [&](pqxx::work& tx) {
+    pqxx::result locked = tx.exec_prepared(q::kLockSubmission, submission_id, "");
+    if (locked.empty()) {
+      return absl::NotFoundError(absl::StrCat("submission ", submission_id, " not found"));
+    }
+    const std::string state = locked[0]["state"].as<std::string>();
+    if (state != "queued" && state != "running") return absl::OkStatus();
+    try {
+      pqxx::result latest =
+          tx.exec_prepared(q::kLatestEventMatches, submission_id, "notice", notice_json);
+      if (!latest.empty() && latest[0]["same"].as<bool>()) return absl::OkStatus();
+    } catch (const pqxx::data_exception& e) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("notice_json is not valid JSON: ", e.what()));
+    }
+    tx.exec_prepared1(q::kAppendStageEvent, submission_id, "notice", "", notice_json);
+    return absl::OkStatus();
+  });
+}
+
+// ---------------------------------------------------------------------------------------
+// Workers.
+
+absl::StatusOr<WorkerRow> Store::RegisterWorker(const WorkerRegistration& registration) {
+  if (registration.hostname.empty()) {
+    return absl::InvalidArgumentError("worker hostname is required");
+  }
+  if (!registration.arch.empty()) RETURN_IF_ERROR(CheckOneOf("arch", registration.arch, kArchs));
+  if (!registration.compile_only && registration.arch.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "worker '", registration.hostname, "' has a GPU (compile_only is false) but no arch"));
+  }
+  WorkerRow row;
+  RETURN_IF_ERROR(impl_->Transact(
+      "RegisterWorker", "worker:" + registration.hostname, [&](pqxx::work& tx) {
+        try {
+          row = WorkerFromRow(tx.exec_prepared1(
+              q::kRegisterWorker, registration.hostname, registration.arch,
+              registration.gpu_name, registration.gpu_uuid, registration.compile_only,
+              registration.identity_json));
+        } catch (const pqxx::data_exception& e) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("identity_json is not valid JSON: ", e.what()));
+        }
+        return absl::OkStatus();
+      }));
+  return row;
+}
+
+absl::StatusOr<std::vector<WorkerRow>> Store::ListWorkers() {
+  std::vector<WorkerRow> workers;
+  RETURN_IF_ERROR(impl_->Transact("ListWorkers", "", [&](pqxx::work& tx) {
+    workers.clear();
+    for (const pqxx::row& row : tx.exec_prepared(q::kListWorkers)) {
+      workers.push_back(WorkerFromRow(row));
+    }
+    return absl::OkStatus();
+  }));
+  return workers;
+}
+
+absl::StatusOr<WorkerRow> Store::SetWorkerState(const std::string& worker_id,
+                                                const std::string& state,
+                                                const std::string& detail,
+                                                const std::string& actor) {
+  RETURN_IF_ERROR(CheckUuid("worker_id", worker_id));
+  RETURN_IF_ERROR(CheckOneOf("worker state", state, kWorkerStates));
+  WorkerRow row;
+  RETURN_IF_ERROR(impl_->Transact("SetWorkerState", Actor(actor, "admin"), [&](pqxx::work& tx) {
+    pqxx::result rows = tx.exec_prepared(q::kSetWorkerState, worker_id, state, detail);
+    if (rows.empty()) return absl::NotFoundError(absl::StrCat("worker ", worker_id, " not found"));
+    row = WorkerFromRow(rows[0]);
+    return absl::OkStatus();
+  }));
+  return row;
+}
+
+absl::StatusOr<int64_t> Store::CountCapableWorkers(const std::string& arch,
+                                                   const std::string& kind,
+                                                   absl::Duration recent) {
+  RETURN_IF_ERROR(CheckOneOf("arch", arch, kArchs));
+  RETURN_IF_ERROR(CheckOneOf("job kind", kind, kJobKinds));
+  int64_t count = 0;
+  RETURN_IF_ERROR(impl_->Transact("CountCapableWorkers", "", [&](pqxx::work& tx) {
+    count = tx.exec_prepared1(q::kCountCapableWorkers, arch, kind, Micros(recent))[0]
+                .as<int64_t>();
+    return absl::OkStatus();
+  }));
+  return count;
+}
+
+// ---------------------------------------------------------------------------------------
+// The queue.
+
+absl::StatusOr<std::optional<LeasedJobRow>> Store::LeaseJob(const std::string& worker_id) {
+  RETURN_IF_ERROR(CheckUuid("worker_id", worker_id));
+  std::optional<LeasedJobRow> job;
+  RETURN_IF_ERROR(impl_->Transact("LeaseJob", WorkerActor(worker_id), [&](pqxx::work& tx) {
+    job.reset();
+    pqxx::result rows =
+        tx.exec_prepared(q::kLeaseJob, worker_id, Micros(impl_->options().lease_duration));
+    if (rows.empty()) {
+      if (tx.exec_prepared(q::kWorkerExists, worker_id).empty()) {
+        return absl::NotFoundError(
+            absl::StrCat("worker ", worker_id, " is not registered; register again"));
+      }
+      return absl::OkStatus();
+    }
+    const pqxx::row& row = rows[0];
+    LeasedJobRow& leased = job.emplace();
+    leased.lease.job_id = row["job_id"].as<std::string>();
+    leased.lease.worker_id = worker_id;
+    leased.lease.attempt = row["attempt"].as<int>();
+    leased.kind = row["kind"].as<std::string>();
+    leased.submission_id = row["submission_id"].as<std::string>();
+    leased.task_id = row["task_id"].as<std::string>();
+    leased.task_version_hash = row["task_version_hash"].as<std::string>();
+    leased.arch = row["arch"].as<std::string>();
+    leased.language = row["language"].as<std::string>();
+    leased.source = row["source"].as<std::string>();
+    leased.launch_plan_json = row["launch_plan_json"].as<std::string>();
+    leased.lease_expires_at = TimeFromMicros(row["expires_us"]);
+    return absl::OkStatus();
+  }));
+  return job;
+}
+
+absl::StatusOr<HeartbeatResult> Store::Heartbeat(const std::string& worker_id,
+                                                 const std::vector<LeaseRef>& leases,
+                                                 bool healthy,
+                                                 const std::string& health_detail) {
+  RETURN_IF_ERROR(CheckUuid("worker_id", worker_id));
+  // A lease that names another worker or is malformed cannot be held by this worker; it is
+  // reported lost without asking the database.
+  std::vector<LeaseRef> checkable;
+  std::vector<LeaseRef> malformed;
+  for (const LeaseRef& lease : leases) {
+    if (lease.worker_id == worker_id && CheckLeaseRef(lease).ok()) {
+      checkable.push_back(lease);
+    } else {
+      malformed.push_back(lease);
+    }
+  }
+  std::vector<std::string> ids;
+  std::vector<std::string> attempts;
+  for (const LeaseRef& lease : checkable) {
+    ids.push_back(lease.job_id);
+    attempts.push_back(absl::StrCat(lease.attempt));
+  }
+  // Array literals: the ids are validated UUIDs and the attempts integers, so no quoting is
+  // needed.
+  const std::string id_array = absl::StrCat("{", absl::StrJoin(ids, ","), "}");
+  const std::string attempt_array = absl::StrCat("{", absl::StrJoin(attempts, ","), "}");
+  HeartbeatResult result;
+  RETURN_IF_ERROR(impl_->Transact("Heartbeat", WorkerActor(worker_id), [&](pqxx::work& tx) {
+    result = HeartbeatResult();
+    result.lost = malformed;
+    pqxx::result worker =
+        tx.exec_prepared(q::kHeartbeatWorker, worker_id, healthy, health_detail);
+    if (worker.empty()) {
+      return absl::NotFoundError(
+          absl::StrCat("worker ", worker_id, " is not registered; register again"));
+    }
+    result.drain = worker[0]["state"].as<std::string>() == "draining";
+    if (checkable.empty()) return absl::OkStatus();
+    pqxx::result rows =
+        tx.exec_prepared(q::kExtendLeases, worker_id, id_array, attempt_array,
+                         Micros(impl_->options().lease_duration));
+    for (size_t i = 0; i < rows.size(); ++i) {
+      if (rows[i]["extended"].as<bool>()) continue;
+      if (rows[i]["cancelled"].as<bool>()) {
+        result.cancelled_job_ids.push_back(rows[i]["job_id"].as<std::string>());
+      } else {
+        result.lost.push_back(checkable[i]);
+      }
+    }
+    return absl::OkStatus();
+  }));
+  return result;
+}
+
+absl::Status Store::ReportStage(const LeaseRef& lease, const std::string& stage,
+                                const std::string& result_json) {
+  RETURN_IF_ERROR(CheckLeaseRef(lease));
+  RETURN_IF_ERROR(CheckOneOf("stage", stage, kReportableStages));
+  const std::string payload = result_json.empty() ? "{}" : result_json;
+  return impl_->Transact("ReportStage", WorkerActor(lease.worker_id), [&](pqxx::work& tx) {
+    pqxx::result locked = tx.exec_prepared(q::kLockSubmissionOfJob, lease.job_id);
+    if (locked.empty()) return impl_->LeaseLost(tx, lease);
+    if (tx.exec_prepared(q::kCheckLease, lease.job_id, lease.worker_id, lease.attempt)
+            .empty()) {
+      return impl_->LeaseLost(tx, lease);
+    }
+    const std::string submission_id = locked[0]["submission_id"].as<std::string>();
+    try {
+      tx.exec_prepared1(q::kAppendStageEvent, submission_id, "stage", stage, payload);
+    } catch (const pqxx::data_exception& e) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("result_json is not valid JSON: ", e.what()));
+    }
+    return absl::OkStatus();
+  });
+}
+
+absl::Status Store::CompleteJob(const LeaseRef& lease, const VerdictRow& verdict) {
+  RETURN_IF_ERROR(CheckLeaseRef(lease));
+  if (verdict.verdict_class == "infrastructure_failure") {
+    return absl::InvalidArgumentError(
+        "verdict class infrastructure_failure is the scheduler's to decide: report it with "
+        "FailJob(kind \"infrastructure\") so the job is retried");
+  }
+  if (verdict.verdict_class == "cancelled") {
+    return absl::InvalidArgumentError(
+        "verdict class cancelled is the scheduler's to decide (CancelSubmission)");
+  }
+  RETURN_IF_ERROR(CheckOneOf("verdict_class", verdict.verdict_class, kWorkerVerdictClasses));
+  if (!std::isfinite(verdict.speedup) || verdict.speedup < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("speedup must be a finite number >= 0 (got ", verdict.speedup, ")"));
+  }
+  return impl_->Transact("CompleteJob", WorkerActor(lease.worker_id), [&](pqxx::work& tx) {
+    pqxx::result locked = tx.exec_prepared(q::kLockSubmissionOfJob, lease.job_id);
+    if (locked.empty()) return impl_->LeaseLost(tx, lease);
+    const std::string submission_id = locked[0]["submission_id"].as<std::string>();
+    const std::string kind = locked[0]["kind"].as<std::string>();
+    const std::string scope = locked[0]["scope"].as<std::string>();
+    if (kind == "evaluate" && verdict.verdict_class == "compiled") {
+      return absl::InvalidArgumentError(
+          "an evaluate job cannot end with verdict class compiled: it runs every stage");
+    }
+    if (tx.exec_prepared(q::kFinishLeasedJob, lease.job_id, lease.worker_id, lease.attempt,
+                         "done", "")
+            .empty()) {
+      return impl_->LeaseLost(tx, lease);
+    }
+    if (kind == "compile" && verdict.verdict_class == "compiled" && scope == "full") {
+      // The compile stage passed on a CPU; the rest needs a GPU of the submission's arch.
+      tx.exec_prepared1(q::kInsertJob, submission_id, "evaluate");
+      return absl::OkStatus();
+    }
+    try {
+      return impl_->FinishWithVerdict(tx, submission_id, lease.job_id, verdict, "finished");
+    } catch (const pqxx::data_exception& e) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("verdict_json is not valid JSON: ", e.what()));
+    }
+  });
+}
+
+absl::StatusOr<bool> Store::FailJob(const LeaseRef& lease, const std::string& kind,
+                                    const std::string& reason) {
+  return FailJob(lease, kind, reason, "");
+}
+
+absl::StatusOr<bool> Store::FailJob(const LeaseRef& lease, const std::string& kind,
+                                    const std::string& reason,
+                                    const std::string& kernel_verdict_class) {
+  RETURN_IF_ERROR(CheckLeaseRef(lease));
+  if (kind != "kernel" && kind != "infrastructure") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("failure kind '", kind, "' is not one of kernel, infrastructure"));
+  }
+  if (kind == "kernel" && !kernel_verdict_class.empty()) {
+    RETURN_IF_ERROR(
+        CheckOneOf("kernel failure verdict class", kernel_verdict_class, kKernelFailureClasses));
+  }
+  bool will_retry = false;
+  RETURN_IF_ERROR(impl_->Transact("FailJob", WorkerActor(lease.worker_id), [&](pqxx::work& tx) {
+    will_retry = false;
+    pqxx::result locked = tx.exec_prepared(q::kLockSubmissionOfJob, lease.job_id);
+    if (locked.empty()) return impl_->LeaseLost(tx, lease);
+    const std::string submission_id = locked[0]["submission_id"].as<std::string>();
+    if (kind == "kernel") {
+      pqxx::result job = tx.exec_prepared(q::kFinishLeasedJob, lease.job_id, lease.worker_id,
+                                          lease.attempt, "failed", reason);
+      if (job.empty()) return impl_->LeaseLost(tx, lease);
+      const std::string job_kind = job[0]["kind"].as<std::string>();
+      VerdictRow verdict;
+      verdict.verdict_class = !kernel_verdict_class.empty() ? kernel_verdict_class
+                              : job_kind == "compile"       ? "compile_error"
+                                                            : "runtime_error";
+      verdict.compiled = job_kind == "evaluate";
+      verdict.message = reason;
+      return impl_->FinishWithVerdict(tx, submission_id, lease.job_id, verdict, "finished");
+    }
+    pqxx::result job = tx.exec_prepared(
+        q::kRetryLeasedJob, lease.job_id, lease.worker_id, lease.attempt, reason,
+        impl_->options().max_infrastructure_attempts,
+        Micros(impl_->options().retry_backoff_base), Micros(kMaxRetryBackoff));
+    if (job.empty()) return impl_->LeaseLost(tx, lease);
+    ASSIGN_OR_RETURN(will_retry, impl_->AfterInfrastructureFailure(tx, job[0], submission_id,
+                                                                   lease.job_id, reason));
+    return absl::OkStatus();
+  }));
+  return will_retry;
+}
+
+absl::StatusOr<int> Store::ReapExpiredLeases() {
+  struct Expired {
+    std::string job_id;
+    int attempt;
+    std::string submission_id;
+    std::string worker_id;
+  };
+  std::vector<Expired> expired;
+  RETURN_IF_ERROR(impl_->Transact("ReapExpiredLeases", "", [&](pqxx::work& tx) {
+    expired.clear();
+    for (const pqxx::row& row : tx.exec_prepared(q::kFindExpiredLeases)) {
+      expired.push_back({row["job_id"].as<std::string>(), row["attempt"].as<int>(),
+                         row["submission_id"].as<std::string>(),
+                         row["worker_id"].as<std::string>()});
+    }
+    return absl::OkStatus();
+  }));
+  int reaped = 0;
+  const StoreOptions& options = impl_->options();
+  for (const Expired& job : expired) {
+    const std::string reason =
+        absl::StrCat("lease expired: worker ", job.worker_id, " sent no heartbeat for ",
+                     absl::FormatDuration(options.lease_duration));
+    // One transaction per job: one job's trouble does not hold back the others, and each
+    // takes its submission's lock like every other job state change.
+    RETURN_IF_ERROR(impl_->Transact("ReapExpiredLeases", "system:reaper", [&](pqxx::work& tx) {
+      tx.exec_prepared(q::kLockSubmission, job.submission_id, "");
+      pqxx::result rows = tx.exec_prepared(
+          q::kReapExpiredLease, job.job_id, job.attempt, reason,
+          options.max_infrastructure_attempts, Micros(options.retry_backoff_base),
+          Micros(kMaxRetryBackoff));
+      if (rows.empty()) return absl::OkStatus();  // Extended or finished meanwhile.
+      ++reaped;
+      return impl_->AfterInfrastructureFailure(tx, rows[0], job.submission_id, job.job_id,
+                                               reason)
+          .status();
+    }));
+  }
+  RETURN_IF_ERROR(impl_->Transact("ReapExpiredLeases", "system:reaper", [&](pqxx::work& tx) {
+    tx.exec_prepared(q::kMarkSilentWorkersOffline, Micros(options.lease_duration));
+    return absl::OkStatus();
+  }));
+  return reaped;
+}
+
+absl::StatusOr<std::vector<QueueDepthRow>> Store::QueueDepths() {
+  std::vector<QueueDepthRow> depths;
+  RETURN_IF_ERROR(impl_->Transact("QueueDepths", "", [&](pqxx::work& tx) {
+    depths.clear();
+    for (const pqxx::row& row : tx.exec_prepared(q::kQueueDepths)) {
+      QueueDepthRow& depth = depths.emplace_back();
+      depth.arch = row["arch"].as<std::string>();
+      depth.kind = row["kind"].as<std::string>();
+      depth.queued = row["queued"].as<int64_t>();
+      depth.leased = row["leased"].as<int64_t>();
+      depth.oldest_age_seconds = row["oldest_s"].as<double>();
+    }
+    return absl::OkStatus();
+  }));
+  return depths;
+}
+
+absl::StatusOr<std::vector<JobRow>> Store::ListJobs(const std::string& submission_id) {
+  RETURN_IF_ERROR(CheckUuid("submission id", submission_id));
+  std::vector<JobRow> jobs;
+  RETURN_IF_ERROR(impl_->Transact("ListJobs", "", [&](pqxx::work& tx) {
+    jobs.clear();
+    for (const pqxx::row& row : tx.exec_prepared(q::kListJobs, submission_id)) {
+      JobRow& job = jobs.emplace_back();
+      job.job_id = row["job_id"].as<std::string>();
+      job.submission_id = row["submission_id"].as<std::string>();
+      job.kind = row["kind"].as<std::string>();
+      job.arch = row["arch"].as<std::string>();
+      job.state = row["state"].as<std::string>();
+      job.attempt = row["attempt"].as<int>();
+      job.worker_id = row["worker_id"].as<std::string>();
+      if (!row["expires_us"].is_null()) job.lease_expires_at = TimeFromMicros(row["expires_us"]);
+      job.not_before = TimeFromMicros(row["not_before_us"]);
+      job.infrastructure_attempts = row["infrastructure_attempts"].as<int>();
+      job.last_error = row["last_error"].as<std::string>();
+      job.created_at = TimeFromMicros(row["created_us"]);
+    }
+    return absl::OkStatus();
+  }));
+  return jobs;
+}
+
+absl::StatusOr<std::vector<AuditRow>> Store::ListAuditLog(const std::string& entity,
+                                                          const std::string& entity_id) {
+  std::vector<AuditRow> rows;
+  RETURN_IF_ERROR(impl_->Transact("ListAuditLog", "", [&](pqxx::work& tx) {
+    rows.clear();
+    for (const pqxx::row& row : tx.exec_prepared(q::kListAuditLog, entity, entity_id)) {
+      AuditRow& audit = rows.emplace_back();
+      audit.id = row["id"].as<int64_t>();
+      audit.at = TimeFromMicros(row["at_us"]);
+      audit.actor = row["actor"].as<std::string>();
+      audit.entity = row["entity"].as<std::string>();
+      audit.entity_id = row["entity_id"].as<std::string>();
+      audit.old_state = row["old_state"].as<std::string>();
+      audit.new_state = row["new_state"].as<std::string>();
+      audit.detail_json = row["detail_json"].as<std::string>();
+    }
+    return absl::OkStatus();
+  }));
+  return rows;
+}
+
+// ---------------------------------------------------------------------------------------
+// Waiting for notifications.
+
+absl::StatusOr<bool> Store::WaitForQueueChange(absl::Duration timeout) {
+  return WaitForQueueChange(QueueChangeCount(), timeout);
+}
+
+absl::StatusOr<bool> Store::WaitForEvents(absl::Duration timeout) {
+  return WaitForEvents(EventsChangeCount(), timeout);
+}
+
+uint64_t Store::QueueChangeCount() { return impl_->listener().Count(NotifyListener::kQueue); }
+
+uint64_t Store::EventsChangeCount() { return impl_->listener().Count(NotifyListener::kEvents); }
+
+absl::StatusOr<bool> Store::WaitForQueueChange(uint64_t seen, absl::Duration timeout) {
+  return impl_->listener().WaitForChange(NotifyListener::kQueue, seen, timeout);
+}
+
+absl::StatusOr<bool> Store::WaitForEvents(uint64_t seen, absl::Duration timeout) {
+  return impl_->listener().WaitForChange(NotifyListener::kEvents, seen, timeout);
+}
+
+}  // namespace ptxbench::store

@@ -1,0 +1,899 @@
+// The queue conformance suite: what every scheduler built on this store may rely on, checked
+// against a real PostgreSQL (a fresh migrated database per test case, tests/support).
+// Concurrency is real too: threads with their own worker rows race on one Store.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "server/store/store.h"
+#include "tests/support/pg_fixture.h"
+#include "tests/support/status_testing.h"
+
+namespace ptxbench::store {
+namespace {
+
+using ::ptxbench::testing::PgFixture;
+using ::ptxbench::testing::ValueOrFail;
+
+constexpr char kAcme[] = "acme";
+constexpr char kGlobex[] = "globex";
+
+TenantRow Tenant(const std::string& name) {
+  TenantRow tenant;
+  tenant.name = name;
+  return tenant;
+}
+
+TokenRow Token(const std::string& token_id, const std::string& tenant, const std::string& role) {
+  TokenRow token;
+  token.token_id = token_id;
+  token.tenant = tenant;
+  token.role = role;
+  return token;
+}
+
+StoreOptions Options(absl::Duration lease_duration = absl::Seconds(60),
+                     absl::Duration retry_backoff_base = absl::Seconds(2),
+                     int max_infrastructure_attempts = 3, int pool_size = 8) {
+  StoreOptions options;
+  options.lease_duration = lease_duration;
+  options.retry_backoff_base = retry_backoff_base;
+  options.max_infrastructure_attempts = max_infrastructure_attempts;
+  options.pool_size = pool_size;
+  return options;
+}
+
+SubmissionFilter Filter(const std::string& tenant, const std::string& session_id = "",
+                        int page_size = 0, const std::string& page_token = "") {
+  SubmissionFilter filter;
+  filter.tenant = tenant;
+  filter.session_id = session_id;
+  filter.page_size = page_size;
+  filter.page_token = page_token;
+  return filter;
+}
+
+void CreateTenants(Store& store) {
+  REQUIRE_OK(store.CreateTenant(Tenant(kAcme)));
+  REQUIRE_OK(store.CreateTenant(Tenant(kGlobex)));
+}
+
+NewSubmission MakeSubmission(const std::string& tenant, const std::string& arch = "sm_90a",
+                             const std::string& scope = "full") {
+  static std::atomic<int> counter{0};
+  NewSubmission submission;
+  submission.tenant = tenant;
+  submission.task_id = "gemm_n7168_k5120";
+  submission.task_version_hash = "3f2a9c";
+  submission.arch = arch;
+  submission.language = "ptx";
+  submission.source = absl::StrCat("// kernel ", counter++, "\n.version 8.7\n.target ", arch, "\n");
+  submission.model = "test-model";
+  submission.session_id = "session-1";
+  submission.knowledge_level = "templates";
+  submission.scope = scope;
+  return submission;
+}
+
+SubmissionRow Submit(Store& store, const std::string& tenant, const std::string& arch = "sm_90a",
+                     const std::string& scope = "full") {
+  return ValueOrFail(store.CreateSubmission(MakeSubmission(tenant, arch, scope)));
+}
+
+WorkerRow RegisterGpu(Store& store, const std::string& hostname, const std::string& arch) {
+  WorkerRegistration registration;
+  registration.hostname = hostname;
+  registration.arch = arch;
+  registration.gpu_name = arch == "sm_90a" ? "NVIDIA H200" : "NVIDIA B200";
+  registration.gpu_uuid = "GPU-" + hostname;
+  registration.identity_json = R"({"driver_version": "580.65", "cuda_version": "13.0"})";
+  return ValueOrFail(store.RegisterWorker(registration));
+}
+
+WorkerRow RegisterCompiler(Store& store, const std::string& hostname) {
+  WorkerRegistration registration;
+  registration.hostname = hostname;
+  registration.compile_only = true;
+  return ValueOrFail(store.RegisterWorker(registration));
+}
+
+VerdictRow MakeVerdict(const std::string& verdict_class, const std::string& message = "") {
+  VerdictRow verdict;
+  verdict.verdict_class = verdict_class;
+  verdict.compiled = verdict_class != "compile_error";
+  verdict.correct = verdict_class == "pass";
+  verdict.target_executed = verdict_class == "pass";
+  verdict.tic = verdict_class == "pass";
+  verdict.message = message;
+  return verdict;
+}
+
+std::optional<LeasedJobRow> Lease(Store& store, const std::string& worker_id) {
+  return ValueOrFail(store.LeaseJob(worker_id));
+}
+
+// Polls LeaseJob until a job comes (a retry's not_before passes) or `limit` elapses.
+std::optional<LeasedJobRow> LeaseWithin(Store& store, const std::string& worker_id,
+                                        absl::Duration limit) {
+  const absl::Time deadline = absl::Now() + limit;
+  while (absl::Now() < deadline) {
+    if (auto job = Lease(store, worker_id)) return job;
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> EventStages(Store& store, const std::string& submission_id) {
+  std::vector<std::string> stages;
+  for (const StageEventRow& event : ValueOrFail(store.ListStageEvents(submission_id, 0))) {
+    stages.push_back(event.kind == "notice" ? "notice" : event.stage);
+  }
+  return stages;
+}
+
+TEST_CASE_METHOD(PgFixture, "sixteen concurrent leasers never share a job; each is leased once",
+                 "[store][queue]") {
+  auto store = ConnectStore(Options());
+  CreateTenants(*store);
+  constexpr int kJobs = 160;
+  constexpr int kLeasers = 16;
+  for (int i = 0; i < kJobs; ++i) {
+    Submit(*store, i % 2 == 0 ? kAcme : kGlobex, i % 3 == 0 ? "sm_100a" : "sm_90a",
+           "compile_only");
+  }
+  std::vector<std::string> worker_ids;
+  for (int i = 0; i < kLeasers; ++i) {
+    worker_ids.push_back(RegisterCompiler(*store, absl::StrCat("compiler-", i)).worker_id);
+  }
+
+  std::atomic<int> completed{0};
+  std::vector<std::vector<LeaseRef>> leased(kLeasers);
+  std::vector<std::string> errors(kLeasers);
+  std::vector<std::thread> threads;
+  const absl::Time deadline = absl::Now() + absl::Seconds(60);
+  for (int i = 0; i < kLeasers; ++i) {
+    threads.emplace_back([&, i] {
+      while (completed.load() < kJobs) {
+        if (absl::Now() > deadline) {
+          errors[i] = "deadline passed";
+          return;
+        }
+        auto job = store->LeaseJob(worker_ids[i]);
+        if (!job.ok()) {
+          errors[i] = job.status().ToString();
+          return;
+        }
+        if (!job->has_value()) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(2));
+          continue;
+        }
+        leased[i].push_back((*job)->lease);
+        absl::Status done = store->CompleteJob((*job)->lease, MakeVerdict("compiled"));
+        if (!done.ok()) {
+          errors[i] = done.ToString();
+          return;
+        }
+        ++completed;
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+
+  for (const std::string& error : errors) {
+    INFO(error);
+    CHECK(error.empty());
+  }
+  std::set<std::string> distinct;
+  int total = 0;
+  int leasers_that_worked = 0;
+  for (int i = 0; i < kLeasers; ++i) {
+    leasers_that_worked += leased[i].empty() ? 0 : 1;
+    for (const LeaseRef& lease : leased[i]) {
+      ++total;
+      distinct.insert(lease.job_id);
+      CHECK(lease.attempt == 1);
+      CHECK(lease.worker_id == worker_ids[i]);
+    }
+  }
+  REQUIRE(total == kJobs);
+  REQUIRE(distinct.size() == static_cast<size_t>(kJobs));
+  // Not a fairness claim, only evidence that the leasers really ran concurrently.
+  CHECK(leasers_that_worked > 1);
+  REQUIRE(database().Scalar("SELECT count(*) FROM submissions WHERE state = 'finished'")
+              .value() == std::to_string(kJobs));
+  REQUIRE(database().Scalar("SELECT count(*) FROM verdicts WHERE verdict_class = 'compiled'")
+              .value() == std::to_string(kJobs));
+  REQUIRE(ValueOrFail(store->QueueDepths()).empty());
+}
+
+TEST_CASE_METHOD(PgFixture, "a stale worker is fenced out once its lease is reaped and re-leased",
+                 "[store][queue]") {
+  auto store = ConnectStore(Options(absl::Milliseconds(200), absl::ZeroDuration()));
+  CreateTenants(*store);
+  SubmissionRow submission = Submit(*store, kAcme);
+  WorkerRow stale = RegisterGpu(*store, "h200-a", "sm_90a");
+  WorkerRow fresh = RegisterGpu(*store, "h200-b", "sm_90a");
+
+  std::optional<LeasedJobRow> first = Lease(*store, stale.worker_id);
+  REQUIRE(first.has_value());
+  REQUIRE(first->lease.attempt == 1);
+  absl::SleepFor(absl::Milliseconds(300));
+  REQUIRE(ValueOrFail(store->ReapExpiredLeases()) == 1);
+  // Both workers were silent for a lease period, so the reaper marked them offline; the fresh
+  // one comes back with a heartbeat, the stale one never does.
+  REQUIRE(ValueOrFail(store->Heartbeat(fresh.worker_id, {}, true, "")).lost.empty());
+  std::optional<LeasedJobRow> second = Lease(*store, fresh.worker_id);
+  REQUIRE(second.has_value());
+  REQUIRE(second->lease.job_id == first->lease.job_id);
+  REQUIRE(second->lease.attempt == 2);
+
+  // Every call of the stale worker about its old lease is refused and changes nothing.
+  HeartbeatResult beat = ValueOrFail(store->Heartbeat(stale.worker_id, {first->lease}, true, ""));
+  REQUIRE(beat.lost.size() == 1);
+  REQUIRE(beat.lost[0].job_id == first->lease.job_id);
+  REQUIRE(beat.cancelled_job_ids.empty());
+  absl::Status report = store->ReportStage(first->lease, "compile", R"({"ok": true})");
+  REQUIRE(IsLeaseLost(report));
+  REQUIRE_THAT(std::string(report.message()), Catch::Contains("leased again"));
+  REQUIRE(IsLeaseLost(store->CompleteJob(first->lease, MakeVerdict("pass", "stale"))));
+  REQUIRE(IsLeaseLost(store->FailJob(first->lease, "infrastructure", "stale").status()));
+  REQUIRE(IsLeaseLost(store->FailJob(first->lease, "kernel", "stale").status()));
+  // The same worker with the new attempt number would be a different lease: the fence is on
+  // all three parts.
+  LeaseRef wrong_worker = second->lease;
+  wrong_worker.worker_id = stale.worker_id;
+  REQUIRE(IsLeaseLost(store->CompleteJob(wrong_worker, MakeVerdict("pass"))));
+
+  // The current holder is unaffected, and its verdict is stored exactly once.
+  REQUIRE_OK(store->ReportStage(second->lease, "compile", R"({"ok": true})"));
+  REQUIRE_OK(store->CompleteJob(second->lease, MakeVerdict("compile_error", "from the holder")));
+  REQUIRE(IsLeaseLost(store->CompleteJob(second->lease, MakeVerdict("pass", "twice"))));
+  SubmissionRow finished = ValueOrFail(store->GetSubmission(submission.id, kAcme));
+  REQUIRE(finished.state == "finished");
+  REQUIRE(finished.verdict.has_value());
+  REQUIRE(finished.verdict->verdict_class == "compile_error");
+  REQUIRE(finished.verdict->message == "from the holder");
+  REQUIRE(database().Scalar("SELECT count(*) FROM verdicts").value() == "1");
+
+  // The audit log tells the story with its actors.
+  std::vector<AuditRow> audit = ValueOrFail(store->ListAuditLog("job", first->lease.job_id));
+  std::vector<std::string> transitions;
+  for (const AuditRow& row : audit) transitions.push_back(row.new_state + " by " + row.actor);
+  REQUIRE(transitions == std::vector<std::string>{
+                             "queued by tenant:acme",
+                             "leased by worker:" + stale.worker_id,
+                             "queued by system:reaper",
+                             "leased by worker:" + fresh.worker_id,
+                             "done by worker:" + fresh.worker_id,
+                         });
+}
+
+TEST_CASE_METHOD(PgFixture, "an expired lease is requeued as an infrastructure attempt with backoff",
+                 "[store][queue]") {
+  auto store = ConnectStore(Options(absl::Milliseconds(100), absl::Seconds(2), 3));
+  CreateTenants(*store);
+  SubmissionRow submission = Submit(*store, kAcme);
+  WorkerRow worker = RegisterGpu(*store, "h200-a", "sm_90a");
+  std::optional<LeasedJobRow> job = Lease(*store, worker.worker_id);
+  REQUIRE(job.has_value());
+
+  // Not expired yet: nothing to reap, and a heartbeat extends the lease.
+  REQUIRE(ValueOrFail(store->ReapExpiredLeases()) == 0);
+  REQUIRE(ValueOrFail(store->Heartbeat(worker.worker_id, {job->lease}, true, "")).lost.empty());
+  absl::SleepFor(absl::Milliseconds(250));
+  const absl::Time reaped_at = absl::Now();
+  REQUIRE(ValueOrFail(store->ReapExpiredLeases()) == 1);
+
+  std::vector<JobRow> jobs = ValueOrFail(store->ListJobs(submission.id));
+  REQUIRE(jobs.size() == 1);
+  REQUIRE(jobs[0].state == "queued");
+  REQUIRE(jobs[0].attempt == 1);
+  REQUIRE(jobs[0].infrastructure_attempts == 1);
+  REQUIRE_FALSE(jobs[0].lease_expires_at.has_value());
+  REQUIRE_THAT(jobs[0].last_error, Catch::Contains("lease expired"));
+  // First retry: base * 2^0 with jitter in [0.5, 1.5) => 1 s to 3 s from the reap.
+  const double delay_s = absl::ToDoubleSeconds(jobs[0].not_before - reaped_at);
+  CHECK(delay_s >= 0.9);
+  CHECK(delay_s <= 3.1);
+  // not_before is respected, even by a healthy worker of the right arch.
+  REQUIRE(ValueOrFail(store->Heartbeat(worker.worker_id, {}, true, "")).lost.empty());
+  REQUIRE_FALSE(Lease(*store, worker.worker_id).has_value());
+  // The submission is still running and the watcher saw why.
+  REQUIRE(ValueOrFail(store->GetSubmission(submission.id, "")).state == "running");
+  std::vector<StageEventRow> events = ValueOrFail(store->ListStageEvents(submission.id, 0));
+  REQUIRE(events.back().kind == "notice");
+  REQUIRE_THAT(events.back().payload_json, Catch::Contains("infrastructure failure (1 of 3)"));
+}
+
+TEST_CASE_METHOD(PgFixture, "infrastructure failures retry with growing backoff up to the cap",
+                 "[store][queue]") {
+  const absl::Duration base = absl::Milliseconds(150);
+  auto store = ConnectStore(Options(absl::Seconds(60), base, 3));
+  CreateTenants(*store);
+  SubmissionRow submission = Submit(*store, kAcme);
+  WorkerRow worker = RegisterGpu(*store, "h200-a", "sm_90a");
+
+  for (int failure = 1; failure <= 3; ++failure) {
+    std::optional<LeasedJobRow> job = LeaseWithin(*store, worker.worker_id, absl::Seconds(5));
+    REQUIRE(job.has_value());
+    REQUIRE(job->lease.attempt == failure);
+    const absl::Time failed_at = absl::Now();
+    const bool will_retry = ValueOrFail(store->FailJob(
+        job->lease, "infrastructure", absl::StrCat("sandbox crashed #", failure)));
+    std::vector<JobRow> jobs = ValueOrFail(store->ListJobs(submission.id));
+    REQUIRE(jobs[0].infrastructure_attempts == failure);
+    if (failure < 3) {
+      REQUIRE(will_retry);
+      REQUIRE(jobs[0].state == "queued");
+      // base * 2^(failure-1) * [0.5, 1.5), measured from just before the call.
+      const double nominal = absl::ToDoubleSeconds(base) * (1 << (failure - 1));
+      const double delay = absl::ToDoubleSeconds(jobs[0].not_before - failed_at);
+      CHECK(delay >= 0.5 * nominal - 0.02);
+      CHECK(delay <= 1.5 * nominal + 0.1);
+      REQUIRE_FALSE(Lease(*store, worker.worker_id).has_value());
+    } else {
+      REQUIRE_FALSE(will_retry);
+      REQUIRE(jobs[0].state == "failed");
+    }
+  }
+  SubmissionRow finished = ValueOrFail(store->GetSubmission(submission.id, kAcme));
+  REQUIRE(finished.state == "finished");
+  REQUIRE(finished.stage == "done");
+  REQUIRE(finished.verdict->verdict_class == "infrastructure_failure");
+  REQUIRE_THAT(finished.verdict->message, Catch::Contains("gave up after 3"));
+  REQUIRE_THAT(finished.verdict->message, Catch::Contains("sandbox crashed #3"));
+  REQUIRE_THAT(finished.verdict->verdict_json,
+               Catch::Contains("VERDICT_CLASS_INFRASTRUCTURE_FAILURE"));
+  REQUIRE(EventStages(*store, submission.id) ==
+          std::vector<std::string>{"queued", "notice", "notice", "done"});
+  REQUIRE_FALSE(Lease(*store, worker.worker_id).has_value());
+}
+
+TEST_CASE_METHOD(PgFixture, "a kernel failure is never retried", "[store][queue]") {
+  auto store = ConnectStore(Options(absl::Seconds(60), absl::ZeroDuration()));
+  CreateTenants(*store);
+  WorkerRow worker = RegisterGpu(*store, "h200-a", "sm_90a");
+
+  SubmissionRow named = Submit(*store, kAcme);
+  std::optional<LeasedJobRow> job = Lease(*store, worker.worker_id);
+  REQUIRE(job.has_value());
+  REQUIRE_FALSE(ValueOrFail(store->FailJob(job->lease, "kernel", "watchdog fired", "timeout")));
+  REQUIRE_FALSE(Lease(*store, worker.worker_id).has_value());
+  SubmissionRow finished = ValueOrFail(store->GetSubmission(named.id, kAcme));
+  REQUIRE(finished.state == "finished");
+  REQUIRE(finished.verdict->verdict_class == "timeout");
+  REQUIRE(finished.verdict->message == "watchdog fired");
+  std::vector<JobRow> jobs = ValueOrFail(store->ListJobs(named.id));
+  REQUIRE(jobs[0].state == "failed");
+  REQUIRE(jobs[0].infrastructure_attempts == 0);
+
+  // Without a class, a compile job's kernel failure is a compile error.
+  SubmissionRow defaulted = Submit(*store, kAcme);
+  job = Lease(*store, worker.worker_id);
+  REQUIRE(job.has_value());
+  REQUIRE_FALSE(ValueOrFail(store->FailJob(job->lease, "kernel", "ptxas refused")));
+  REQUIRE(ValueOrFail(store->GetSubmission(defaulted.id, "")).verdict->verdict_class ==
+          "compile_error");
+
+  // Classes that are not kernel failures, and unknown kinds, are refused before anything.
+  SubmissionRow third = Submit(*store, kAcme);
+  job = Lease(*store, worker.worker_id);
+  REQUIRE(job.has_value());
+  REQUIRE_STATUS(store->FailJob(job->lease, "kernel", "x", "pass"),
+                 absl::StatusCode::kInvalidArgument);
+  REQUIRE_STATUS(store->FailJob(job->lease, "gpu", "x"), absl::StatusCode::kInvalidArgument);
+  REQUIRE(ValueOrFail(store->GetSubmission(third.id, "")).state == "running");
+}
+
+TEST_CASE_METHOD(PgFixture, "fair share: the tenant with the fewest leased jobs goes first",
+                 "[store][queue]") {
+  auto store = ConnectStore();
+  CreateTenants(*store);
+  // acme floods the queue first; globex arrives later with two.
+  std::map<std::string, std::string> tenant_of;
+  for (int i = 0; i < 6; ++i) tenant_of[Submit(*store, kAcme).id] = kAcme;
+  for (int i = 0; i < 2; ++i) tenant_of[Submit(*store, kGlobex).id] = kGlobex;
+  WorkerRow worker = RegisterGpu(*store, "h200-a", "sm_90a");
+
+  std::vector<std::string> order;
+  for (int i = 0; i < 8; ++i) {
+    std::optional<LeasedJobRow> job = Lease(*store, worker.worker_id);
+    REQUIRE(job.has_value());
+    order.push_back(tenant_of.at(job->submission_id));
+  }
+  // Leased jobs are held (never completed), so every lease changes the counts:
+  // (0,0) acme oldest; (1,0) globex; (1,1) acme oldest; (2,1) globex; then only acme is left.
+  REQUIRE(order == std::vector<std::string>{kAcme, kGlobex, kAcme, kGlobex, kAcme, kAcme, kAcme,
+                                            kAcme});
+  REQUIRE_FALSE(Lease(*store, worker.worker_id).has_value());
+}
+
+TEST_CASE_METHOD(PgFixture, "arch routing: GPU workers take their arch, compile-only workers compile",
+                 "[store][queue]") {
+  auto store = ConnectStore();
+  CreateTenants(*store);
+  SubmissionRow hopper = Submit(*store, kAcme, "sm_90a");
+  SubmissionRow blackwell = Submit(*store, kAcme, "sm_100a");
+  WorkerRow h200 = RegisterGpu(*store, "h200-a", "sm_90a");
+  WorkerRow b200 = RegisterGpu(*store, "b200-a", "sm_100a");
+  WorkerRow compiler = RegisterCompiler(*store, "cpu-a");
+
+  // The B200 gets the sm_100a job although the sm_90a one is older, and nothing else.
+  std::optional<LeasedJobRow> b200_job = Lease(*store, b200.worker_id);
+  REQUIRE(b200_job.has_value());
+  REQUIRE(b200_job->submission_id == blackwell.id);
+  REQUIRE(b200_job->arch == "sm_100a");
+  REQUIRE_FALSE(Lease(*store, b200.worker_id).has_value());
+
+  // A compile-only worker takes compile jobs of any arch.
+  std::optional<LeasedJobRow> compile = Lease(*store, compiler.worker_id);
+  REQUIRE(compile.has_value());
+  REQUIRE(compile->submission_id == hopper.id);
+  REQUIRE(compile->kind == "compile");
+  REQUIRE(compile->arch == "sm_90a");
+  REQUIRE_OK(store->CompleteJob(compile->lease, MakeVerdict("compiled")));
+
+  // The evaluate job that follows goes to the sm_90a GPU only: never to the compile-only
+  // worker, never to the other arch.
+  REQUIRE_FALSE(Lease(*store, compiler.worker_id).has_value());
+  REQUIRE_FALSE(Lease(*store, b200.worker_id).has_value());
+  REQUIRE(ValueOrFail(store->CountCapableWorkers("sm_90a", "evaluate", absl::Minutes(1))) == 1);
+  REQUIRE(ValueOrFail(store->CountCapableWorkers("sm_90a", "compile", absl::Minutes(1))) == 2);
+  REQUIRE(ValueOrFail(store->CountCapableWorkers("sm_100a", "evaluate", absl::Minutes(1))) == 1);
+
+  // A draining worker gets nothing (and learns it from its heartbeat); an unhealthy one
+  // neither; each resumes when the condition is lifted.
+  REQUIRE(ValueOrFail(store->SetWorkerState(h200.worker_id, "draining", "maintenance")).state ==
+          "draining");
+  REQUIRE_FALSE(Lease(*store, h200.worker_id).has_value());
+  HeartbeatResult beat = ValueOrFail(store->Heartbeat(h200.worker_id, {}, true, ""));
+  REQUIRE(beat.drain);
+  REQUIRE(ValueOrFail(store->CountCapableWorkers("sm_90a", "evaluate", absl::Minutes(1))) == 0);
+  REQUIRE_OK(store->SetWorkerState(h200.worker_id, "active", ""));
+  REQUIRE(ValueOrFail(store->Heartbeat(h200.worker_id, {}, false, "ECC errors")).drain == false);
+  REQUIRE_FALSE(Lease(*store, h200.worker_id).has_value());
+  REQUIRE_FALSE(ValueOrFail(store->Heartbeat(h200.worker_id, {}, true, "")).drain);
+  std::optional<LeasedJobRow> evaluate = Lease(*store, h200.worker_id);
+  REQUIRE(evaluate.has_value());
+  REQUIRE(evaluate->kind == "evaluate");
+  REQUIRE(evaluate->submission_id == hopper.id);
+  REQUIRE_THAT(evaluate->source, Catch::Contains(".target sm_90a"));
+
+  // Re-registering the same GPU keeps the worker's id and counts its held job.
+  WorkerRow again = RegisterGpu(*store, "h200-a", "sm_90a");
+  REQUIRE(again.worker_id == h200.worker_id);
+  REQUIRE(again.jobs_held == 1);
+  REQUIRE(ValueOrFail(store->ListWorkers()).size() == 3);
+  std::vector<QueueDepthRow> depths = ValueOrFail(store->QueueDepths());
+  REQUIRE(depths.size() == 2);  // sm_100a compile (leased), sm_90a evaluate (leased).
+  for (const QueueDepthRow& depth : depths) {
+    CHECK(depth.queued == 0);
+    CHECK(depth.leased == 1);
+  }
+}
+
+TEST_CASE_METHOD(PgFixture, "compile then evaluate: a clean compile of a full submission chains",
+                 "[store][queue]") {
+  auto store = ConnectStore();
+  CreateTenants(*store);
+  WorkerRow compiler = RegisterCompiler(*store, "cpu-a");
+  WorkerRow gpu = RegisterGpu(*store, "h200-a", "sm_90a");
+
+  SECTION("full scope: compiled -> evaluate job -> pass") {
+    NewSubmission request = MakeSubmission(kAcme);
+    request.launch_plan_json = R"({"launches": [{"kernel": "gemm", "grid": [132, 1, 1]}]})";
+    SubmissionRow submission = ValueOrFail(store->CreateSubmission(request));
+    REQUIRE(submission.state == "queued");
+    REQUIRE(submission.stage == "queued");
+    REQUIRE(submission.source_sha256.size() == 64);
+
+    std::optional<LeasedJobRow> compile = Lease(*store, compiler.worker_id);
+    REQUIRE(compile.has_value());
+    REQUIRE(compile->source == request.source);
+    REQUIRE_THAT(compile->launch_plan_json, Catch::Contains("\"grid\": [132, 1, 1]"));
+    REQUIRE_OK(store->ReportStage(compile->lease, "compile", R"({"ok": true})"));
+    REQUIRE_OK(store->CompleteJob(compile->lease, MakeVerdict("compiled")));
+    SubmissionRow between = ValueOrFail(store->GetSubmission(submission.id, kAcme));
+    REQUIRE(between.state == "running");
+    REQUIRE_FALSE(between.verdict.has_value());
+    std::vector<JobRow> jobs = ValueOrFail(store->ListJobs(submission.id));
+    REQUIRE(jobs.size() == 2);
+    REQUIRE(jobs[0].kind == "compile");
+    REQUIRE(jobs[0].state == "done");
+    REQUIRE(jobs[1].kind == "evaluate");
+    REQUIRE(jobs[1].state == "queued");
+
+    std::optional<LeasedJobRow> evaluate = Lease(*store, gpu.worker_id);
+    REQUIRE(evaluate.has_value());
+    REQUIRE(evaluate->kind == "evaluate");
+    REQUIRE(evaluate->lease.attempt == 1);
+    REQUIRE_OK(store->ReportStage(evaluate->lease, "compile", R"({"ok": true})"));
+    REQUIRE_OK(store->ReportStage(evaluate->lease, "correctness", R"({"ok": true})"));
+    REQUIRE(ValueOrFail(store->GetSubmission(submission.id, "")).stage == "correctness");
+    VerdictRow pass = MakeVerdict("pass", "all workloads within tolerance");
+    pass.speedup = 1.25;
+    pass.verdict_json = R"({"verdict_class": "VERDICT_CLASS_PASS", "speedup": 1.25})";
+    REQUIRE_OK(store->CompleteJob(evaluate->lease, pass));
+
+    SubmissionRow finished = ValueOrFail(store->GetSubmission(submission.id, kAcme));
+    REQUIRE(finished.state == "finished");
+    REQUIRE(finished.stage == "done");
+    REQUIRE(finished.verdict->verdict_class == "pass");
+    REQUIRE(finished.verdict->tic);
+    REQUIRE(finished.verdict->speedup == Approx(1.25));
+    REQUIRE_THAT(finished.verdict->verdict_json, Catch::Contains("VERDICT_CLASS_PASS"));
+
+    // The full history replays in order, seq 1..n without gaps, and from any point.
+    std::vector<StageEventRow> events = ValueOrFail(store->ListStageEvents(submission.id, 0));
+    REQUIRE(EventStages(*store, submission.id) ==
+            std::vector<std::string>{"queued", "compile", "compile", "correctness", "done"});
+    for (size_t i = 0; i < events.size(); ++i) REQUIRE(events[i].seq == static_cast<int>(i) + 1);
+    REQUIRE_THAT(events.back().payload_json, Catch::Contains("VERDICT_CLASS_PASS"));
+    std::vector<StageEventRow> tail = ValueOrFail(store->ListStageEvents(submission.id, 3));
+    REQUIRE(tail.size() == 2);
+    REQUIRE(tail[0].seq == 4);
+    REQUIRE(ValueOrFail(store->ListStageEvents(submission.id, 5)).empty());
+  }
+
+  SECTION("compile-only scope: compiled is the verdict") {
+    SubmissionRow submission = Submit(*store, kAcme, "sm_100a", "compile_only");
+    std::optional<LeasedJobRow> compile = Lease(*store, compiler.worker_id);
+    REQUIRE(compile.has_value());
+    REQUIRE_OK(store->CompleteJob(compile->lease, MakeVerdict("compiled")));
+    SubmissionRow finished = ValueOrFail(store->GetSubmission(submission.id, kAcme));
+    REQUIRE(finished.state == "finished");
+    REQUIRE(finished.verdict->verdict_class == "compiled");
+    REQUIRE(ValueOrFail(store->ListJobs(submission.id)).size() == 1);
+  }
+
+  SECTION("full scope: a compile error finishes without an evaluate job") {
+    SubmissionRow submission = Submit(*store, kAcme);
+    std::optional<LeasedJobRow> compile = Lease(*store, gpu.worker_id);
+    REQUIRE(compile.has_value());
+    REQUIRE_OK(store->CompleteJob(compile->lease, MakeVerdict("compile_error", "wgmma: bad")));
+    REQUIRE(ValueOrFail(store->ListJobs(submission.id)).size() == 1);
+    REQUIRE(ValueOrFail(store->GetSubmission(submission.id, "")).verdict->verdict_class ==
+            "compile_error");
+    REQUIRE_FALSE(Lease(*store, gpu.worker_id).has_value());
+  }
+
+  SECTION("verdicts only the scheduler decides are refused") {
+    Submit(*store, kAcme);
+    std::optional<LeasedJobRow> compile = Lease(*store, gpu.worker_id);
+    REQUIRE(compile.has_value());
+    REQUIRE_STATUS(store->CompleteJob(compile->lease, MakeVerdict("infrastructure_failure")),
+                   absl::StatusCode::kInvalidArgument);
+    REQUIRE_STATUS(store->CompleteJob(compile->lease, MakeVerdict("cancelled")),
+                   absl::StatusCode::kInvalidArgument);
+    REQUIRE_STATUS(store->CompleteJob(compile->lease, MakeVerdict("excellent")),
+                   absl::StatusCode::kInvalidArgument);
+    VerdictRow not_json = MakeVerdict("pass");
+    not_json.verdict_json = "{not json";
+    REQUIRE_STATUS(store->CompleteJob(compile->lease, not_json),
+                   absl::StatusCode::kInvalidArgument);
+    // None of the refusals consumed the lease.
+    REQUIRE_OK(store->CompleteJob(compile->lease, MakeVerdict("compile_error")));
+  }
+}
+
+TEST_CASE_METHOD(PgFixture, "an idempotency key returns the first submission", "[store][queue]") {
+  auto store = ConnectStore();
+  CreateTenants(*store);
+  NewSubmission request = MakeSubmission(kAcme);
+  request.idempotency_key = "turn-7";
+  SubmissionRow first = ValueOrFail(store->CreateSubmission(request));
+  SubmissionRow again = ValueOrFail(store->CreateSubmission(request));
+  REQUIRE(again.id == first.id);
+  REQUIRE(ValueOrFail(store->ListJobs(first.id)).size() == 1);
+  REQUIRE(ValueOrFail(store->ListStageEvents(first.id, 0)).size() == 1);
+
+  // The same key with different content is a client bug, not a retry.
+  NewSubmission different = MakeSubmission(kAcme);
+  different.idempotency_key = "turn-7";
+  absl::Status conflict = store->CreateSubmission(different).status();
+  REQUIRE(absl::IsAlreadyExists(conflict));
+  REQUIRE_THAT(std::string(conflict.message()), Catch::Contains(first.id));
+
+  // Keys are per tenant; no key never collides.
+  NewSubmission other_tenant = request;
+  other_tenant.tenant = kGlobex;
+  REQUIRE(ValueOrFail(store->CreateSubmission(other_tenant)).id != first.id);
+  NewSubmission no_key = MakeSubmission(kAcme);
+  REQUIRE(ValueOrFail(store->CreateSubmission(no_key)).id !=
+          ValueOrFail(store->CreateSubmission(no_key)).id);
+
+  // Concurrent retries with one key: one submission, everybody gets its id.
+  NewSubmission racing = MakeSubmission(kGlobex);
+  racing.idempotency_key = "race";
+  std::vector<std::string> ids(8);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 8; ++i) {
+    threads.emplace_back([&, i] {
+      auto row = store->CreateSubmission(racing);
+      ids[i] = row.ok() ? row->id : row.status().ToString();
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (const std::string& id : ids) REQUIRE(id == ids[0]);
+  REQUIRE(database()
+              .Scalar("SELECT count(*) FROM submissions WHERE idempotency_key = 'race'")
+              .value() == "1");
+}
+
+TEST_CASE_METHOD(PgFixture, "cancel stops queued and leased jobs; the holder learns it",
+                 "[store][queue]") {
+  auto store = ConnectStore();
+  CreateTenants(*store);
+  WorkerRow worker = RegisterGpu(*store, "h200-a", "sm_90a");
+  SubmissionRow running = Submit(*store, kAcme);
+  std::optional<LeasedJobRow> job = Lease(*store, worker.worker_id);
+  REQUIRE(job.has_value());
+  SubmissionRow queued = Submit(*store, kAcme);
+
+  // Another tenant cannot even see it.
+  REQUIRE_STATUS(store->CancelSubmission(running.id, kGlobex), absl::StatusCode::kNotFound);
+
+  SubmissionRow cancelled = ValueOrFail(store->CancelSubmission(running.id, kAcme));
+  REQUIRE(cancelled.state == "cancelled");
+  REQUIRE(cancelled.stage == "done");
+  REQUIRE(cancelled.verdict->verdict_class == "cancelled");
+  HeartbeatResult beat = ValueOrFail(store->Heartbeat(worker.worker_id, {job->lease}, true, ""));
+  REQUIRE(beat.cancelled_job_ids == std::vector<std::string>{job->lease.job_id});
+  REQUIRE(beat.lost.empty());
+  absl::Status late = store->CompleteJob(job->lease, MakeVerdict("pass"));
+  REQUIRE(IsLeaseLost(late));
+  REQUIRE_THAT(std::string(late.message()), Catch::Contains("cancelled"));
+  REQUIRE(ValueOrFail(store->GetSubmission(running.id, "")).verdict->verdict_class ==
+          "cancelled");
+
+  // A queued submission's job never reaches a worker.
+  REQUIRE(ValueOrFail(store->CancelSubmission(queued.id, "")).state == "cancelled");
+  REQUIRE(ValueOrFail(store->ListJobs(queued.id))[0].state == "cancelled");
+  REQUIRE_FALSE(Lease(*store, worker.worker_id).has_value());
+  // Cancelling again changes nothing; the watcher's last event is "done".
+  REQUIRE(ValueOrFail(store->CancelSubmission(queued.id, kAcme)).state == "cancelled");
+  REQUIRE(EventStages(*store, queued.id) == std::vector<std::string>{"queued", "done"});
+  REQUIRE(ValueOrFail(store->CountUnfinishedSubmissions(kAcme)) == 0);
+  // Notices after the end are dropped, so "done" stays last.
+  REQUIRE_OK(store->AppendNotice(queued.id, R"({"notice": "no worker for sm_90a"})"));
+  REQUIRE(EventStages(*store, queued.id).back() == "done");
+  std::vector<AuditRow> audit = ValueOrFail(store->ListAuditLog("submission", running.id));
+  REQUIRE(audit.back().new_state == "cancelled");
+  REQUIRE(audit.back().actor == "tenant:acme");
+}
+
+TEST_CASE_METHOD(PgFixture, "LISTEN/NOTIFY wakes waiting leasers and watchers", "[store][queue]") {
+  auto store = ConnectStore();
+  CreateTenants(*store);
+
+  // Nothing happens: the wait ends at its timeout, not before.
+  const absl::Time quiet_start = absl::Now();
+  REQUIRE_FALSE(ValueOrFail(store->WaitForQueueChange(absl::Milliseconds(200))));
+  REQUIRE(absl::Now() - quiet_start >= absl::Milliseconds(190));
+
+  // One NOTIFY wakes every waiter sharing the listening connection.
+  constexpr int kWaiters = 8;
+  const uint64_t seen = store->QueueChangeCount();
+  std::vector<int> woken(kWaiters, -1);
+  std::vector<std::thread> waiters;
+  for (int i = 0; i < kWaiters; ++i) {
+    waiters.emplace_back([&, i] {
+      auto woke = store->WaitForQueueChange(seen, absl::Seconds(20));
+      woken[i] = woke.ok() && *woke ? 1 : 0;
+    });
+  }
+  absl::SleepFor(absl::Milliseconds(100));
+  const absl::Time submitted_at = absl::Now();
+  SubmissionRow submission = Submit(*store, kAcme);
+  for (std::thread& waiter : waiters) waiter.join();
+  REQUIRE(absl::Now() - submitted_at < absl::Seconds(5));
+  REQUIRE(std::count(woken.begin(), woken.end(), 1) == kWaiters);
+
+  // A stage report wakes watchers.
+  WorkerRow worker = RegisterGpu(*store, "h200-a", "sm_90a");
+  std::optional<LeasedJobRow> job = Lease(*store, worker.worker_id);
+  REQUIRE(job.has_value());
+  const uint64_t events_seen = store->EventsChangeCount();
+  bool watcher_woke = false;
+  std::thread watcher([&] {
+    auto woke = store->WaitForEvents(events_seen, absl::Seconds(20));
+    watcher_woke = woke.ok() && *woke;
+  });
+  absl::SleepFor(absl::Milliseconds(50));
+  const absl::Time reported_at = absl::Now();
+  REQUIRE_OK(store->ReportStage(job->lease, "compile", R"({"ok": true})"));
+  watcher.join();
+  REQUIRE(watcher_woke);
+  REQUIRE(absl::Now() - reported_at < absl::Seconds(5));
+
+  // A requeue notifies leasers too (a retried job is leasable again).
+  const uint64_t before_requeue = store->QueueChangeCount();
+  REQUIRE(ValueOrFail(store->FailJob(job->lease, "infrastructure", "GPU fell off the bus")));
+  REQUIRE(ValueOrFail(store->WaitForQueueChange(before_requeue, absl::Seconds(5))));
+}
+
+TEST_CASE_METHOD(PgFixture, "the audit log records actors and refuses changes", "[store][audit]") {
+  auto store = ConnectStore();
+  CreateTenants(*store);
+  REQUIRE_OK(store->CreateToken(Token("tok1", kAcme, "vendor"),
+                                std::string(64, 'a'), "admin:root"));
+  REQUIRE_OK(store->RevokeToken("tok1", "admin:root"));
+  std::vector<AuditRow> token_audit = ValueOrFail(store->ListAuditLog("token", "tok1"));
+  REQUIRE(token_audit.size() == 2);
+  REQUIRE(token_audit[0].new_state == "active");
+  REQUIRE(token_audit[1].old_state == "active");
+  REQUIRE(token_audit[1].new_state == "revoked");
+  REQUIRE(token_audit[1].actor == "admin:root");
+
+  WorkerRow worker = RegisterGpu(*store, "h200-a", "sm_90a");
+  REQUIRE_OK(store->SetWorkerState(worker.worker_id, "draining", "", "admin:root"));
+  std::vector<AuditRow> worker_audit = ValueOrFail(store->ListAuditLog("worker", worker.worker_id));
+  REQUIRE(worker_audit.back().new_state == "draining");
+  REQUIRE(worker_audit.back().actor == "admin:root");
+
+  // Append-only, even for the superuser the tests connect as.
+  REQUIRE_STATUS(database().Sql("UPDATE audit_log SET actor = 'nobody'"),
+                 absl::StatusCode::kPermissionDenied);
+  REQUIRE_STATUS(database().Sql("DELETE FROM audit_log"), absl::StatusCode::kPermissionDenied);
+  REQUIRE_STATUS(database().Sql("TRUNCATE audit_log"), absl::StatusCode::kPermissionDenied);
+  // A change made outside the store is still recorded, attributed to the database role.
+  REQUIRE_OK(database().Sql(
+      absl::StrCat("UPDATE workers SET state = 'offline' WHERE id = '", worker.worker_id, "'")));
+  REQUIRE_THAT(ValueOrFail(store->ListAuditLog("worker", worker.worker_id)).back().actor,
+               Catch::StartsWith("sql:"));
+}
+
+TEST_CASE_METHOD(PgFixture, "tokens, tenants and listings", "[store]") {
+  auto store = ConnectStore();
+  CreateTenants(*store);
+  REQUIRE_STATUS(store->CreateTenant(Tenant(kAcme)), absl::StatusCode::kAlreadyExists);
+  REQUIRE(ValueOrFail(store->ListTenants()).size() == 2);
+  REQUIRE(ValueOrFail(store->CountTokens()) == 0);
+
+  // A digest may be given as hex or as raw bytes; lookups find the token either way.
+  const std::string hex = "00112233445566778899aabbccddeeff00112233445566778899AABBCCDDEEFF";
+  REQUIRE_OK(store->CreateToken(Token("v1", kAcme, "vendor"),
+                                hex));
+  REQUIRE_OK(store->CreateToken(Token("w1", "", "worker"),
+                                std::string(32, '\x7f')));
+  TokenRow found = ValueOrFail(store->FindTokenBySecretHash(hex));
+  REQUIRE(found.token_id == "v1");
+  REQUIRE(found.tenant == kAcme);
+  std::string raw_as_hex;
+  for (int i = 0; i < 32; ++i) raw_as_hex += "7F";
+  REQUIRE(ValueOrFail(store->FindTokenBySecretHash(raw_as_hex)).token_id == "w1");
+  REQUIRE(ValueOrFail(store->FindTokenBySecretHash(std::string(32, '\x7f'))).role == "worker");
+  REQUIRE_OK(store->RevokeToken("v1"));
+  REQUIRE_STATUS(store->FindTokenBySecretHash(hex), absl::StatusCode::kNotFound);
+  REQUIRE(ValueOrFail(store->CountTokens()) == 2);
+  REQUIRE_STATUS(store->RevokeToken("nope"), absl::StatusCode::kNotFound);
+  REQUIRE_STATUS(store->CreateToken(Token("v2", "", "vendor"), hex),
+                 absl::StatusCode::kInvalidArgument);
+  REQUIRE_STATUS(
+      store->CreateToken(Token("v3", "initech", "vendor"),
+                         std::string(64, 'b')),
+      absl::StatusCode::kNotFound);
+  REQUIRE_STATUS(store->CreateToken(Token("v4", "", "admin"), "abc"),
+                 absl::StatusCode::kInvalidArgument);
+
+  // Pages, newest first, with filters.
+  std::vector<std::string> ids;
+  for (int i = 0; i < 5; ++i) {
+    NewSubmission request = MakeSubmission(kAcme);
+    request.session_id = i < 3 ? "s-a" : "s-b";
+    ids.push_back(ValueOrFail(store->CreateSubmission(request)).id);
+  }
+  Submit(*store, kGlobex);
+  std::vector<std::string> listed;
+  SubmissionFilter filter = Filter(kAcme, "", 2);
+  int pages = 0;
+  do {
+    SubmissionPage page = ValueOrFail(store->ListSubmissions(filter));
+    for (const SubmissionRow& row : page.submissions) listed.push_back(row.id);
+    filter.page_token = page.next_page_token;
+    ++pages;
+  } while (!filter.page_token.empty());
+  REQUIRE(pages == 3);
+  REQUIRE(listed == std::vector<std::string>(ids.rbegin(), ids.rend()));
+  SubmissionPage session =
+      ValueOrFail(store->ListSubmissions(Filter(kAcme, "s-b")));
+  REQUIRE(session.submissions.size() == 2);
+  REQUIRE(session.next_page_token.empty());
+  REQUIRE_STATUS(store->ListSubmissions(Filter(kAcme, "", 0, "garbage")),
+                 absl::StatusCode::kInvalidArgument);
+  REQUIRE_STATUS(store->ListSubmissions(Filter("")), absl::StatusCode::kInvalidArgument);
+  REQUIRE(ValueOrFail(store->CountRecentSubmissions(kAcme, absl::Minutes(1))) == 5);
+  REQUIRE(ValueOrFail(store->CountUnfinishedSubmissions(kGlobex)) == 1);
+  REQUIRE_STATUS(store->GetSubmission(ids[0], kGlobex), absl::StatusCode::kNotFound);
+}
+
+TEST_CASE_METHOD(PgFixture, "bad input is refused with an error naming the problem", "[store]") {
+  auto store = ConnectStore();
+  CreateTenants(*store);
+  auto expect_invalid = [&](NewSubmission request, const std::string& mentions) {
+    absl::Status status = store->CreateSubmission(request).status();
+    INFO(status.ToString());
+    REQUIRE(absl::IsInvalidArgument(status));
+    REQUIRE_THAT(std::string(status.message()), Catch::Contains(mentions));
+  };
+  NewSubmission request = MakeSubmission(kAcme);
+  request.arch = "sm_80";
+  expect_invalid(request, "arch 'sm_80'");
+  request = MakeSubmission(kAcme);
+  request.knowledge_level = "everything";
+  expect_invalid(request, "knowledge_level");
+  request = MakeSubmission(kAcme);
+  request.source = std::string("a\0b", 3);
+  expect_invalid(request, "NUL");
+  request = MakeSubmission(kAcme);
+  request.source = "\xff\xfe not utf-8";
+  expect_invalid(request, "UTF-8");
+  request = MakeSubmission(kAcme);
+  request.launch_plan_json = "{launches";
+  expect_invalid(request, "launch_plan_json");
+  request = MakeSubmission("initech");
+  REQUIRE_STATUS(store->CreateSubmission(request), absl::StatusCode::kNotFound);
+  request = MakeSubmission("Not A Tenant");
+  expect_invalid(request, "tenant name");
+
+  REQUIRE_STATUS(store->GetSubmission("42", ""), absl::StatusCode::kInvalidArgument);
+  REQUIRE_STATUS(store->LeaseJob("not-a-uuid"), absl::StatusCode::kInvalidArgument);
+  REQUIRE_STATUS(store->LeaseJob("00000000-0000-0000-0000-000000000000"),
+                 absl::StatusCode::kNotFound);
+  REQUIRE_STATUS(store->ReportStage({"x", "y", 1}, "compile", "{}"),
+                 absl::StatusCode::kInvalidArgument);
+  SubmissionRow submission = Submit(*store, kAcme);
+  WorkerRow worker = RegisterGpu(*store, "h200-a", "sm_90a");
+  std::optional<LeasedJobRow> job = Lease(*store, worker.worker_id);
+  REQUIRE(job.has_value());
+  REQUIRE_STATUS(store->ReportStage(job->lease, "done", "{}"), absl::StatusCode::kInvalidArgument);
+  REQUIRE_STATUS(store->ReportStage(job->lease, "compile", "{oops"),
+                 absl::StatusCode::kInvalidArgument);
+  REQUIRE_STATUS(store->SetWorkerState(worker.worker_id, "asleep", ""),
+                 absl::StatusCode::kInvalidArgument);
+  WorkerRegistration no_arch;
+  no_arch.hostname = "gpu-without-arch";
+  REQUIRE_STATUS(store->RegisterWorker(no_arch), absl::StatusCode::kInvalidArgument);
+  REQUIRE(ValueOrFail(store->GetSubmission(submission.id, "")).state == "running");
+}
+
+TEST_CASE_METHOD(PgFixture, "a broken connection is replaced; an unreachable server is UNAVAILABLE",
+                 "[store]") {
+  auto store = ConnectStore(Options(absl::Seconds(60), absl::Seconds(2), 3, 2));
+  CreateTenants(*store);
+  // Kill every session of the store (as a database restart would).
+  REQUIRE_OK(database().Sql(
+      "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+      "WHERE datname = current_database() AND pid <> pg_backend_pid()"));
+  absl::SleepFor(absl::Milliseconds(100));
+  REQUIRE(ValueOrFail(store->ListTenants()).size() == 2);
+  REQUIRE(ValueOrFail(store->ListTenants()).size() == 2);
+
+  StoreOptions unreachable_options;
+  unreachable_options.database_url = "postgresql://ptxbench@127.0.0.1:1/none";
+  auto unreachable = Store::Connect(unreachable_options);
+  REQUIRE(absl::IsUnavailable(unreachable.status()));
+  REQUIRE_THAT(std::string(unreachable.status().message()), Catch::Contains("127.0.0.1:1"));
+  StoreOptions bad_url;
+  bad_url.database_url = "postgresql://[oops";
+  REQUIRE_STATUS(Store::Connect(bad_url), absl::StatusCode::kInvalidArgument);
+  StoreOptions no_pool;
+  no_pool.database_url = database_url();
+  no_pool.pool_size = 0;
+  REQUIRE_STATUS(Store::Connect(no_pool), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace ptxbench::store
