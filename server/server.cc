@@ -15,6 +15,7 @@
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/impl/service_type.h>
 
 #include <atomic>
 #include <condition_variable>
@@ -284,8 +285,8 @@ class Server::Impl {
         if (stopping_) return;
       }
       // Short waits bound how long GracefulStop waits for this thread.
-      auto woken = queue ? store->WaitForQueueChange(seen, absl::Milliseconds(500))
-                         : store->WaitForEvents(seen, absl::Milliseconds(500));
+      auto woken = queue ? store->WaitForQueueChange(seen, absl::Milliseconds(250))
+                         : store->WaitForEvents(seen, absl::Milliseconds(250));
       if (woken.ok() && *woken) seen = queue ? store->QueueChangeCount() : store->EventsChangeCount();
       if (!woken.ok()) {
         spdlog::warn("listener ({}): {}", queue ? "queue" : "events", woken.status().ToString());

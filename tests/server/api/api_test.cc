@@ -442,9 +442,22 @@ TEST_CASE("the health service reports SERVING and reflection lists the services"
 }
 
 TEST_CASE("the metrics endpoint serves every family", "[api][metrics]") {
-  TestServer server;
+  TestServerOptions options;
+  options.metrics = true;
+  TestServer server(options);
   const std::string vendor = server.CreateToken("acme", v1::ROLE_VENDOR);
   REQUIRE(Submit(server, vendor, ValidSubmit()).ok());
+  // A cancellation is a final verdict too: it makes the verdict family appear.
+  v1::SubmitResponse cancelled;
+  REQUIRE(Submit(server, vendor, ValidSubmit(), &cancelled).ok());
+  {
+    grpc::ClientContext context;
+    Authorize(&context, vendor);
+    v1::CancelSubmissionRequest cancel;
+    cancel.set_submission_id(cancelled.submission().id());
+    v1::Submission response;
+    REQUIRE(server.submissions()->CancelSubmission(&context, cancel, &response).ok());
+  }
   REQUIRE(server.server().metrics_port() > 0);
   const std::string body = HttpGet(server.server().metrics_port(), "/metrics");
   INFO(body);
@@ -457,8 +470,9 @@ TEST_CASE("the metrics endpoint serves every family", "[api][metrics]") {
   }
   CHECK(absl::StrContains(body, "ptxbench_queue_depth{arch=\"sm_90a\",kind=\"compile\"} 1"));
   CHECK(absl::StrContains(
-      body, "ptxbench_submissions_total{arch=\"sm_90a\",model=\"test:model\",task=\"gemm_n7168_k5120\",tenant=\"acme\"} 1"));
-  CHECK(absl::StrContains(body, "ptxbench_rpc_duration_seconds_count{code=\"OK\",method=\"Submit\"} 1"));
+      body, "ptxbench_submissions_total{arch=\"sm_90a\",model=\"test:model\",task=\"api_test_gemm\",tenant=\"acme\"} 2"));
+  CHECK(absl::StrContains(body, "ptxbench_rpc_duration_seconds_count{code=\"OK\",method=\"Submit\"} 2"));
+  CHECK(absl::StrContains(body, "verdict_class=\"cancelled\"} 1"));
   CHECK(absl::StrContains(body, "ptxbench_workers{state=\"active\"} 0"));
 }
 

@@ -13,7 +13,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
-#include "tests/support/pg_fixture.h"
 
 namespace ptxbench::api_test {
 namespace fs = std::filesystem;
@@ -28,39 +27,63 @@ std::string SourceDir() {
 #endif
 }
 
+namespace {
+
+void WriteFile(const fs::path& path, const std::string& text) {
+  fs::create_directories(path.parent_path());
+  std::ofstream(path) << text;
+}
+
+// A task for the API tests: the real GEMM task's definition (so the schema stays the
+// loader's), with prompts, templates and the shared contract of our own, so that the tests do
+// not depend on the catalog's content being complete.
+void WriteTestTask(const fs::path& root, const std::string& id, const nlohmann::json& base,
+                   bool sm100) {
+  nlohmann::json task = base;
+  task["id"] = id;
+  task["title"] = "API test task " + id;
+  if (!sm100) task["arches"].erase("sm_100a");
+  task["prompts"] = {{"none", "prompts/none.md"},
+                     {"templates", "prompts/templates.md"},
+                     {"contract", "prompts/contract.md"}};
+  task["templates"] = nlohmann::json::object();
+  for (const auto& [arch, spec] : task["arches"].items()) {
+    task["templates"][arch] = {"../_shared/templates/api_test.cuh"};
+  }
+  task["solutions"] = nlohmann::json::array();
+  task["decoys"] = nlohmann::json::array();
+  WriteFile(root / id / "task.json", task.dump(2));
+  WriteFile(root / id / "prompts/none.md", "# {{title}}\n\nWrite a kernel for {{arch}}.\n");
+  for (const char* level : {"templates", "contract"}) {
+    WriteFile(root / id / "prompts" / (std::string(level) + ".md"),
+              "# {{title}}\n\nWrite a kernel for {{arch}}.\n\n{{templates}}\n");
+  }
+}
+
+}  // namespace
+
 std::string TestTasksDir() {
   static const std::string dir = [] {
     std::string templ = (fs::temp_directory_path() / "ptxbench-api-tasks.XXXXXX").string();
     REQUIRE(mkdtemp(templ.data()) != nullptr);
     const fs::path root = fs::path(templ) / "tasks";
-    fs::copy(fs::path(SourceDir()) / "tasks", root, fs::copy_options::recursive);
-    // A copy of the GEMM task defined for sm_90a only.
-    const fs::path copy = root / kSm90OnlyTaskId;
-    fs::copy(root / kTaskId, copy, fs::copy_options::recursive);
-    std::ifstream in(copy / "task.json");
-    nlohmann::json task = nlohmann::json::parse(in);
-    task["id"] = kSm90OnlyTaskId;
-    task["arches"].erase("sm_100a");
-    if (task.contains("templates")) task["templates"].erase("sm_100a");
-    for (const char* list : {"solutions", "decoys"}) {
-      if (!task.contains(list)) continue;
-      nlohmann::json kept = nlohmann::json::array();
-      for (const auto& entry : task[list]) {
-        if (entry.value("arch", "") != "sm_100a") kept.push_back(entry);
-      }
-      task[list] = kept;
-    }
-    std::ofstream(copy / "task.json") << task.dump(2);
+    std::ifstream in(fs::path(SourceDir()) / "tasks/gemm_n7168_k5120/task.json");
+    REQUIRE(in.good());
+    const nlohmann::json base = nlohmann::json::parse(in);
+    WriteFile(root / "_shared/contract/submission.md", "Submit one CUDA source file.\n");
+    WriteFile(root / "_shared/templates/api_test.cuh", "// API test template header.\n");
+    WriteTestTask(root, kTaskId, base, /*sm100=*/true);
+    WriteTestTask(root, kSm90OnlyTaskId, base, /*sm100=*/false);
     return root.string();
   }();
   return dir;
 }
 
-std::string FreshDatabaseUrl() {
-  // One fresh database per call, dropped when the process ends.
-  static std::vector<std::unique_ptr<testing::PgFixture>> databases;
-  databases.push_back(std::make_unique<testing::PgFixture>());
-  return databases.back()->database_url();
+std::unique_ptr<testing::TestDatabase> FreshDatabase() {
+  auto database = testing::TestDatabase::Create(/*migrate=*/false);
+  INFO(database.status().ToString());
+  REQUIRE(database.ok());
+  return *std::move(database);
 }
 
 void Authorize(grpc::ClientContext* context, const std::string& token) {
@@ -75,8 +98,8 @@ TestServer::TestServer(const TestServerOptions& options) {
   server::ServerOptions server_options;
   server_options.listen = "127.0.0.1:0";
   server_options.metrics_listen = options.metrics ? "127.0.0.1:0" : "";
-  server_options.database_url =
-      options.database_url.empty() ? FreshDatabaseUrl() : options.database_url;
+  if (options.database_url.empty()) database_ = FreshDatabase();
+  server_options.database_url = database_ ? database_->url() : options.database_url;
   server_options.tasks_dir = TestTasksDir();
   server_options.migrations_dir = SourceDir() + "/migrations";
   server_options.lease_seconds = options.lease_seconds;
@@ -221,6 +244,27 @@ FakeWorker::FakeWorker(std::shared_ptr<grpc::Channel> channel, std::string token
 
 FakeWorker::~FakeWorker() {
   if (lease_thread_.joinable()) CloseLease();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_heartbeats_ = true;
+    arrived_.notify_all();
+  }
+  if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
+}
+
+void FakeWorker::StartHeartbeats(absl::Duration interval) {
+  heartbeat_thread_ = std::thread([this, interval] {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!arrived_.wait_for(lock, absl::ToChronoNanoseconds(interval),
+                              [this] { return stop_heartbeats_; })) {
+      std::vector<v1::LeasedJob> held;
+      for (const auto& [id, job] : held_) held.push_back(job);
+      lock.unlock();
+      v1::HeartbeatResponse response;
+      Heartbeat(held, &response);
+      lock.lock();
+    }
+  });
 }
 
 grpc::Status FakeWorker::Register() {
@@ -248,6 +292,7 @@ void FakeWorker::OpenLease(int slots) {
     while (reader->Read(&job)) {
       std::lock_guard<std::mutex> lock(mu_);
       jobs_.push_back(job);
+      held_[job.job_id()] = job;
       arrived_.notify_all();
     }
     grpc::Status status = reader->Finish();
@@ -306,7 +351,10 @@ grpc::Status FakeWorker::Complete(const v1::LeasedJob& job, const v1::Verdict& v
   *request.mutable_lease() = LeaseOf(job, worker_id_);
   *request.mutable_verdict() = verdict;
   v1::CompleteResponse response;
-  return stub_->Complete(&context, request, &response);
+  auto status = stub_->Complete(&context, request, &response);
+  std::lock_guard<std::mutex> lock(mu_);
+  held_.erase(job.job_id());
+  return status;
 }
 
 grpc::Status FakeWorker::Fail(const v1::LeasedJob& job, v1::FailureKind kind, bool* will_retry) {
@@ -320,6 +368,8 @@ grpc::Status FakeWorker::Fail(const v1::LeasedJob& job, v1::FailureKind kind, bo
   v1::FailResponse response;
   auto status = stub_->Fail(&context, request, &response);
   if (will_retry != nullptr) *will_retry = response.will_retry();
+  std::lock_guard<std::mutex> lock(mu_);
+  held_.erase(job.job_id());
   return status;
 }
 

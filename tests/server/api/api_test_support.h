@@ -8,6 +8,7 @@
 
 #include <condition_variable>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -19,21 +20,22 @@
 #include "ptxbench/v1/vendor.grpc.pb.h"
 #include "ptxbench/v1/worker.grpc.pb.h"
 #include "server/server.h"
+#include "tests/support/pg_fixture.h"
 
 namespace ptxbench::api_test {
 
-// The real catalog's GEMM task, defined for sm_90a and sm_100a.
-inline constexpr char kTaskId[] = "gemm_n7168_k5120";
-// A copy of it defined for sm_90a only (made by TestTasksDir), for "arch not defined" cases.
+// A task defined for sm_90a and sm_100a, and one for sm_90a only ("arch not defined" cases).
+inline constexpr char kTaskId[] = "api_test_gemm";
 inline constexpr char kSm90OnlyTaskId[] = "api_test_sm90_only";
 
-// A tasks folder for tests: the source tree's tasks plus kSm90OnlyTaskId. Built once per
-// process under a temporary folder.
+// A tasks folder holding those two tasks, built once per process under a temporary folder
+// from the real GEMM task's definition (see WriteTestTask).
 std::string TestTasksDir();
 std::string SourceDir();
 
-// A fresh, migrated-by-the-server database URL for one test.
-std::string FreshDatabaseUrl();
+// A fresh, empty database (tests/support) that lives as long as the returned object; the
+// server under test applies the migrations itself.
+std::unique_ptr<testing::TestDatabase> FreshDatabase();
 
 struct TestServerOptions {
   int submissions_per_minute = 600;
@@ -41,7 +43,9 @@ struct TestServerOptions {
   int lease_seconds = 60;
   absl::Duration poll_interval = absl::Seconds(1);
   absl::Duration reap_interval = absl::Seconds(5);
-  bool metrics = true;
+  // The /metrics endpoint; off by default because stopping civetweb takes ~1.5 s (its
+  // master thread's poll timeout), which most tests do not need to pay.
+  bool metrics = false;
   std::string database_url;  // Empty: a fresh database.
 };
 
@@ -65,6 +69,7 @@ class TestServer {
                           int max_queued = 0);
 
  private:
+  std::unique_ptr<testing::TestDatabase> database_;
   std::unique_ptr<server::Server> server_;
   std::shared_ptr<grpc::Channel> channel_;
   std::string admin_token_;
@@ -98,6 +103,9 @@ class FakeWorker {
   grpc::Status Fail(const v1::LeasedJob& job, v1::FailureKind kind, bool* will_retry);
   grpc::Status Heartbeat(const std::vector<v1::LeasedJob>& held, v1::HeartbeatResponse* response);
   static v1::JobLease LeaseOf(const v1::LeasedJob& job, const std::string& worker_id);
+  // Heartbeats every `interval` on a thread, listing the jobs leased and not yet completed or
+  // failed, as a live worker does (the store marks a silent worker offline).
+  void StartHeartbeats(absl::Duration interval);
 
  private:
   std::shared_ptr<grpc::Channel> channel_;
@@ -113,6 +121,9 @@ class FakeWorker {
   std::thread lease_thread_;
   grpc::Status lease_status_;
   bool lease_done_ = false;
+  std::map<std::string, v1::LeasedJob> held_;  // By job id.
+  bool stop_heartbeats_ = false;
+  std::thread heartbeat_thread_;
 };
 
 // A verdict as a worker would send it.

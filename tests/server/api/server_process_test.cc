@@ -101,7 +101,8 @@ v1::Submission Get(const std::shared_ptr<grpc::Channel>& channel, const std::str
 
 TEST_CASE("submissions and verdicts survive kill -9 of the server, without duplicates",
           "[api][process]") {
-  const std::string database_url = FreshDatabaseUrl();
+  const auto database = FreshDatabase();
+  const std::string& database_url = database->url();
   std::string finished_id;
   std::string queued_id;
   v1::LeasedJob completed_job;

@@ -85,7 +85,9 @@ std::vector<v1::Stage> StagesOf(const std::vector<v1::StageEvent>& events) {
 
 TEST_CASE("submit, lease, report stages, complete: the watcher sees every stage and the verdict",
           "[api][flow]") {
-  TestServer server;
+  TestServerOptions options;
+  options.metrics = true;
+  TestServer server(options);
   const std::string vendor = server.CreateToken("acme", v1::ROLE_VENDOR);
   FakeWorker worker(server.channel(), server.CreateToken("fleet", v1::ROLE_WORKER),
                     v1::ARCH_SM_90A, "GPU-flow");
@@ -260,6 +262,7 @@ TEST_CASE("an expired lease is reaped and handed to another worker", "[api][flow
   REQUIRE(lost.has_value());
   silent.CloseLease();
   // No heartbeat: within lease_seconds + reap_interval (+ retry backoff) the job is requeued.
+  rescuer.StartHeartbeats(absl::Milliseconds(500));
   rescuer.OpenLease(1);
   auto rescued = rescuer.NextJob(absl::Seconds(20));
   REQUIRE(rescued.has_value());
