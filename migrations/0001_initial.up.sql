@@ -20,7 +20,8 @@ CREATE TABLE tenants (
 -- Secrets are never stored: only the lower-case hex sha256 of the secret. A token of the
 -- vendor role belongs to a tenant; worker and admin tokens may belong to none.
 CREATE TABLE api_tokens (
-  token_id text PRIMARY KEY CONSTRAINT api_tokens_id_format CHECK (token_id ~ '^[A-Za-z0-9_-]{1,64}$'),
+  token_id text PRIMARY KEY
+    CONSTRAINT api_tokens_id_format CHECK (token_id ~ '^[A-Za-z0-9_-]{1,64}$'),
   tenant text REFERENCES tenants (name),
   role text NOT NULL CHECK (role IN ('vendor', 'worker', 'admin')),
   description text NOT NULL DEFAULT '',
@@ -49,7 +50,8 @@ CREATE TABLE sources (
   sha256 text PRIMARY KEY CHECK (sha256 ~ '^[0-9a-f]{64}$'),
   content text NOT NULL,
   created_at timestamptz NOT NULL DEFAULT now(),
-  CONSTRAINT sources_digest_matches CHECK (encode(sha256(convert_to(content, 'UTF8')), 'hex') = sha256)
+  CONSTRAINT sources_digest_matches
+    CHECK (encode(sha256(convert_to(content, 'UTF8')), 'hex') = sha256)
 );
 
 -- Re-registering with the same hostname and GPU UUID reuses the row (worker.proto).

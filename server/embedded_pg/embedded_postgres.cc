@@ -64,8 +64,7 @@ std::string ErrnoText(int error) { return std::strerror(error); }
 // server exits. `new_session` detaches the child (and the postmaster it starts) from our
 // process group, so a Ctrl-C meant for the server does not reach PostgreSQL before the server
 // has stopped it in order.
-absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
-                                         bool new_session) {
+absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv, bool new_session) {
   std::vector<char*> args;
   for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
   args.push_back(nullptr);
@@ -112,8 +111,7 @@ absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
   return result;
 }
 
-absl::StatusOr<CommandResult> RunPostgresCommand(const RunAs& run_as,
-                                                 std::vector<std::string> argv,
+absl::StatusOr<CommandResult> RunPostgresCommand(const RunAs& run_as, std::vector<std::string> argv,
                                                  bool new_session = false) {
   if (run_as.needed) {
     argv.insert(argv.begin(), {run_as.runuser, "-u", "postgres", "--"});
@@ -183,10 +181,11 @@ absl::Status CheckBinaries(const std::string& bin_dir) {
   for (const char* binary : {"initdb", "pg_ctl", "postgres"}) {
     const std::string path = absl::StrCat(bin_dir, "/", binary);
     if (access(path.c_str(), X_OK) != 0) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "PostgreSQL 15 binaries not found: ", path, " is missing or not executable; install "
-          "the Debian package postgresql-15 (apt-get install postgresql-15) or point "
-          "pg_bin_dir at a PostgreSQL 15 bin folder"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("PostgreSQL 15 binaries not found: ", path,
+                       " is missing or not executable; install "
+                       "the Debian package postgresql-15 (apt-get install postgresql-15) or point "
+                       "pg_bin_dir at a PostgreSQL 15 bin folder"));
     }
   }
   return absl::OkStatus();
@@ -195,8 +194,7 @@ absl::Status CheckBinaries(const std::string& bin_dir) {
 absl::Status GiveToPostgres(const RunAs& run_as, const std::string& path) {
   if (!run_as.needed) return absl::OkStatus();
   if (chown(path.c_str(), run_as.uid, run_as.gid) != 0) {
-    return absl::InternalError(
-        absl::StrCat("chown ", path, " to postgres: ", ErrnoText(errno)));
+    return absl::InternalError(absl::StrCat("chown ", path, " to postgres: ", ErrnoText(errno)));
   }
   return absl::OkStatus();
 }
@@ -324,7 +322,8 @@ absl::StatusOr<std::unique_ptr<EmbeddedPostgres>> EmbeddedPostgres::Start(Option
                      RunPostgresCommand(run_as, {"/usr/bin/test", "-w", dir}));
     if (writable.exit_code != 0) {
       return absl::FailedPreconditionError(absl::StrCat(
-          "the user 'postgres' cannot write ", dir, ": PostgreSQL runs as 'postgres' because "
+          "the user 'postgres' cannot write ", dir,
+          ": PostgreSQL runs as 'postgres' because "
           "this process is root, so every parent folder of data_dir must be searchable by it"));
     }
   }
@@ -345,10 +344,10 @@ absl::StatusOr<std::unique_ptr<EmbeddedPostgres>> EmbeddedPostgres::Start(Option
     RETURN_IF_ERROR(GiveToPostgres(run_as, password_path));
     ASSIGN_OR_RETURN(
         CommandResult init,
-        RunPostgresCommand(run_as, {initdb, "-D", pg->pgdata_, "-U", kSuperuser,
-                                    "--pwfile=" + password_path, "--auth-host=scram-sha-256",
-                                    "--auth-local=peer", "-E", "UTF8", "--no-locale",
-                                    "--no-instructions"}));
+        RunPostgresCommand(
+            run_as, {initdb, "-D", pg->pgdata_, "-U", kSuperuser, "--pwfile=" + password_path,
+                     "--auth-host=scram-sha-256", "--auth-local=peer", "-E", "UTF8", "--no-locale",
+                     "--no-instructions"}));
     if (init.exit_code != 0) {
       return absl::FailedPreconditionError(
           absl::StrCat("initdb failed in ", pg->pgdata_, ": ", Tail(init.output, 10)));
@@ -371,9 +370,9 @@ absl::StatusOr<std::unique_ptr<EmbeddedPostgres>> EmbeddedPostgres::Start(Option
                      RunPostgresCommand(run_as, {pg_ctl, "stop", "-D", pg->pgdata_, "-m", "fast",
                                                  "-w", "-t", kPgCtlTimeoutSeconds}));
     if (stop.exit_code != 0 && RunningPostmaster(pg->pgdata_)) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "an orphaned PostgreSQL server (pid ", *orphan, ") is running on ", pg->pgdata_,
-          " and did not stop: ", Tail(stop.output, 5)));
+      return absl::FailedPreconditionError(
+          absl::StrCat("an orphaned PostgreSQL server (pid ", *orphan, ") is running on ",
+                       pg->pgdata_, " and did not stop: ", Tail(stop.output, 5)));
     }
   }
 
@@ -398,26 +397,23 @@ absl::StatusOr<std::unique_ptr<EmbeddedPostgres>> EmbeddedPostgres::Start(Option
     // listen_addresses: loopback only, never the network. unix_socket_directories='': the
     // default socket folder /var/run/postgresql may not exist or belong to another cluster;
     // every client here connects over TCP.
-    const std::string server_options =
-        absl::StrCat("-p ", pg->port_, " -c listen_addresses=127.0.0.1",
-                     " -c unix_socket_directories=''");
+    const std::string server_options = absl::StrCat(
+        "-p ", pg->port_, " -c listen_addresses=127.0.0.1", " -c unix_socket_directories=''");
     ASSIGN_OR_RETURN(CommandResult start,
                      RunPostgresCommand(run_as,
-                                        {pg_ctl, "start", "-D", pg->pgdata_, "-l", log_path,
-                                         "-w", "-t", kPgCtlTimeoutSeconds, "-o", server_options},
+                                        {pg_ctl, "start", "-D", pg->pgdata_, "-l", log_path, "-w",
+                                         "-t", kPgCtlTimeoutSeconds, "-o", server_options},
                                         /*new_session=*/true));
     if (start.exit_code == 0) break;
     const std::string log = LogSince(log_path, log_offset);
     if (attempt < kStartAttempts && absl::StrContains(log, "could not bind")) continue;
-    return absl::UnavailableError(absl::StrCat("PostgreSQL did not start on 127.0.0.1:",
-                                               pg->port_, ": ", Tail(start.output, 3),
-                                               "; server log: ", log));
+    return absl::UnavailableError(absl::StrCat("PostgreSQL did not start on 127.0.0.1:", pg->port_,
+                                               ": ", Tail(start.output, 3), "; server log: ", log));
   }
   pg->running_ = true;
 
-  const std::string server_url =
-      absl::StrCat("postgresql://", kSuperuser, ":", pg->password_, "@127.0.0.1:", pg->port_,
-                   "/postgres");
+  const std::string server_url = absl::StrCat("postgresql://", kSuperuser, ":", pg->password_,
+                                              "@127.0.0.1:", pg->port_, "/postgres");
   if (auto created = store::EnsureDatabase(server_url, kDatabase); !created.ok()) {
     pg->Stop().IgnoreError();
     return Annotate(created.status(), "creating the ptxbench database");
@@ -442,8 +438,8 @@ absl::Status EmbeddedPostgres::Stop() {
       auto immediate =
           RunPostgresCommand(*run_as, {pg_ctl, "stop", "-D", pgdata_, "-m", "immediate", "-w"});
       if (!immediate.ok() || immediate->exit_code != 0) {
-        status = absl::InternalError(absl::StrCat("pg_ctl stop failed on ", pgdata_, ": ",
-                                                  Tail(stop->output, 5)));
+        status = absl::InternalError(
+            absl::StrCat("pg_ctl stop failed on ", pgdata_, ": ", Tail(stop->output, 5)));
       }
     }
   }

@@ -10,7 +10,7 @@
 namespace ptxbench::store::internal {
 
 struct ConninfoParameter {
-  std::string keyword;         // A libpq keyword: "dbname", "connect_timeout", ...
+  std::string keyword;  // A libpq keyword: "dbname", "connect_timeout", ...
   std::string value;
   bool only_if_unset = false;  // Keep the caller's value when the URL already has one.
 };

@@ -3,11 +3,10 @@
 #include <libpq-fe.h>
 
 #include <memory>
+#include <pqxx/pqxx>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <pqxx/pqxx>
 
 #include "absl/strings/str_cat.h"
 #include "server/store/conninfo.h"
@@ -91,8 +90,7 @@ absl::StatusOr<std::string> internal::RewriteConninfo(
   return result;
 }
 
-absl::StatusOr<std::string> WithDatabaseName(const std::string& url,
-                                             const std::string& database) {
+absl::StatusOr<std::string> WithDatabaseName(const std::string& url, const std::string& database) {
   return internal::RewriteConninfo(url, {{"dbname", database, false}});
 }
 
@@ -116,8 +114,8 @@ std::string DescribeDatabaseUrl(const std::string& url) {
 
 absl::Status CreateDatabase(const std::string& server_url, const std::string& name) {
   if (absl::Status status = CheckDatabaseName(name); !status.ok()) return status;
-  const std::string context = absl::StrCat("creating database '", name, "' on ",
-                                           DescribeDatabaseUrl(server_url));
+  const std::string context =
+      absl::StrCat("creating database '", name, "' on ", DescribeDatabaseUrl(server_url));
   try {
     pqxx::connection connection(server_url);
     // CREATE DATABASE cannot run inside a transaction block.
@@ -157,8 +155,8 @@ absl::Status DropDatabase(const std::string& server_url, const std::string& name
     tx.exec0("DROP DATABASE IF EXISTS " + tx.quote_name(name) + " WITH (FORCE)");
     return absl::OkStatus();
   } catch (...) {
-    return ClassifyCurrentException(absl::StrCat("dropping database '", name, "' on ",
-                                                 DescribeDatabaseUrl(server_url)))
+    return ClassifyCurrentException(
+               absl::StrCat("dropping database '", name, "' on ", DescribeDatabaseUrl(server_url)))
         .status;
   }
 }

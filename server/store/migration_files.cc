@@ -69,8 +69,7 @@ absl::StatusOr<std::vector<MigrationFile>> ReadMigrationFiles(const std::string&
     if (pair.up.empty() || pair.down.empty()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "migration ", pair.name, " in ", dir, " has no ", pair.up.empty() ? "up" : "down",
-          " file: every migration needs both ", pair.name, ".up.sql and ", pair.name,
-          ".down.sql"));
+          " file: every migration needs both ", pair.name, ".up.sql and ", pair.name, ".down.sql"));
     }
     MigrationFile& file = files.emplace_back();
     file.version = version;

@@ -11,10 +11,10 @@
 namespace ptxbench::store::internal {
 
 struct MigrationFile {
-  int version = 0;        // NNNN, > 0.
-  std::string name;       // "0001_initial".
-  std::string up_sql;     // Contents of NNNN_name.up.sql.
-  std::string down_sql;   // Contents of NNNN_name.down.sql.
+  int version = 0;       // NNNN, > 0.
+  std::string name;      // "0001_initial".
+  std::string up_sql;    // Contents of NNNN_name.up.sql.
+  std::string down_sql;  // Contents of NNNN_name.down.sql.
 };
 
 // Reads every NNNN_name.up.sql / NNNN_name.down.sql pair of `dir`, ordered by version.

@@ -1,9 +1,8 @@
 #include "server/store/pg_error.h"
 
 #include <exception>
-#include <string>
-
 #include <pqxx/pqxx>
+#include <string>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -40,8 +39,8 @@ PgFailure FromSqlState(const std::string& context, const std::string& sqlstate,
     return {absl::UnavailableError(text), false, true};
   }
   if (sqlclass == "55") return {absl::FailedPreconditionError(text)};
-  return {absl::InternalError(
-      sqlstate.empty() ? text : absl::StrCat(text, " (SQLSTATE ", sqlstate, ")"))};
+  return {absl::InternalError(sqlstate.empty() ? text
+                                               : absl::StrCat(text, " (SQLSTATE ", sqlstate, ")"))};
 }
 
 }  // namespace
@@ -51,7 +50,7 @@ PgFailure ClassifyCurrentException(const std::string& context) {
     throw;
   } catch (const pqxx::broken_connection& e) {
     return {absl::UnavailableError(
-                absl::StrCat(context, ": connection to PostgreSQL lost: ", OneLine(e.what()))),
+                absl::StrCat(context, ": PostgreSQL connection failed: ", OneLine(e.what()))),
             false, true};
   } catch (const pqxx::in_doubt_error& e) {
     // The connection broke while COMMIT was in flight: the transaction may or may not have
@@ -60,8 +59,8 @@ PgFailure ClassifyCurrentException(const std::string& context) {
                 context, ": connection lost during COMMIT, outcome unknown: ", OneLine(e.what()))),
             false, true};
   } catch (const pqxx::statement_completion_unknown& e) {
-    return {absl::UnknownError(absl::StrCat(context, ": statement outcome unknown: ",
-                                            OneLine(e.what()))),
+    return {absl::UnknownError(
+                absl::StrCat(context, ": statement outcome unknown: ", OneLine(e.what()))),
             false, true};
   } catch (const pqxx::serialization_failure& e) {
     return {absl::AbortedError(absl::StrCat(context, ": ", OneLine(e.what()))), true};

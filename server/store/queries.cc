@@ -248,10 +248,12 @@ std::vector<NamedStatement> BuildStatements() {
       // trip per job. Fenced like every lease operation: only rows matching
       // (id, worker_id, attempt) in state 'leased' are extended. The outer SELECT sees the
       // snapshot before the UPDATE, which is exactly what tells "cancelled" (still this
-      // worker's attempt, state cancelled) from "lost" (anything else).
+      // worker's attempt, state cancelled) from "lost" (anything else). Rows come back in the
+      // order the leases were given (WITH ORDINALITY), so the caller can pair them up.
       {kExtendLeases, R"sql(
         WITH held AS (
-          SELECT * FROM unnest($2::uuid[], $3::integer[]) AS h(job_id, attempt)),
+          SELECT * FROM unnest($2::uuid[], $3::integer[]) WITH ORDINALITY
+            AS h(job_id, attempt, position)),
         extended AS (
           UPDATE jobs j SET lease_expires_at = now() + $4 * interval '1 microsecond'
           FROM held h
@@ -263,7 +265,7 @@ std::vector<NamedStatement> BuildStatements() {
                EXISTS (SELECT 1 FROM jobs j
                        WHERE j.id = h.job_id AND j.attempt = h.attempt
                          AND j.worker_id = $1::uuid AND j.state = 'cancelled') AS cancelled
-        FROM held h)sql"},
+        FROM held h ORDER BY h.position)sql"},
       // Draining workers are left alone: their state records an admin's intent.
       {kMarkSilentWorkersOffline, R"sql(
         UPDATE workers SET state = 'offline'
@@ -320,15 +322,14 @@ std::vector<NamedStatement> BuildStatements() {
               leased_at = now(), lease_expires_at = now() + $2 * interval '1 microsecond'
           FROM candidate c WHERE j.id = c.id
           RETURNING j.id, j.attempt, j.kind, j.arch, j.submission_id, j.lease_expires_at),
+        -- Unreferenced: PostgreSQL runs data-modifying CTEs regardless.
         started AS (
           UPDATE submissions s SET state = 'running'
-          FROM leased l WHERE s.id = l.submission_id AND s.state = 'queued'
-          RETURNING s.id)
+          FROM leased l WHERE s.id = l.submission_id AND s.state = 'queued')
         SELECT l.id::text AS job_id, l.attempt, l.kind, l.submission_id::text AS submission_id,
                s.task_id, s.task_version_hash, l.arch, s.language, src.content AS source,
                coalesce(s.launch_plan::text, '') AS launch_plan_json,
-               (extract(epoch FROM l.lease_expires_at) * 1000000)::bigint AS expires_us,
-               (SELECT count(*) FROM started) AS started
+               (extract(epoch FROM l.lease_expires_at) * 1000000)::bigint AS expires_us
         FROM leased l
         JOIN submissions s ON s.id = l.submission_id
         JOIN sources src ON src.sha256 = s.source_sha256)sql"},

@@ -19,13 +19,12 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <pqxx/pqxx>
 #include <random>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
-
-#include <pqxx/pqxx>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -68,20 +67,20 @@ constexpr std::array<const char*, 2> kLanguages = {"cuda", "ptx"};
 constexpr std::array<const char*, 3> kKnowledgeLevels = {"none", "templates", "contract"};
 constexpr std::array<const char*, 2> kScopes = {"full", "compile_only"};
 constexpr std::array<const char*, 3> kRoles = {"vendor", "worker", "admin"};
-constexpr std::array<const char*, 4> kWorkerStates = {"active", "draining", "unhealthy",
-                                                      "offline"};
+constexpr std::array<const char*, 4> kWorkerStates = {"active", "draining", "unhealthy", "offline"};
 constexpr std::array<const char*, 2> kJobKinds = {"compile", "evaluate"};
 constexpr std::array<const char*, 4> kReportableStages = {"compile", "correctness",
                                                           "target_instructions", "timing"};
 // What a worker may report with CompleteJob: everything but the two classes only the
 // scheduler decides.
+// clang-format off
 constexpr std::array<const char*, 10> kWorkerVerdictClasses = {
-    "pass",           "compile_error",       "plan_invalid",  "runtime_error",
-    "timeout",        "wrong_result",        "target_not_executed",
-    "input_mutated",  "impossible_time",     "compiled"};
+    "pass", "compile_error", "plan_invalid", "runtime_error", "timeout", "wrong_result",
+    "target_not_executed", "input_mutated", "impossible_time", "compiled"};
+// clang-format on
 // A kernel failure without a verdict ends the submission with one of these.
 constexpr std::array<const char*, 8> kKernelFailureClasses = {
-    "compile_error", "plan_invalid",  "runtime_error",   "timeout",
+    "compile_error", "plan_invalid",        "runtime_error", "timeout",
     "wrong_result",  "target_not_executed", "input_mutated", "impossible_time"};
 
 template <size_t N>
@@ -90,8 +89,8 @@ absl::Status CheckOneOf(const char* field, const std::string& value,
   for (const char* candidate : allowed) {
     if (value == candidate) return absl::OkStatus();
   }
-  return absl::InvalidArgumentError(absl::StrCat(field, " '", value, "' is not one of ",
-                                                 absl::StrJoin(allowed, ", ")));
+  return absl::InvalidArgumentError(
+      absl::StrCat(field, " '", value, "' is not one of ", absl::StrJoin(allowed, ", ")));
 }
 
 bool IsUuid(const std::string& text) {
@@ -158,9 +157,9 @@ absl::StatusOr<std::string> NormalizeSha256(const std::string& digest) {
     }
     if (hex.size() == 64) return hex;
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "secret_sha256 must be a sha256 digest: 64 hex digits or 32 bytes (got ", digest.size(),
-      " bytes)"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("secret_sha256 must be a sha256 digest: 64 hex digits or 32 bytes (got ",
+                   digest.size(), " bytes)"));
 }
 
 int64_t Micros(absl::Duration duration) { return absl::ToInt64Microseconds(duration); }
@@ -180,11 +179,21 @@ std::string JsonString(const std::string& text) {
   std::string out = "\"";
   for (char c : text) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
           static constexpr char kHex[] = "0123456789abcdef";
@@ -219,9 +228,8 @@ class ConnectionPool {
   absl::StatusOr<std::unique_ptr<pqxx::connection>> Acquire() {
     {
       std::unique_lock<std::mutex> lock(mu_);
-      const bool available = cv_.wait_for(
-          lock, absl::ToChronoSeconds(kPoolWait),
-          [this] { return !idle_.empty() || open_ < size_; });
+      const bool available = cv_.wait_for(lock, absl::ToChronoSeconds(kPoolWait),
+                                          [this] { return !idle_.empty() || open_ < size_; });
       if (!available) {
         return absl::UnavailableError(absl::StrCat(
             "all ", size_, " PostgreSQL connections stayed busy for ",
@@ -574,9 +582,9 @@ class Store::Impl {
     } else {
       why = absl::StrCat("the job is already ", state);
     }
-    return absl::FailedPreconditionError(absl::StrCat("lease lost: job ", lease.job_id,
-                                                      " attempt ", lease.attempt, " of worker ",
-                                                      lease.worker_id, ": ", why));
+    return absl::FailedPreconditionError(absl::StrCat("lease lost: job ", lease.job_id, " attempt ",
+                                                      lease.attempt, " of worker ", lease.worker_id,
+                                                      ": ", why));
   }
 
   // Finishes a locked, unfinished submission: state, verdict row and "done" event, in the
@@ -615,8 +623,8 @@ class Store::Impl {
     VerdictRow verdict;
     verdict.verdict_class = "infrastructure_failure";
     verdict.compiled = job["kind"].as<std::string>() == "evaluate";
-    verdict.message = absl::StrCat("gave up after ", failures,
-                                   " infrastructure failures; the last: ", reason);
+    verdict.message =
+        absl::StrCat("gave up after ", failures, " infrastructure failures; the last: ", reason);
     RETURN_IF_ERROR(FinishWithVerdict(tx, submission_id, job_id, verdict, "finished"));
     return false;
   }
@@ -651,11 +659,11 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Connect(const StoreOptions& option
   // fallback_application_name names our sessions in pg_stat_activity unless the URL names
   // them; connect_timeout bounds a connection attempt to an unreachable host, which libpq
   // would otherwise wait on for as long as the kernel's TCP timeout (minutes).
-  ASSIGN_OR_RETURN(std::string conninfo,
-                   internal::RewriteConninfo(
-                       options.database_url,
-                       {{"fallback_application_name", "ptxbench-server", false},
-                        {"connect_timeout", "10", true}}));
+  ASSIGN_OR_RETURN(
+      std::string conninfo,
+      internal::RewriteConninfo(options.database_url,
+                                {{"fallback_application_name", "ptxbench-server", false},
+                                 {"connect_timeout", "10", true}}));
   auto impl = std::make_unique<Impl>(options, conninfo);
   // Fail fast on a wrong URL or an unreachable server: one connection now, kept in the pool.
   ASSIGN_OR_RETURN(auto connection, impl->pool().Acquire());
@@ -683,8 +691,8 @@ absl::Status Store::MigrateUp(const std::string& migrations_dir) {
       pqxx::result applied = tx.exec_prepared(q::kMigrationApplied);
       for (size_t i = 0; i < files.size(); ++i) {
         if (checksums[i].empty()) {
-          checksums[i] = tx.exec_prepared1(q::kMigrationChecksum, files[i].up_sql)[0]
-                             .as<std::string>();
+          checksums[i] =
+              tx.exec_prepared1(q::kMigrationChecksum, files[i].up_sql)[0].as<std::string>();
         }
       }
       int newest_applied = 0;
@@ -698,21 +706,20 @@ absl::Status Store::MigrateUp(const std::string& migrations_dir) {
                                  [&](const auto& f) { return f.version == version; });
         if (file == files.end()) {
           if (version > files.back().version) {
-            return absl::FailedPreconditionError(absl::StrCat(
-                "the database schema is at migration ", name, ", newer than the newest in ",
-                migrations_dir, " (", files.back().name,
-                "): this server is older than its database; run a newer server"));
+            return absl::FailedPreconditionError(
+                absl::StrCat("the database schema is at migration ", name,
+                             ", newer than the newest in ", migrations_dir, " (", files.back().name,
+                             "): this server is older than its database; run a newer server"));
           }
           return absl::FailedPreconditionError(absl::StrCat(
-              "migration ", name, " is applied but its files are missing from ",
-              migrations_dir));
+              "migration ", name, " is applied but its files are missing from ", migrations_dir));
         }
         const std::string& checksum = checksums[file - files.begin()];
         if (row["up_sha256"].as<std::string>() != checksum) {
-          return absl::FailedPreconditionError(absl::StrCat(
-              "migration ", name, ".up.sql was edited after it was applied (sha256 ",
-              row["up_sha256"].as<std::string>(), " when applied, ", checksum,
-              " now); add a new migration instead of editing an applied one"));
+          return absl::FailedPreconditionError(
+              absl::StrCat("migration ", name, ".up.sql was edited after it was applied (sha256 ",
+                           row["up_sha256"].as<std::string>(), " when applied, ", checksum,
+                           " now); add a new migration instead of editing an applied one"));
         }
       }
       for (size_t i = 0; i < files.size(); ++i) {
@@ -721,15 +728,14 @@ absl::Status Store::MigrateUp(const std::string& migrations_dir) {
           continue;
         }
         if (file.version < newest_applied) {
-          return absl::FailedPreconditionError(absl::StrCat(
-              "migration ", file.name, " is not applied but a newer one (version ",
-              newest_applied, ") is; migrations must be applied in order"));
+          return absl::FailedPreconditionError(
+              absl::StrCat("migration ", file.name, " is not applied but a newer one (version ",
+                           newest_applied, ") is; migrations must be applied in order"));
         }
         try {
           tx.exec(file.up_sql);
         } catch (...) {
-          return ClassifyCurrentException(absl::StrCat("applying ", file.name, ".up.sql"))
-              .status;
+          return ClassifyCurrentException(absl::StrCat("applying ", file.name, ".up.sql")).status;
         }
         tx.exec_prepared(q::kMigrationRecord, file.version, file.name, checksums[i]);
         return absl::OkStatus();
@@ -743,8 +749,7 @@ absl::Status Store::MigrateUp(const std::string& migrations_dir) {
 
 absl::Status Store::MigrateDown(const std::string& migrations_dir, int steps) {
   if (steps < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("steps must be at least 1 (got ", steps, ")"));
+    return absl::InvalidArgumentError(absl::StrCat("steps must be at least 1 (got ", steps, ")"));
   }
   ASSIGN_OR_RETURN(std::vector<internal::MigrationFile> files,
                    internal::ReadMigrationFiles(migrations_dir));
@@ -765,14 +770,12 @@ absl::Status Store::MigrateDown(const std::string& migrations_dir, int steps) {
                                [&](const auto& f) { return f.version == version; });
       if (file == files.end()) {
         return absl::FailedPreconditionError(absl::StrCat(
-            "cannot revert migration ", name, ": ", name, ".down.sql is not in ",
-            migrations_dir));
+            "cannot revert migration ", name, ": ", name, ".down.sql is not in ", migrations_dir));
       }
       try {
         tx.exec(file->down_sql);
       } catch (...) {
-        return ClassifyCurrentException(absl::StrCat("applying ", file->name, ".down.sql"))
-            .status;
+        return ClassifyCurrentException(absl::StrCat("applying ", file->name, ".down.sql")).status;
       }
       tx.exec_prepared(q::kMigrationForget, version);
       return absl::OkStatus();
@@ -853,11 +856,11 @@ absl::Status Store::CreateToken(const TokenRow& token, const std::string& secret
   ASSIGN_OR_RETURN(std::string digest, NormalizeSha256(secret_sha256));
   return impl_->Transact("CreateToken", Actor(actor, "admin"), [&](pqxx::work& tx) {
     if (!token.tenant.empty() && tx.exec_prepared(q::kGetTenant, token.tenant).empty()) {
-      return absl::NotFoundError(absl::StrCat("token '", token.token_id, "': tenant '",
-                                              token.tenant, "' does not exist"));
+      return absl::NotFoundError(
+          absl::StrCat("token '", token.token_id, "': tenant '", token.tenant, "' does not exist"));
     }
-    tx.exec_prepared(q::kCreateToken, token.token_id, token.tenant, token.role,
-                     token.description, digest);
+    tx.exec_prepared(q::kCreateToken, token.token_id, token.tenant, token.role, token.description,
+                     digest);
     return absl::OkStatus();
   });
 }
@@ -926,24 +929,22 @@ absl::StatusOr<SubmissionRow> Store::CreateSubmission(const NewSubmission& submi
   SubmissionRow row;
   RETURN_IF_ERROR(impl_->Transact("CreateSubmission", actor, [&](pqxx::work& tx) {
     if (tx.exec_prepared(q::kGetTenant, submission.tenant).empty()) {
-      return absl::NotFoundError(
-          absl::StrCat("tenant '", submission.tenant, "' does not exist"));
+      return absl::NotFoundError(absl::StrCat("tenant '", submission.tenant, "' does not exist"));
     }
     tx.exec_prepared(q::kUpsertTask, submission.task_id, submission.task_version_hash);
     std::string source_sha256;
     try {
       source_sha256 = tx.exec_prepared1(q::kStoreSource, submission.source)[0].as<std::string>();
     } catch (const pqxx::data_exception& e) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("source is not valid UTF-8 text: ", e.what()));
+      return absl::InvalidArgumentError(absl::StrCat("source is not valid UTF-8 text: ", e.what()));
     }
     pqxx::result inserted;
     try {
-      inserted = tx.exec_prepared(
-          q::kInsertSubmission, submission.tenant, submission.task_id,
-          submission.task_version_hash, submission.arch, submission.language, source_sha256,
-          submission.launch_plan_json, submission.model, submission.session_id,
-          submission.turn_index, submission.knowledge_level, scope, submission.idempotency_key);
+      inserted = tx.exec_prepared(q::kInsertSubmission, submission.tenant, submission.task_id,
+                                  submission.task_version_hash, submission.arch,
+                                  submission.language, source_sha256, submission.launch_plan_json,
+                                  submission.model, submission.session_id, submission.turn_index,
+                                  submission.knowledge_level, scope, submission.idempotency_key);
     } catch (const pqxx::data_exception& e) {
       return absl::InvalidArgumentError(
           absl::StrCat("launch_plan_json is not valid JSON: ", e.what()));
@@ -980,8 +981,7 @@ absl::StatusOr<int64_t> Store::CountRecentSubmissions(const std::string& tenant,
                                                       absl::Duration window) {
   int64_t count = 0;
   RETURN_IF_ERROR(impl_->Transact("CountRecentSubmissions", "", [&](pqxx::work& tx) {
-    count = tx.exec_prepared1(q::kCountRecentSubmissions, tenant, Micros(window))[0]
-                .as<int64_t>();
+    count = tx.exec_prepared1(q::kCountRecentSubmissions, tenant, Micros(window))[0].as<int64_t>();
     return absl::OkStatus();
   }));
   return count;
@@ -1013,13 +1013,13 @@ absl::StatusOr<SubmissionPage> Store::ListSubmissions(const SubmissionFilter& fi
   if (filter.tenant.empty()) {
     return absl::InvalidArgumentError("ListSubmissions needs a tenant");
   }
-  const int page_size = filter.page_size <= 0 ? kDefaultPageSize
-                                              : std::min(filter.page_size, kMaxPageSize);
+  const int page_size =
+      filter.page_size <= 0 ? kDefaultPageSize : std::min(filter.page_size, kMaxPageSize);
   int64_t before_seq = std::numeric_limits<int64_t>::max();
   if (!filter.page_token.empty() &&
       (!absl::SimpleAtoi(filter.page_token, &before_seq) || before_seq <= 0)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "page_token '", filter.page_token, "' is not a token this server issued"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("page_token '", filter.page_token, "' is not a token this server issued"));
   }
   SubmissionPage page;
   RETURN_IF_ERROR(impl_->Transact("ListSubmissions", "", [&](pqxx::work& tx) {
@@ -1063,8 +1063,8 @@ absl::StatusOr<SubmissionRow> Store::CancelSubmission(const std::string& id,
   return row;
 }
 
-absl::StatusOr<std::vector<StageEventRow>> Store::ListStageEvents(
-    const std::string& submission_id, int64_t after_seq) {
+absl::StatusOr<std::vector<StageEventRow>> Store::ListStageEvents(const std::string& submission_id,
+                                                                  int64_t after_seq) {
   RETURN_IF_ERROR(CheckUuid("submission id", submission_id));
   std::vector<StageEventRow> events;
   RETURN_IF_ERROR(impl_->Transact("ListStageEvents", "", [&](pqxx::work& tx) {
@@ -1088,8 +1088,7 @@ absl::StatusOr<std::vector<StageEventRow>> Store::ListStageEvents(
   return events;
 }
 
-absl::Status Store::AppendNotice(const std::string& submission_id,
-                                 const std::string& notice_json) {
+absl::Status Store::AppendNotice(const std::string& submission_id, const std::string& notice_json) {
   RETURN_IF_ERROR(CheckUuid("submission id", submission_id));
   if (notice_json.empty()) return absl::InvalidArgumentError("notice_json is empty");
   return impl_->Transact("AppendNotice", "system:notice", [&](pqxx::work& tx) {
@@ -1104,8 +1103,7 @@ absl::Status Store::AppendNotice(const std::string& submission_id,
           tx.exec_prepared(q::kLatestEventMatches, submission_id, "notice", notice_json);
       if (!latest.empty() && latest[0]["same"].as<bool>()) return absl::OkStatus();
     } catch (const pqxx::data_exception& e) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("notice_json is not valid JSON: ", e.what()));
+      return absl::InvalidArgumentError(absl::StrCat("notice_json is not valid JSON: ", e.what()));
     }
     tx.exec_prepared1(q::kAppendStageEvent, submission_id, "notice", "", notice_json);
     return absl::OkStatus();
@@ -1125,13 +1123,12 @@ absl::StatusOr<WorkerRow> Store::RegisterWorker(const WorkerRegistration& regist
         "worker '", registration.hostname, "' has a GPU (compile_only is false) but no arch"));
   }
   WorkerRow row;
-  RETURN_IF_ERROR(impl_->Transact(
-      "RegisterWorker", "worker:" + registration.hostname, [&](pqxx::work& tx) {
+  RETURN_IF_ERROR(
+      impl_->Transact("RegisterWorker", "worker:" + registration.hostname, [&](pqxx::work& tx) {
         try {
           row = WorkerFromRow(tx.exec_prepared1(
-              q::kRegisterWorker, registration.hostname, registration.arch,
-              registration.gpu_name, registration.gpu_uuid, registration.compile_only,
-              registration.identity_json));
+              q::kRegisterWorker, registration.hostname, registration.arch, registration.gpu_name,
+              registration.gpu_uuid, registration.compile_only, registration.identity_json));
         } catch (const pqxx::data_exception& e) {
           return absl::InvalidArgumentError(
               absl::StrCat("identity_json is not valid JSON: ", e.what()));
@@ -1154,8 +1151,7 @@ absl::StatusOr<std::vector<WorkerRow>> Store::ListWorkers() {
 }
 
 absl::StatusOr<WorkerRow> Store::SetWorkerState(const std::string& worker_id,
-                                                const std::string& state,
-                                                const std::string& detail,
+                                                const std::string& state, const std::string& detail,
                                                 const std::string& actor) {
   RETURN_IF_ERROR(CheckUuid("worker_id", worker_id));
   RETURN_IF_ERROR(CheckOneOf("worker state", state, kWorkerStates));
@@ -1169,15 +1165,13 @@ absl::StatusOr<WorkerRow> Store::SetWorkerState(const std::string& worker_id,
   return row;
 }
 
-absl::StatusOr<int64_t> Store::CountCapableWorkers(const std::string& arch,
-                                                   const std::string& kind,
+absl::StatusOr<int64_t> Store::CountCapableWorkers(const std::string& arch, const std::string& kind,
                                                    absl::Duration recent) {
   RETURN_IF_ERROR(CheckOneOf("arch", arch, kArchs));
   RETURN_IF_ERROR(CheckOneOf("job kind", kind, kJobKinds));
   int64_t count = 0;
   RETURN_IF_ERROR(impl_->Transact("CountCapableWorkers", "", [&](pqxx::work& tx) {
-    count = tx.exec_prepared1(q::kCountCapableWorkers, arch, kind, Micros(recent))[0]
-                .as<int64_t>();
+    count = tx.exec_prepared1(q::kCountCapableWorkers, arch, kind, Micros(recent))[0].as<int64_t>();
     return absl::OkStatus();
   }));
   return count;
@@ -1220,8 +1214,7 @@ absl::StatusOr<std::optional<LeasedJobRow>> Store::LeaseJob(const std::string& w
 }
 
 absl::StatusOr<HeartbeatResult> Store::Heartbeat(const std::string& worker_id,
-                                                 const std::vector<LeaseRef>& leases,
-                                                 bool healthy,
+                                                 const std::vector<LeaseRef>& leases, bool healthy,
                                                  const std::string& health_detail) {
   RETURN_IF_ERROR(CheckUuid("worker_id", worker_id));
   // A lease that names another worker or is malformed cannot be held by this worker; it is
@@ -1249,17 +1242,15 @@ absl::StatusOr<HeartbeatResult> Store::Heartbeat(const std::string& worker_id,
   RETURN_IF_ERROR(impl_->Transact("Heartbeat", WorkerActor(worker_id), [&](pqxx::work& tx) {
     result = HeartbeatResult();
     result.lost = malformed;
-    pqxx::result worker =
-        tx.exec_prepared(q::kHeartbeatWorker, worker_id, healthy, health_detail);
+    pqxx::result worker = tx.exec_prepared(q::kHeartbeatWorker, worker_id, healthy, health_detail);
     if (worker.empty()) {
       return absl::NotFoundError(
           absl::StrCat("worker ", worker_id, " is not registered; register again"));
     }
     result.drain = worker[0]["state"].as<std::string>() == "draining";
     if (checkable.empty()) return absl::OkStatus();
-    pqxx::result rows =
-        tx.exec_prepared(q::kExtendLeases, worker_id, id_array, attempt_array,
-                         Micros(impl_->options().lease_duration));
+    pqxx::result rows = tx.exec_prepared(q::kExtendLeases, worker_id, id_array, attempt_array,
+                                         Micros(impl_->options().lease_duration));
     for (size_t i = 0; i < rows.size(); ++i) {
       if (rows[i]["extended"].as<bool>()) continue;
       if (rows[i]["cancelled"].as<bool>()) {
@@ -1281,16 +1272,14 @@ absl::Status Store::ReportStage(const LeaseRef& lease, const std::string& stage,
   return impl_->Transact("ReportStage", WorkerActor(lease.worker_id), [&](pqxx::work& tx) {
     pqxx::result locked = tx.exec_prepared(q::kLockSubmissionOfJob, lease.job_id);
     if (locked.empty()) return impl_->LeaseLost(tx, lease);
-    if (tx.exec_prepared(q::kCheckLease, lease.job_id, lease.worker_id, lease.attempt)
-            .empty()) {
+    if (tx.exec_prepared(q::kCheckLease, lease.job_id, lease.worker_id, lease.attempt).empty()) {
       return impl_->LeaseLost(tx, lease);
     }
     const std::string submission_id = locked[0]["submission_id"].as<std::string>();
     try {
       tx.exec_prepared1(q::kAppendStageEvent, submission_id, "stage", stage, payload);
     } catch (const pqxx::data_exception& e) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("result_json is not valid JSON: ", e.what()));
+      return absl::InvalidArgumentError(absl::StrCat("result_json is not valid JSON: ", e.what()));
     }
     return absl::OkStatus();
   });
@@ -1322,8 +1311,8 @@ absl::Status Store::CompleteJob(const LeaseRef& lease, const VerdictRow& verdict
       return absl::InvalidArgumentError(
           "an evaluate job cannot end with verdict class compiled: it runs every stage");
     }
-    if (tx.exec_prepared(q::kFinishLeasedJob, lease.job_id, lease.worker_id, lease.attempt,
-                         "done", "")
+    if (tx.exec_prepared(q::kFinishLeasedJob, lease.job_id, lease.worker_id, lease.attempt, "done",
+                         "")
             .empty()) {
       return impl_->LeaseLost(tx, lease);
     }
@@ -1335,8 +1324,7 @@ absl::Status Store::CompleteJob(const LeaseRef& lease, const VerdictRow& verdict
     try {
       return impl_->FinishWithVerdict(tx, submission_id, lease.job_id, verdict, "finished");
     } catch (const pqxx::data_exception& e) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("verdict_json is not valid JSON: ", e.what()));
+      return absl::InvalidArgumentError(absl::StrCat("verdict_json is not valid JSON: ", e.what()));
     }
   });
 }
@@ -1377,10 +1365,10 @@ absl::StatusOr<bool> Store::FailJob(const LeaseRef& lease, const std::string& ki
       verdict.message = reason;
       return impl_->FinishWithVerdict(tx, submission_id, lease.job_id, verdict, "finished");
     }
-    pqxx::result job = tx.exec_prepared(
-        q::kRetryLeasedJob, lease.job_id, lease.worker_id, lease.attempt, reason,
-        impl_->options().max_infrastructure_attempts,
-        Micros(impl_->options().retry_backoff_base), Micros(kMaxRetryBackoff));
+    pqxx::result job =
+        tx.exec_prepared(q::kRetryLeasedJob, lease.job_id, lease.worker_id, lease.attempt, reason,
+                         impl_->options().max_infrastructure_attempts,
+                         Micros(impl_->options().retry_backoff_base), Micros(kMaxRetryBackoff));
     if (job.empty()) return impl_->LeaseLost(tx, lease);
     ASSIGN_OR_RETURN(will_retry, impl_->AfterInfrastructureFailure(tx, job[0], submission_id,
                                                                    lease.job_id, reason));
@@ -1416,14 +1404,13 @@ absl::StatusOr<int> Store::ReapExpiredLeases() {
     // takes its submission's lock like every other job state change.
     RETURN_IF_ERROR(impl_->Transact("ReapExpiredLeases", "system:reaper", [&](pqxx::work& tx) {
       tx.exec_prepared(q::kLockSubmission, job.submission_id, "");
-      pqxx::result rows = tx.exec_prepared(
-          q::kReapExpiredLease, job.job_id, job.attempt, reason,
-          options.max_infrastructure_attempts, Micros(options.retry_backoff_base),
-          Micros(kMaxRetryBackoff));
+      pqxx::result rows =
+          tx.exec_prepared(q::kReapExpiredLease, job.job_id, job.attempt, reason,
+                           options.max_infrastructure_attempts, Micros(options.retry_backoff_base),
+                           Micros(kMaxRetryBackoff));
       if (rows.empty()) return absl::OkStatus();  // Extended or finished meanwhile.
       ++reaped;
-      return impl_->AfterInfrastructureFailure(tx, rows[0], job.submission_id, job.job_id,
-                                               reason)
+      return impl_->AfterInfrastructureFailure(tx, rows[0], job.submission_id, job.job_id, reason)
           .status();
     }));
   }

@@ -31,8 +31,8 @@ namespace ptxbench::store {
 // worker state "active"/"draining"/"unhealthy"/"offline".
 
 struct StoreOptions {
-  std::string database_url;        // libpq connection string or URI.
-  int pool_size = 8;               // Connections held open.
+  std::string database_url;  // libpq connection string or URI.
+  int pool_size = 8;         // Connections held open.
   absl::Duration lease_duration = absl::Seconds(60);
   int max_infrastructure_attempts = 3;  // A job failing for infrastructure this often fails.
   absl::Duration retry_backoff_base = absl::Seconds(2);  // Doubles per attempt, jittered.
@@ -58,19 +58,19 @@ struct NewSubmission {
   std::string task_id;
   std::string task_version_hash;
   std::string arch;
-  std::string language;            // "cuda" or "ptx".
-  std::string source;              // Stored once per sha256 in the sources table.
-  std::string launch_plan_json;    // Empty when the plan is in the source.
+  std::string language;          // "cuda" or "ptx".
+  std::string source;            // Stored once per sha256 in the sources table.
+  std::string launch_plan_json;  // Empty when the plan is in the source.
   std::string model;
   std::string session_id;
   int turn_index = 0;
   std::string knowledge_level;
-  std::string scope;               // "full" or "compile_only".
-  std::string idempotency_key;     // Empty for none; unique per tenant otherwise.
+  std::string scope;            // "full" or "compile_only".
+  std::string idempotency_key;  // Empty for none; unique per tenant otherwise.
 };
 
 struct VerdictRow {
-  std::string verdict_class;       // VerdictClass name without prefix, lower-case: "pass", ...
+  std::string verdict_class;  // VerdictClass name without prefix, lower-case: "pass", ...
   bool compiled = false;
   bool correct = false;
   bool target_executed = false;
@@ -78,7 +78,7 @@ struct VerdictRow {
   double speedup = 0;
   bool runtime_unverified = false;
   std::string message;
-  std::string verdict_json;        // The complete verdict (JSONB).
+  std::string verdict_json;  // The complete verdict (JSONB).
   absl::Time finished_at;
 };
 
@@ -96,22 +96,22 @@ struct SubmissionRow {
   std::string knowledge_level;
   std::string scope;
   std::string state;
-  std::string stage;               // Latest stage name: "queued", "compile", ..., "done".
+  std::string stage;  // Latest stage name: "queued", "compile", ..., "done".
   absl::Time created_at;
   std::optional<VerdictRow> verdict;
 };
 
 struct SubmissionFilter {
-  std::string tenant;              // Required: a vendor lists only its own.
-  std::string session_id;          // Optional.
-  std::string task_id;             // Optional.
+  std::string tenant;      // Required: a vendor lists only its own.
+  std::string session_id;  // Optional.
+  std::string task_id;     // Optional.
   int page_size = 50;
-  std::string page_token;          // Opaque; from the previous page.
+  std::string page_token;  // Opaque; from the previous page.
 };
 
 struct SubmissionPage {
   std::vector<SubmissionRow> submissions;
-  std::string next_page_token;     // Empty on the last page.
+  std::string next_page_token;  // Empty on the last page.
 };
 
 // A stage event for watchers; seq increases by one per submission, from 1, without gaps.
@@ -125,18 +125,18 @@ struct StageEventRow {
   int64_t seq = 0;
   std::string submission_id;
   std::string stage;
-  std::string payload_json;        // The StageResult / notice / verdict as JSON.
+  std::string payload_json;  // The StageResult / notice / verdict as JSON.
   absl::Time at;
-  std::string kind;                // "stage" or "notice".
+  std::string kind;  // "stage" or "notice".
 };
 
 struct WorkerRegistration {
   std::string hostname;
-  std::string arch;                // Empty for compile-only workers.
+  std::string arch;  // Empty for compile-only workers.
   std::string gpu_name;
   std::string gpu_uuid;
   bool compile_only = false;
-  std::string identity_json;       // The full WorkerIdentity (versions) for audit.
+  std::string identity_json;  // The full WorkerIdentity (versions) for audit.
 };
 
 struct WorkerRow {
@@ -157,7 +157,7 @@ struct LeaseRef {
 
 struct LeasedJobRow {
   LeaseRef lease;
-  std::string kind;                // "compile" or "evaluate".
+  std::string kind;  // "compile" or "evaluate".
   std::string submission_id;
   std::string task_id;
   std::string task_version_hash;
@@ -169,7 +169,7 @@ struct LeasedJobRow {
 };
 
 struct HeartbeatResult {
-  std::vector<LeaseRef> lost;          // No longer held by this worker.
+  std::vector<LeaseRef> lost;  // No longer held by this worker.
   std::vector<std::string> cancelled_job_ids;
   bool drain = false;
 };
@@ -181,10 +181,10 @@ struct JobRow {
   std::string kind;
   std::string arch;
   std::string state;
-  int attempt = 0;                 // Times leased; the current lease's number.
-  std::string worker_id;           // The current or last holder; empty if never leased.
+  int attempt = 0;                             // Times leased; the current lease's number.
+  std::string worker_id;                       // The current or last holder; empty if never leased.
   std::optional<absl::Time> lease_expires_at;  // Set while leased.
-  absl::Time not_before;           // Not leased before this (retry backoff).
+  absl::Time not_before;                       // Not leased before this (retry backoff).
   int infrastructure_attempts = 0;
   std::string last_error;
   absl::Time created_at;
@@ -195,10 +195,10 @@ struct JobRow {
 struct AuditRow {
   int64_t id = 0;
   absl::Time at;
-  std::string actor;               // "tenant:acme", "worker:<id>", "admin", "system:reaper".
-  std::string entity;              // "tenant", "token", "worker", "submission", "job".
+  std::string actor;   // "tenant:acme", "worker:<id>", "admin", "system:reaper".
+  std::string entity;  // "tenant", "token", "worker", "submission", "job".
   std::string entity_id;
-  std::string old_state;           // Empty when the entity was created.
+  std::string old_state;  // Empty when the entity was created.
   std::string new_state;
   std::string detail_json;
 };

@@ -3,12 +3,11 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <random>
 #include <string>
 #include <utility>
-
-#include <catch2/catch.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
@@ -31,9 +30,9 @@ std::string UniqueDatabaseName() {
 
 std::string MigrationsDir() {
   const char* source_dir = std::getenv("PTXBENCH_SOURCE_DIR");
-  return absl::StrCat(source_dir != nullptr && *source_dir != '\0' ? source_dir
-                                                                   : PTXBENCH_DEFAULT_SOURCE_DIR,
-                      "/migrations");
+  return absl::StrCat(
+      source_dir != nullptr && *source_dir != '\0' ? source_dir : PTXBENCH_DEFAULT_SOURCE_DIR,
+      "/migrations");
 }
 
 absl::StatusOr<std::unique_ptr<TestDatabase>> TestDatabase::Create(bool migrate) {

@@ -3,9 +3,8 @@
 #ifndef PTXBENCH_TESTS_SUPPORT_STATUS_TESTING_H_
 #define PTXBENCH_TESTS_SUPPORT_STATUS_TESTING_H_
 
-#include <utility>
-
 #include <catch2/catch.hpp>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -29,19 +28,19 @@ T ValueOrFail(absl::StatusOr<T> status_or) {
 }  // namespace ptxbench::testing
 
 // REQUIRE_OK(status_or_statusor): fails the test with the status's text when not OK.
-#define REQUIRE_OK(expr)                                                            \
-  do {                                                                              \
-    const ::absl::Status ptxbench_status_ = ::ptxbench::testing::StatusOf((expr));  \
-    INFO(ptxbench_status_.ToString());                                              \
-    REQUIRE(ptxbench_status_.ok());                                                 \
+#define REQUIRE_OK(expr)                                                           \
+  do {                                                                             \
+    const ::absl::Status ptxbench_status_ = ::ptxbench::testing::StatusOf((expr)); \
+    INFO(ptxbench_status_.ToString());                                             \
+    REQUIRE(ptxbench_status_.ok());                                                \
   } while (false)
 
 // REQUIRE_STATUS(expr, code): the status of `expr` has exactly `code` (an absl::StatusCode).
-#define REQUIRE_STATUS(expr, expected_code)                                         \
-  do {                                                                              \
-    const ::absl::Status ptxbench_status_ = ::ptxbench::testing::StatusOf((expr));  \
-    INFO(ptxbench_status_.ToString());                                              \
-    REQUIRE(ptxbench_status_.code() == (expected_code));                            \
+#define REQUIRE_STATUS(expr, expected_code)                                        \
+  do {                                                                             \
+    const ::absl::Status ptxbench_status_ = ::ptxbench::testing::StatusOf((expr)); \
+    INFO(ptxbench_status_.ToString());                                             \
+    REQUIRE(ptxbench_status_.code() == (expected_code));                           \
   } while (false)
 
 #endif  // PTXBENCH_TESTS_SUPPORT_STATUS_TESTING_H_

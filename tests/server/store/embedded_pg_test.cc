@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
@@ -14,8 +15,6 @@
 #include <memory>
 #include <optional>
 #include <string>
-
-#include <catch2/catch.hpp>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -173,8 +172,7 @@ TEST_CASE("the embedded cluster starts again after its owner was SIGKILLed", "[e
 
 TEST_CASE("missing PostgreSQL binaries are named with their package", "[embedded_pg]") {
   TempDir dir;
-  auto postgres =
-      EmbeddedPostgres::Start(At(dir.path(), "/nonexistent/pg/bin"));
+  auto postgres = EmbeddedPostgres::Start(At(dir.path(), "/nonexistent/pg/bin"));
   REQUIRE(absl::IsFailedPrecondition(postgres.status()));
   REQUIRE_THAT(std::string(postgres.status().message()), Catch::Contains("postgresql-15"));
   REQUIRE_THAT(std::string(postgres.status().message()),

@@ -1,13 +1,12 @@
 // Migrations: up, down, up again on a real database; concurrent migrators; the folder's
 // shape and an applied migration's integrity are checked before anything runs.
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <catch2/catch.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "server/store/store.h"
@@ -46,8 +45,8 @@ bool TableExists(const TestDatabase& database, const std::string& table) {
 
 // A private copy of the migrations folder to damage.
 std::string CopyOfMigrations() {
-  const fs::path copy = fs::temp_directory_path() /
-                        absl::StrCat("ptxbench-migrations-", getpid(), "-", std::rand());
+  const fs::path copy =
+      fs::temp_directory_path() / absl::StrCat("ptxbench-migrations-", getpid(), "-", std::rand());
   fs::create_directories(copy);
   for (const auto& entry : fs::directory_iterator(MigrationsDir())) {
     fs::copy_file(entry.path(), copy / entry.path().filename());
@@ -55,7 +54,7 @@ std::string CopyOfMigrations() {
   return copy.string();
 }
 
-TEST_CASE("migrations go up, down and up again", "[store][migrations]") {
+TEST_CASE("migrations go up then down then up again", "[store][migrations]") {
   auto database = EmptyDatabase();
   auto store = Connect(*database);
   REQUIRE(ValueOrFail(store->SchemaVersion()) == 0);
@@ -93,8 +92,7 @@ TEST_CASE("migrations go up, down and up again", "[store][migrations]") {
   REQUIRE(ValueOrFail(store->SchemaVersion()) == 0);
 }
 
-TEST_CASE("servers migrating at the same time apply each migration once",
-          "[store][migrations]") {
+TEST_CASE("servers migrating at the same time apply each migration once", "[store][migrations]") {
   auto database = EmptyDatabase();
   constexpr int kServers = 4;
   std::vector<std::unique_ptr<Store>> stores;
@@ -110,8 +108,7 @@ TEST_CASE("servers migrating at the same time apply each migration once",
   REQUIRE(ValueOrFail(stores[0]->SchemaVersion()) == 2);
 }
 
-TEST_CASE("a damaged migrations folder or an edited migration is refused",
-          "[store][migrations]") {
+TEST_CASE("a damaged migrations folder or an edited migration is refused", "[store][migrations]") {
   auto database = EmptyDatabase();
   auto store = Connect(*database);
   const std::string copy = CopyOfMigrations();

@@ -3,6 +3,7 @@
 // Concurrency is real too: threads with their own worker rows race on one Store.
 #include <algorithm>
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <map>
 #include <optional>
@@ -10,8 +11,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <catch2/catch.hpp>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -143,15 +142,14 @@ std::vector<std::string> EventStages(Store& store, const std::string& submission
   return stages;
 }
 
-TEST_CASE_METHOD(PgFixture, "sixteen concurrent leasers never share a job; each is leased once",
+TEST_CASE_METHOD(PgFixture, "sixteen concurrent leasers never share a job and lease each job once",
                  "[store][queue]") {
   auto store = ConnectStore(Options());
   CreateTenants(*store);
   constexpr int kJobs = 160;
   constexpr int kLeasers = 16;
   for (int i = 0; i < kJobs; ++i) {
-    Submit(*store, i % 2 == 0 ? kAcme : kGlobex, i % 3 == 0 ? "sm_100a" : "sm_90a",
-           "compile_only");
+    Submit(*store, i % 2 == 0 ? kAcme : kGlobex, i % 3 == 0 ? "sm_100a" : "sm_90a", "compile_only");
   }
   std::vector<std::string> worker_ids;
   for (int i = 0; i < kLeasers; ++i) {
@@ -211,10 +209,11 @@ TEST_CASE_METHOD(PgFixture, "sixteen concurrent leasers never share a job; each 
   REQUIRE(distinct.size() == static_cast<size_t>(kJobs));
   // Not a fairness claim, only evidence that the leasers really ran concurrently.
   CHECK(leasers_that_worked > 1);
-  REQUIRE(database().Scalar("SELECT count(*) FROM submissions WHERE state = 'finished'")
-              .value() == std::to_string(kJobs));
-  REQUIRE(database().Scalar("SELECT count(*) FROM verdicts WHERE verdict_class = 'compiled'")
-              .value() == std::to_string(kJobs));
+  REQUIRE(database().Scalar("SELECT count(*) FROM submissions WHERE state = 'finished'").value() ==
+          std::to_string(kJobs));
+  REQUIRE(
+      database().Scalar("SELECT count(*) FROM verdicts WHERE verdict_class = 'compiled'").value() ==
+      std::to_string(kJobs));
   REQUIRE(ValueOrFail(store->QueueDepths()).empty());
 }
 
@@ -280,9 +279,12 @@ TEST_CASE_METHOD(PgFixture, "a stale worker is fenced out once its lease is reap
                          });
 }
 
-TEST_CASE_METHOD(PgFixture, "an expired lease is requeued as an infrastructure attempt with backoff",
+TEST_CASE_METHOD(PgFixture,
+                 "an expired lease is requeued as an infrastructure attempt with backoff",
                  "[store][queue]") {
-  auto store = ConnectStore(Options(absl::Milliseconds(100), absl::Seconds(2), 3));
+  // 500 ms: long enough that a loaded CI machine does not expire the lease before the "not
+  // yet expired" checks, short enough to wait for.
+  auto store = ConnectStore(Options(absl::Milliseconds(500), absl::Seconds(2), 3));
   CreateTenants(*store);
   SubmissionRow submission = Submit(*store, kAcme);
   WorkerRow worker = RegisterGpu(*store, "h200-a", "sm_90a");
@@ -292,9 +294,10 @@ TEST_CASE_METHOD(PgFixture, "an expired lease is requeued as an infrastructure a
   // Not expired yet: nothing to reap, and a heartbeat extends the lease.
   REQUIRE(ValueOrFail(store->ReapExpiredLeases()) == 0);
   REQUIRE(ValueOrFail(store->Heartbeat(worker.worker_id, {job->lease}, true, "")).lost.empty());
-  absl::SleepFor(absl::Milliseconds(250));
-  const absl::Time reaped_at = absl::Now();
+  absl::SleepFor(absl::Milliseconds(700));
+  const absl::Time reap_called = absl::Now();
   REQUIRE(ValueOrFail(store->ReapExpiredLeases()) == 1);
+  const absl::Time reap_returned = absl::Now();
 
   std::vector<JobRow> jobs = ValueOrFail(store->ListJobs(submission.id));
   REQUIRE(jobs.size() == 1);
@@ -303,10 +306,10 @@ TEST_CASE_METHOD(PgFixture, "an expired lease is requeued as an infrastructure a
   REQUIRE(jobs[0].infrastructure_attempts == 1);
   REQUIRE_FALSE(jobs[0].lease_expires_at.has_value());
   REQUIRE_THAT(jobs[0].last_error, Catch::Contains("lease expired"));
-  // First retry: base * 2^0 with jitter in [0.5, 1.5) => 1 s to 3 s from the reap.
-  const double delay_s = absl::ToDoubleSeconds(jobs[0].not_before - reaped_at);
-  CHECK(delay_s >= 0.9);
-  CHECK(delay_s <= 3.1);
+  // First retry: base * 2^0 * jitter in [0.5, 1.5) = 1 s to 3 s after the reaper's
+  // transaction began, which was between the call and its return.
+  CHECK(jobs[0].not_before >= reap_called + absl::Seconds(1));
+  CHECK(jobs[0].not_before <= reap_returned + absl::Seconds(3));
   // not_before is respected, even by a healthy worker of the right arch.
   REQUIRE(ValueOrFail(store->Heartbeat(worker.worker_id, {}, true, "")).lost.empty());
   REQUIRE_FALSE(Lease(*store, worker.worker_id).has_value());
@@ -330,19 +333,22 @@ TEST_CASE_METHOD(PgFixture, "infrastructure failures retry with growing backoff 
     REQUIRE(job.has_value());
     REQUIRE(job->lease.attempt == failure);
     const absl::Time failed_at = absl::Now();
-    const bool will_retry = ValueOrFail(store->FailJob(
-        job->lease, "infrastructure", absl::StrCat("sandbox crashed #", failure)));
+    const bool will_retry = ValueOrFail(
+        store->FailJob(job->lease, "infrastructure", absl::StrCat("sandbox crashed #", failure)));
+    const absl::Time returned_at = absl::Now();
     std::vector<JobRow> jobs = ValueOrFail(store->ListJobs(submission.id));
     REQUIRE(jobs[0].infrastructure_attempts == failure);
     if (failure < 3) {
       REQUIRE(will_retry);
       REQUIRE(jobs[0].state == "queued");
-      // base * 2^(failure-1) * [0.5, 1.5), measured from just before the call.
-      const double nominal = absl::ToDoubleSeconds(base) * (1 << (failure - 1));
-      const double delay = absl::ToDoubleSeconds(jobs[0].not_before - failed_at);
-      CHECK(delay >= 0.5 * nominal - 0.02);
-      CHECK(delay <= 1.5 * nominal + 0.1);
-      REQUIRE_FALSE(Lease(*store, worker.worker_id).has_value());
+      // base * 2^(failure-1) * jitter in [0.5, 1.5), counted from the start of FailJob's
+      // transaction, which lies between the call and its return.
+      const absl::Duration nominal = base * (1 << (failure - 1));
+      CHECK(jobs[0].not_before >= failed_at + nominal * 0.5);
+      CHECK(jobs[0].not_before <= returned_at + nominal * 1.5);
+      if (absl::Now() + absl::Milliseconds(20) < jobs[0].not_before) {
+        REQUIRE_FALSE(Lease(*store, worker.worker_id).has_value());
+      }
     } else {
       REQUIRE_FALSE(will_retry);
       REQUIRE(jobs[0].state == "failed");
@@ -415,12 +421,13 @@ TEST_CASE_METHOD(PgFixture, "fair share: the tenant with the fewest leased jobs 
   }
   // Leased jobs are held (never completed), so every lease changes the counts:
   // (0,0) acme oldest; (1,0) globex; (1,1) acme oldest; (2,1) globex; then only acme is left.
-  REQUIRE(order == std::vector<std::string>{kAcme, kGlobex, kAcme, kGlobex, kAcme, kAcme, kAcme,
-                                            kAcme});
+  REQUIRE(order ==
+          std::vector<std::string>{kAcme, kGlobex, kAcme, kGlobex, kAcme, kAcme, kAcme, kAcme});
   REQUIRE_FALSE(Lease(*store, worker.worker_id).has_value());
 }
 
-TEST_CASE_METHOD(PgFixture, "arch routing: GPU workers take their arch, compile-only workers compile",
+TEST_CASE_METHOD(PgFixture,
+                 "arch routing: GPU workers take their own arch and compile-only workers compile",
                  "[store][queue]") {
   auto store = ConnectStore();
   CreateTenants(*store);
@@ -632,7 +639,7 @@ TEST_CASE_METHOD(PgFixture, "an idempotency key returns the first submission", "
               .value() == "1");
 }
 
-TEST_CASE_METHOD(PgFixture, "cancel stops queued and leased jobs; the holder learns it",
+TEST_CASE_METHOD(PgFixture, "cancel stops queued and leased jobs and the holder learns it",
                  "[store][queue]") {
   auto store = ConnectStore();
   CreateTenants(*store);
@@ -655,8 +662,7 @@ TEST_CASE_METHOD(PgFixture, "cancel stops queued and leased jobs; the holder lea
   absl::Status late = store->CompleteJob(job->lease, MakeVerdict("pass"));
   REQUIRE(IsLeaseLost(late));
   REQUIRE_THAT(std::string(late.message()), Catch::Contains("cancelled"));
-  REQUIRE(ValueOrFail(store->GetSubmission(running.id, "")).verdict->verdict_class ==
-          "cancelled");
+  REQUIRE(ValueOrFail(store->GetSubmission(running.id, "")).verdict->verdict_class == "cancelled");
 
   // A queued submission's job never reaches a worker.
   REQUIRE(ValueOrFail(store->CancelSubmission(queued.id, "")).state == "cancelled");
@@ -727,8 +733,8 @@ TEST_CASE_METHOD(PgFixture, "LISTEN/NOTIFY wakes waiting leasers and watchers", 
 TEST_CASE_METHOD(PgFixture, "the audit log records actors and refuses changes", "[store][audit]") {
   auto store = ConnectStore();
   CreateTenants(*store);
-  REQUIRE_OK(store->CreateToken(Token("tok1", kAcme, "vendor"),
-                                std::string(64, 'a'), "admin:root"));
+  REQUIRE_OK(
+      store->CreateToken(Token("tok1", kAcme, "vendor"), std::string(64, 'a'), "admin:root"));
   REQUIRE_OK(store->RevokeToken("tok1", "admin:root"));
   std::vector<AuditRow> token_audit = ValueOrFail(store->ListAuditLog("token", "tok1"));
   REQUIRE(token_audit.size() == 2);
@@ -755,7 +761,7 @@ TEST_CASE_METHOD(PgFixture, "the audit log records actors and refuses changes", 
                Catch::StartsWith("sql:"));
 }
 
-TEST_CASE_METHOD(PgFixture, "tokens, tenants and listings", "[store]") {
+TEST_CASE_METHOD(PgFixture, "tokens and tenants and submission listings", "[store]") {
   auto store = ConnectStore();
   CreateTenants(*store);
   REQUIRE_STATUS(store->CreateTenant(Tenant(kAcme)), absl::StatusCode::kAlreadyExists);
@@ -764,10 +770,8 @@ TEST_CASE_METHOD(PgFixture, "tokens, tenants and listings", "[store]") {
 
   // A digest may be given as hex or as raw bytes; lookups find the token either way.
   const std::string hex = "00112233445566778899aabbccddeeff00112233445566778899AABBCCDDEEFF";
-  REQUIRE_OK(store->CreateToken(Token("v1", kAcme, "vendor"),
-                                hex));
-  REQUIRE_OK(store->CreateToken(Token("w1", "", "worker"),
-                                std::string(32, '\x7f')));
+  REQUIRE_OK(store->CreateToken(Token("v1", kAcme, "vendor"), hex));
+  REQUIRE_OK(store->CreateToken(Token("w1", "", "worker"), std::string(32, '\x7f')));
   TokenRow found = ValueOrFail(store->FindTokenBySecretHash(hex));
   REQUIRE(found.token_id == "v1");
   REQUIRE(found.tenant == kAcme);
@@ -781,10 +785,8 @@ TEST_CASE_METHOD(PgFixture, "tokens, tenants and listings", "[store]") {
   REQUIRE_STATUS(store->RevokeToken("nope"), absl::StatusCode::kNotFound);
   REQUIRE_STATUS(store->CreateToken(Token("v2", "", "vendor"), hex),
                  absl::StatusCode::kInvalidArgument);
-  REQUIRE_STATUS(
-      store->CreateToken(Token("v3", "initech", "vendor"),
-                         std::string(64, 'b')),
-      absl::StatusCode::kNotFound);
+  REQUIRE_STATUS(store->CreateToken(Token("v3", "initech", "vendor"), std::string(64, 'b')),
+                 absl::StatusCode::kNotFound);
   REQUIRE_STATUS(store->CreateToken(Token("v4", "", "admin"), "abc"),
                  absl::StatusCode::kInvalidArgument);
 
@@ -807,8 +809,7 @@ TEST_CASE_METHOD(PgFixture, "tokens, tenants and listings", "[store]") {
   } while (!filter.page_token.empty());
   REQUIRE(pages == 3);
   REQUIRE(listed == std::vector<std::string>(ids.rbegin(), ids.rend()));
-  SubmissionPage session =
-      ValueOrFail(store->ListSubmissions(Filter(kAcme, "s-b")));
+  SubmissionPage session = ValueOrFail(store->ListSubmissions(Filter(kAcme, "s-b")));
   REQUIRE(session.submissions.size() == 2);
   REQUIRE(session.next_page_token.empty());
   REQUIRE_STATUS(store->ListSubmissions(Filter(kAcme, "", 0, "garbage")),
@@ -869,17 +870,29 @@ TEST_CASE_METHOD(PgFixture, "bad input is refused with an error naming the probl
   REQUIRE(ValueOrFail(store->GetSubmission(submission.id, "")).state == "running");
 }
 
-TEST_CASE_METHOD(PgFixture, "a broken connection is replaced; an unreachable server is UNAVAILABLE",
+TEST_CASE_METHOD(PgFixture,
+                 "a broken connection is replaced and an unreachable server is UNAVAILABLE",
                  "[store]") {
   auto store = ConnectStore(Options(absl::Seconds(60), absl::Seconds(2), 3, 2));
   CreateTenants(*store);
-  // Kill every session of the store (as a database restart would).
-  REQUIRE_OK(database().Sql(
-      "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-      "WHERE datname = current_database() AND pid <> pg_backend_pid()"));
+  const uint64_t seen = store->QueueChangeCount();  // Starts the listening connection.
+  // Kill every session of the store, the listener's included (as a database restart would).
+  const std::optional<std::string> killed = ValueOrFail(
+      database().Scalar("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                        "WHERE datname = current_database() AND pid <> pg_backend_pid()"));
+  REQUIRE(std::stoi(killed.value()) >= 2);
   absl::SleepFor(absl::Milliseconds(100));
+  // Pooled connections are replaced on their next use; the caller never sees the failure
+  // because nothing had been sent on them yet.
   REQUIRE(ValueOrFail(store->ListTenants()).size() == 2);
   REQUIRE(ValueOrFail(store->ListTenants()).size() == 2);
+  // The listener reconnects by itself and wakes its waiters, since notifications may have
+  // been missed while it was away; afterwards NOTIFY wakes them again.
+  REQUIRE(ValueOrFail(store->WaitForQueueChange(seen, absl::Seconds(10))));
+  absl::SleepFor(absl::Milliseconds(100));
+  const uint64_t reconnected = store->QueueChangeCount();
+  Submit(*store, kAcme);
+  REQUIRE(ValueOrFail(store->WaitForQueueChange(reconnected, absl::Seconds(10))));
 
   StoreOptions unreachable_options;
   unreachable_options.database_url = "postgresql://ptxbench@127.0.0.1:1/none";
