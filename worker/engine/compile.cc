@@ -11,10 +11,10 @@
 #include "absl/strings/str_join.h"
 #include "common/sha256.h"
 #include "common/status.h"
-#include "worker/engine/nvjitlink_linker.h"
 #include "worker/engine/nvrtc_program.h"
 #include "worker/engine/ptx_scan.h"
 #include "worker/engine/ptxas_info.h"
+#include "worker/engine/ptxas_runner.h"
 #include "worker/engine/source_guard.h"
 
 namespace ptxbench {
@@ -34,10 +34,10 @@ bool IsIdentifier(std::string_view s) {
   return true;
 }
 
-// Sorts the caller's options into NVRTC and nvJitLink options. Only options that cannot make a
+// Sorts the caller's options into NVRTC and ptxas options. Only options that cannot make a
 // compiler read or write host files are accepted (no -I, -include, --pch-dir, -time=...).
 absl::Status AddCallerOptions(const std::vector<std::string>& options,
-                              std::vector<std::string>& nvrtc, std::vector<std::string>& link) {
+                              std::vector<std::string>& nvrtc, std::vector<std::string>& ptxas) {
   for (const std::string& option : options) {
     if (option.rfind("-maxrregcount=", 0) == 0) {
       const std::string value = option.substr(14);
@@ -48,7 +48,7 @@ absl::Status AddCallerOptions(const std::vector<std::string>& options,
             absl::StrCat("compile option '", option, "': the register count must be 16..255"));
       }
       nvrtc.push_back(option);
-      link.push_back(option);
+      ptxas.push_back(option);
     } else if (option == "--use_fast_math" || option == "-use_fast_math") {
       nvrtc.push_back("--use_fast_math");
     } else if (option.rfind("-D", 0) == 0) {
@@ -179,39 +179,45 @@ absl::StatusOr<CompileResult> Compile(const CompileRequest& request) {
 
   CompileResult result;
   result.nvrtc_version = NvrtcVersion();
-  result.nvjitlink_version = NvJitLinkVersion();
+  ASSIGN_OR_RETURN(result.ptxas_version, PtxasVersion());
   // compute_90a asks NVRTC for PTX only (measured: NVRTC 13.0 accepts compute_90a and
-  // compute_100a); nvJitLink then assembles it with the same path a raw PTX source takes.
+  // compute_100a); ptxas then assembles it exactly as it assembles a raw PTX source.
   // -no-source-include: otherwise NVRTC also searches the process's working directory for
   // quoted includes (measured). Line info maps SASS back to source lines for CUPTI.
   result.nvrtc_options = {absl::StrCat("-arch=compute_", request.arch.substr(3)), "-std=c++17",
                           "--generate-line-info", "-default-device", "-no-source-include"};
-  result.link_options = {"-lineinfo", "-verbose"};
-  RETURN_IF_ERROR(AddCallerOptions(request.options, result.nvrtc_options, result.link_options));
+  result.ptxas_options = {"-lineinfo", "-v"};
+  RETURN_IF_ERROR(AddCallerOptions(request.options, result.nvrtc_options, result.ptxas_options));
 
   const bool is_cuda = request.language == SourceLanguage::kCuda;
   const std::string program_name = is_cuda ? "submission.cu" : "submission.ptx";
-  auto reject = [&](CompileFailure failure, const std::string& message) {
-    result.ok = false;
+  const size_t max_log = request.limits.max_log_bytes;
+  // Compiler output is scrubbed of host paths; a refusal of the source is ours and quotes only
+  // what the source says, so it stays verbatim ("#include </etc/passwd> is refused").
+  auto finish = [&](CompileFailure failure, const std::string& log) {
+    result.ok = failure == CompileFailure::kNone;
     result.failure = failure;
-    result.log = TrimLog(message + "\n", request.limits.max_log_bytes);
+    result.log =
+        TrimLog(failure == CompileFailure::kSourceRejected ? log : ScrubHostPaths(log), max_log);
     result.timings.total_seconds = SecondsSince(start);
-    return result;
+    if (!result.ok) result.cubin.clear();
+    return std::move(result);
   };
   if (request.source.size() > request.limits.max_source_bytes) {
-    return reject(CompileFailure::kSourceRejected,
+    return finish(CompileFailure::kSourceRejected,
                   absl::StrCat(program_name, ": the source is ", request.source.size(),
-                               " bytes; the limit is ", request.limits.max_source_bytes));
+                               " bytes; the limit is ", request.limits.max_source_bytes, "\n"));
   }
   if (const size_t nul = request.source.find('\0'); nul != std::string::npos) {
-    return reject(CompileFailure::kSourceRejected,
-                  absl::StrCat(program_name, ": the source contains a NUL byte at offset ", nul));
+    return finish(
+        CompileFailure::kSourceRejected,
+        absl::StrCat(program_name, ": the source contains a NUL byte at offset ", nul, "\n"));
   }
 
   std::string log;
   if (is_cuda) {
     if (auto refusal = CheckIncludes(request.source, program_name, request.headers)) {
-      return reject(CompileFailure::kSourceRejected, *refusal);
+      return finish(CompileFailure::kSourceRejected, *refusal + "\n");
     }
     const Clock::time_point frontend_start = Clock::now();
     ASSIGN_OR_RETURN(NvrtcOutput nvrtc,
@@ -219,16 +225,12 @@ absl::StatusOr<CompileResult> Compile(const CompileRequest& request) {
                                   result.nvrtc_options, request.limits.max_seconds));
     result.timings.frontend_seconds = SecondsSince(frontend_start);
     AppendSection(log, nvrtc.log);
-    if (!nvrtc.ok) {
-      if (nvrtc.timed_out) {
-        AppendSection(log, absl::StrCat("compilation cancelled: it ran past the limit of ",
-                                        request.limits.max_seconds, " s\n"));
-      }
-      result = reject(nvrtc.timed_out ? CompileFailure::kTimeout : CompileFailure::kFrontend, "");
-      result.log = TrimLog(ScrubHostPaths(log), request.limits.max_log_bytes);
-      result.timings.frontend_seconds = SecondsSince(frontend_start);
-      return result;
+    if (nvrtc.timed_out) {
+      AppendSection(log, absl::StrCat("compilation cancelled: it ran past the limit of ",
+                                      request.limits.max_seconds, " s\n"));
+      return finish(CompileFailure::kTimeout, log);
     }
+    if (!nvrtc.ok) return finish(CompileFailure::kFrontend, log);
     result.ptx = std::move(nvrtc.ptx);
   } else {
     result.ptx = request.source;
@@ -237,46 +239,40 @@ absl::StatusOr<CompileResult> Compile(const CompileRequest& request) {
   const PtxScan scan = ScanPtx(result.ptx);
   result.kernels = scan.kernels;
   result.ptx_families = scan.family_counts;
-
-  const Clock::time_point link_start = Clock::now();
-  const std::string module_name = is_cuda ? "submission.ptx" : program_name;
-  ASSIGN_OR_RETURN(LinkOutput link,
-                   LinkPtx(result.ptx, module_name, request.arch, result.link_options));
-  result.timings.link_seconds = SecondsSince(link_start);
-  AppendSection(log, link.error_log);
-  AppendSection(log, WithoutTimingLines(link.info_log));
-  result.log = TrimLog(ScrubHostPaths(log), request.limits.max_log_bytes);
-  result.timings.total_seconds = SecondsSince(start);
-
-  const PtxasInfo info = ParsePtxasInfo(link.info_log);
-  result.ptxas_diagnostics = info.diagnostics;
-  if (!link.ok) {
-    result.failure = CompileFailure::kAssembler;
-    return result;
+  if (!is_cuda && scan.target != request.arch) {
+    return finish(CompileFailure::kSourceRejected,
+                  absl::StrCat(program_name, ": the module's .target is '", scan.target,
+                               "'; this task's arch needs '.target ", request.arch, "'\n"));
   }
+
+  const double remaining = request.limits.max_seconds - SecondsSince(start);
+  const Clock::time_point assembler_start = Clock::now();
+  ASSIGN_OR_RETURN(PtxasOutput ptxas,
+                   RunPtxas(result.ptx, request.arch, result.ptxas_options,
+                            std::max(remaining, 0.0), request.limits.max_log_bytes * 4));
+  result.timings.assembler_seconds = SecondsSince(assembler_start);
+  AppendSection(log, WithoutTimingLines(ptxas.log));
+  const PtxasInfo info = ParsePtxasInfo(ptxas.log);
+  result.ptxas_diagnostics = info.diagnostics;
+  if (ptxas.timed_out) {
+    AppendSection(log, absl::StrCat("ptxas killed: compilation ran past the limit of ",
+                                    request.limits.max_seconds, " s\n"));
+    return finish(CompileFailure::kTimeout, log);
+  }
+  if (!ptxas.ok) return finish(CompileFailure::kAssembler, log);
   for (KernelSignature& kernel : result.kernels) {
     if (auto it = info.resources.find(kernel.name); it != info.resources.end()) {
       kernel.resources = it->second;
       kernel.has_resources = true;
     }
   }
-  if (result.timings.total_seconds > request.limits.max_seconds) {
-    result.failure = CompileFailure::kTimeout;
-    AppendSection(result.log,
-                  absl::StrCat("compilation took ", result.timings.total_seconds,
-                               " s; the limit is ", request.limits.max_seconds, " s\n"));
-    return result;
+  if (ptxas.cubin.size() > request.limits.max_cubin_bytes) {
+    AppendSection(log, absl::StrCat("the compiled module is ", ptxas.cubin.size(),
+                                    " bytes; the limit is ", request.limits.max_cubin_bytes, "\n"));
+    return finish(CompileFailure::kOutputTooLarge, log);
   }
-  if (link.cubin.size() > request.limits.max_cubin_bytes) {
-    result.failure = CompileFailure::kOutputTooLarge;
-    AppendSection(result.log,
-                  absl::StrCat("the compiled module is ", link.cubin.size(),
-                               " bytes; the limit is ", request.limits.max_cubin_bytes, "\n"));
-    return result;
-  }
-  result.cubin = std::move(link.cubin);
-  result.ok = true;
-  return result;
+  result.cubin = std::move(ptxas.cubin);
+  return finish(CompileFailure::kNone, log);
 }
 
 nlohmann::json ToJson(const CompileResult& result) {
@@ -295,12 +291,12 @@ nlohmann::json ToJson(const CompileResult& result) {
       {"ptx_families", result.ptx_families},
       {"timings",
        {{"frontend_seconds", result.timings.frontend_seconds},
-        {"link_seconds", result.timings.link_seconds},
+        {"assembler_seconds", result.timings.assembler_seconds},
         {"total_seconds", result.timings.total_seconds}}},
       {"nvrtc_version", result.nvrtc_version},
-      {"nvjitlink_version", result.nvjitlink_version},
+      {"ptxas_version", result.ptxas_version},
       {"nvrtc_options", result.nvrtc_options},
-      {"link_options", result.link_options},
+      {"ptxas_options", result.ptxas_options},
   };
 }
 

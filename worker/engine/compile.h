@@ -1,6 +1,6 @@
-// The compile stage: a submission's source to PTX (NVRTC) and to a cubin (nvJitLink, which runs
-// ptxas), for the task's arch, with nothing of the host reachable from the source and nothing of
-// the host in what comes back.
+// The compile stage: a submission's source to PTX (NVRTC) and to a cubin (the ptxas binary, in
+// whole-program mode like nvcc; ptxas_runner.h says why not nvJitLink), for the task's arch,
+// with nothing of the host reachable from the source and nothing of the host in what comes back.
 //
 // A source that does not compile is data (CompileResult.ok == false, with the log the model sees
 // as feedback); an absl::Status error means the toolchain itself failed and nothing is known
@@ -22,8 +22,7 @@ namespace ptxbench {
 enum class SourceLanguage { kCuda, kPtx };
 
 struct CompileLimits {
-  // NVRTC is cancelled at this deadline; nvJitLink cannot be interrupted, so its time is checked
-  // when it returns (the sandbox's wall-clock limit is the hard stop).
+  // For the whole stage: NVRTC is cancelled at this deadline, ptxas is killed at it.
   double max_seconds = 60;
   size_t max_log_bytes = 64 << 10;    // The log is cut at a line boundary past this.
   size_t max_cubin_bytes = 64 << 20;  // A larger module is refused.
@@ -45,9 +44,10 @@ struct CompileRequest {
 // Why a compile failed, for the verdict message and for tests.
 enum class CompileFailure {
   kNone,
-  kSourceRejected,  // Before any compiler ran: too large, NUL bytes, a refused #include.
+  kSourceRejected,  // Before any compiler ran: too large, NUL bytes, a refused #include, a PTX
+                    // module for another .target.
   kFrontend,        // NVRTC reported errors.
-  kAssembler,       // ptxas / nvJitLink refused the PTX (e.g. wgmma on sm_100a).
+  kAssembler,       // ptxas refused the PTX (e.g. wgmma on sm_100a).
   kTimeout,         // Past limits.max_seconds.
   kOutputTooLarge,  // The cubin exceeds limits.max_cubin_bytes.
 };
@@ -55,8 +55,8 @@ enum class CompileFailure {
 std::string CompileFailureName(CompileFailure failure);
 
 struct CompileTimings {
-  double frontend_seconds = 0;  // NVRTC (0 for PTX sources).
-  double link_seconds = 0;      // nvJitLink including ptxas.
+  double frontend_seconds = 0;   // NVRTC (0 for PTX sources).
+  double assembler_seconds = 0;  // ptxas.
   double total_seconds = 0;
 };
 
@@ -78,9 +78,9 @@ struct CompileResult {
   std::map<std::string, int> ptx_families;
   CompileTimings timings;
   std::string nvrtc_version;
-  std::string nvjitlink_version;
+  std::string ptxas_version;               // "13.0.88".
   std::vector<std::string> nvrtc_options;  // As passed, for the audit record.
-  std::vector<std::string> link_options;
+  std::vector<std::string> ptxas_options;
 };
 
 absl::StatusOr<CompileResult> Compile(const CompileRequest& request);

@@ -191,6 +191,18 @@ void WalkStatements(std::string_view ptx, PtxScan* scan, OnInstruction on_instru
     if (c != ';' && c != '{' && c != '}') continue;
     const std::string_view piece =
         StripLabelsAndGuard(std::string_view(code).substr(start, i - start));
+    // A '{' after the start of an instruction or a variable declaration opens a vector operand
+    // ("{%f1, %f2}") or an initializer, not a scope: skip to its '}' within the statement.
+    const bool opens_function = depth == 0 && (piece.find(".entry") != std::string_view::npos ||
+                                               piece.find(".func") != std::string_view::npos);
+    if (c == '{' && !piece.empty() && !opens_function) {
+      int nesting = 0;
+      for (; i < code.size(); ++i) {
+        if (code[i] == '{') ++nesting;
+        if (code[i] == '}' && --nesting == 0) break;
+      }
+      continue;
+    }
     start = i + 1;
     if (depth == 0) {
       // Module scope: directives (.version, .target and .address_size end without ';', so they

@@ -83,7 +83,9 @@ PtxasInfo ParsePtxasInfo(std::string_view log) {
       }
       continue;
     }
-    if (from_ptxas && line.find("bytes stack frame") != std::string_view::npos) {
+    // The ptxas binary prints this line bare ("    0 bytes stack frame, ..."); inside nvJitLink
+    // it carries a "ptxas         ." prefix.
+    if (line.find("bytes stack frame") != std::string_view::npos) {
       if (properties.empty()) continue;
       KernelResources& r = info.resources[properties];
       r.stack_frame_bytes = std::max<int64_t>(0, NumberBefore(line, "bytes stack frame"));

@@ -1,18 +1,17 @@
-// Parses the info log that nvJitLink returns with -verbose: ptxas's per-function resource lines
-// and its advisory diagnostics. The format, as produced by CUDA 13.0 for sm_90a and sm_100a:
+// Parses ptxas's -v output: per-function resource lines and advisory diagnostics. The format,
+// as produced by the ptxas binary of CUDA 13.0 for sm_90a and sm_100a:
 //
 //   ptxas info    : Compiling entry function 'gemm' for 'sm_90a'
 //   ptxas info    : Function properties for gemm
-//   ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
-//   ptxas info    : Used 30 registers, used 1 barriers, 4096 bytes smem
+//       0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+//   ptxas info    : Used 168 registers, used 16 barriers, 4096 bytes smem
 //   ptxas info    : (C7511) Potential Performance Loss: wgmma.mma_async instructions are
 //                   serialized due to ... in the function 'gemm'
-//   info    : Function properties for 'gemm':
-//   info    : used 30 registers, used 1 barriers, 0 stack, 5120 bytes smem, 552 bytes cmem[0], ...
 //
-// The linker's own summary ("info : used ...") counts the 1 KB of shared memory that sm_90
-// reserves per block, so ptxas's figures are preferred; the summary only fills in kernels ptxas
-// did not describe, and its constant-bank size.
+// The same lines inside nvJitLink's -verbose log carry a "ptxas         ." prefix on the stack
+// line and are followed by the linker's summary ("info : used 30 registers, ..., 5120 bytes
+// smem"), which counts the 1 KB of shared memory sm_90 reserves per block; ptxas's figures are
+// preferred, and the summary only fills in functions ptxas did not describe. Both forms parse.
 #ifndef PTXBENCH_WORKER_ENGINE_PTXAS_INFO_H_
 #define PTXBENCH_WORKER_ENGINE_PTXAS_INFO_H_
 

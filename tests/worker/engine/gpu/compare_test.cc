@@ -1,0 +1,158 @@
+// Output comparison: the task's AND rule, NaN/Inf never passing, unwritten elements, the
+// relative-norm rule, and thread-count independence.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "worker/engine/gpu/compare.h"
+#include "worker/engine/gpu/poison.h"
+
+namespace ptxbench::gpu {
+namespace {
+
+uint16_t Bf16(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  return static_cast<uint16_t>((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16);  // round to nearest even
+}
+
+std::vector<uint16_t> Bf16Vector(const std::vector<float>& v) {
+  std::vector<uint16_t> out;
+  for (float f : v) out.push_back(Bf16(f));
+  return out;
+}
+
+ToleranceRule AllClose() { return ToleranceRule{}; }  // atol = rtol = 1e-2, matched ratio 1.0.
+
+TEST_CASE("identical bf16 outputs pass with zero error", "[compare]") {
+  auto a = Bf16Vector({1.0f, -2.5f, 100.0f, 0.0f, 3.25f, -7.0f});
+  CompareReport r = CompareOutputs(a.data(), a.data(), a.size(), ElementType::kBF16, {2, 3},
+                                   AllClose(), kPoisonBF16, 2);
+  REQUIRE(r.pass);
+  CHECK(r.max_abs_error == 0);
+  CHECK(r.matched_ratio == 1.0);
+  CHECK(r.first_mismatches.empty());
+  CHECK(r.reference_norm > 0);
+}
+
+TEST_CASE("an element fails only when outside atol AND rtol", "[compare]") {
+  // ref 100: abs error 0.5 > atol but 0.5 <= rtol*100 = 1.0 -> matches.
+  // ref 0.5: abs error 0.25 > atol and > rtol*0.5 -> mismatch.
+  auto expected = Bf16Vector({100.0f, 0.5f});
+  auto got = Bf16Vector({100.5f, 0.75f});
+  CompareReport r = CompareOutputs(got.data(), expected.data(), 2, ElementType::kBF16, {2},
+                                   AllClose(), kPoisonBF16, 1);
+  CHECK_FALSE(r.pass);
+  CHECK(r.mismatched == 1);
+  REQUIRE(r.first_mismatches.size() == 1);
+  CHECK(r.first_mismatches[0].index == 1);
+  CHECK(r.first_mismatches[0].kind == "mismatch");
+  CHECK(r.max_abs_error == Approx(0.5));
+  CHECK(r.matched_ratio == Approx(0.5));
+}
+
+TEST_CASE("a matched ratio below 1 tolerates exactly that fraction", "[compare]") {
+  std::vector<float> e(1000, 1.0f), g(1000, 1.0f);
+  for (int i = 0; i < 5; ++i) g[i * 100] = 2.0f;
+  auto expected = Bf16Vector(e), got = Bf16Vector(g);
+  ToleranceRule rule = AllClose();
+  rule.matched_ratio = 0.995;
+  CHECK(CompareOutputs(got.data(), expected.data(), 1000, ElementType::kBF16, {1000}, rule,
+                       kPoisonBF16, 3)
+            .pass);
+  rule.matched_ratio = 0.996;
+  CHECK_FALSE(CompareOutputs(got.data(), expected.data(), 1000, ElementType::kBF16, {1000}, rule,
+                             kPoisonBF16, 3)
+                  .pass);
+}
+
+TEST_CASE("NaN and Inf never pass, even with a loose tolerance", "[compare]") {
+  auto expected = Bf16Vector({1.0f, 2.0f, 3.0f});
+  auto got = Bf16Vector({1.0f, std::nanf(""), INFINITY});
+  ToleranceRule rule = AllClose();
+  rule.atol = rule.rtol = 1e9;
+  rule.matched_ratio = 0.0;
+  CompareReport r = CompareOutputs(got.data(), expected.data(), 3, ElementType::kBF16, {3}, rule,
+                                   kPoisonBF16, 1);
+  CHECK_FALSE(r.pass);
+  CHECK(r.nonfinite == 2);
+  CHECK(r.first_mismatches[0].kind == "nan");
+  CHECK(r.first_mismatches[1].kind == "inf");
+}
+
+TEST_CASE("elements still holding the poison are reported as unwritten, with coordinates",
+          "[compare]") {
+  std::vector<uint16_t> expected = Bf16Vector(std::vector<float>(12, 1.5f));
+  std::vector<uint16_t> got = expected;
+  got[11] = static_cast<uint16_t>(kPoisonBF16 & 0xFFFF);  // C[2][3] never written
+  CompareReport r = CompareOutputs(got.data(), expected.data(), 12, ElementType::kBF16, {3, 4},
+                                   AllClose(), kPoisonBF16, 4);
+  CHECK_FALSE(r.pass);
+  CHECK(r.unwritten == 1);
+  REQUIRE(r.first_mismatches.size() == 1);
+  CHECK(r.first_mismatches[0].kind == "unwritten");
+  CHECK(r.first_mismatches[0].coordinates == std::vector<int64_t>{2, 3});
+  CHECK(r.reason.find("never written") != std::string::npos);
+}
+
+TEST_CASE("the poison patterns are NaN in their formats", "[compare]") {
+  uint16_t bf = kPoisonBF16 & 0xFFFF, hf = kPoisonFP16 & 0xFFFF;
+  uint32_t f = kPoisonFP32;
+  uint8_t e4 = kPoisonFP8E4M3 & 0xFF;
+  CHECK(std::isnan(DecodeElement(&bf, 0, ElementType::kBF16)));
+  CHECK(std::isnan(DecodeElement(&hf, 0, ElementType::kFP16)));
+  CHECK(std::isnan(DecodeElement(&f, 0, ElementType::kFP32)));
+  CHECK(std::isnan(DecodeElement(&e4, 0, ElementType::kFP8E4M3)));
+}
+
+TEST_CASE("decoding fp16 and e4m3 is exact", "[compare]") {
+  uint16_t one = 0x3C00, minus_two = 0xC000, tiny = 0x0001;
+  CHECK(DecodeElement(&one, 0, ElementType::kFP16) == 1.0);
+  CHECK(DecodeElement(&minus_two, 0, ElementType::kFP16) == -2.0);
+  CHECK(DecodeElement(&tiny, 0, ElementType::kFP16) == std::ldexp(1.0, -24));
+  uint8_t e4_one = 0x38, e4_max = 0x7E;
+  CHECK(DecodeElement(&e4_one, 0, ElementType::kFP8E4M3) == 1.0);
+  CHECK(DecodeElement(&e4_max, 0, ElementType::kFP8E4M3) == 448.0);
+}
+
+TEST_CASE("the relative-norm rule judges the whole tensor", "[compare]") {
+  std::vector<float> e(100), g(100);
+  for (int i = 0; i < 100; ++i) {
+    e[i] = static_cast<float>(i % 7) - 3.0f;
+    g[i] = e[i];
+  }
+  g[5] += 0.5f;  // One large pointwise error, small in norm.
+  ToleranceRule rule;
+  rule.kind = ToleranceRule::Kind::kRelativeNorm;
+  rule.max_relative_norm = 0.05;
+  CompareReport r = CompareOutputs(g.data(), e.data(), 100, ElementType::kFP32, {100}, rule,
+                                   kPoisonFP32, 2);
+  CHECK(r.pass);
+  CHECK(r.relative_norm > 0);
+  rule.max_relative_norm = 0.001;
+  CHECK_FALSE(CompareOutputs(g.data(), e.data(), 100, ElementType::kFP32, {100}, rule,
+                             kPoisonFP32, 2)
+                  .pass);
+}
+
+TEST_CASE("results do not depend on the number of threads", "[compare]") {
+  std::vector<float> e(100003), g(100003);
+  for (size_t i = 0; i < e.size(); ++i) {
+    e[i] = std::sin(static_cast<float>(i)) * 10;
+    g[i] = e[i] + ((i % 997 == 0) ? 1.0f : 0.001f);
+  }
+  CompareReport one = CompareOutputs(g.data(), e.data(), e.size(), ElementType::kFP32,
+                                     {static_cast<int64_t>(e.size())}, AllClose(), kPoisonFP32, 1);
+  CompareReport many = CompareOutputs(g.data(), e.data(), e.size(), ElementType::kFP32,
+                                      {static_cast<int64_t>(e.size())}, AllClose(), kPoisonFP32, 8);
+  CHECK(one.mismatched == many.mismatched);
+  CHECK(one.max_abs_error == many.max_abs_error);
+  CHECK(one.relative_norm == Approx(many.relative_norm).epsilon(1e-12));
+  REQUIRE(one.first_mismatches.size() == many.first_mismatches.size());
+  CHECK(one.first_mismatches[0].index == many.first_mismatches[0].index);
+}
+
+}  // namespace
+}  // namespace ptxbench::gpu
