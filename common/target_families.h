@@ -28,7 +28,9 @@ struct TargetFamily {
   bool credited = false;    // May appear in a task's target_families.
   std::vector<PtxPattern> ptx;
   // SASS opcodes that implement the family, without modifiers ("HGMMA", not
-  // "HGMMA.64x128x16.F32.BF16"). '*' matches any run of characters ("UTC*MMA").
+  // "HGMMA.64x128x16.F32.BF16"); '*' matches any run of characters ("UTC*MMA"). An entry with
+  // a '.' names modifiers and matches an instruction that starts with them at a '.' boundary
+  // ("FENCE.VIEW.ASYNC.S").
   std::vector<std::string> sass_opcodes;
   std::vector<std::string> arches;  // "sm_90a", "sm_100a".
   std::string sass_note;            // Caveats of the opcode list (breadth, provenance).
@@ -50,7 +52,8 @@ bool PtxMnemonicInFamily(const TargetFamily& family, std::string_view mnemonic);
 // "@P0 HGMMA.64x128x16.F32.BF16 R24, gdesc[UR4], R24" -> "HGMMA".
 std::string SassBaseOpcode(std::string_view instruction);
 
-// True when the SASS instruction (or bare opcode) implements the family.
+// True when the SASS instruction (or bare opcode, with or without modifiers) implements the
+// family.
 bool SassOpcodeInFamily(const TargetFamily& family, std::string_view instruction);
 
 // Names of the families whose SASS opcodes match, restricted to those that exist on `arch`.

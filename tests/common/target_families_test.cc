@@ -93,5 +93,53 @@ TEST_CASE("SASS opcodes are matched without predicates and modifiers") {
   CHECK(FamiliesOfSassOpcode("sm_100a", "FFMA").empty());
 }
 
+// SASS of the probe kernels (one per arch, every family), as cuobjdump 13.0 printed it on the
+// H200 for cubins from ptxas 13.0.88 (docs/task-authoring.md, "Target families"): each
+// instruction and the families it must be classified into.
+TEST_CASE("Measured SASS of the probe kernels classifies as expected") {
+  struct Case {
+    const char* arch;
+    const char* instruction;
+    std::vector<std::string> families;
+  };
+  const std::vector<Case> cases = {
+      {"sm_90a", "HGMMA.64x8x16.F32.BF16 R24, gdesc[UR8], RZ, !UPT, gsb0 ;", {"wgmma"}},
+      {"sm_90a", "WARPGROUP.ARRIVE ;", {}},
+      {"sm_90a", "WARPGROUP.DEPBAR.LE gsb0, 0x0 ;", {}},
+      {"sm_90a", "UTMALDG.2D [UR4], [UR8] ;", {"tma"}},
+      {"sm_90a", "UTMASTG.2D [UR8], [UR6] ;", {"tma"}},
+      {"sm_90a", "UTMAREDG.2D.ADD [UR8], [UR6] ;", {"tma"}},
+      {"sm_90a", "UTMAPF.L2.2D [UR10], [UR8] ;", {}},
+      {"sm_90a", "UTMACMDFLUSH ;", {}},
+      {"sm_90a", "@!UP0 SYNCS.EXCH.64 URZ, [UR6], UR4 ;", {"mbarrier"}},
+      {"sm_90a", "SYNCS.ARRIVE.TRANS64 RZ, [UR5], R0 ;", {"mbarrier"}},
+      {"sm_90a", "SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [UR5], R0 ;", {"mbarrier"}},
+      {"sm_90a", "USETMAXREG.TRY_ALLOC.CTAPOOL UP0, 0xe8 ;", {"setmaxnreg"}},
+      {"sm_90a", "STSM.16.M88.4 [R0], R24 ;", {"stmatrix"}},
+      {"sm_90a", "ELECT P0, URZ, PT ;", {"elect_sync"}},
+      {"sm_90a", "UCGABAR_ARV ;", {"cluster_barrier"}},
+      {"sm_90a", "UCGABAR_WAIT ;", {"cluster_barrier"}},
+      {"sm_90a", "FENCE.VIEW.ASYNC.S ;", {"fence_proxy_async"}},
+      {"sm_90a", "REDG.E.ADD.F32x4.FTZ.RN.STRONG.GPU desc[UR12][R2.64], R24 ;", {"red_global_v4"}},
+      {"sm_100a",
+       "@UP1 UTCHMMA gdesc[UR6], gdesc[UR10], tmem[UR8], tmem[UR4], idesc[UR5], !UPT ;",
+       {"tcgen05_mma"}},
+      {"sm_100a", "@UP0 UTCBAR [UR9], URZ ;", {}},
+      {"sm_100a", "UTCATOMSWS.FIND_AND_SET.ALIGN UP0, UR4, UR4 ;", {}},
+      {"sm_100a", "UTCATOMSWS.AND URZ, UR8 ;", {}},
+      {"sm_100a", "LDTM R4, tmem[UR4] ;", {"tcgen05_tmem"}},
+      {"sm_100a", "STTM tmem[UR4], R2 ;", {"tcgen05_tmem"}},
+      {"sm_100a", "@!UP1 UTMALDG.2D [UR8], [UR6] ;", {"tma"}},
+      {"sm_100a", "HGMMA.64x8x16.F32.BF16 R24, gdesc[UR8], RZ, !UPT, gsb0 ;", {}},
+      {"sm_100a", "FENCE.VIEW.ASYNC.S ;", {"fence_proxy_async"}},
+      {"sm_100a", "FENCE.VIEW.ASYNC.T ;", {}},  // Follows tcgen05.wait::st; not a proxy fence.
+      {"sm_90a", "MEMBAR.ALL.CTA ;", {}},
+  };
+  for (const Case& c : cases) {
+    INFO(c.arch << " " << c.instruction);
+    CHECK(FamiliesOfSassOpcode(c.arch, c.instruction) == c.families);
+  }
+}
+
 }  // namespace
 }  // namespace ptxbench
