@@ -1,11 +1,16 @@
 // The PostgreSQL store: tenants, tokens, submissions, the job queue, stage events, verdicts,
 // workers and the audit log. The only file set that includes libpqxx is server/store/*.cc;
-// every libpqxx exception is caught there and mapped to an absl::Status:
-//   connection failures -> UNAVAILABLE, serialization/deadlock -> ABORTED (retried inside),
-//   unique violations -> ALREADY_EXISTS, missing rows -> NOT_FOUND, lost leases ->
-//   FAILED_PRECONDITION with the message "lease lost".
+// every libpqxx exception is caught there and mapped to an absl::Status (pg_error.h has the
+// full table):
+//   connection failures -> UNAVAILABLE (the broken connection is dropped and a new one opened
+//   on the next call), a connection lost during COMMIT -> UNKNOWN (outcome unknown),
+//   serialization failures/deadlocks -> retried inside, then ABORTED, unique violations ->
+//   ALREADY_EXISTS, missing rows -> NOT_FOUND, bad input -> INVALID_ARGUMENT naming the field,
+//   an unmigrated database -> FAILED_PRECONDITION, lost leases -> FAILED_PRECONDITION whose
+//   message starts with "lease lost" (IsLeaseLost).
 // One named SQL statement per operation lives in queries.cc with a comment saying why it is
-// written that way. Thread-safe: each call takes a connection from a small pool.
+// written that way. Thread-safe: each call takes a connection from a pool of pool_size; the
+// Wait* calls share one more, listening, connection.
 #ifndef PTXBENCH_SERVER_STORE_STORE_H_
 #define PTXBENCH_SERVER_STORE_STORE_H_
 
@@ -164,7 +169,7 @@ struct LeasedJobRow {
   std::string arch;
   std::string language;
   std::string source;
-  std::string launch_plan_json;
+  std::string launch_plan_json;  // As stored (JSONB: same content, normalized spacing).
   absl::Time lease_expires_at;
 };
 
@@ -317,8 +322,10 @@ class Store {
   // input_mutated, impossible_time.
   absl::StatusOr<bool> FailJob(const LeaseRef& lease, const std::string& kind,
                                const std::string& reason, const std::string& kernel_verdict_class);
-  // Requeues every job whose lease expired (counts as an infrastructure attempt). Returns the
-  // number requeued. Also marks workers offline that were not seen for a lease period.
+  // Requeues every job whose lease expired (counts as an infrastructure attempt, with the
+  // same backoff and cap as FailJob: at the cap the submission finishes as
+  // infrastructure_failure). Returns the number of expired leases taken back. Also marks
+  // workers offline that were not seen for a lease period (draining ones stay draining).
   absl::StatusOr<int> ReapExpiredLeases();
   absl::StatusOr<std::vector<QueueDepthRow>> QueueDepths();
   // The jobs of one submission, compile first.
