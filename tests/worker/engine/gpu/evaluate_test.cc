@@ -1,0 +1,122 @@
+// Evaluate() end to end on a machine without a GPU, with real evaluator processes: compile-only
+// scope, the runtime stages skipped with the reason, and the verdicts the compile stage decides
+// (compile errors, invalid plans) for the task's own decoys.
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common/task.h"
+#include "worker/engine/evaluate.h"
+
+namespace ptxbench::engine {
+namespace {
+
+std::string SourceDir() {
+  const char* env = std::getenv("PTXBENCH_SOURCE_DIR");
+  return env ? env : PTXBENCH_SOURCE_DIR_DEFAULT;
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+const Task& Gemm() {
+  static const Task task = [] {
+    auto t = LoadTask(SourceDir() + "/tasks/gemm_n7168_k5120");
+    REQUIRE(t.ok());
+    return *t;
+  }();
+  return task;
+}
+
+EngineOptions Options() {
+  EngineOptions o;
+  o.evaluator_path = PTXBENCH_EVALUATOR_PATH;
+  o.secret = 12345;
+  return o;
+}
+
+Verdict Run(const std::string& relative_source, bool compile_only, std::vector<StageReport>* stages) {
+  EvaluationRequest r;
+  r.task = &Gemm();
+  r.arch = "sm_90a";
+  r.source = Slurp(Gemm().dir + "/" + relative_source);
+  REQUIRE(!r.source.empty());
+  r.compile_only = compile_only;
+  auto verdict = Evaluate(r, Options(), [&](const StageReport& s) { stages->push_back(s); });
+  INFO(verdict.status().message());
+  REQUIRE(verdict.ok());
+  return *verdict;
+}
+
+TEST_CASE("compile-only scope compiles the reference solution", "[evaluate]") {
+  std::vector<StageReport> stages;
+  Verdict v = Run("solutions/sm90a_wgmma_tma.cu", true, &stages);
+  CHECK(v.verdict_class == VerdictClass::kCompiled);
+  CHECK(v.compiled);
+  REQUIRE(stages.size() == 1);
+  CHECK(stages[0].stage == Stage::kCompile);
+  CHECK(stages[0].ok);
+  CHECK(stages[0].detail["launch_kernels"].size() >= 1);
+  CHECK(stages[0].detail["isolation"]["limits"].get<std::string>().find("wall") != std::string::npos);
+}
+
+TEST_CASE("without a GPU the runtime stages are skipped and the verdict says why", "[evaluate]") {
+  std::vector<StageReport> stages;
+  Verdict v = Run("solutions/sm90a_wgmma_tma.cu", false, &stages);
+  if (v.report.contains("device")) {
+    WARN("a usable GPU is present: this test checks the no-GPU path only");
+    return;
+  }
+  CHECK(v.verdict_class == VerdictClass::kCompiled);
+  CHECK(v.runtime_unverified);
+  CHECK_FALSE(v.tic);
+  CHECK(v.message.find("SKIPPED") != std::string::npos);
+  CHECK(v.report["runtime_skipped"].get<std::string>().size() > 5);
+}
+
+TEST_CASE("decoys decided by the compile stage get their expected verdicts", "[evaluate]") {
+  for (const SourceRef& decoy : Gemm().decoys) {
+    if (decoy.expect != "compile_error" && decoy.expect != "plan_invalid") continue;
+    std::vector<StageReport> stages;
+    Verdict v = Run(decoy.path, false, &stages);
+    INFO(decoy.path << ": " << v.message);
+    CHECK(VerdictClassName(v.verdict_class) == decoy.expect);
+    REQUIRE_FALSE(stages.empty());
+    CHECK_FALSE(stages.back().ok);
+  }
+}
+
+TEST_CASE("a missing evaluator is an infrastructure error, not a verdict", "[evaluate]") {
+  EvaluationRequest r;
+  r.task = &Gemm();
+  r.arch = "sm_90a";
+  r.source = "extern \"C\" __global__ void k() {}";
+  EngineOptions o = Options();
+  o.evaluator_path = "/nonexistent/ptxbench-evaluator";
+  auto verdict = Evaluate(r, o, nullptr);
+  CHECK_FALSE(verdict.ok());
+}
+
+TEST_CASE("the roofline floor uses the device's peak rates", "[evaluate]") {
+  nlohmann::json h200 = {{"compute_capability", "9.0"}, {"sm_count", 132},
+                         {"sm_clock_max_khz", 1980000}, {"memory_clock_max_khz", 3201000},
+                         {"memory_bus_bits", 6144}};
+  double flops = 2.0 * 8192 * 7168 * 5120, bytes = 2.0 * (8192.0 * 5120 + 7168.0 * 5120 + 8192.0 * 7168);
+  double floor_ms = RooflineFloorMs(h200, flops, bytes);
+  // 601.3 GFLOP at 132 x 4096 x 1.98 GHz = 1070 TFLOP/s -> 0.562 ms (compute-bound).
+  CHECK(floor_ms == Approx(0.5618).epsilon(0.01));
+  CHECK(RooflineFloorMs({{"compute_capability", "7.5"}}, flops, bytes) == 0);
+}
+
+}  // namespace
+}  // namespace ptxbench::engine

@@ -1,0 +1,1207 @@
+#include "worker/engine/evaluate.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "common/expr.h"
+#include "common/sha256.h"
+#include "common/status.h"
+#include "worker/engine/gpu/compare.h"
+#include "worker/engine/gpu/philox.h"
+#include "worker/engine/gpu/poison.h"
+#include "worker/engine/gpu/protocol.h"
+#include "worker/engine/gpu/target_analysis.h"
+#include "worker/engine/sandbox.h"
+
+namespace ptxbench::engine {
+namespace {
+
+using json = nlohmann::json;
+using gpu::Mix64;
+using gpu::ParseU64;
+using gpu::U64;
+
+double Now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+uint64_t HashText(const std::string& text) {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return Mix64(h);
+}
+
+absl::StatusOr<uint64_t> RandomU64() {
+  int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return absl::InternalError("cannot open /dev/urandom");
+  uint64_t v = 0;
+  ssize_t n = read(fd, &v, sizeof v);
+  close(fd);
+  if (n != sizeof v) return absl::InternalError("short read from /dev/urandom");
+  return v;
+}
+
+gpu::ElementType ElementTypeOf(DType d) {
+  switch (d) {
+    case DType::kBF16:
+      return gpu::ElementType::kBF16;
+    case DType::kFP16:
+      return gpu::ElementType::kFP16;
+    case DType::kFP32:
+      return gpu::ElementType::kFP32;
+    case DType::kFP8E4M3:
+      return gpu::ElementType::kFP8E4M3;
+    case DType::kInt32:
+      return gpu::ElementType::kInt32;
+  }
+  return gpu::ElementType::kFP32;
+}
+
+uint32_t PoisonOf(DType d) {
+  switch (d) {
+    case DType::kBF16:
+      return gpu::kPoisonBF16;
+    case DType::kFP16:
+      return gpu::kPoisonFP16;
+    case DType::kFP32:
+      return gpu::kPoisonFP32;
+    case DType::kFP8E4M3:
+      return gpu::kPoisonFP8E4M3;
+    case DType::kInt32:
+      return gpu::kPoisonInt32;
+  }
+  return gpu::kPoisonFP32;
+}
+
+gpu::ToleranceRule RuleOf(const Tolerance& t) {
+  gpu::ToleranceRule r;
+  r.kind = t.rule == Tolerance::Rule::kRelativeNorm ? gpu::ToleranceRule::Kind::kRelativeNorm
+                                                    : gpu::ToleranceRule::Kind::kAllClose;
+  r.atol = t.atol;
+  r.rtol = t.rtol;
+  r.matched_ratio = t.matched_ratio;
+  r.max_relative_norm = t.max_relative_norm;
+  return r;
+}
+
+struct OutputSpec {
+  std::string name;
+  DType dtype;
+  std::vector<int64_t> shape;
+  uint64_t elements = 1;
+};
+
+absl::StatusOr<std::vector<OutputSpec>> OutputsOf(const Task& task, const Workload& w) {
+  std::vector<OutputSpec> out;
+  for (const TensorSpec& t : task.tensors) {
+    if (t.role != TensorRole::kOutput) continue;
+    OutputSpec o{t.name, t.dtype, {}, 1};
+    for (const std::string& d : t.shape) {
+      ASSIGN_OR_RETURN(int64_t v, EvalIntExpr(d, w.axes));
+      o.shape.push_back(v);
+      o.elements *= static_cast<uint64_t>(v);
+    }
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
+std::string SelfDir() {
+  char buf[4096];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return ".";
+  std::string path(buf, static_cast<size_t>(n));
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+bool FileExists(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+std::optional<std::string> FindComputeSanitizer() {
+  if (const char* env = std::getenv("PTXBENCH_COMPUTE_SANITIZER"); env && FileExists(env)) {
+    return std::string(env);
+  }
+  for (const char* var : {"CUDA_HOME", "CUDA_PATH"}) {
+    if (const char* root = std::getenv(var)) {
+      std::string p = absl::StrCat(root, "/bin/compute-sanitizer");
+      if (FileExists(p)) return p;
+    }
+  }
+  if (FileExists("/usr/local/cuda/bin/compute-sanitizer")) {
+    return std::string("/usr/local/cuda/bin/compute-sanitizer");
+  }
+  return std::nullopt;
+}
+
+// Whether the NVIDIA driver restricts GPU performance counters to administrators
+// (NVreg_RestrictProfilingToAdminUsers): then the instrumented process keeps root.
+bool ProfilingNeedsAdmin() {
+  auto text = gpu::ReadFileBytes("/proc/driver/nvidia/params");
+  if (!text.ok()) return true;  // Unknown: assume the restrictive default.
+  size_t at = text->find("RmProfilingAdminOnly:");
+  if (at == std::string::npos) return true;
+  return text->compare(at + 21, 2, " 0") != 0;
+}
+
+std::string Trim(const std::string& s, size_t max) {
+  return s.size() <= max ? s : s.substr(0, max) + "...";
+}
+
+absl::StatusOr<std::optional<Verdict>> Done(absl::StatusOr<Verdict> v) {
+  if (!v.ok()) return v.status();
+  return std::optional<Verdict>(std::move(*v));
+}
+
+// What happened to a step run in a sandbox, beyond its events.
+enum class Outcome { kOk, kFault, kPlanInvalid, kTimeout, kInfrastructure, kCancelled };
+
+struct StepResult {
+  Outcome outcome = Outcome::kOk;
+  json event;           // The expected event when kOk; the fault/error event otherwise.
+  std::string message;  // For non-ok outcomes.
+};
+
+class Evaluation {
+ public:
+  Evaluation(const EvaluationRequest& request, const EngineOptions& options,
+             const StageCallback& on_stage, const std::atomic<bool>* cancel)
+      : req_(request), opt_(options), on_stage_(on_stage), cancel_(cancel), task_(*request.task) {}
+
+  ~Evaluation() {
+    reference_.reset();
+    candidate_.reset();
+    if (!opt_.keep_work_dir && !work_.empty()) RemoveTree(work_);
+  }
+
+  absl::StatusOr<Verdict> Run();
+
+ private:
+  // ---- plumbing
+  absl::Status Setup();
+  absl::StatusOr<std::string> WriteRequest(const std::string& dir, const std::string& name,
+                                           const json& request);
+  absl::StatusOr<std::string> NewSandboxDir(const std::string& prefix);
+  absl::StatusOr<std::unique_ptr<Sandbox>> Spawn(const std::string& mode,
+                                                 const std::string& request_path,
+                                                 const std::string& dir, double wall_seconds,
+                                                 bool drop_privileges);
+  StepResult Await(Sandbox& s, const std::string& expected, double timeout_seconds,
+                   const std::string& what);
+  void Report(Stage stage, bool ok, const std::string& summary, json detail, double seconds);
+  Verdict Finish(VerdictClass c, const std::string& message);
+  json BaseRequest(const std::string& dir) const;
+  uint64_t SecretSeed(const std::string& tag, uint64_t i) const {
+    return Mix64(secret_ ^ HashText(tag) ^ Mix64(i + 0x51));
+  }
+
+  // ---- references
+  absl::Status RequestReference(const std::string& workload, uint64_t seed);
+  absl::StatusOr<json> AwaitReference(const std::string& workload, uint64_t seed);
+  absl::StatusOr<std::string> ReferencePath(const std::string& workload, uint64_t seed,
+                                            const std::string& tensor);
+  absl::StatusOr<gpu::CompareReport> CompareWithReference(const std::string& workload,
+                                                          uint64_t seed, const json& outputs,
+                                                          json* detail);
+
+  // ---- stages
+  absl::StatusOr<std::optional<Verdict>> CompileStage();
+  absl::StatusOr<std::optional<Verdict>> CorrectnessStage();
+  absl::StatusOr<std::optional<Verdict>> TargetStage();
+  absl::StatusOr<std::optional<Verdict>> TimingStage();
+  absl::StatusOr<Verdict> RuntimeFailure(Stage stage, const StepResult& step, const json& detail,
+                                         const std::string& workload, uint64_t seed,
+                                         double seconds);
+
+  const EvaluationRequest& req_;
+  const EngineOptions& opt_;
+  const StageCallback& on_stage_;
+  const std::atomic<bool>* cancel_;
+  const Task& task_;
+  Verdict verdict_;
+  json report_ = json::object();
+  json processes_ = json::array();
+  double t_start_ = 0;
+  uint64_t secret_ = 0;
+  uint64_t hash_key_ = 0;
+  std::string evaluator_;
+  std::string work_;
+  std::string reference_dir_;
+  std::string cache_dir_;
+  std::string compile_dir_;
+  std::string candidate_dir_;
+  bool root_ = false;
+  json compile_event_;
+  json device_;
+  std::string unavailable_reason_;
+  std::unique_ptr<Sandbox> reference_;
+  double reference_spawned_at_ = 0;
+  std::unique_ptr<Sandbox> candidate_;
+  std::map<std::pair<std::string, uint64_t>, json> references_;
+  std::set<std::pair<std::string, uint64_t>> reference_requested_;
+  std::set<std::pair<std::string, uint64_t>> reference_cached_;
+  std::set<std::pair<std::string, uint64_t>> public_seeds_;
+  double kernel_seconds_ = 0;  // Time spent inside the submission's and baseline's launches.
+  json seeds_ = json::object();
+};
+
+// ------------------------------------------------------------------ plumbing
+
+json Evaluation::BaseRequest(const std::string& dir) const {
+  return json{{"task_dir", task_.dir},     {"task_version_hash", task_.version_hash},
+              {"arch", req_.arch},         {"language", req_.language},
+              {"source", req_.source},     {"launch_plan_json", req_.launch_plan_json},
+              {"work_dir", dir},           {"gpu", opt_.gpu},
+              {"hash_key", U64(hash_key_)}};
+}
+
+absl::Status Evaluation::Setup() {
+  root_ = geteuid() == 0;
+  evaluator_ = opt_.evaluator_path.empty() ? DefaultEvaluatorPath() : opt_.evaluator_path;
+  if (!FileExists(evaluator_)) {
+    return absl::FailedPreconditionError(absl::StrCat("evaluator not found at ", evaluator_));
+  }
+  if (opt_.secret != 0) {
+    secret_ = opt_.secret;
+  } else {
+    ASSIGN_OR_RETURN(secret_, RandomU64());
+  }
+  hash_key_ = Mix64(secret_ ^ 0x6b657973ull);
+  std::string root = opt_.work_root;
+  if (root.empty()) {
+    const char* tmp = std::getenv("TMPDIR");
+    root = tmp && *tmp ? tmp : "/tmp";
+  }
+  ASSIGN_OR_RETURN(work_, CreatePrivateDir(root, "ptxbench-eval-"));
+  // The supervisor's own directories stay 0700 root-owned: sandboxes (nobody) cannot enter.
+  ASSIGN_OR_RETURN(reference_dir_, CreatePrivateDir(work_, "reference-"));
+  cache_dir_ = opt_.reference_cache_dir.empty() ? root + "/ptxbench-reference-cache"
+                                                : opt_.reference_cache_dir;
+  mkdir(cache_dir_.c_str(), 0700);
+  chmod(work_.c_str(), 0711);  // Sandboxes traverse to their own subdirectory only.
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> Evaluation::NewSandboxDir(const std::string& prefix) {
+  bool drop = opt_.drop_privileges && root_;
+  return CreatePrivateDir(work_, prefix, drop ? 65534 : -1, drop ? 65534 : -1);
+}
+
+absl::StatusOr<std::string> Evaluation::WriteRequest(const std::string& dir,
+                                                     const std::string& name, const json& request) {
+  std::string path = absl::StrCat(dir, "/", name);
+  RETURN_IF_ERROR(gpu::WriteFileBytes(path, request.dump()));
+  struct stat st;
+  if (root_ && stat(dir.c_str(), &st) == 0) chown(path.c_str(), st.st_uid, st.st_gid);
+  return path;
+}
+
+absl::StatusOr<std::unique_ptr<Sandbox>> Evaluation::Spawn(const std::string& mode,
+                                                           const std::string& request_path,
+                                                           const std::string& dir,
+                                                           double wall_seconds,
+                                                           bool drop_privileges) {
+  SandboxOptions o;
+  o.argv = {evaluator_, mode, "--request", request_path};
+  o.private_dir = dir;
+  o.env = MinimalEnv(dir);
+  o.limits.wall_seconds = wall_seconds;
+  o.isolate_network = opt_.isolate_network;
+  o.drop_privileges = drop_privileges && opt_.drop_privileges;
+  o.cancel = cancel_;
+  return Sandbox::Start(o);
+}
+
+StepResult Evaluation::Await(Sandbox& s, const std::string& expected, double timeout_seconds,
+                             const std::string& what) {
+  StepResult r;
+  while (true) {
+    auto next = s.Next(timeout_seconds);
+    if (!next.ok()) {
+      if (next.status().code() == absl::StatusCode::kCancelled) {
+        r.outcome = Outcome::kCancelled;
+        r.message = "cancelled";
+        return r;
+      }
+      if (next.status().code() == absl::StatusCode::kDeadlineExceeded) {
+        s.Kill();
+        SandboxExit e = s.Wait();
+        r.outcome = Outcome::kTimeout;
+        r.message = absl::StrFormat("%s did not finish within %.0f s; the process group was killed",
+                                    what, timeout_seconds < 0 ? e.wall_seconds : timeout_seconds);
+        r.event = {{"exit", ToJson(e)}, {"output_tail", Trim(e.output_tail, 4000)}};
+        return r;
+      }
+      r.outcome = Outcome::kInfrastructure;
+      r.message = absl::StrCat(what, ": ", next.status().message());
+      return r;
+    }
+    if (!next->has_value()) {
+      SandboxExit e = s.Wait();
+      r.event = {{"exit", ToJson(e)}, {"output_tail", Trim(e.output_tail, 4000)}};
+      if (e.timed_out) {
+        r.outcome = Outcome::kTimeout;
+        r.message = absl::StrCat(what, " hit the sandbox's wall-clock limit");
+      } else if (e.cancelled) {
+        r.outcome = Outcome::kCancelled;
+        r.message = "cancelled";
+      } else {
+        // The evaluator died without saying why (a crash of ours, or the OOM killer).
+        r.outcome = Outcome::kInfrastructure;
+        r.message =
+            absl::StrFormat("%s: evaluator exited (code %d, signal %d) without a result: %s", what,
+                            e.exit_code, e.signal, Trim(e.output_tail, 1000));
+      }
+      return r;
+    }
+    json event = std::move(**next);
+    const std::string name = event.value("event", std::string());
+    if (name == expected) {
+      r.event = std::move(event);
+      return r;
+    }
+    if (name == "fault") {
+      r.outcome = Outcome::kFault;
+      r.message = event.value("message", std::string("kernel fault"));
+      r.event = std::move(event);
+      SandboxExit e = s.Wait();
+      r.event["output_tail"] = Trim(e.output_tail, 4000);
+      return r;
+    }
+    if (name == "plan_invalid") {
+      r.outcome = Outcome::kPlanInvalid;
+      r.message = event.value("message", std::string("plan invalid"));
+      r.event = std::move(event);
+      return r;
+    }
+    if (name == "error") {
+      r.outcome = Outcome::kInfrastructure;
+      r.message = absl::StrCat(what, ": ", event.value("kind", std::string()), ": ",
+                               event.value("message", std::string()));
+      r.event = std::move(event);
+      return r;
+    }
+    // Unknown events are ignored (forward compatibility).
+  }
+}
+
+void Evaluation::Report(Stage stage, bool ok, const std::string& summary, json detail,
+                        double seconds) {
+  StageReport r;
+  r.stage = stage;
+  r.ok = ok;
+  r.summary = summary;
+  r.detail = std::move(detail);
+  r.seconds = seconds;
+  verdict_.stages.push_back(r);
+  if (on_stage_) on_stage_(r);
+}
+
+Verdict Evaluation::Finish(VerdictClass c, const std::string& message) {
+  verdict_.verdict_class = c;
+  verdict_.message = message;
+  verdict_.tic = verdict_.compiled && verdict_.correct && verdict_.target_executed;
+  report_["seeds"] = seeds_;
+  report_["secret"] = U64(secret_);  // Disclosed after the fact: the evaluation is reproducible.
+  report_["processes"] = processes_;
+  report_["wall"] = {{"total_seconds", Now() - t_start_},
+                     {"kernel_seconds", kernel_seconds_},
+                     {"overhead_seconds", Now() - t_start_ - kernel_seconds_}};
+  report_["task"] = {{"id", task_.id}, {"version_hash", task_.version_hash}};
+  report_["arch"] = req_.arch;
+  if (!device_.is_null()) report_["device"] = device_;
+  verdict_.report = report_;
+  return verdict_;
+}
+
+// ------------------------------------------------------------------ references
+
+absl::StatusOr<std::string> Evaluation::ReferencePath(const std::string& workload, uint64_t seed,
+                                                      const std::string& tensor) {
+  auto key = std::make_pair(workload, seed);
+  if (reference_cached_.count(key)) {
+    return absl::StrCat(cache_dir_, "/", workload, ".", U64(seed), ".", tensor, ".bin");
+  }
+  return absl::StrCat(reference_dir_, "/", workload, ".", U64(seed), ".", tensor, ".bin");
+}
+
+absl::Status Evaluation::RequestReference(const std::string& workload, uint64_t seed) {
+  auto key = std::make_pair(workload, seed);
+  if (reference_requested_.count(key)) return absl::OkStatus();
+  reference_requested_.insert(key);
+  // Public seeds' references are cached; cache_dir_ already names the key (task version,
+  // device, library versions, generator version) once the reference process is ready.
+  bool cached = false;
+  if (seeds_.contains("public_cache_dir") && public_seeds_.count(key)) {
+    const Workload* w = nullptr;
+    for (const Workload& x : task_.workloads) {
+      if (x.name == workload) w = &x;
+    }
+    if (w == nullptr) return absl::InternalError("unknown workload " + workload);
+    ASSIGN_OR_RETURN(auto outputs, OutputsOf(task_, *w));
+    cached = true;
+    for (const OutputSpec& o : outputs) {
+      std::string p = absl::StrCat(cache_dir_, "/", workload, ".", U64(seed), ".", o.name, ".bin");
+      struct stat st;
+      if (stat(p.c_str(), &st) != 0 ||
+          static_cast<uint64_t>(st.st_size) != o.elements * DTypeBytes(o.dtype)) {
+        cached = false;
+      }
+    }
+  }
+  if (cached) reference_cached_.insert(key);
+  return reference_->Send(
+      {{"cmd", "reference"},
+       {"workload", workload},
+       {"seed", U64(seed)},
+       {"compute", !cached},
+       {"prefix", absl::StrCat(reference_dir_, "/", workload, ".", U64(seed))}});
+}
+
+absl::StatusOr<json> Evaluation::AwaitReference(const std::string& workload, uint64_t seed) {
+  auto key = std::make_pair(workload, seed);
+  while (!references_.count(key)) {
+    StepResult r = Await(*reference_, "reference", 600, "reference computation");
+    if (r.outcome != Outcome::kOk) {
+      return absl::InternalError(absl::StrCat("reference process failed: ", r.message));
+    }
+    ASSIGN_OR_RETURN(uint64_t s, ParseU64(r.event["seed"]));
+    std::string w = r.event.value("workload", std::string());
+    references_[{w, s}] = r.event;
+  }
+  return references_[key];
+}
+
+absl::StatusOr<gpu::CompareReport> Evaluation::CompareWithReference(const std::string& workload,
+                                                                    uint64_t seed,
+                                                                    const json& outputs,
+                                                                    json* detail) {
+  ASSIGN_OR_RETURN(json ref, AwaitReference(workload, seed));
+  const Workload* w = nullptr;
+  for (const Workload& x : task_.workloads) {
+    if (x.name == workload) w = &x;
+  }
+  if (w == nullptr) return absl::InternalError("unknown workload " + workload);
+  ASSIGN_OR_RETURN(auto specs, OutputsOf(task_, *w));
+  gpu::CompareReport worst;
+  worst.pass = true;
+  json per_tensor = json::object();
+  for (const OutputSpec& o : specs) {
+    std::string got_path;
+    for (const json& f : outputs) {
+      if (f.value("tensor", std::string()) == o.name) got_path = f.value("path", std::string());
+    }
+    if (got_path.empty()) return absl::InternalError("evaluator wrote no file for " + o.name);
+    ASSIGN_OR_RETURN(std::string ref_path, ReferencePath(workload, seed, o.name));
+    ASSIGN_OR_RETURN(std::string got, gpu::ReadFileBytes(got_path));
+    ASSIGN_OR_RETURN(std::string expected, gpu::ReadFileBytes(ref_path));
+    uint64_t bytes = o.elements * DTypeBytes(o.dtype);
+    if (got.size() != bytes || expected.size() != bytes) {
+      return absl::InternalError(absl::StrFormat("output %s: %d bytes, reference %d, expected %d",
+                                                 o.name, got.size(), expected.size(), bytes));
+    }
+    gpu::CompareReport r =
+        gpu::CompareOutputs(got.data(), expected.data(), o.elements, ElementTypeOf(o.dtype),
+                            o.shape, RuleOf(task_.tolerance), PoisonOf(o.dtype));
+    unlink(got_path.c_str());  // Outputs are large; the report keeps what matters.
+    if (r.reference_nonfinite > 0 || r.reference_norm == 0) {
+      return absl::InternalError(absl::StrCat("reference for ", workload, "/", U64(seed), "/",
+                                              o.name, " is degenerate: ", r.reason));
+    }
+    per_tensor[o.name] = gpu::ToJson(r);
+    if (worst.pass && !r.pass) {
+      worst = r;
+      worst.reason = absl::StrCat(o.name, ": ", r.reason);
+    } else if (worst.pass) {
+      worst = r;
+    }
+  }
+  (*detail)["tensors"] = per_tensor;
+  return worst;
+}
+
+// ------------------------------------------------------------------ stages
+
+absl::StatusOr<std::optional<Verdict>> Evaluation::CompileStage() {
+  double t0 = Now();
+  ASSIGN_OR_RETURN(compile_dir_, NewSandboxDir("compile-"));
+  ASSIGN_OR_RETURN(std::string path,
+                   WriteRequest(compile_dir_, "request.json", BaseRequest(compile_dir_)));
+  ASSIGN_OR_RETURN(auto sandbox,
+                   Spawn("compile", path, compile_dir_, opt_.compile_timeout_seconds, true));
+  json isolation = ToJson(sandbox->isolation());
+  // The reference process starts now, beside the compiler: its CUDA start-up overlaps compile.
+  if (!req_.compile_only) {
+    json ref_request = BaseRequest(reference_dir_);
+    ref_request.erase("source");
+    auto ref_path = WriteRequest(reference_dir_, "request.json", ref_request);
+    if (ref_path.ok()) {
+      // Trusted code only (ours and the library's): keeps the supervisor's uid so it can write
+      // the cache; still its own process group, no network, and a watchdog.
+      auto ref =
+          Spawn("reference", *ref_path, reference_dir_, opt_.evaluation_timeout_seconds, false);
+      if (ref.ok()) {
+        reference_ = std::move(*ref);
+        reference_spawned_at_ = Now();
+      } else {
+        unavailable_reason_ = std::string(ref.status().message());
+      }
+    }
+  }
+  StepResult step = Await(*sandbox, "compile", -1, "compile");
+  SandboxExit exit = sandbox->Wait();
+  processes_.push_back(
+      {{"mode", "compile"}, {"seconds", exit.wall_seconds}, {"isolation", isolation}});
+  if (step.outcome == Outcome::kTimeout) {
+    verdict_.compiled = false;
+    Report(Stage::kCompile, false, "compile timed out", {{"message", step.message}}, Now() - t0);
+    return std::optional<Verdict>(
+        Finish(VerdictClass::kCompileError, "the compiler did not finish within the time limit"));
+  }
+  if (step.outcome == Outcome::kCancelled) return absl::CancelledError("cancelled");
+  if (step.outcome != Outcome::kOk) {
+    return absl::InternalError(absl::StrCat("compile stage failed: ", step.message));
+  }
+  compile_event_ = step.event;
+  json detail = compile_event_.value("report", json::object());
+  detail["isolation"] = isolation;
+  if (!compile_event_.value("ok", false)) {
+    std::string failure = detail.value("failure", std::string("compile error"));
+    Report(Stage::kCompile, false, absl::StrCat("compile error (", failure, ")"), detail,
+           Now() - t0);
+    std::string log = detail.value("log", std::string());
+    return std::optional<Verdict>(
+        Finish(VerdictClass::kCompileError,
+               absl::StrCat("compile error (", failure, "): ", Trim(log, 2000))));
+  }
+  verdict_.compiled = true;
+  if (!compile_event_.value("plan_ok", false)) {
+    std::string error = compile_event_.value("plan_error", std::string());
+    detail["plan_error"] = error;
+    Report(Stage::kCompile, false, "launch plan invalid", detail, Now() - t0);
+    return std::optional<Verdict>(
+        Finish(VerdictClass::kPlanInvalid, absl::StrCat("launch plan invalid: ", error)));
+  }
+  detail["launch_kernels"] = compile_event_["launch_kernels"];
+  json sass = compile_event_.value("sass", json::object());
+  json sass_summary = sass;
+  sass_summary.erase("functions");
+  detail["sass"] = sass_summary;
+  Report(
+      Stage::kCompile, true,
+      absl::StrFormat("compiled (%d-byte cubin) in %.2f s", compile_event_.value("cubin_bytes", 0),
+                      compile_event_.value("seconds", 0.0)),
+      detail, Now() - t0);
+  if (req_.compile_only) {
+    return std::optional<Verdict>(Finish(VerdictClass::kCompiled, "compiled (compile-only scope)"));
+  }
+  return std::optional<Verdict>();
+}
+
+absl::StatusOr<Verdict> Evaluation::RuntimeFailure(Stage stage, const StepResult& step,
+                                                   const json& detail_in,
+                                                   const std::string& workload, uint64_t seed,
+                                                   double seconds) {
+  json detail = detail_in;
+  detail["workload"] = workload;
+  detail["seed"] = U64(seed);
+  detail["event"] = step.event;
+  if (step.outcome == Outcome::kCancelled) return absl::CancelledError("cancelled");
+  if (step.outcome == Outcome::kInfrastructure) {
+    return absl::InternalError(step.message);
+  }
+  if (step.outcome == Outcome::kPlanInvalid) {
+    Report(stage, false, "launch plan invalid at run time", detail, seconds);
+    return Finish(VerdictClass::kPlanInvalid, absl::StrCat("launch plan invalid: ", step.message));
+  }
+  candidate_.reset();
+  if (step.outcome == Outcome::kTimeout) {
+    // The GPU must still work for the next evaluation: probe it in a fresh process.
+    auto health = HealthProbe(opt_);
+    detail["health_after_kill"] =
+        health.ok() ? json("ok") : json(std::string(health.status().message()));
+    Report(stage, false, "timeout", detail, seconds);
+    if (!health.ok()) {
+      return absl::UnavailableError(
+          absl::StrCat("GPU unusable after killing a hung kernel: ", health.status().message()));
+    }
+    return Finish(VerdictClass::kTimeout,
+                  absl::StrCat("timeout on workload '", workload, "': ", step.message));
+  }
+  // A kernel fault: optional compute-sanitizer replay of the same trial, for the feedback.
+  std::string message = absl::StrCat("runtime error on workload '", workload, "': ", step.message);
+  if (opt_.sanitizer_on_runtime_error) {
+    if (auto sanitizer = FindComputeSanitizer()) {
+      double s0 = Now();
+      auto dir = NewSandboxDir("sanitizer-");
+      if (dir.ok()) {
+        // The cubin and PTX the replay loads, copied into its own private directory.
+        json r = BaseRequest(*dir);
+        r["cubin_path"] = *dir + "/module.cubin";
+        r["ptx_path"] = *dir + "/module.ptx";
+        r["workload"] = workload;
+        r["seed"] = U64(seed);
+        r["output_prefix"] = *dir + "/replay";
+        auto cubin = gpu::ReadFileBytes(compile_event_.value("cubin_path", std::string()));
+        auto ptx = gpu::ReadFileBytes(compile_event_.value("ptx_path", std::string()));
+        auto path = WriteRequest(*dir, "request.json", r);
+        if (cubin.ok() && ptx.ok() && path.ok()) {
+          (void)gpu::WriteFileBytes(*dir + "/module.cubin", *cubin);
+          (void)gpu::WriteFileBytes(*dir + "/module.ptx", *ptx);
+          if (root_ && opt_.drop_privileges) {
+            chown((*dir + "/module.cubin").c_str(), 65534, 65534);
+            chown((*dir + "/module.ptx").c_str(), 65534, 65534);
+          }
+          SandboxOptions o;
+          o.argv = {*sanitizer, "--tool",   "memcheck", "--print-limit", "10", "--error-exitcode",
+                    "99",       evaluator_, "replay",   "--request",     *path};
+          o.private_dir = *dir;
+          o.env = MinimalEnv(*dir);
+          o.limits.wall_seconds = 180;
+          o.isolate_network = opt_.isolate_network;
+          o.drop_privileges = opt_.drop_privileges;
+          o.cancel = cancel_;
+          if (auto sb = Sandbox::Start(o); sb.ok()) {
+            SandboxExit e = (*sb)->Wait();
+            std::string lines;
+            for (absl::string_view line : absl::StrSplit(e.output_tail, '\n')) {
+              if (absl::StartsWith(line, "=========") && lines.size() < 4000) {
+                lines += std::string(line) + "\n";
+              }
+            }
+            detail["compute_sanitizer"] = {
+                {"exit", ToJson(e)}, {"report", lines}, {"seconds", Now() - s0}};
+            if (!lines.empty()) message += absl::StrCat("\ncompute-sanitizer memcheck:\n", lines);
+          }
+        }
+      }
+    } else {
+      detail["compute_sanitizer"] = "not available on this worker";
+    }
+  }
+  Report(stage, false, "runtime error", detail, seconds);
+  return Finish(VerdictClass::kRuntimeError, message);
+}
+
+absl::StatusOr<std::optional<Verdict>> Evaluation::CorrectnessStage() {
+  double t0 = Now();
+  // The reference process says whether a GPU is usable here (and which).
+  if (reference_ == nullptr) {
+    if (unavailable_reason_.empty()) unavailable_reason_ = "the reference process did not start";
+  } else {
+    StepResult ready = Await(*reference_, "ready", 120, "GPU start-up");
+    if (ready.outcome != Outcome::kOk) {
+      unavailable_reason_ = ready.event.value("message", ready.message);
+      reference_.reset();
+    } else {
+      device_ = ready.event["device"];
+      processes_.push_back(
+          {{"mode", "reference"}, {"ready_seconds", Now() - reference_spawned_at_}});
+    }
+  }
+  if (unavailable_reason_.empty() && device_.value("arch", std::string()) != req_.arch) {
+    unavailable_reason_ =
+        absl::StrCat("this GPU is ", device_.value("name", std::string()), " (",
+                     device_.value("arch", std::string()), "), the submission targets ", req_.arch);
+  }
+  if (!unavailable_reason_.empty()) {
+    reference_.reset();
+    verdict_.runtime_unverified = true;
+    report_["runtime_skipped"] = unavailable_reason_;
+    return std::optional<Verdict>(Finish(
+        VerdictClass::kCompiled,
+        absl::StrCat("compiled; correctness, target-instruction and timing stages were SKIPPED: ",
+                     unavailable_reason_)));
+  }
+  // Reference cache for public seeds, keyed by everything that can change the library's bits
+  // (not the device's UUID or clocks).
+  std::string key_text = absl::StrCat(
+      task_.version_hash, "|", device_.value("name", std::string()), "|",
+      device_.value("compute_capability", std::string()), "|", device_.value("runtime_version", 0),
+      "|", device_.value("library_versions", json::object()).dump(), "|gen", gpu::kGeneratorVersion,
+      "|", task_.baseline_library, "/", task_.baseline_operation);
+  cache_dir_ = absl::StrCat(cache_dir_, "/", Sha256Hex(key_text).substr(0, 24));
+  mkdir(cache_dir_.c_str(), 0700);
+  seeds_["public_cache_dir"] = cache_dir_;
+
+  // Seeds: public (fixed per task and workload, cacheable) then secret (fresh per evaluation).
+  std::vector<const Workload*> order;
+  for (const Workload& w : task_.workloads) order.push_back(&w);
+  std::map<std::string, uint64_t> size_of;
+  for (const Workload* w : order) {
+    auto outs = OutputsOf(task_, *w);
+    uint64_t e = 0;
+    if (outs.ok()) {
+      for (const OutputSpec& o : *outs) e += o.elements;
+    }
+    size_of[w->name] = e;
+  }
+  // Small workloads first: most failures show there, cheaply.
+  std::stable_sort(order.begin(), order.end(), [&](const Workload* a, const Workload* b) {
+    return size_of[a->name] < size_of[b->name];
+  });
+  struct Trial {
+    std::string workload;
+    uint64_t seed;
+    bool is_public;
+  };
+  std::vector<Trial> trials;
+  for (const Workload* w : order) {
+    json ws = json::array();
+    for (int i = 0; i < opt_.public_seeds; ++i) {
+      uint64_t s = Mix64(HashText(task_.id + "/" + w->name) + static_cast<uint64_t>(i));
+      trials.push_back({w->name, s, true});
+      public_seeds_.insert({w->name, s});
+      ws.push_back({{"seed", U64(s)}, {"kind", "public"}});
+    }
+    for (int i = 0; i < std::max(1, w->trials); ++i) {
+      uint64_t s = SecretSeed("trial/" + w->name, static_cast<uint64_t>(i));
+      trials.push_back({w->name, s, false});
+      ws.push_back({{"seed", U64(s)}, {"kind", "secret"}});
+    }
+    seeds_[w->name] = ws;
+  }
+  for (const Trial& t : trials) RETURN_IF_ERROR(RequestReference(t.workload, t.seed));
+  // The instrumented run's reference, queued now so it is ready when needed.
+  const std::string timed = task_.TimedWorkload().name;
+  const uint64_t instrument_seed = SecretSeed("instrument", 0);
+  seeds_["instrument"] = U64(instrument_seed);
+  RETURN_IF_ERROR(RequestReference(timed, instrument_seed));
+
+  // The candidate process.
+  double c0 = Now();
+  ASSIGN_OR_RETURN(candidate_dir_, NewSandboxDir("candidate-"));
+  json creq = BaseRequest(candidate_dir_);
+  ASSIGN_OR_RETURN(std::string cubin,
+                   gpu::ReadFileBytes(compile_event_.value("cubin_path", std::string())));
+  ASSIGN_OR_RETURN(std::string ptx,
+                   gpu::ReadFileBytes(compile_event_.value("ptx_path", std::string())));
+  RETURN_IF_ERROR(gpu::WriteFileBytes(candidate_dir_ + "/module.cubin", cubin));
+  RETURN_IF_ERROR(gpu::WriteFileBytes(candidate_dir_ + "/module.ptx", ptx));
+  if (root_ && opt_.drop_privileges) {
+    chown((candidate_dir_ + "/module.cubin").c_str(), 65534, 65534);
+    chown((candidate_dir_ + "/module.ptx").c_str(), 65534, 65534);
+  }
+  creq["cubin_path"] = candidate_dir_ + "/module.cubin";
+  creq["ptx_path"] = candidate_dir_ + "/module.ptx";
+  ASSIGN_OR_RETURN(std::string cpath, WriteRequest(candidate_dir_, "request.json", creq));
+  ASSIGN_OR_RETURN(
+      candidate_, Spawn("candidate", cpath, candidate_dir_, opt_.evaluation_timeout_seconds, true));
+  json isolation = ToJson(candidate_->isolation());
+  StepResult ready = Await(*candidate_, "ready", 120, "candidate start-up");
+  if (ready.outcome != Outcome::kOk) {
+    return Done(
+        RuntimeFailure(Stage::kCorrectness, ready, {{"isolation", isolation}}, "", 0, Now() - t0));
+  }
+  processes_.push_back(
+      {{"mode", "candidate"}, {"ready_seconds", Now() - c0}, {"isolation", isolation}});
+
+  json results = json::array();
+  int index = 0;
+  for (const Trial& t : trials) {
+    std::string prefix = absl::StrCat(candidate_dir_, "/trial", index++);
+    RETURN_IF_ERROR(candidate_->Send(
+        {{"cmd", "trial"}, {"workload", t.workload}, {"seed", U64(t.seed)}, {"prefix", prefix}}));
+    StepResult step = Await(*candidate_, "trial", opt_.trial_timeout_seconds,
+                            absl::StrCat("correctness trial (workload ", t.workload, ")"));
+    if (step.outcome != Outcome::kOk) {
+      json detail = {{"trials", results}, {"isolation", isolation}};
+      return Done(
+          RuntimeFailure(Stage::kCorrectness, step, detail, t.workload, t.seed, Now() - t0));
+    }
+    kernel_seconds_ += step.event.value("kernel_ms", 0.0) / 1000;
+    ASSIGN_OR_RETURN(json ref, AwaitReference(t.workload, t.seed));
+    // Public references computed just now go into the cache for the next evaluations.
+    if (t.is_public && !reference_cached_.count({t.workload, t.seed}) && ref.contains("outputs")) {
+      bool moved = true;
+      for (const json& f : ref["outputs"]) {
+        std::string from = f.value("path", std::string());
+        std::string to = absl::StrCat(cache_dir_, "/", t.workload, ".", U64(t.seed), ".",
+                                      f.value("tensor", std::string()), ".bin");
+        if (rename(from.c_str(), to.c_str()) != 0) moved = false;
+      }
+      if (moved) reference_cached_.insert({t.workload, t.seed});
+    }
+    json trial = {{"workload", t.workload},
+                  {"seed", U64(t.seed)},
+                  {"seed_kind", t.is_public ? "public" : "secret"},
+                  {"kernel_ms", step.event.value("kernel_ms", 0.0)},
+                  {"reference_cached", ref.contains("outputs") ? false : true}};
+    if (step.event["input_hash_before"] != ref["input_hash"]) {
+      return absl::InternalError(absl::StrCat(
+          "candidate and reference processes generated different inputs for ", t.workload, " seed ",
+          U64(t.seed), " (", step.event["input_hash_before"].dump(), " vs ",
+          ref["input_hash"].dump(), ")"));
+    }
+    if (step.event["input_hash_after"] != step.event["input_hash_before"]) {
+      trial["input_mutated"] = true;
+      results.push_back(trial);
+      Report(Stage::kCorrectness, false, "inputs mutated",
+             {{"trials", results}, {"isolation", isolation}}, Now() - t0);
+      return std::optional<Verdict>(
+          Finish(VerdictClass::kInputMutated,
+                 absl::StrCat("the kernel changed its inputs (workload '", t.workload,
+                              "'): the inputs' hash differs before and after the launches")));
+    }
+    json cmp_detail;
+    ASSIGN_OR_RETURN(gpu::CompareReport cmp,
+                     CompareWithReference(t.workload, t.seed, step.event["outputs"], &cmp_detail));
+    trial["compare"] = cmp_detail;
+    trial["pass"] = cmp.pass;
+    results.push_back(trial);
+    if (!cmp.pass) {
+      std::string first;
+      if (!cmp.first_mismatches.empty()) {
+        const gpu::Mismatch& m = cmp.first_mismatches[0];
+        first = absl::StrFormat("; first at [%s]: got %g, expected %g (%s)",
+                                absl::StrJoin(m.coordinates, ","), m.got, m.expected, m.kind);
+      }
+      Report(Stage::kCorrectness, false, absl::StrCat("wrong result on ", t.workload),
+             {{"trials", results}, {"isolation", isolation}}, Now() - t0);
+      return std::optional<Verdict>(Finish(
+          VerdictClass::kWrongResult,
+          absl::StrFormat("wrong result on workload '%s' (%s seed): %s; max abs error %.4g, max "
+                          "rel error %.4g, matched ratio %.6f%s",
+                          t.workload, t.is_public ? "public" : "secret", cmp.reason,
+                          cmp.max_abs_error, cmp.max_rel_error, cmp.matched_ratio, first)));
+    }
+  }
+  verdict_.correct = true;
+  Report(Stage::kCorrectness, true,
+         absl::StrFormat("%d trials on %d workloads within tolerance", results.size(),
+                         task_.workloads.size()),
+         {{"trials", results}, {"isolation", isolation}}, Now() - t0);
+  return std::optional<Verdict>();
+}
+
+absl::StatusOr<std::optional<Verdict>> Evaluation::TargetStage() {
+  double t0 = Now();
+  const ArchSpec* arch = task_.FindArch(req_.arch);
+  std::vector<std::string> required = arch ? arch->target_families : std::vector<std::string>();
+  const std::string timed = task_.TimedWorkload().name;
+  ASSIGN_OR_RETURN(uint64_t seed, ParseU64(seeds_["instrument"]));
+  // One process per distinct kernel: CUPTI instruments only the first kernel function that runs
+  // under patching in a process (docs/results/device-probe-1.log).
+  std::vector<std::pair<std::string, size_t>> kernels;
+  size_t i = 0;
+  for (const json& k : compile_event_.value("launch_kernels", json::array())) {
+    std::string name = k.get<std::string>();
+    if (std::none_of(kernels.begin(), kernels.end(), [&](auto& p) { return p.first == name; })) {
+      kernels.push_back({name, i});
+    }
+    ++i;
+  }
+  bool keep_root = root_ && ProfilingNeedsAdmin();
+  std::vector<json> runs;
+  json run_details = json::array();
+  for (const auto& [kernel, launch_index] : kernels) {
+    double k0 = Now();
+    ASSIGN_OR_RETURN(std::string dir, NewSandboxDir("instrument-"));
+    json r = BaseRequest(dir);
+    ASSIGN_OR_RETURN(std::string cubin,
+                     gpu::ReadFileBytes(compile_event_.value("cubin_path", std::string())));
+    ASSIGN_OR_RETURN(std::string ptx,
+                     gpu::ReadFileBytes(compile_event_.value("ptx_path", std::string())));
+    RETURN_IF_ERROR(gpu::WriteFileBytes(dir + "/module.cubin", cubin));
+    RETURN_IF_ERROR(gpu::WriteFileBytes(dir + "/module.ptx", ptx));
+    if (root_ && opt_.drop_privileges) {
+      chown((dir + "/module.cubin").c_str(), 65534, 65534);
+      chown((dir + "/module.ptx").c_str(), 65534, 65534);
+    }
+    r["cubin_path"] = dir + "/module.cubin";
+    r["ptx_path"] = dir + "/module.ptx";
+    r["workload"] = timed;
+    r["seed"] = U64(seed);
+    r["launch_index"] = launch_index;
+    r["output_prefix"] = dir + "/instrumented";
+    ASSIGN_OR_RETURN(std::string path, WriteRequest(dir, "request.json", r));
+    ASSIGN_OR_RETURN(auto sandbox, Spawn("instrument", path, dir,
+                                         opt_.instrument_timeout_seconds + 30, !keep_root));
+    json isolation = ToJson(sandbox->isolation());
+    StepResult step = Await(*sandbox, "instrument", opt_.instrument_timeout_seconds,
+                            absl::StrCat("instrumented run of ", kernel));
+    processes_.push_back({{"mode", "instrument"},
+                          {"kernel", kernel},
+                          {"seconds", Now() - k0},
+                          {"isolation", isolation}});
+    if (step.outcome != Outcome::kOk) {
+      if (step.outcome == Outcome::kInfrastructure) {
+        // Never a pass without the profiler's evidence: the job is an infrastructure failure.
+        return absl::UnavailableError(absl::StrCat(
+            "target instructions cannot be verified here (refused, not passed): ", step.message));
+      }
+      return Done(RuntimeFailure(Stage::kTargetInstructions, step, {{"runs", run_details}}, timed,
+                                 seed, Now() - t0));
+    }
+    kernel_seconds_ += step.event.value("instrumented_seconds", 0.0);
+    // The instrumented run computed on secret inputs too: its outputs must be right as well,
+    // so a kernel cannot behave differently when it is watched.
+    json cmp_detail;
+    ASSIGN_OR_RETURN(json ref, AwaitReference(timed, seed));
+    if (step.event["input_hash_before"] != ref["input_hash"]) {
+      return absl::InternalError("instrumented run generated different inputs than the reference");
+    }
+    ASSIGN_OR_RETURN(gpu::CompareReport cmp,
+                     CompareWithReference(timed, seed, step.event["outputs"], &cmp_detail));
+    json summary = step.event;
+    summary.erase("records");
+    summary["record_count"] = step.event["records"].size();
+    summary["compare"] = cmp_detail;
+    summary["isolation"] = isolation;
+    run_details.push_back(summary);
+    if (step.event["input_hash_after"] != step.event["input_hash_before"]) {
+      Report(Stage::kTargetInstructions, false, "inputs mutated", {{"runs", run_details}},
+             Now() - t0);
+      return std::optional<Verdict>(Finish(
+          VerdictClass::kInputMutated, "the kernel changed its inputs in the instrumented run"));
+    }
+    if (!cmp.pass) {
+      Report(Stage::kTargetInstructions, false, "wrong result in the instrumented run",
+             {{"runs", run_details}}, Now() - t0);
+      verdict_.correct = false;
+      return std::optional<Verdict>(Finish(
+          VerdictClass::kWrongResult,
+          absl::StrCat("wrong result in the instrumented run (timed workload, secret seed): ",
+                       cmp.reason)));
+    }
+    runs.push_back(std::move(step.event));
+  }
+  std::map<std::string, int> ptx_families;
+  json pf = compile_event_.value("report", json::object()).value("ptx_families", json::object());
+  for (auto it = pf.begin(); it != pf.end(); ++it) {
+    if (it.value().is_number_integer()) ptx_families[it.key()] = it.value().get<int>();
+  }
+  gpu::TargetReport target = gpu::AnalyzeTargets(compile_event_.value("sass", json::object()), runs,
+                                                 ptx_families, required);
+  json detail = gpu::ToJson(target);
+  detail["runs"] = run_details;
+  if (target.refused) {
+    Report(Stage::kTargetInstructions, false, "not verified", detail, Now() - t0);
+    return absl::UnavailableError(absl::StrCat("refused, not passed: ", target.message));
+  }
+  verdict_.target_executed = target.ok;
+  Report(Stage::kTargetInstructions, target.ok, target.message, detail, Now() - t0);
+  return std::optional<Verdict>();
+}
+
+absl::StatusOr<std::optional<Verdict>> Evaluation::TimingStage() {
+  double t0 = Now();
+  const Workload& timed = task_.TimedWorkload();
+  json cmd = {{"cmd", "time"},
+              {"workload", timed.name},
+              {"candidate_seed_base", U64(SecretSeed("timing/candidate", 0))},
+              {"baseline_seed_base", U64(SecretSeed("timing/baseline", 0))},
+              {"check_position_seed", U64(SecretSeed("timing/check", 0))},
+              {"min_samples", opt_.timing.min_samples},
+              {"max_samples", opt_.timing.max_samples},
+              {"max_seconds", opt_.timing.max_seconds},
+              {"target_rse", opt_.timing.target_rse},
+              {"warmup_seconds", opt_.timing.warmup_seconds},
+              {"check_every", opt_.timing.check_every},
+              {"max_checks", opt_.timing.max_checks},
+              {"check_prefix", candidate_dir_ + "/timed-check"}};
+  RETURN_IF_ERROR(candidate_->Send(cmd));
+  StepResult step = Await(*candidate_, "timing", opt_.timing_timeout_seconds, "timing");
+  if (step.outcome != Outcome::kOk) {
+    return Done(RuntimeFailure(Stage::kTiming, step, json::object(), timed.name, 0, Now() - t0));
+  }
+  json result = step.event["result"];
+  kernel_seconds_ += result.value("kernel_ms_total", 0.0) / 1000;
+  // The outputs of timed launches, checked against fresh references of their secret seeds.
+  json checks = json::array();
+  for (const json& c : step.event.value("checks", json::array())) {
+    ASSIGN_OR_RETURN(uint64_t seed, ParseU64(c["seed"]));
+    RETURN_IF_ERROR(RequestReference(timed.name, seed));
+  }
+  std::string wrong;
+  for (const json& c : step.event.value("checks", json::array())) {
+    ASSIGN_OR_RETURN(uint64_t seed, ParseU64(c["seed"]));
+    json cmp_detail;
+    ASSIGN_OR_RETURN(gpu::CompareReport cmp,
+                     CompareWithReference(timed.name, seed, c["outputs"], &cmp_detail));
+    checks.push_back({{"sample", c["sample"]},
+                      {"seed", c["seed"]},
+                      {"pass", cmp.pass},
+                      {"compare", cmp_detail}});
+    if (!cmp.pass && wrong.empty()) {
+      wrong = absl::StrCat("timed sample ", c["sample"].dump(), ": ", cmp.reason);
+    }
+  }
+  json raw = step.event;
+  raw.erase("checks");
+  json detail = {{"timing", raw}, {"checks", checks}};
+  double candidate_ms = result["candidate"].value("median_ms", 0.0);
+  double baseline_ms = result["baseline"].value("median_ms", 0.0);
+  verdict_.speedup = result.value("speedup", 0.0);
+  // Roofline floor of the timed workload.
+  std::map<std::string, int64_t> axes = timed.axes;
+  auto flops = EvalRealExpr(task_.flops_expr, axes);
+  auto bytes = EvalRealExpr(task_.min_bytes_expr, axes);
+  double floor_ms = (flops.ok() && bytes.ok()) ? RooflineFloorMs(device_, *flops, *bytes) : 0;
+  detail["roofline_floor_ms"] = floor_ms;
+  if (flops.ok()) detail["candidate_tflops"] = *flops / (candidate_ms * 1e-3) / 1e12;
+  if (flops.ok()) detail["baseline_tflops"] = *flops / (baseline_ms * 1e-3) / 1e12;
+  std::string summary = absl::StrFormat(
+      "candidate %.4f ms, %s %.4f ms (median of %d interleaved samples each): speedup %.3f",
+      candidate_ms, task_.baseline_library, baseline_ms, result["candidate"].value("n", 0),
+      verdict_.speedup);
+  if (!wrong.empty()) {
+    verdict_.correct = false;
+    Report(Stage::kTiming, false, summary, detail, Now() - t0);
+    return std::optional<Verdict>(
+        Finish(VerdictClass::kWrongResult,
+               absl::StrCat("the outputs of the timed launches are wrong (", wrong,
+                            "): results must not depend on earlier launches")));
+  }
+  if (floor_ms > 0 && candidate_ms < floor_ms) {
+    Report(Stage::kTiming, false, summary, detail, Now() - t0);
+    return std::optional<Verdict>(
+        Finish(VerdictClass::kImpossibleTime,
+               absl::StrFormat("measured %.4f ms is below the roofline floor %.4f ms of this GPU: "
+                               "impossible, rejected",
+                               candidate_ms, floor_ms)));
+  }
+  Report(Stage::kTiming, true, summary, detail, Now() - t0);
+  return std::optional<Verdict>();
+}
+
+absl::StatusOr<Verdict> Evaluation::Run() {
+  t_start_ = Now();
+  verdict_.runtime_unverified = false;
+  RETURN_IF_ERROR(Setup());
+  const ArchSpec* arch = task_.FindArch(req_.arch);
+  if (arch == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("task ", task_.id, " has no arch ", req_.arch));
+  }
+  ASSIGN_OR_RETURN(std::optional<Verdict> done, CompileStage());
+  if (done) return *done;
+  ASSIGN_OR_RETURN(done, CorrectnessStage());
+  if (done) return *done;
+  ASSIGN_OR_RETURN(done, TargetStage());
+  if (done) return *done;
+  if (opt_.run_timing) {
+    ASSIGN_OR_RETURN(done, TimingStage());
+    if (done) return *done;
+  }
+  if (candidate_) (void)candidate_->Send({{"cmd", "quit"}});
+  if (reference_) (void)reference_->Send({{"cmd", "quit"}});
+  if (!verdict_.target_executed) {
+    std::string message;
+    for (const StageReport& s : verdict_.stages) {
+      if (s.stage == Stage::kTargetInstructions) message = s.summary;
+    }
+    return Finish(VerdictClass::kTargetNotExecuted,
+                  absl::StrCat("correct, but ", message,
+                               verdict_.speedup > 0
+                                   ? absl::StrFormat(" (speedup %.3f over %s)", verdict_.speedup,
+                                                     task_.baseline_library)
+                                   : ""));
+  }
+  return Finish(VerdictClass::kPass,
+                opt_.run_timing
+                    ? absl::StrFormat("correct, target instructions executed; speedup %.3f over %s",
+                                      verdict_.speedup, task_.baseline_library)
+                    : "correct, target instructions executed (timing not run)");
+}
+
+}  // namespace
+
+std::string DefaultEvaluatorPath() {
+  if (const char* env = std::getenv("PTXBENCH_EVALUATOR"); env && *env) return env;
+  return SelfDir() + "/ptxbench-evaluator";
+}
+
+double RooflineFloorMs(const json& device, double flops, double bytes) {
+  // Dense bf16 tensor-core FLOP per SM per clock: 4096 on sm_90 (H100 SXM: 989.4 TFLOP/s =
+  // 132 SMs x 4096 x 1.83 GHz), 8192 on sm_100 (B200). With the device's maximum SM clock
+  // (1980 MHz on the H200: 1070 TFLOP/s), an upper bound no kernel exceeds.
+  std::string cc = device.value("compute_capability", std::string());
+  double per_sm_clock = cc == "9.0" ? 4096 : (cc == "10.0" ? 8192 : 0);
+  double sms = device.value("sm_count", 0);
+  double clock_hz = device.value("sm_clock_max_khz", 0) * 1e3;
+  if (device.contains("nvml_max_sm_mhz") && device["nvml_max_sm_mhz"].get<double>() > 0) {
+    clock_hz = std::max(clock_hz, device["nvml_max_sm_mhz"].get<double>() * 1e6);
+  }
+  double peak_flops = per_sm_clock * sms * clock_hz;
+  // HBM: two transfers per memory clock over the bus (H200: 2 x 3.2 GHz x 768 B = 4.9 TB/s).
+  double bandwidth = 2.0 * device.value("memory_clock_max_khz", 0) * 1e3 *
+                     device.value("memory_bus_bits", 0) / 8.0;
+  if (peak_flops <= 0 || bandwidth <= 0) return 0;
+  return std::max(flops / peak_flops, bytes / bandwidth) * 1e3;
+}
+
+absl::StatusOr<Verdict> Evaluate(const EvaluationRequest& request, const EngineOptions& options,
+                                 const StageCallback& on_stage, const std::atomic<bool>* cancel) {
+  if (request.task == nullptr) return absl::InvalidArgumentError("EvaluationRequest.task is null");
+  Evaluation evaluation(request, options, on_stage, cancel);
+  return evaluation.Run();
+}
+
+absl::StatusOr<json> HealthProbe(const EngineOptions& options) {
+  std::string evaluator =
+      options.evaluator_path.empty() ? DefaultEvaluatorPath() : options.evaluator_path;
+  SandboxOptions o;
+  o.argv = {evaluator, "health"};
+  std::string root = options.work_root;
+  if (root.empty()) {
+    const char* tmp = std::getenv("TMPDIR");
+    root = tmp && *tmp ? tmp : "/tmp";
+  }
+  bool drop = options.drop_privileges && geteuid() == 0;
+  ASSIGN_OR_RETURN(std::string dir, CreatePrivateDir(root, "ptxbench-health-", drop ? 65534 : -1,
+                                                     drop ? 65534 : -1));
+  o.private_dir = dir;
+  o.env = MinimalEnv(dir);
+  o.limits.wall_seconds = 60;
+  o.isolate_network = options.isolate_network;
+  o.drop_privileges = options.drop_privileges;
+  // Write a minimal request so the evaluator can read its GPU ordinal.
+  std::string path = dir + "/request.json";
+  RETURN_IF_ERROR(gpu::WriteFileBytes(path, json{{"gpu", options.gpu}}.dump()));
+  if (drop) chown(path.c_str(), 65534, 65534);
+  o.argv = {evaluator, "health", "--request", path};
+  auto sandbox = Sandbox::Start(o);
+  if (!sandbox.ok()) {
+    RemoveTree(dir);
+    return sandbox.status();
+  }
+  auto event = (*sandbox)->Next(60);
+  SandboxExit e = (*sandbox)->Wait();
+  RemoveTree(dir);
+  if (!event.ok()) return event.status();
+  if (!event->has_value()) {
+    return absl::UnavailableError(
+        absl::StrCat("health probe exited without a result: ", Trim(e.output_tail, 500)));
+  }
+  const json& ev = **event;
+  if (ev.value("event", std::string()) != "health") {
+    return absl::UnavailableError(absl::StrCat("GPU not usable: ", ev.value("message", ev.dump())));
+  }
+  return ev["device"];
+}
+
+}  // namespace ptxbench::engine

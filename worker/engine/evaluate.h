@@ -1,0 +1,94 @@
+// The evaluation engine's top-level API, used by the worker daemon and `ptxbench eval`.
+//
+// Evaluate() runs every stage of one submission: compile -> correctness -> target instructions
+// -> timing, each step in a fresh sandboxed ptxbench-evaluator process (sandbox.h), and returns
+// the Verdict. A Verdict is data about the kernel (also RUNTIME_ERROR, TIMEOUT...); an error
+// Status means the infrastructure failed (GPU lost, profiler unavailable, evaluator crashed) and
+// nothing is known about the kernel: never charge it to a model.
+//
+// Processes of one evaluation (docs/measurement.md explains why):
+//   compile     sandbox, no GPU: NVRTC + nvJitLink, plan validation, static SASS family map.
+//   reference   trusted, started alongside compile: regenerates inputs from seeds and writes
+//               the library's outputs into a directory the candidate processes cannot read
+//               (public seeds cached across evaluations, keyed by task version, device and
+//               library versions, generator version, workload and seed).
+//   candidate   sandbox: correctness trials (module reloaded each trial), then the interleaved
+//               timing loop; outputs go to its private directory and are compared here, on the
+//               CPU, outside its address space.
+//   instrument  sandbox, one per distinct kernel of the plan: CUPTI SASS metrics.
+// Without a usable GPU (or with a GPU of another arch) only the compile stage runs and the
+// verdict says plainly that the runtime stages were skipped and why.
+#ifndef PTXBENCH_WORKER_ENGINE_EVALUATE_H_
+#define PTXBENCH_WORKER_ENGINE_EVALUATE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "common/task.h"
+#include "common/verdict.h"
+#include "nlohmann/json.hpp"
+
+namespace ptxbench::engine {
+
+struct EvaluationRequest {
+  const Task* task = nullptr;     // Loaded by the caller (LoadTask); must outlive the call.
+  std::string arch;               // "sm_90a" or "sm_100a".
+  std::string language = "cuda";  // "cuda" or "ptx".
+  std::string source;
+  std::string launch_plan_json;  // Empty: the PTXBENCH_PLAN block of the source.
+  bool compile_only = false;
+};
+
+struct TimingOptions {
+  size_t min_samples = 20;
+  size_t max_samples = 400;
+  double max_seconds = 2.0;   // Cap of the recorded sampling loop.
+  double target_rse = 0.005;  // Relative standard error of both medians.
+  double warmup_seconds = 0.3;
+  size_t check_every = 16;
+  size_t max_checks = 4;
+};
+
+struct EngineOptions {
+  std::string evaluator_path;  // Empty: ptxbench-evaluator beside the running binary.
+  int gpu = 0;
+  std::string work_root;            // Empty: $TMPDIR or /tmp.
+  std::string reference_cache_dir;  // Empty: <work_root>/ptxbench-reference-cache.
+  bool keep_work_dir = false;       // Keep the private directories (debugging).
+  bool isolate_network = true;
+  bool drop_privileges = true;             // When root: sandboxes run as nobody.
+  bool sanitizer_on_runtime_error = true;  // compute-sanitizer memcheck replay for feedback.
+  bool run_timing = true;
+  int public_seeds = 1;  // Per workload, before the task's `trials` secret seeds.
+  uint64_t secret = 0;   // 0: drawn from /dev/urandom (tests pin it).
+  double compile_timeout_seconds = 180;
+  double trial_timeout_seconds = 60;        // One correctness trial (a hang -> TIMEOUT).
+  double instrument_timeout_seconds = 300;  // Patched code runs up to ~70x slower.
+  double timing_timeout_seconds = 300;
+  double evaluation_timeout_seconds = 1200;
+  TimingOptions timing;
+};
+
+using StageCallback = std::function<void(const StageReport&)>;
+
+absl::StatusOr<Verdict> Evaluate(const EvaluationRequest& request, const EngineOptions& options,
+                                 const StageCallback& on_stage,
+                                 const std::atomic<bool>* cancel = nullptr);
+
+// Runs the tiny known kernel in a fresh evaluator process; the device description on success.
+absl::StatusOr<nlohmann::json> HealthProbe(const EngineOptions& options);
+
+// ptxbench-evaluator beside /proc/self/exe (or $PTXBENCH_EVALUATOR when set).
+std::string DefaultEvaluatorPath();
+
+// Roofline floor in milliseconds: the larger of flops / peak rate and bytes / peak bandwidth,
+// from the device's SM count, maximum SM clock and memory interface (docs/measurement.md).
+// 0 when the device is unknown to the table (no impossible-time check then).
+double RooflineFloorMs(const nlohmann::json& device, double flops, double bytes);
+
+}  // namespace ptxbench::engine
+
+#endif  // PTXBENCH_WORKER_ENGINE_EVALUATE_H_

@@ -1,0 +1,47 @@
+// The frontier-library baseline of a task: what the reference outputs come from, and what the
+// candidate is timed against. Each library sits behind this interface in its own .cc
+// (cublaslt_baseline.cc; cuDNN SDPA later); their headers never leak.
+#ifndef PTXBENCH_WORKER_ENGINE_GPU_BASELINE_H_
+#define PTXBENCH_WORKER_ENGINE_GPU_BASELINE_H_
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "nlohmann/json.hpp"
+
+namespace ptxbench::gpu {
+
+class Baseline {
+ public:
+  virtual ~Baseline() = default;
+  // Inputs and outputs in the task's tensor order (inputs first, then outputs), device
+  // pointers of the shapes the workload's axes give. Asynchronous on `stream`.
+  virtual absl::Status Run(const std::vector<const void*>& inputs,
+                           const std::vector<void*>& outputs, cudaStream_t stream) = 0;
+  // Library, version, algorithm: recorded in every verdict's audit report.
+  virtual nlohmann::json Describe() const = 0;
+};
+
+// `library`/`operation` as task.json names them ("cublaslt"/"gemm_a_bt_bf16"); `axes` are the
+// workload's. Unimplemented for a pair this build does not provide.
+absl::StatusOr<std::unique_ptr<Baseline>> CreateBaseline(const std::string& library,
+                                                         const std::string& operation,
+                                                         const std::map<std::string, int64_t>& axes);
+
+// Versions of every baseline library linked into this build ({"cublaslt": 130100}): part of the
+// reference cache key.
+nlohmann::json BaselineLibraryVersions();
+
+// Implemented in cublaslt_baseline.cc.
+absl::StatusOr<std::unique_ptr<Baseline>> CreateCublasLtGemm(const std::string& operation,
+                                                             const std::map<std::string, int64_t>& axes);
+
+}  // namespace ptxbench::gpu
+
+#endif  // PTXBENCH_WORKER_ENGINE_GPU_BASELINE_H_

@@ -1,0 +1,222 @@
+#include "worker/engine/gpu/compare.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <thread>
+
+#include "absl/strings/str_format.h"
+
+namespace ptxbench::gpu {
+namespace {
+
+double HalfToDouble(uint16_t h) {
+  int sign = (h >> 15) & 1, exponent = (h >> 10) & 0x1F, mantissa = h & 0x3FF;
+  double v;
+  if (exponent == 0) {
+    v = std::ldexp(static_cast<double>(mantissa), -24);
+  } else if (exponent == 0x1F) {
+    v = mantissa ? std::numeric_limits<double>::quiet_NaN() : std::numeric_limits<double>::infinity();
+  } else {
+    v = std::ldexp(static_cast<double>(mantissa | 0x400), exponent - 25);
+  }
+  return sign ? -v : v;
+}
+
+double E4M3ToDouble(uint8_t b) {
+  int sign = (b >> 7) & 1, exponent = (b >> 3) & 0xF, mantissa = b & 0x7;
+  double v;
+  if (exponent == 0xF && mantissa == 0x7) {
+    v = std::numeric_limits<double>::quiet_NaN();  // e4m3 has no Inf.
+  } else if (exponent == 0) {
+    v = std::ldexp(static_cast<double>(mantissa), -9);
+  } else {
+    v = std::ldexp(static_cast<double>(mantissa | 0x8), exponent - 10);
+  }
+  return sign ? -v : v;
+}
+
+uint32_t RawBits(const void* data, uint64_t index, int bytes) {
+  const uint8_t* p = static_cast<const uint8_t*>(data) + index * bytes;
+  uint32_t v = 0;
+  std::memcpy(&v, p, bytes);
+  return v;
+}
+
+struct Partial {
+  uint64_t mismatched = 0, nonfinite = 0, unwritten = 0, reference_nonfinite = 0;
+  double max_abs = 0, max_rel = 0, err_sq = 0, ref_sq = 0;
+  std::vector<Mismatch> first;
+};
+
+std::vector<int64_t> Coordinates(uint64_t index, const std::vector<int64_t>& shape) {
+  std::vector<int64_t> c(shape.size(), 0);
+  for (size_t d = shape.size(); d-- > 0;) {
+    if (shape[d] <= 0) continue;
+    c[d] = static_cast<int64_t>(index % static_cast<uint64_t>(shape[d]));
+    index /= static_cast<uint64_t>(shape[d]);
+  }
+  return c;
+}
+
+constexpr size_t kMaxReported = 8;
+
+}  // namespace
+
+int ElementBytes(ElementType type) {
+  switch (type) {
+    case ElementType::kBF16:
+    case ElementType::kFP16:
+      return 2;
+    case ElementType::kFP32:
+    case ElementType::kInt32:
+      return 4;
+    case ElementType::kFP8E4M3:
+      return 1;
+  }
+  return 1;
+}
+
+double DecodeElement(const void* data, uint64_t index, ElementType type) {
+  switch (type) {
+    case ElementType::kBF16: {
+      uint32_t bits = RawBits(data, index, 2) << 16;
+      float f;
+      std::memcpy(&f, &bits, 4);
+      return f;
+    }
+    case ElementType::kFP16:
+      return HalfToDouble(static_cast<uint16_t>(RawBits(data, index, 2)));
+    case ElementType::kFP32: {
+      uint32_t bits = RawBits(data, index, 4);
+      float f;
+      std::memcpy(&f, &bits, 4);
+      return f;
+    }
+    case ElementType::kFP8E4M3:
+      return E4M3ToDouble(static_cast<uint8_t>(RawBits(data, index, 1)));
+    case ElementType::kInt32:
+      return static_cast<double>(static_cast<int32_t>(RawBits(data, index, 4)));
+  }
+  return 0;
+}
+
+nlohmann::json ToJson(const CompareReport& r) {
+  nlohmann::json first = nlohmann::json::array();
+  for (const Mismatch& m : r.first_mismatches) {
+    first.push_back({{"index", m.index},
+                     {"coordinates", m.coordinates},
+                     {"got", std::isfinite(m.got) ? nlohmann::json(m.got)
+                                                  : nlohmann::json(absl::StrFormat("%g", m.got))},
+                     {"expected", m.expected},
+                     {"kind", m.kind}});
+  }
+  return nlohmann::json{{"pass", r.pass},
+                        {"reason", r.reason},
+                        {"elements", r.elements},
+                        {"mismatched", r.mismatched},
+                        {"nonfinite", r.nonfinite},
+                        {"unwritten", r.unwritten},
+                        {"reference_nonfinite", r.reference_nonfinite},
+                        {"max_abs_error", r.max_abs_error},
+                        {"max_rel_error", r.max_rel_error},
+                        {"matched_ratio", r.matched_ratio},
+                        {"relative_norm", r.relative_norm},
+                        {"reference_norm", r.reference_norm},
+                        {"first_mismatches", first}};
+}
+
+CompareReport CompareOutputs(const void* got, const void* expected, uint64_t count,
+                             ElementType type, const std::vector<int64_t>& shape,
+                             const ToleranceRule& rule, uint32_t poison, int threads) {
+  const int bytes = ElementBytes(type);
+  const uint32_t poison_bits = bytes == 4 ? poison : (poison & ((1u << (8 * bytes)) - 1));
+  if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  threads = static_cast<int>(std::min<uint64_t>(threads, std::max<uint64_t>(1, count / 65536 + 1)));
+  std::vector<Partial> partials(threads);
+  auto work = [&](int t) {
+    Partial& p = partials[t];
+    uint64_t begin = count * t / threads, end = count * (t + 1) / threads;
+    for (uint64_t i = begin; i < end; ++i) {
+      double g = DecodeElement(got, i, type);
+      double e = DecodeElement(expected, i, type);
+      if (!std::isfinite(e)) {
+        ++p.reference_nonfinite;
+        continue;
+      }
+      p.ref_sq += e * e;
+      const char* kind = nullptr;
+      if (!std::isfinite(g)) {
+        ++p.nonfinite;
+        bool unwritten = type != ElementType::kInt32 && RawBits(got, i, bytes) == poison_bits;
+        if (unwritten) ++p.unwritten;
+        kind = unwritten ? "unwritten" : (std::isnan(g) ? "nan" : "inf");
+      } else {
+        if (type == ElementType::kInt32 && RawBits(got, i, bytes) == poison_bits &&
+            RawBits(expected, i, bytes) != poison_bits) {
+          ++p.unwritten;
+        }
+        double d = std::abs(g - e);
+        p.err_sq += d * d;
+        p.max_abs = std::max(p.max_abs, d);
+        if (e != 0) p.max_rel = std::max(p.max_rel, d / std::abs(e));
+        if (d > rule.atol && d > rule.rtol * std::abs(e)) {
+          ++p.mismatched;
+          kind = "mismatch";
+        }
+      }
+      if (kind != nullptr && p.first.size() < kMaxReported) {
+        p.first.push_back(Mismatch{i, Coordinates(i, shape), g, e, kind});
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(work, t);
+  work(0);
+  for (std::thread& th : pool) th.join();
+
+  CompareReport r;
+  r.elements = count;
+  double err_sq = 0, ref_sq = 0;
+  for (Partial& p : partials) {
+    r.mismatched += p.mismatched;
+    r.nonfinite += p.nonfinite;
+    r.unwritten += p.unwritten;
+    r.reference_nonfinite += p.reference_nonfinite;
+    r.max_abs_error = std::max(r.max_abs_error, p.max_abs);
+    r.max_rel_error = std::max(r.max_rel_error, p.max_rel);
+    err_sq += p.err_sq;
+    ref_sq += p.ref_sq;
+    for (Mismatch& m : p.first) {
+      if (r.first_mismatches.size() < kMaxReported) r.first_mismatches.push_back(std::move(m));
+    }
+  }
+  r.reference_norm = std::sqrt(ref_sq);
+  r.relative_norm = ref_sq > 0 ? std::sqrt(err_sq / ref_sq) : (err_sq > 0 ? INFINITY : 0.0);
+  uint64_t bad = r.mismatched + r.nonfinite;
+  r.matched_ratio = count ? static_cast<double>(count - std::min(bad, count)) / count : 1.0;
+
+  if (count == 0) {
+    r.reason = "empty output";
+  } else if (r.reference_nonfinite > 0) {
+    r.reason = absl::StrFormat("the reference holds %d non-finite values", r.reference_nonfinite);
+  } else if (r.unwritten > 0) {
+    r.reason = absl::StrFormat("%d of %d output elements were never written", r.unwritten, count);
+  } else if (r.nonfinite > 0) {
+    r.reason = absl::StrFormat("%d output elements are NaN or Inf", r.nonfinite);
+  } else if (rule.kind == ToleranceRule::Kind::kRelativeNorm) {
+    if (!(r.relative_norm <= rule.max_relative_norm)) {
+      r.reason = absl::StrFormat("relative norm %.3g exceeds %.3g", r.relative_norm,
+                                 rule.max_relative_norm);
+    }
+  } else if (r.matched_ratio < rule.matched_ratio) {
+    r.reason = absl::StrFormat(
+        "%d of %d elements outside atol %.3g and rtol %.3g (matched ratio %.6f < %.6f)",
+        r.mismatched, count, rule.atol, rule.rtol, r.matched_ratio, rule.matched_ratio);
+  }
+  r.pass = r.reason.empty();
+  return r;
+}
+
+}  // namespace ptxbench::gpu

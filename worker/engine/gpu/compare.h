@@ -1,0 +1,66 @@
+// Output comparison against the library reference, run by the supervisor on the CPU: the
+// process that ran candidate code never holds the reference. Multi-threaded; one bf16 output of
+// the timed GEMM (8192×7168, 117 MB) takes tens of milliseconds.
+#ifndef PTXBENCH_WORKER_ENGINE_GPU_COMPARE_H_
+#define PTXBENCH_WORKER_ENGINE_GPU_COMPARE_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "nlohmann/json.hpp"
+
+namespace ptxbench::gpu {
+
+enum class ElementType { kBF16, kFP16, kFP32, kFP8E4M3, kInt32 };
+int ElementBytes(ElementType type);
+// Decodes one element to double (exact for every listed type).
+double DecodeElement(const void* data, uint64_t index, ElementType type);
+
+struct ToleranceRule {
+  enum class Kind { kAllClose, kRelativeNorm };
+  Kind kind = Kind::kAllClose;
+  // kAllClose: an element mismatches only if |got-ref| > atol AND |got-ref| > rtol·|ref|; the
+  // fraction of matching elements must reach matched_ratio (1.0: all of them).
+  double atol = 1e-2;
+  double rtol = 1e-2;
+  double matched_ratio = 1.0;
+  // kRelativeNorm: ‖got-ref‖₂ / ‖ref‖₂ must not exceed this.
+  double max_relative_norm = 0;
+};
+
+struct Mismatch {
+  uint64_t index = 0;
+  std::vector<int64_t> coordinates;  // Row-major multi-index in the tensor's shape.
+  double got = 0;
+  double expected = 0;
+  std::string kind;                  // "mismatch", "nan", "inf", "unwritten".
+};
+
+struct CompareReport {
+  bool pass = false;
+  std::string reason;                // Why it failed, one line; "" on pass.
+  uint64_t elements = 0;
+  uint64_t mismatched = 0;           // Elements outside tolerance (finite ones).
+  uint64_t nonfinite = 0;            // NaN or Inf in the output: never pass.
+  uint64_t unwritten = 0;            // Still holding the exact poison bits (a subset of NaN).
+  uint64_t reference_nonfinite = 0;  // Should be 0: the reference itself is broken otherwise.
+  double max_abs_error = 0;
+  double max_rel_error = 0;          // Over elements with a nonzero reference.
+  double matched_ratio = 0;
+  double relative_norm = 0;          // ‖got-ref‖₂ / ‖ref‖₂ over finite elements.
+  double reference_norm = 0;
+  std::vector<Mismatch> first_mismatches;  // The lowest indices, at most 8.
+};
+nlohmann::json ToJson(const CompareReport& report);
+
+// `got` and `expected` hold `count` elements of `type`; `shape` (row-major) gives coordinates;
+// `poison` is the 32-bit pattern written over outputs before the run (its low element bits
+// mark unwritten elements). threads <= 0: hardware concurrency.
+CompareReport CompareOutputs(const void* got, const void* expected, uint64_t count,
+                             ElementType type, const std::vector<int64_t>& shape,
+                             const ToleranceRule& rule, uint32_t poison, int threads = 0);
+
+}  // namespace ptxbench::gpu
+
+#endif  // PTXBENCH_WORKER_ENGINE_GPU_COMPARE_H_

@@ -1,0 +1,81 @@
+// Counter-based input generation shared by the GPU kernels (builtin_kernels.cu) and host code
+// (tests, documentation of the stream). Element i of tensor t under seed s is a pure function
+// of (s, t, i): any process, on any run, regenerates identical inputs without storing them, so
+// the reference process and the sandboxed candidate process see the same bits (checked through
+// a keyed hash of the inputs in both processes).
+//
+// Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", SC'11), one
+// counter per element: {i_lo, i_hi, tensor_index, 0}, key {seed_lo, seed_hi}.
+#ifndef PTXBENCH_WORKER_ENGINE_GPU_PHILOX_H_
+#define PTXBENCH_WORKER_ENGINE_GPU_PHILOX_H_
+
+#include <stdint.h>
+
+#if defined(__CUDACC__)
+#define PTXBENCH_HD __host__ __device__ __forceinline__
+#else
+#define PTXBENCH_HD inline
+#endif
+
+namespace ptxbench::gpu {
+
+// Version of the generated stream. Part of every reference-cache key: changing the generator
+// (constants, distribution formulas) must change this number.
+inline constexpr int kGeneratorVersion = 1;
+
+// Distribution codes passed to the generator kernel (mirror ptxbench::Distribution).
+inline constexpr int kDistNormal = 0;
+inline constexpr int kDistSpiky = 1;
+// Spiky: N(0,1) + N(0,100)·Bernoulli(0.001), N(mean, variance) notation: the spike has
+// standard deviation 10. The original benchmark's stress distribution for attention backward.
+inline constexpr float kSpikeProbability = 0.001f;
+inline constexpr float kSpikeStddev = 10.0f;
+
+struct Philox4 {
+  uint32_t v[4];
+};
+
+PTXBENCH_HD uint32_t MulHiLo32(uint32_t a, uint32_t b, uint32_t* hi) {
+  uint64_t p = static_cast<uint64_t>(a) * static_cast<uint64_t>(b);
+  *hi = static_cast<uint32_t>(p >> 32);
+  return static_cast<uint32_t>(p);
+}
+
+PTXBENCH_HD Philox4 Philox4x32_10(uint64_t counter, uint32_t stream, uint64_t seed) {
+  uint32_t c0 = static_cast<uint32_t>(counter), c1 = static_cast<uint32_t>(counter >> 32);
+  uint32_t c2 = stream, c3 = 0;
+  uint32_t k0 = static_cast<uint32_t>(seed), k1 = static_cast<uint32_t>(seed >> 32);
+  for (int round = 0; round < 10; ++round) {
+    uint32_t hi0, hi1;
+    uint32_t lo0 = MulHiLo32(0xD2511F53u, c0, &hi0);
+    uint32_t lo1 = MulHiLo32(0xCD9E8D57u, c2, &hi1);
+    uint32_t n0 = hi1 ^ c1 ^ k0, n2 = hi0 ^ c3 ^ k1;
+    c0 = n0;
+    c1 = lo1;
+    c2 = n2;
+    c3 = lo0;
+    k0 += 0x9E3779B9u;
+    k1 += 0xBB67AE85u;
+  }
+  return Philox4{{c0, c1, c2, c3}};
+}
+
+// 64-bit finalizer (splitmix64), used by the keyed input/output hash.
+PTXBENCH_HD uint64_t Mix64(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xBF58476D1CE4E5B9ull;
+  x ^= x >> 27;
+  x *= 0x94D049BB133111EBull;
+  x ^= x >> 31;
+  return x;
+}
+
+// Contribution of the 8-byte word at `word_index` to the keyed hash: the hash of a buffer is
+// the wrapping sum of these, so GPU threads may add them in any order and still agree.
+PTXBENCH_HD uint64_t HashTerm(uint64_t word, uint64_t word_index, uint64_t key) {
+  return Mix64(word ^ Mix64(key + word_index * 0x9E3779B97F4A7C15ull));
+}
+
+}  // namespace ptxbench::gpu
+
+#endif  // PTXBENCH_WORKER_ENGINE_GPU_PHILOX_H_

@@ -1,0 +1,419 @@
+#include "worker/engine/gpu/runtime.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "worker/engine/gpu/cuda_check.h"
+#include "worker/engine/gpu/poison.h"
+
+// The embedded fatbin of builtin_kernels.cu (generated at build time, builtin_fatbin.cc).
+extern "C" const unsigned char ptxbench_builtin_fatbin[];
+extern "C" const size_t ptxbench_builtin_fatbin_size;
+
+namespace ptxbench::gpu {
+namespace {
+
+// Entry points are requested at the CUDA 12.8 ABI: every function used exists there, and the
+// CUDA 13 driver of the H200 machines serves them (checked on the device, 2026-11-30).
+constexpr unsigned kDriverAbiVersion = 12080;
+
+template <typename Fn>
+absl::Status Resolve(const char* symbol, Fn* fn) {
+  void* ptr = nullptr;
+  cudaDriverEntryPointQueryResult query = cudaDriverEntryPointSymbolNotFound;
+  PTXBENCH_CUDA_TRY(cudaGetDriverEntryPointByVersion(symbol, &ptr, kDriverAbiVersion,
+                                                     cudaEnableDefault, &query));
+  if (query != cudaDriverEntryPointSuccess || ptr == nullptr) {
+    return absl::UnavailableError(
+        absl::StrCat("driver entry point ", symbol, " not found (query result ",
+                     static_cast<int>(query), ")"));
+  }
+  *fn = reinterpret_cast<Fn>(ptr);
+  return absl::OkStatus();
+}
+
+absl::Status LoadDriverApi(DriverApi* api) {
+  // cudaFree(0) initializes the runtime, which opens libcuda.so.1.
+  PTXBENCH_CUDA_TRY(cudaFree(nullptr));
+  RETURN_IF_ERROR(Resolve("cuGetErrorName", &api->GetErrorName));
+  RETURN_IF_ERROR(Resolve("cuGetErrorString", &api->GetErrorString));
+  RETURN_IF_ERROR(Resolve("cuCtxGetCurrent", &api->CtxGetCurrent));
+  RETURN_IF_ERROR(Resolve("cuCtxResetPersistingL2Cache", &api->CtxResetPersistingL2Cache));
+  RETURN_IF_ERROR(Resolve("cuModuleLoadData", &api->ModuleLoadData));
+  RETURN_IF_ERROR(Resolve("cuModuleUnload", &api->ModuleUnload));
+  RETURN_IF_ERROR(Resolve("cuModuleGetFunction", &api->ModuleGetFunction));
+  RETURN_IF_ERROR(Resolve("cuFuncSetAttribute", &api->FuncSetAttribute));
+  RETURN_IF_ERROR(Resolve("cuFuncGetAttribute", &api->FuncGetAttribute));
+  RETURN_IF_ERROR(Resolve("cuLaunchKernel", &api->LaunchKernel));
+  RETURN_IF_ERROR(Resolve("cuLaunchKernelEx", &api->LaunchKernelEx));
+  RETURN_IF_ERROR(Resolve("cuTensorMapEncodeTiled", &api->TensorMapEncodeTiled));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+bool IsKernelFault(int code) {
+  switch (code) {
+    case 700:  // illegal address
+    case 702:  // launch timeout
+    case 710:  // assert (trap in device code)
+    case 714:  // hardware stack error
+    case 715:  // illegal instruction
+    case 716:  // misaligned address
+    case 717:  // invalid address space
+    case 718:  // invalid PC
+    case 719:  // launch failure (unspecified; trap, cluster/barrier misuse)
+    case 720:  // cooperative launch too large
+    case 721:  // tensor memory leak (Blackwell: TMEM not deallocated)
+      return true;
+    default:
+      return false;
+  }
+}
+
+absl::Status CudaRuntimeStatus(cudaError_t error, const char* expression, const char* file,
+                               int line) {
+  std::string message = absl::StrFormat("%s at %s:%d: %s (%s)", expression, file, line,
+                                        cudaGetErrorName(error), cudaGetErrorString(error));
+  if (IsKernelFault(static_cast<int>(error))) return absl::AbortedError(message);
+  if (error == cudaErrorInsufficientDriver || error == cudaErrorNoDevice ||
+      error == cudaErrorDevicesUnavailable) {
+    return absl::UnavailableError(message);
+  }
+  return absl::InternalError(message);
+}
+
+absl::Status CudaDriverStatus(CUresult error, const char* expression, const char* file,
+                              int line) {
+  const char* name = "CUDA_ERROR_UNKNOWN";
+  const char* text = "unknown driver error";
+  auto api = Driver();
+  if (api.ok()) {
+    (*api)->GetErrorName(error, &name);
+    (*api)->GetErrorString(error, &text);
+  }
+  std::string message = absl::StrFormat("%s at %s:%d: %s (%s)", expression, file, line,
+                                        name ? name : "?", text ? text : "?");
+  if (IsKernelFault(static_cast<int>(error))) return absl::AbortedError(message);
+  return absl::InternalError(message);
+}
+
+absl::StatusOr<const DriverApi*> Driver() {
+  static DriverApi api;
+  static absl::Status status = absl::InternalError("driver API not loaded");
+  static std::once_flag once;
+  std::call_once(once, [] { status = LoadDriverApi(&api); });
+  if (!status.ok()) return status;
+  return &api;
+}
+
+std::string GpuUnavailableReason(int ordinal) {
+  int count = 0;
+  cudaError_t error = cudaGetDeviceCount(&count);
+  if (error == cudaErrorInsufficientDriver) {
+    return absl::StrCat("no usable NVIDIA driver (libcuda.so.1 could not be loaded: ",
+                        cudaGetErrorString(error), ")");
+  }
+  if (error != cudaSuccess) {
+    return absl::StrCat("cudaGetDeviceCount failed: ", cudaGetErrorName(error), " (",
+                        cudaGetErrorString(error), ")");
+  }
+  if (count == 0) return "the driver reports no CUDA device";
+  if (ordinal < 0 || ordinal >= count) {
+    return absl::StrCat("GPU ", ordinal, " requested, ", count, " present");
+  }
+  return "";
+}
+
+std::string DeviceInfo::Arch() const {
+  if (cc_major == 9 && cc_minor == 0) return "sm_90a";
+  if (cc_major == 10 && cc_minor == 0) return "sm_100a";
+  return absl::StrCat("sm_", cc_major, cc_minor);
+}
+
+nlohmann::json ToJson(const DeviceInfo& info) {
+  return nlohmann::json{{"ordinal", info.ordinal},
+                        {"name", info.name},
+                        {"uuid", info.uuid},
+                        {"pci_bus_id", info.pci_bus_id},
+                        {"compute_capability", absl::StrCat(info.cc_major, ".", info.cc_minor)},
+                        {"arch", info.Arch()},
+                        {"sm_count", info.sm_count},
+                        {"l2_bytes", info.l2_bytes},
+                        {"persisting_l2_max_bytes", info.persisting_l2_max_bytes},
+                        {"shared_per_block_optin", info.shared_per_block_optin},
+                        {"total_memory", info.total_memory},
+                        {"sm_clock_max_khz", info.sm_clock_max_khz},
+                        {"memory_clock_max_khz", info.memory_clock_max_khz},
+                        {"memory_bus_bits", info.memory_bus_bits},
+                        {"driver_version", info.driver_version},
+                        {"runtime_version", info.runtime_version}};
+}
+
+absl::StatusOr<DeviceInfo> InitDevice(int ordinal) {
+  std::string unavailable = GpuUnavailableReason(ordinal);
+  if (!unavailable.empty()) return absl::UnavailableError(unavailable);
+  PTXBENCH_CUDA_TRY(cudaSetDevice(ordinal));
+  // Limits must be set before the first module load or launch in the context.
+  PTXBENCH_CUDA_TRY(cudaDeviceSetLimit(cudaLimitPrintfFifoSize, 64 << 10));
+  PTXBENCH_CUDA_TRY(cudaDeviceSetLimit(cudaLimitMallocHeapSize, 1 << 20));
+  ASSIGN_OR_RETURN(const DriverApi* api, Driver());
+  (void)api;
+  cudaDeviceProp prop{};
+  PTXBENCH_CUDA_TRY(cudaGetDeviceProperties(&prop, ordinal));
+  DeviceInfo info;
+  info.ordinal = ordinal;
+  info.name = prop.name;
+  char uuid[64];
+  const unsigned char* u = reinterpret_cast<const unsigned char*>(prop.uuid.bytes);
+  std::snprintf(uuid, sizeof uuid,
+                "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
+                u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13],
+                u[14], u[15]);
+  info.uuid = uuid;
+  info.pci_bus_id = absl::StrFormat("%04x:%02x:%02x.0", prop.pciDomainID, prop.pciBusID,
+                                    prop.pciDeviceID);
+  info.cc_major = prop.major;
+  info.cc_minor = prop.minor;
+  info.sm_count = prop.multiProcessorCount;
+  info.l2_bytes = prop.l2CacheSize;
+  info.persisting_l2_max_bytes = prop.persistingL2CacheMaxSize;
+  info.shared_per_block_optin = static_cast<int64_t>(prop.sharedMemPerBlockOptin);
+  info.total_memory = static_cast<int64_t>(prop.totalGlobalMem);
+  PTXBENCH_CUDA_TRY(cudaDeviceGetAttribute(&info.sm_clock_max_khz, cudaDevAttrClockRate, ordinal));
+  PTXBENCH_CUDA_TRY(
+      cudaDeviceGetAttribute(&info.memory_clock_max_khz, cudaDevAttrMemoryClockRate, ordinal));
+  PTXBENCH_CUDA_TRY(
+      cudaDeviceGetAttribute(&info.memory_bus_bits, cudaDevAttrGlobalMemoryBusWidth, ordinal));
+  PTXBENCH_CUDA_TRY(cudaDriverGetVersion(&info.driver_version));
+  PTXBENCH_CUDA_TRY(cudaRuntimeGetVersion(&info.runtime_version));
+  if (info.persisting_l2_max_bytes > 0) {
+    PTXBENCH_CUDA_TRY(cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 0));
+  }
+  return info;
+}
+
+// ---------------------------------------------------------------- RAII owners
+
+absl::StatusOr<DeviceBuffer> DeviceBuffer::Allocate(size_t bytes) {
+  DeviceBuffer buffer;
+  if (bytes == 0) return buffer;
+  PTXBENCH_CUDA_TRY(cudaMalloc(&buffer.ptr_, bytes));
+  buffer.bytes_ = bytes;
+  return buffer;
+}
+
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
+  if (this != &other) {
+    Reset();
+    ptr_ = std::exchange(other.ptr_, nullptr);
+    bytes_ = std::exchange(other.bytes_, 0);
+  }
+  return *this;
+}
+
+void DeviceBuffer::Reset() {
+  if (ptr_ != nullptr) cudaFree(ptr_);  // Errors here are sticky ones already reported.
+  ptr_ = nullptr;
+  bytes_ = 0;
+}
+
+absl::StatusOr<Stream> Stream::Create() {
+  Stream s;
+  PTXBENCH_CUDA_TRY(cudaStreamCreateWithFlags(&s.stream_, cudaStreamNonBlocking));
+  return s;
+}
+Stream& Stream::operator=(Stream&& other) noexcept {
+  if (this != &other) {
+    if (stream_) cudaStreamDestroy(stream_);
+    stream_ = std::exchange(other.stream_, nullptr);
+  }
+  return *this;
+}
+Stream::~Stream() {
+  if (stream_) cudaStreamDestroy(stream_);
+}
+absl::Status Stream::Synchronize() const {
+  PTXBENCH_CUDA_TRY(cudaStreamSynchronize(stream_));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Event> Event::Create() {
+  Event e;
+  PTXBENCH_CUDA_TRY(cudaEventCreate(&e.event_));
+  return e;
+}
+Event& Event::operator=(Event&& other) noexcept {
+  if (this != &other) {
+    if (event_) cudaEventDestroy(event_);
+    event_ = std::exchange(other.event_, nullptr);
+  }
+  return *this;
+}
+Event::~Event() {
+  if (event_) cudaEventDestroy(event_);
+}
+
+absl::StatusOr<double> ElapsedMs(const Event& start, const Event& end) {
+  PTXBENCH_CUDA_TRY(cudaEventSynchronize(end.get()));
+  float ms = 0;
+  PTXBENCH_CUDA_TRY(cudaEventElapsedTime(&ms, start.get(), end.get()));
+  return static_cast<double>(ms);
+}
+
+absl::StatusOr<Module> Module::Load(const void* image) {
+  ASSIGN_OR_RETURN(const DriverApi* api, Driver());
+  Module m;
+  PTXBENCH_CU_TRY(api->ModuleLoadData(&m.module_, image));
+  return m;
+}
+Module& Module::operator=(Module&& other) noexcept {
+  if (this != &other) {
+    (void)Unload();
+    module_ = std::exchange(other.module_, nullptr);
+  }
+  return *this;
+}
+Module::~Module() { (void)Unload(); }
+absl::Status Module::Unload() {
+  if (module_ == nullptr) return absl::OkStatus();
+  ASSIGN_OR_RETURN(const DriverApi* api, Driver());
+  CUmodule m = std::exchange(module_, nullptr);
+  PTXBENCH_CU_TRY(api->ModuleUnload(m));
+  return absl::OkStatus();
+}
+absl::StatusOr<CUfunction> Module::Function(const std::string& name) const {
+  ASSIGN_OR_RETURN(const DriverApi* api, Driver());
+  CUfunction f = nullptr;
+  CUresult r = api->ModuleGetFunction(&f, module_, name.c_str());
+  if (r == CUDA_ERROR_NOT_FOUND) {
+    return absl::NotFoundError(absl::StrCat("kernel '", name, "' is not in the module"));
+  }
+  PTXBENCH_CU_TRY(r);
+  return f;
+}
+
+absl::Status SynchronizeDevice() {
+  PTXBENCH_CUDA_TRY(cudaDeviceSynchronize());
+  PTXBENCH_CUDA_TRY(cudaGetLastError());
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------- builtin kernels
+
+int BuiltinDTypeBytes(BuiltinDType dtype) {
+  switch (dtype) {
+    case BuiltinDType::kBF16:
+    case BuiltinDType::kFP16:
+      return 2;
+    case BuiltinDType::kFP32:
+    case BuiltinDType::kInt32:
+      return 4;
+    case BuiltinDType::kFP8E4M3:
+      return 1;
+  }
+  return 1;
+}
+
+uint32_t PoisonPattern(BuiltinDType dtype) {
+  switch (dtype) {
+    case BuiltinDType::kBF16:
+      return kPoisonBF16;
+    case BuiltinDType::kFP16:
+      return kPoisonFP16;
+    case BuiltinDType::kFP32:
+      return kPoisonFP32;
+    case BuiltinDType::kFP8E4M3:
+      return kPoisonFP8E4M3;
+    case BuiltinDType::kInt32:
+      return kPoisonInt32;
+  }
+  return kPoisonFP32;
+}
+
+absl::StatusOr<std::unique_ptr<Builtins>> Builtins::Load(const DeviceInfo& device) {
+  std::unique_ptr<Builtins> b(new Builtins());
+  ASSIGN_OR_RETURN(b->module_, Module::Load(ptxbench_builtin_fatbin));
+  ASSIGN_OR_RETURN(b->generate_, b->module_.Function("ptxbench_generate"));
+  ASSIGN_OR_RETURN(b->fill32_, b->module_.Function("ptxbench_fill32"));
+  ASSIGN_OR_RETURN(b->hash_, b->module_.Function("ptxbench_hash"));
+  ASSIGN_OR_RETURN(b->flush_fn_, b->module_.Function("ptxbench_flush"));
+  ASSIGN_OR_RETURN(b->health_, b->module_.Function("ptxbench_health"));
+  ASSIGN_OR_RETURN(b->hash_result_, DeviceBuffer::Allocate(sizeof(unsigned long long)));
+  // Twice the L2 (62.9 MB on the H200 -> 120 MB, overwritten in 38 us there, 2026-11-30).
+  size_t flush_bytes = static_cast<size_t>(std::max<int64_t>(device.l2_bytes, 1 << 20)) * 2;
+  flush_bytes = (flush_bytes + 15) / 16 * 16;
+  ASSIGN_OR_RETURN(b->flush_, DeviceBuffer::Allocate(flush_bytes));
+  b->sm_count_ = device.sm_count > 0 ? device.sm_count : 132;
+  return b;
+}
+
+absl::Status Builtins::Launch(CUfunction f, unsigned grid, unsigned block, void** args,
+                              cudaStream_t stream) {
+  ASSIGN_OR_RETURN(const DriverApi* api, Driver());
+  PTXBENCH_CU_TRY(api->LaunchKernel(f, grid, 1, 1, block, 1, 1, 0,
+                                    reinterpret_cast<CUstream>(stream), args, nullptr));
+  return absl::OkStatus();
+}
+
+absl::Status Builtins::Generate(void* out, uint64_t count, BuiltinDType dtype, int distribution,
+                                uint64_t seed, uint32_t tensor_index, cudaStream_t stream) {
+  if (count == 0) return absl::OkStatus();
+  int dtype_code = static_cast<int>(dtype);
+  void* args[] = {&out, &count, &seed, &tensor_index, &dtype_code, &distribution};
+  return Launch(generate_, static_cast<unsigned>(sm_count_) * 8, 256, args, stream);
+}
+
+absl::Status Builtins::Fill32(void* out, uint64_t bytes, uint32_t pattern, cudaStream_t stream) {
+  if (bytes == 0) return absl::OkStatus();
+  void* args[] = {&out, &bytes, &pattern};
+  return Launch(fill32_, static_cast<unsigned>(sm_count_) * 8, 256, args, stream);
+}
+
+absl::StatusOr<uint64_t> Builtins::Hash(const void* data, uint64_t bytes, uint64_t key,
+                                        cudaStream_t stream) {
+  PTXBENCH_CUDA_TRY(cudaMemsetAsync(hash_result_.get(), 0, sizeof(unsigned long long), stream));
+  void* result = hash_result_.get();
+  void* args[] = {&data, &bytes, &key, &result};
+  RETURN_IF_ERROR(Launch(hash_, static_cast<unsigned>(sm_count_) * 4, 256, args, stream));
+  unsigned long long value = 0;
+  PTXBENCH_CUDA_TRY(cudaMemcpyAsync(&value, hash_result_.get(), sizeof value,
+                                    cudaMemcpyDeviceToHost, stream));
+  PTXBENCH_CUDA_TRY(cudaStreamSynchronize(stream));
+  return static_cast<uint64_t>(value) ^ bytes;
+}
+
+absl::Status Builtins::FlushL2(cudaStream_t stream) {
+  void* buffer = flush_.get();
+  uint64_t count = flush_.bytes() / 16;
+  int value = ++flush_value_;
+  void* args[] = {&buffer, &count, &value};
+  RETURN_IF_ERROR(Launch(flush_fn_, static_cast<unsigned>(sm_count_) * 4, 512, args, stream));
+  ASSIGN_OR_RETURN(const DriverApi* api, Driver());
+  PTXBENCH_CU_TRY(api->CtxResetPersistingL2Cache());
+  return absl::OkStatus();
+}
+
+absl::Status Builtins::HealthCheck() {
+  constexpr int kCount = 4096;
+  ASSIGN_OR_RETURN(DeviceBuffer out, DeviceBuffer::Allocate(kCount * sizeof(int)));
+  void* ptr = out.get();
+  int n = kCount;
+  void* args[] = {&ptr, &n};
+  RETURN_IF_ERROR(Launch(health_, kCount / 256, 256, args, nullptr));
+  std::vector<int> host(kCount);
+  PTXBENCH_CUDA_TRY(cudaMemcpy(host.data(), ptr, kCount * sizeof(int), cudaMemcpyDeviceToHost));
+  for (int i = 0; i < kCount; ++i) {
+    if (host[i] != i * 3 + 1) {
+      return absl::InternalError(absl::StrCat("health kernel wrote ", host[i], " at ", i));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace ptxbench::gpu

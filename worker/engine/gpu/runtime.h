@@ -1,0 +1,183 @@
+// The CUDA runtime layer of the evaluator: driver entry points, the device, RAII owners of
+// CUDA handles, and the harness's own kernels (builtin_kernels.cu).
+//
+// No binary of ours links libcuda: compile-only workers and CI run where libcuda.so.1 does not
+// exist. cudart_static opens the driver at first use and fails cleanly without it; every
+// driver-API function (module loading, cuLaunchKernelEx, cuTensorMapEncodeTiled) comes from
+// cudaGetDriverEntryPointByVersion.
+#ifndef PTXBENCH_WORKER_ENGINE_GPU_RUNTIME_H_
+#define PTXBENCH_WORKER_ENGINE_GPU_RUNTIME_H_
+
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "absl/status/statusor.h"
+#include "nlohmann/json.hpp"
+
+namespace ptxbench::gpu {
+
+// The driver functions the engine uses, resolved once.
+struct DriverApi {
+  decltype(&::cuGetErrorName) GetErrorName = nullptr;
+  decltype(&::cuGetErrorString) GetErrorString = nullptr;
+  decltype(&::cuCtxGetCurrent) CtxGetCurrent = nullptr;
+  decltype(&::cuCtxResetPersistingL2Cache) CtxResetPersistingL2Cache = nullptr;
+  decltype(&::cuModuleLoadData) ModuleLoadData = nullptr;
+  decltype(&::cuModuleUnload) ModuleUnload = nullptr;
+  decltype(&::cuModuleGetFunction) ModuleGetFunction = nullptr;
+  decltype(&::cuFuncSetAttribute) FuncSetAttribute = nullptr;
+  decltype(&::cuFuncGetAttribute) FuncGetAttribute = nullptr;
+  decltype(&::cuLaunchKernel) LaunchKernel = nullptr;
+  decltype(&::cuLaunchKernelEx) LaunchKernelEx = nullptr;
+  decltype(&::cuTensorMapEncodeTiled) TensorMapEncodeTiled = nullptr;
+};
+
+// Loads the entry points (initializing the runtime). Unavailable with the reason when there is
+// no driver ("libcuda.so.1 not loadable: cudaErrorInsufficientDriver ...") or no device.
+absl::StatusOr<const DriverApi*> Driver();
+
+// Why the runtime stages cannot run here, or "" when a device is usable.
+std::string GpuUnavailableReason(int ordinal);
+
+struct DeviceInfo {
+  int ordinal = 0;
+  std::string name;
+  std::string uuid;
+  std::string pci_bus_id;
+  int cc_major = 0;
+  int cc_minor = 0;
+  int sm_count = 0;
+  int64_t l2_bytes = 0;
+  int64_t persisting_l2_max_bytes = 0;
+  int64_t shared_per_block_optin = 0;
+  int64_t total_memory = 0;
+  int sm_clock_max_khz = 0;
+  int memory_clock_max_khz = 0;
+  int memory_bus_bits = 0;
+  int driver_version = 0;
+  int runtime_version = 0;
+  std::string Arch() const;  // "sm_90a" on cc 9.0, "sm_100a" on 10.0, else "sm_XY".
+};
+nlohmann::json ToJson(const DeviceInfo& info);
+
+// Selects the device, creates its primary context, and sets the limits every evaluator process
+// runs under: small device printf FIFO and malloc heap (a kernel cannot flood the log or take
+// the card's memory through device malloc) and no persisting-L2 set-aside (so no kernel can
+// pin lines in L2 across the flushes of the timing loop).
+absl::StatusOr<DeviceInfo> InitDevice(int ordinal);
+
+// Move-only owner of one cudaMalloc allocation.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  static absl::StatusOr<DeviceBuffer> Allocate(size_t bytes);
+  DeviceBuffer(DeviceBuffer&& other) noexcept { *this = std::move(other); }
+  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer() { Reset(); }
+
+  void* get() const { return ptr_; }
+  CUdeviceptr address() const { return reinterpret_cast<CUdeviceptr>(ptr_); }
+  size_t bytes() const { return bytes_; }
+  void Reset();
+
+ private:
+  void* ptr_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+class Stream {
+ public:
+  static absl::StatusOr<Stream> Create();
+  Stream() = default;
+  Stream(Stream&& other) noexcept : stream_(std::exchange(other.stream_, nullptr)) {}
+  Stream& operator=(Stream&& other) noexcept;
+  ~Stream();
+  cudaStream_t get() const { return stream_; }
+  absl::Status Synchronize() const;
+
+ private:
+  cudaStream_t stream_ = nullptr;
+};
+
+class Event {
+ public:
+  static absl::StatusOr<Event> Create();
+  Event() = default;
+  Event(Event&& other) noexcept : event_(std::exchange(other.event_, nullptr)) {}
+  Event& operator=(Event&& other) noexcept;
+  ~Event();
+  cudaEvent_t get() const { return event_; }
+
+ private:
+  cudaEvent_t event_ = nullptr;
+};
+
+// Milliseconds between two recorded events (waits for `end`).
+absl::StatusOr<double> ElapsedMs(const Event& start, const Event& end);
+
+// A loaded module (cubin, fatbin or PTX image); unloading destroys its global state, which is
+// how correctness trials keep a kernel from carrying results from one trial to the next.
+class Module {
+ public:
+  static absl::StatusOr<Module> Load(const void* image);
+  Module() = default;
+  Module(Module&& other) noexcept : module_(std::exchange(other.module_, nullptr)) {}
+  Module& operator=(Module&& other) noexcept;
+  ~Module();
+  absl::StatusOr<CUfunction> Function(const std::string& name) const;
+  CUmodule get() const { return module_; }
+  absl::Status Unload();
+
+ private:
+  CUmodule module_ = nullptr;
+};
+
+// Checks that no kernel fault is pending: a sticky error returned by cudaGetLastError or a
+// synchronize, mapped by cuda_check.h (kAborted for faults).
+absl::Status SynchronizeDevice();
+
+// The harness's own kernels.
+enum class BuiltinDType { kBF16 = 0, kFP16 = 1, kFP32 = 2, kFP8E4M3 = 3, kInt32 = 4 };
+int BuiltinDTypeBytes(BuiltinDType dtype);
+// The 32-bit poison pattern written over outputs before every run (poison.h).
+uint32_t PoisonPattern(BuiltinDType dtype);
+
+class Builtins {
+ public:
+  static absl::StatusOr<std::unique_ptr<Builtins>> Load(const DeviceInfo& device);
+
+  absl::Status Generate(void* out, uint64_t count, BuiltinDType dtype, int distribution,
+                        uint64_t seed, uint32_t tensor_index, cudaStream_t stream);
+  absl::Status Fill32(void* out, uint64_t bytes, uint32_t pattern, cudaStream_t stream);
+  // Keyed hash of a device buffer; synchronizes `stream`.
+  absl::StatusOr<uint64_t> Hash(const void* data, uint64_t bytes, uint64_t key,
+                                cudaStream_t stream);
+  // Overwrites a buffer of 2x the L2 size and resets persisting L2 lines.
+  absl::Status FlushL2(cudaStream_t stream);
+  // Runs a tiny known kernel and checks its output.
+  absl::Status HealthCheck();
+  size_t flush_bytes() const { return flush_.bytes(); }
+
+ private:
+  Builtins() = default;
+  absl::Status Launch(CUfunction f, unsigned grid, unsigned block, void** args,
+                      cudaStream_t stream);
+  Module module_;
+  CUfunction generate_ = nullptr, fill32_ = nullptr, hash_ = nullptr, flush_fn_ = nullptr,
+             health_ = nullptr;
+  DeviceBuffer flush_;
+  DeviceBuffer hash_result_;
+  int flush_value_ = 0;
+  int sm_count_ = 132;
+};
+
+}  // namespace ptxbench::gpu
+
+#endif  // PTXBENCH_WORKER_ENGINE_GPU_RUNTIME_H_

@@ -1,0 +1,460 @@
+#include "worker/engine/sandbox.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "worker/engine/gpu/protocol.h"
+
+extern char** environ;
+
+namespace ptxbench::engine {
+namespace {
+
+constexpr size_t kOutputTail = 64 << 10;
+
+double Now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Child-side report, written to the status pipe before exec (which closes it): one line
+// "isolation <0/1>|<method>|<dropped 0/1>|<uid>|<gid>" and, on failure, "error <what> errno N".
+// Between fork and exec only async-signal-safe calls: no allocation, no strerror, no stdio
+// (the supervisor may be multi-threaded, e.g. the worker daemon's gRPC threads).
+void ChildWrite(int fd, const char* text) {
+  size_t size = strlen(text), done = 0;
+  while (done < size) {
+    ssize_t n = write(fd, text + done, size - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    done += static_cast<size_t>(n);
+  }
+}
+
+// Appends the decimal form of v to buf (NUL-terminated, capacity cap).
+void AppendNumber(char* buf, size_t cap, long v) {
+  char digits[24];
+  int n = 0;
+  bool negative = v < 0;
+  unsigned long u = negative ? static_cast<unsigned long>(-v) : static_cast<unsigned long>(v);
+  do {
+    digits[n++] = static_cast<char>('0' + u % 10);
+    u /= 10;
+  } while (u != 0 && n < 22);
+  size_t len = strlen(buf);
+  if (negative && len + 1 < cap) buf[len++] = '-';
+  while (n > 0 && len + 1 < cap) buf[len++] = digits[--n];
+  buf[len] = '\0';
+}
+
+void AppendText(char* buf, size_t cap, const char* text) {
+  size_t len = strlen(buf);
+  while (*text && len + 1 < cap) buf[len++] = *text++;
+  buf[len] = '\0';
+}
+
+[[noreturn]] void ChildFail(int fd, const char* what) {
+  int saved = errno;
+  char line[256] = "error ";
+  AppendText(line, sizeof line, what);
+  AppendText(line, sizeof line, " errno ");
+  AppendNumber(line, sizeof line, saved);
+  AppendText(line, sizeof line, "\n");
+  ChildWrite(fd, line);
+  _exit(127);
+}
+
+void SetLimit(int resource, uint64_t value) {
+  if (value == 0) return;
+  rlimit l{static_cast<rlim_t>(value), static_cast<rlim_t>(value)};
+  setrlimit(resource, &l);
+}
+
+}  // namespace
+
+nlohmann::json ToJson(const SandboxIsolation& i) {
+  return {{"network_isolated", i.network_isolated},
+          {"network_method", i.network_method},
+          {"privileges_dropped", i.privileges_dropped},
+          {"uid", i.uid},
+          {"gid", i.gid},
+          {"limits", i.limits}};
+}
+
+nlohmann::json ToJson(const SandboxExit& e) {
+  return {{"exited", e.exited},       {"exit_code", e.exit_code}, {"signal", e.signal},
+          {"timed_out", e.timed_out}, {"cancelled", e.cancelled}, {"wall_seconds", e.wall_seconds}};
+}
+
+std::map<std::string, std::string> MinimalEnv(const std::string& private_dir) {
+  std::map<std::string, std::string> env;
+  for (const char* name : {"PATH", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_HOME",
+                           "PTXBENCH_NVDISASM", "PTXBENCH_COMPUTE_SANITIZER", "NCCL_NVLS_ENABLE",
+                           "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS", "LANG"}) {
+    if (const char* v = std::getenv(name)) env[name] = v;
+  }
+  if (!env.count("PATH")) env["PATH"] = "/usr/local/bin:/usr/bin:/bin";
+  env["HOME"] = private_dir;
+  env["TMPDIR"] = private_dir;
+  env["CUDA_CACHE_DISABLE"] = "1";
+  // Lazy loading would defer module loading into the first launch (and into timed regions).
+  env["CUDA_MODULE_LOADING"] = "EAGER";
+  return env;
+}
+
+absl::StatusOr<std::unique_ptr<Sandbox>> Sandbox::Start(const SandboxOptions& options) {
+  if (options.argv.empty()) return absl::InvalidArgumentError("sandbox: empty argv");
+  int in_pipe[2], event_pipe[2], out_pipe[2], status_pipe[2];
+  if (pipe2(in_pipe, O_CLOEXEC) || pipe2(event_pipe, O_CLOEXEC) || pipe2(out_pipe, O_CLOEXEC) ||
+      pipe2(status_pipe, O_CLOEXEC)) {
+    return absl::InternalError(absl::StrCat("pipe2: ", std::strerror(errno)));
+  }
+  // Everything the child needs is prepared before fork: after fork only async-signal-safe calls.
+  std::vector<std::string> args = options.argv;
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::vector<std::string> env_strings;
+  for (const auto& [k, v] : options.env) env_strings.push_back(k + "=" + v);
+  std::vector<char*> envp;
+  for (std::string& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  const bool root = geteuid() == 0;
+  const bool drop = options.drop_privileges && root;
+  SandboxLimits limits = options.limits;
+  if (limits.cpu_seconds == 0)
+    limits.cpu_seconds = static_cast<uint64_t>(2 * limits.wall_seconds + 10);
+  const pid_t supervisor = getpid();
+  const char* private_dir = options.private_dir.empty() ? nullptr : options.private_dir.c_str();
+
+  pid_t pid = fork();
+  if (pid < 0) return absl::InternalError(absl::StrCat("fork: ", std::strerror(errno)));
+  if (pid == 0) {
+    int report = status_pipe[1];
+    if (setsid() < 0) ChildFail(report, "setsid");
+    // fds: 0 = commands, 1/2 = captured output, 3 = events.
+    if (dup2(in_pipe[0], 0) < 0 || dup2(out_pipe[1], 1) < 0 || dup2(out_pipe[1], 2) < 0) {
+      ChildFail(report, "dup2");
+    }
+    if (event_pipe[1] == 3) {
+      fcntl(3, F_SETFD, 0);
+    } else if (dup2(event_pipe[1], 3) < 0) {
+      ChildFail(report, "dup2(3)");
+    }
+    if (report <= 3) {
+      int moved = fcntl(report, F_DUPFD_CLOEXEC, 10);
+      report = moved;
+    }
+    // Close every other descriptor: nothing of the supervisor (sockets, the database) leaks.
+    for (int fd = 4; fd < 1024; ++fd) {
+      if (fd != report) close(fd);
+    }
+    const char* method = "not requested";
+    bool isolated = false;
+    int unshare_errno = 0;
+    if (options.isolate_network) {
+      if (unshare(CLONE_NEWNET) == 0) {
+        isolated = true;
+        method = "netns";
+      } else if (!root && unshare(CLONE_NEWUSER | CLONE_NEWNET) == 0) {
+        isolated = true;
+        method = "userns+netns";
+      } else {
+        unshare_errno = errno;
+        method = "not isolated: unshare(CLONE_NEWNET) failed, errno ";
+      }
+    }
+    SetLimit(RLIMIT_DATA, limits.data_bytes);
+    SetLimit(RLIMIT_AS, limits.address_space_bytes);
+    SetLimit(RLIMIT_FSIZE, limits.file_bytes);
+    SetLimit(RLIMIT_NOFILE, limits.open_files);
+    SetLimit(RLIMIT_CPU, limits.cpu_seconds);
+    rlimit no_core{0, 0};
+    setrlimit(RLIMIT_CORE, &no_core);
+    if (private_dir != nullptr && chdir(private_dir) != 0) ChildFail(report, "chdir(private dir)");
+    if (drop) {
+      if (setgroups(0, nullptr) != 0) ChildFail(report, "setgroups");
+      if (setgid(options.gid) != 0) ChildFail(report, "setgid");
+      if (setuid(options.uid) != 0) ChildFail(report, "setuid");
+      if (setuid(0) == 0) {
+        errno = EPERM;
+        ChildFail(report, "privileges could be regained");
+      }
+    }
+    // NPROC counts the processes of the (possibly new) uid: set after the uid change.
+    SetLimit(RLIMIT_NPROC, limits.processes);
+    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+    // Set after setuid, which clears it; then close the race with a supervisor already gone.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != supervisor) _exit(126);
+    char line[384] = "isolation ";
+    AppendText(line, sizeof line, isolated ? "1|" : "0|");
+    AppendText(line, sizeof line, method);
+    if (unshare_errno != 0) AppendNumber(line, sizeof line, unshare_errno);
+    AppendText(line, sizeof line, drop ? "|1|" : "|0|");
+    AppendNumber(line, sizeof line, static_cast<long>(getuid()));
+    AppendText(line, sizeof line, "|");
+    AppendNumber(line, sizeof line, static_cast<long>(getgid()));
+    AppendText(line, sizeof line, "\n");
+    ChildWrite(report, line);
+    execve(argv[0], argv.data(), envp.data());
+    ChildFail(report, "execve");
+  }
+  close(in_pipe[0]);
+  close(event_pipe[1]);
+  close(out_pipe[1]);
+  close(status_pipe[1]);
+
+  std::unique_ptr<Sandbox> s(new Sandbox());
+  s->pid_ = pid;
+  s->stdin_fd_ = in_pipe[1];
+  s->event_fd_ = event_pipe[0];
+  s->output_fd_ = out_pipe[0];
+  s->start_ = Now();
+  s->deadline_ = s->start_ + options.limits.wall_seconds;
+  s->cancel_ = options.cancel;
+  // A child that dies on a closed pipe must not kill the supervisor with SIGPIPE.
+  signal(SIGPIPE, SIG_IGN);
+  fcntl(s->output_fd_, F_SETFL, fcntl(s->output_fd_, F_GETFL) | O_NONBLOCK);
+
+  // The status pipe closes at exec (CLOEXEC) or at the child's exit.
+  std::string report;
+  char buf[512];
+  while (true) {
+    ssize_t n = read(status_pipe[0], buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    report.append(buf, static_cast<size_t>(n));
+  }
+  close(status_pipe[0]);
+  std::string error;
+  for (absl::string_view line : absl::StrSplit(report, '\n')) {
+    if (absl::StartsWith(line, "isolation ")) {
+      std::vector<std::string> parts = absl::StrSplit(line.substr(10), '|');
+      if (parts.size() == 5) {
+        s->isolation_.network_isolated = parts[0] == "1";
+        s->isolation_.network_method = parts[1];
+        s->isolation_.privileges_dropped = parts[2] == "1";
+        s->isolation_.uid = std::atoi(parts[3].c_str());
+        s->isolation_.gid = std::atoi(parts[4].c_str());
+      }
+    } else if (absl::StartsWith(line, "error ")) {
+      error = std::string(line.substr(6));
+    }
+  }
+  s->isolation_.limits = absl::StrFormat(
+      "wall %.0fs, cpu %ds, data %dGiB, fsize %dGiB, nofile %d, nproc %d, core 0, no_new_privs",
+      options.limits.wall_seconds, limits.cpu_seconds, limits.data_bytes >> 30,
+      limits.file_bytes >> 30, limits.open_files, limits.processes);
+  if (!error.empty()) {
+    s->Wait();
+    return absl::InternalError(absl::StrCat("sandbox start failed: ", error));
+  }
+  return s;
+}
+
+Sandbox::~Sandbox() {
+  if (!reaped_ && pid_ > 0) {
+    Kill();
+    Wait();
+  }
+  for (int fd : {stdin_fd_, event_fd_, output_fd_}) {
+    if (fd >= 0) close(fd);
+  }
+}
+
+double Sandbox::elapsed_seconds() const { return (reaped_ ? end_ : Now()) - start_; }
+
+bool Sandbox::Expired() const { return Now() >= deadline_; }
+
+void Sandbox::Kill() {
+  if (pid_ > 0 && !reaped_) {
+    kill(-pid_, SIGKILL);  // The whole process group (the child is its leader).
+    kill(pid_, SIGKILL);
+  }
+}
+
+void Sandbox::DrainOutput() {
+  char buf[1 << 14];
+  while (output_fd_ >= 0) {
+    ssize_t n = read(output_fd_, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      if (n == 0) {
+        close(output_fd_);
+        output_fd_ = -1;
+      }
+      return;
+    }
+    output_tail_.append(buf, static_cast<size_t>(n));
+    if (output_tail_.size() > 2 * kOutputTail) {
+      output_tail_.erase(0, output_tail_.size() - kOutputTail);
+    }
+  }
+}
+
+absl::Status Sandbox::Send(const nlohmann::json& command) {
+  if (stdin_fd_ < 0) return absl::FailedPreconditionError("sandbox input closed");
+  return gpu::WriteJsonLine(stdin_fd_, command);
+}
+
+void Sandbox::CloseInput() {
+  if (stdin_fd_ >= 0) close(stdin_fd_);
+  stdin_fd_ = -1;
+}
+
+absl::StatusOr<std::optional<nlohmann::json>> Sandbox::Next(double timeout_seconds) {
+  double until = timeout_seconds < 0 ? deadline_ : std::min(deadline_, Now() + timeout_seconds);
+  while (true) {
+    size_t newline = event_buffer_.find('\n');
+    if (newline != std::string::npos) {
+      std::string line = event_buffer_.substr(0, newline);
+      event_buffer_.erase(0, newline + 1);
+      nlohmann::json event = nlohmann::json::parse(line, nullptr, false);
+      if (event.is_discarded() || !event.is_object()) {
+        return absl::DataLossError(absl::StrCat("malformed event line: ", line.substr(0, 200)));
+      }
+      return std::optional<nlohmann::json>(std::move(event));
+    }
+    if (event_eof_) return std::optional<nlohmann::json>();
+    if (cancel_ != nullptr && cancel_->load()) {
+      killed_by_cancel_ = true;
+      Kill();
+      return absl::CancelledError("evaluation cancelled");
+    }
+    double now = Now();
+    if (now >= until) {
+      if (now >= deadline_) {
+        killed_by_watchdog_ = true;
+        Kill();
+      }
+      return absl::DeadlineExceededError(
+          absl::StrFormat("no event within %.1f s%s", until - start_,
+                          killed_by_watchdog_ ? " (watchdog killed the process group)" : ""));
+    }
+    pollfd fds[2] = {{event_fd_, POLLIN, 0}, {output_fd_, POLLIN, 0}};
+    int wait_ms = static_cast<int>(std::min(100.0, (until - now) * 1000) + 1);
+    int ready = poll(fds, output_fd_ >= 0 ? 2 : 1, wait_ms);
+    if (ready < 0 && errno != EINTR) {
+      return absl::InternalError(absl::StrCat("poll: ", std::strerror(errno)));
+    }
+    if (output_fd_ >= 0 && (fds[1].revents & (POLLIN | POLLHUP))) DrainOutput();
+    if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+      char buf[1 << 16];
+      ssize_t n = read(event_fd_, buf, sizeof buf);
+      if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+      if (n <= 0) {
+        event_eof_ = true;
+      } else {
+        event_buffer_.append(buf, static_cast<size_t>(n));
+        if (event_buffer_.size() > (256u << 20)) {
+          Kill();
+          return absl::ResourceExhaustedError("event stream too large");
+        }
+      }
+    }
+  }
+}
+
+SandboxExit Sandbox::Wait() {
+  SandboxExit e;
+  CloseInput();
+  while (!reaped_) {
+    int status = 0;
+    pid_t r = waitpid(pid_, &status, WNOHANG);
+    if (r == pid_) {
+      reaped_ = true;
+      wait_status_ = status;
+      end_ = Now();
+      break;
+    }
+    if (r < 0 && errno != EINTR) {
+      reaped_ = true;
+      end_ = Now();
+      break;
+    }
+    if (cancel_ != nullptr && cancel_->load() && !killed_by_cancel_) {
+      killed_by_cancel_ = true;
+      Kill();
+    }
+    if (Expired() && !killed_by_watchdog_) {
+      killed_by_watchdog_ = true;
+      Kill();
+    }
+    if (output_fd_ >= 0) {
+      pollfd p{output_fd_, POLLIN, 0};
+      if (poll(&p, 1, 20) > 0) DrainOutput();
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
+  // Processes of the group that outlived the leader (a forked helper) go too.
+  kill(-pid_, SIGKILL);
+  DrainOutput();
+  e.exited = WIFEXITED(wait_status_);
+  e.exit_code = e.exited ? WEXITSTATUS(wait_status_) : -1;
+  e.signal = WIFSIGNALED(wait_status_) ? WTERMSIG(wait_status_) : 0;
+  e.timed_out = killed_by_watchdog_;
+  e.cancelled = killed_by_cancel_;
+  e.wall_seconds = end_ - start_;
+  e.output_tail = output_tail_.size() > kOutputTail
+                      ? output_tail_.substr(output_tail_.size() - kOutputTail)
+                      : output_tail_;
+  return e;
+}
+
+absl::StatusOr<std::string> CreatePrivateDir(const std::string& parent, const std::string& prefix,
+                                             int owner_uid, int owner_gid) {
+  std::string templ = absl::StrCat(parent, "/", prefix, "XXXXXX");
+  std::vector<char> buf(templ.begin(), templ.end());
+  buf.push_back('\0');
+  if (mkdtemp(buf.data()) == nullptr) {
+    return absl::InternalError(absl::StrCat("mkdtemp ", templ, ": ", std::strerror(errno)));
+  }
+  std::string dir(buf.data());
+  chmod(dir.c_str(), 0700);
+  if (owner_uid >= 0 && geteuid() == 0) {
+    if (chown(dir.c_str(), owner_uid, owner_gid) != 0) {
+      return absl::InternalError(absl::StrCat("chown ", dir, ": ", std::strerror(errno)));
+    }
+  }
+  return dir;
+}
+
+void RemoveTree(const std::string& path) {
+  struct stat st;
+  if (lstat(path.c_str(), &st) != 0) return;
+  if (S_ISDIR(st.st_mode)) {
+    if (DIR* d = opendir(path.c_str())) {
+      while (dirent* entry = readdir(d)) {
+        std::string name = entry->d_name;
+        if (name == "." || name == "..") continue;
+        RemoveTree(path + "/" + name);
+      }
+      closedir(d);
+    }
+    rmdir(path.c_str());
+  } else {
+    unlink(path.c_str());
+  }
+}
+
+}  // namespace ptxbench::engine

@@ -1,0 +1,710 @@
+#include "worker/evaluator/evaluator.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "common/status.h"
+#include "common/target_families.h"
+#include "common/task.h"
+#include "nlohmann/json.hpp"
+#include "worker/engine/compile.h"
+#include "worker/engine/gpu/baseline.h"
+#include "worker/engine/gpu/cupti_sass.h"
+#include "worker/engine/gpu/nvml_monitor.h"
+#include "worker/engine/gpu/philox.h"
+#include "worker/engine/gpu/plan_runner.h"
+#include "worker/engine/gpu/protocol.h"
+#include "worker/engine/gpu/runtime.h"
+#include "worker/engine/gpu/sass_listing.h"
+#include "worker/engine/gpu/timing.h"
+#include "worker/engine/plan.h"
+#include "worker/engine/ptx_scan.h"
+
+namespace ptxbench::evaluator {
+namespace {
+
+using json = nlohmann::json;
+using gpu::ParseU64;
+using gpu::U64;
+
+double Now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Events go to fd 3 when the supervisor opened it, else to stdout (manual runs).
+int EventFd() {
+  static const int fd = fcntl(gpu::kEventFd, F_GETFD) != -1 ? gpu::kEventFd : STDOUT_FILENO;
+  return fd;
+}
+
+void Emit(const json& event) { (void)gpu::WriteJsonLine(EventFd(), event); }
+
+int Fail(int exit_code, const std::string& kind, const absl::Status& status) {
+  Emit({{"event", "error"}, {"kind", kind}, {"message", std::string(status.message())},
+        {"code", absl::StatusCodeToString(status.code())}});
+  return exit_code;
+}
+
+// A kernel fault (kAborted from cuda_check.h) or a refused launch is the kernel's; anything
+// else is ours.
+int FailFromStatus(const absl::Status& status, const std::string& during) {
+  if (status.code() == absl::StatusCode::kAborted ||
+      status.code() == absl::StatusCode::kFailedPrecondition) {
+    Emit({{"event", "fault"}, {"during", during}, {"message", std::string(status.message())}});
+    return kExitKernelFault;
+  }
+  if (status.code() == absl::StatusCode::kInvalidArgument) {
+    Emit({{"event", "plan_invalid"}, {"message", std::string(status.message())}});
+    return kExitPlanInvalid;
+  }
+  return Fail(kExitInfrastructure, "infrastructure", status);
+}
+
+absl::StatusOr<json> ReadRequest(int argc, char** argv) {
+  std::string path;
+  for (int i = 2; i + 1 < argc; ++i) {
+    if (std::string(argv[i]) == "--request") path = argv[i + 1];
+  }
+  if (path.empty()) return absl::InvalidArgumentError("usage: ptxbench-evaluator MODE --request FILE");
+  ASSIGN_OR_RETURN(std::string text, gpu::ReadFileBytes(path));
+  json request = json::parse(text, nullptr, false);
+  if (request.is_discarded() || !request.is_object()) {
+    return absl::InvalidArgumentError(absl::StrCat("request ", path, " is not a JSON object"));
+  }
+  return request;
+}
+
+std::string Str(const json& j, const char* key) {
+  return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string();
+}
+
+absl::StatusOr<Task> LoadCheckedTask(const json& request) {
+  ASSIGN_OR_RETURN(Task task, LoadTask(Str(request, "task_dir")));
+  if (task.version_hash != Str(request, "task_version_hash")) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("task version changed under the evaluation: supervisor has ",
+                     Str(request, "task_version_hash"), ", evaluator read ", task.version_hash));
+  }
+  return task;
+}
+
+absl::StatusOr<const Workload*> FindWorkload(const Task& task, const std::string& name) {
+  for (const Workload& w : task.workloads) {
+    if (w.name == name) return &w;
+  }
+  return absl::InvalidArgumentError(absl::StrCat("no workload '", name, "'"));
+}
+
+// The launch plan for every workload, resolved against the PTX's kernel signatures. The
+// compile mode validated it with ptxas resources too; this repeats the checks that do not need
+// them so the GPU modes never trust a file written by another process blindly.
+absl::StatusOr<std::map<std::string, ResolvedPlan>> ResolvePlans(const Task& task,
+                                                                const json& request,
+                                                                const std::string& ptx,
+                                                                const std::vector<KernelSignature>* kernels_in) {
+  std::optional<LaunchPlan> from_request;
+  std::string plan_json = Str(request, "launch_plan_json");
+  if (!plan_json.empty()) {
+    PlanOr<LaunchPlan> parsed = ParseLaunchPlanJson(plan_json);
+    if (!parsed.ok()) return absl::InvalidArgumentError(parsed.error().ToString());
+    from_request = parsed.value();
+  }
+  PlanOr<LaunchPlan> plan = SelectLaunchPlan(from_request, Str(request, "source"));
+  if (!plan.ok()) return absl::InvalidArgumentError(plan.error().ToString());
+  ASSIGN_OR_RETURN(DeviceLimits limits, DeviceLimitsForArch(Str(request, "arch")));
+  std::vector<KernelSignature> scanned;
+  if (kernels_in == nullptr) scanned = ScanPtx(ptx).kernels;
+  const std::vector<KernelSignature>& kernels = kernels_in ? *kernels_in : scanned;
+  std::map<std::string, ResolvedPlan> out;
+  for (const Workload& w : task.workloads) {
+    PlanOr<ResolvedPlan> resolved = ValidatePlan(plan.value(), task, w, limits, kernels);
+    if (!resolved.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(resolved.error().ToString(), " (workload '", w.name, "')"));
+    }
+    out[w.name] = resolved.value();
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------- compile mode
+
+// The destination operand of a SASS instruction text ("RZ" in "HGMMA.64x8x16.F16 RZ, ...").
+std::string FirstOperand(const std::string& text) {
+  size_t i = 0;
+  while (i < text.size() && text[i] == ' ') ++i;
+  if (i < text.size() && text[i] == '@') {
+    while (i < text.size() && text[i] != ' ') ++i;
+  }
+  while (i < text.size() && text[i] == ' ') ++i;
+  while (i < text.size() && text[i] != ' ') ++i;  // opcode with modifiers
+  while (i < text.size() && text[i] == ' ') ++i;
+  size_t end = text.find_first_of(", ", i);
+  return text.substr(i, end == std::string::npos ? std::string::npos : end - i);
+}
+
+// ptxas 13.0 implements an empty wgmma commit group, and the else-path of a guarded
+// '@p wgmma', with 'HGMMA.64x8x16.F16 RZ, gdesc[URZ], RZ, !UPT' (tools/kernel-dev/NOTES.md):
+// it runs predicate-on but does no matrix work, so it is never a wgmma site.
+bool IsNoOpMatrixInstruction(const std::string& opcode, const std::string& text) {
+  bool gmma = opcode == "HGMMA" || opcode == "QGMMA" || opcode == "IGMMA" || opcode == "BGMMA";
+  return gmma && FirstOperand(text) == "RZ";
+}
+
+// Where each target family sits in the SASS: by opcode for families with SASS opcodes, and by
+// the PTX line each instruction came from (nvdisasm -gp) for all families.
+json StaticFamilyMap(const std::string& arch, const std::string& cubin_path,
+                     const std::string& cubin, const std::string& ptx_fallback) {
+  std::optional<std::string> tool = gpu::FindNvdisasm();
+  if (!tool) {
+    return {{"available", false},
+            {"reason", "nvdisasm not found (set PTXBENCH_NVDISASM or install the CUDA toolkit's "
+                       "cuda-nvdisasm); the target-instruction stage cannot run without it"}};
+  }
+  auto listing_text = gpu::RunNvdisasm(*tool, {"-c", "-g"}, cubin_path, 60);
+  if (!listing_text.ok()) {
+    return {{"available", false}, {"reason", std::string(listing_text.status().message())}};
+  }
+  gpu::SassListing listing = gpu::ParseNvdisasm(*listing_text);
+  auto ptx_listing_text = gpu::RunNvdisasm(*tool, {"-c", "-gp"}, cubin_path, 60);
+  gpu::SassListing ptx_listing;
+  if (ptx_listing_text.ok()) ptx_listing = gpu::ParseNvdisasm(*ptx_listing_text);
+  std::optional<std::string> embedded_ptx = gpu::ElfSection(cubin, ".nv_debug_ptx_txt");
+  std::string ptx = embedded_ptx ? *embedded_ptx : ptx_fallback;
+  std::vector<std::string> ptx_lines = absl::StrSplit(ptx, '\n');
+
+  std::vector<const TargetFamily*> families;
+  for (const TargetFamily& f : TargetFamilies()) {
+    if (FamilyExistsOn(f, arch)) families.push_back(&f);
+  }
+  json functions = json::object();
+  int ptx_checked = 0, ptx_consistent = 0, no_op_sites = 0;
+  for (const auto& [name, function] : listing) {
+    json sites = json::object();
+    const gpu::SassFunction* with_ptx = nullptr;
+    if (auto it = ptx_listing.find(name); it != ptx_listing.end()) with_ptx = &it->second;
+    for (const gpu::SassInstruction& ins : function.instructions) {
+      std::set<std::string> by_opcode;
+      const bool no_op = IsNoOpMatrixInstruction(ins.opcode, ins.text);
+      if (no_op) ++no_op_sites;
+      for (const std::string& fam : FamiliesOfSassOpcode(arch, ins.text)) {
+        if (!no_op) by_opcode.insert(fam);
+      }
+      int ptx_line = 0;
+      std::string ptx_text;
+      std::set<std::string> by_ptx;
+      if (with_ptx != nullptr) {
+        if (const gpu::SassInstruction* p = with_ptx->AtPc(ins.pc); p && p->line > 0) {
+          ptx_line = p->line;
+          if (ptx_line <= static_cast<int>(ptx_lines.size())) {
+            ptx_text = ptx_lines[ptx_line - 1];
+            for (const std::string& mnemonic : PtxMnemonics(ptx_text)) {
+              for (const TargetFamily* f : families) {
+                if (PtxMnemonicInFamily(*f, mnemonic)) by_ptx.insert(f->name);
+              }
+            }
+          }
+        }
+      }
+      // Cross-check of the two views: an opcode-classified instruction should come from a PTX
+      // line of the same family (counted for the audit record).
+      for (const std::string& fam : by_opcode) {
+        if (ptx_line > 0) {
+          ++ptx_checked;
+          if (by_ptx.count(fam)) ++ptx_consistent;
+        }
+      }
+      auto add = [&](const std::string& fam, const char* by) {
+        json site = {{"pc", ins.pc}, {"sass", ins.text}, {"by", by}};
+        if (ptx_line > 0) {
+          site["ptx_line"] = ptx_line;
+          site["ptx"] = ptx_text.substr(0, 160);
+        }
+        if (ins.line > 0) site["source"] = absl::StrCat(ins.file, ":", ins.line);
+        sites[fam].push_back(site);
+      };
+      for (const std::string& fam : by_opcode) add(fam, "sass_opcode");
+      for (const std::string& fam : by_ptx) {
+        // A no-op HGMMA may carry the line of a real wgmma; it never stands for one.
+        if (!by_opcode.count(fam) && !no_op) add(fam, "ptx_line");
+      }
+    }
+    functions[name] = {{"instructions", function.instructions.size()}, {"sites", sites}};
+  }
+  return {{"available", true},
+          {"tool", *tool},
+          {"ptx_lines_available", ptx_listing_text.ok() && !ptx_listing.empty()},
+          {"ptx_source", embedded_ptx ? ".nv_debug_ptx_txt" : "compile stage PTX"},
+          {"ptx_line_consistency", {{"checked", ptx_checked}, {"consistent", ptx_consistent}}},
+          {"no_op_matrix_instructions_ignored", no_op_sites},
+          {"functions", functions}};
+}
+
+int CompileMode(const json& request) {
+  double t0 = Now();
+  auto task = LoadCheckedTask(request);
+  if (!task.ok()) return Fail(kExitInfrastructure, "infrastructure", task.status());
+  const std::string arch = Str(request, "arch");
+  auto headers = TemplateHeaders(*task, arch);
+  if (!headers.ok()) return Fail(kExitInfrastructure, "infrastructure", headers.status());
+  CompileRequest compile;
+  compile.source = Str(request, "source");
+  compile.language = Str(request, "language") == "ptx" ? SourceLanguage::kPtx : SourceLanguage::kCuda;
+  compile.arch = arch;
+  compile.headers = *headers;
+  auto result = Compile(compile);
+  if (!result.ok()) return Fail(kExitInfrastructure, "infrastructure", result.status());
+  json report = ToJson(*result);
+  if (!result->ok) {
+    Emit({{"event", "compile"}, {"ok", false}, {"report", report}, {"seconds", Now() - t0}});
+    return kExitOk;
+  }
+  const std::string dir = Str(request, "work_dir");
+  const std::string cubin_path = dir + "/module.cubin";
+  const std::string ptx_path = dir + "/module.ptx";
+  if (auto s = gpu::WriteFileBytes(cubin_path, result->cubin); !s.ok()) {
+    return Fail(kExitInfrastructure, "infrastructure", s);
+  }
+  if (auto s = gpu::WriteFileBytes(ptx_path, result->ptx); !s.ok()) {
+    return Fail(kExitInfrastructure, "infrastructure", s);
+  }
+  auto plans = ResolvePlans(*task, request, result->ptx, &result->kernels);
+  if (!plans.ok()) {
+    Emit({{"event", "compile"}, {"ok", true}, {"plan_ok", false},
+          {"plan_error", std::string(plans.status().message())}, {"report", report},
+          {"seconds", Now() - t0}});
+    return kExitOk;
+  }
+  json resolved = json::object();
+  std::vector<std::string> launch_kernels;
+  for (const auto& [name, plan] : *plans) resolved[name] = ToJson(plan);
+  const ResolvedPlan& timed = plans->at(task->TimedWorkload().name);
+  for (const ResolvedLaunch& l : timed.launches) launch_kernels.push_back(l.kernel);
+  double t1 = Now();
+  json sass = StaticFamilyMap(arch, cubin_path, result->cubin, result->ptx);
+  sass["seconds"] = Now() - t1;
+  Emit({{"event", "compile"},
+        {"ok", true},
+        {"plan_ok", true},
+        {"report", report},
+        {"cubin_path", cubin_path},
+        {"ptx_path", ptx_path},
+        {"cubin_bytes", result->cubin.size()},
+        {"launch_kernels", launch_kernels},
+        {"resolved_plans", resolved},
+        {"sass", sass},
+        {"seconds", Now() - t0}});
+  return kExitOk;
+}
+
+// ---------------------------------------------------------------- GPU modes: shared pieces
+
+struct Gpu {
+  gpu::DeviceInfo device;
+  std::unique_ptr<gpu::Builtins> builtins;
+  gpu::Stream stream;
+};
+
+absl::StatusOr<Gpu> OpenGpu(const json& request) {
+  Gpu g;
+  int ordinal = request.value("gpu", 0);
+  ASSIGN_OR_RETURN(g.device, gpu::InitDevice(ordinal));
+  ASSIGN_OR_RETURN(g.builtins, gpu::Builtins::Load(g.device));
+  ASSIGN_OR_RETURN(g.stream, gpu::Stream::Create());
+  return g;
+}
+
+// Writes every output tensor of `set` to "<prefix>.<tensor>.bin"; returns their descriptions.
+absl::StatusOr<json> SaveOutputs(const gpu::TensorSet& set, const std::string& prefix,
+                                 cudaStream_t stream) {
+  json files = json::array();
+  size_t ordinal = 0;
+  for (const gpu::WorkloadTensor& t : set.tensors()) {
+    if (!t.output) continue;
+    ASSIGN_OR_RETURN(std::string bytes, set.DownloadOutput(ordinal++, stream));
+    std::string path = absl::StrCat(prefix, ".", t.name, ".bin");
+    RETURN_IF_ERROR(gpu::WriteFileBytes(path, bytes));
+    files.push_back({{"tensor", t.name}, {"path", path}, {"bytes", bytes.size()}});
+  }
+  return files;
+}
+
+// ---------------------------------------------------------------- reference mode
+
+int ReferenceMode(const json& request) {
+  auto task = LoadCheckedTask(request);
+  if (!task.ok()) return Fail(kExitInfrastructure, "infrastructure", task.status());
+  auto g = OpenGpu(request);
+  if (!g.ok()) return Fail(kExitInfrastructure, "unavailable", g.status());
+  auto hash_key = ParseU64(request.value("hash_key", json("0")));
+  if (!hash_key.ok()) return Fail(kExitInfrastructure, "infrastructure", hash_key.status());
+  json device = gpu::ToJson(g->device);
+  device["library_versions"] = gpu::BaselineLibraryVersions();
+  if (auto nvml = gpu::NvmlMonitor::Open(g->device.uuid); nvml.ok()) {
+    device["nvml_driver_version"] = (*nvml)->driver_version();
+    device["nvml_max_sm_mhz"] = (*nvml)->max_sm_mhz();
+  }
+  Emit({{"event", "ready"}, {"device", device}});
+
+  std::string current;
+  gpu::TensorSet set;
+  std::unique_ptr<gpu::Baseline> baseline;
+  gpu::LineReader commands(STDIN_FILENO);
+  while (true) {
+    auto line = commands.ReadLine(-1);
+    if (!line.ok()) return Fail(kExitInfrastructure, "infrastructure", line.status());
+    if (!line->has_value()) return kExitOk;
+    json cmd = json::parse(**line, nullptr, false);
+    if (cmd.is_discarded() || Str(cmd, "cmd") == "quit") return kExitOk;
+    double t0 = Now();
+    const std::string workload_name = Str(cmd, "workload");
+    auto workload = FindWorkload(*task, workload_name);
+    auto seed = ParseU64(cmd.value("seed", json("0")));
+    if (!workload.ok() || !seed.ok()) {
+      return Fail(kExitInfrastructure, "infrastructure",
+                  workload.ok() ? seed.status() : workload.status());
+    }
+    absl::Status status = [&]() -> absl::Status {
+      if (current != workload_name) {
+        set = gpu::TensorSet();
+        baseline.reset();
+        ASSIGN_OR_RETURN(auto tensors, gpu::ResolveTensors(*task, **workload));
+        ASSIGN_OR_RETURN(set, gpu::TensorSet::Allocate(std::move(tensors)));
+        ASSIGN_OR_RETURN(baseline, gpu::CreateBaseline(task->baseline_library,
+                                                       task->baseline_operation,
+                                                       (*workload)->axes));
+        current = workload_name;
+      }
+      RETURN_IF_ERROR(set.GenerateInputs(*g->builtins, *seed, g->stream.get()));
+      ASSIGN_OR_RETURN(uint64_t input_hash, set.HashInputs(*g->builtins, *hash_key, g->stream.get()));
+      json event = {{"event", "reference"}, {"workload", workload_name}, {"seed", U64(*seed)},
+                    {"input_hash", U64(input_hash)}};
+      if (cmd.value("compute", true)) {
+        RETURN_IF_ERROR(set.PoisonOutputs(*g->builtins, g->stream.get()));
+        RETURN_IF_ERROR(baseline->Run(set.InputPointers(), set.OutputPointers(), g->stream.get()));
+        RETURN_IF_ERROR(gpu::SynchronizeDevice());
+        ASSIGN_OR_RETURN(event["outputs"], SaveOutputs(set, Str(cmd, "prefix"), g->stream.get()));
+        event["baseline"] = baseline->Describe();
+      }
+      event["seconds"] = Now() - t0;
+      Emit(event);
+      return absl::OkStatus();
+    }();
+    if (!status.ok()) return Fail(kExitInfrastructure, "infrastructure", status);
+  }
+}
+
+// ---------------------------------------------------------------- candidate mode
+
+struct Candidate {
+  Task task;
+  Gpu gpu;
+  std::string cubin;
+  std::map<std::string, ResolvedPlan> plans;
+  uint64_t hash_key = 0;
+  gpu::Module module;
+  // Buffers of the workload in use (freed when another workload starts).
+  std::string workload;
+  gpu::TensorSet set;
+  gpu::PlanLauncher launcher;
+};
+
+absl::Status OpenCandidate(const json& request, Candidate& c) {
+  ASSIGN_OR_RETURN(c.task, LoadCheckedTask(request));
+  ASSIGN_OR_RETURN(c.gpu, OpenGpu(request));
+  ASSIGN_OR_RETURN(c.cubin, gpu::ReadFileBytes(Str(request, "cubin_path")));
+  ASSIGN_OR_RETURN(std::string ptx, gpu::ReadFileBytes(Str(request, "ptx_path")));
+  ASSIGN_OR_RETURN(c.hash_key, ParseU64(request.value("hash_key", json("0"))));
+  ASSIGN_OR_RETURN(c.plans, ResolvePlans(c.task, request, ptx, nullptr));
+  return absl::OkStatus();
+}
+
+// (Re)loads the module: every trial starts from fresh module globals.
+absl::Status ReloadModule(Candidate& c) {
+  RETURN_IF_ERROR(c.module.Unload());
+  ASSIGN_OR_RETURN(c.module, gpu::Module::Load(c.cubin.data()));
+  return absl::OkStatus();
+}
+
+absl::Status UseWorkload(Candidate& c, const std::string& name) {
+  if (c.workload == name) return absl::OkStatus();
+  c.launcher = gpu::PlanLauncher();
+  c.set = gpu::TensorSet();
+  ASSIGN_OR_RETURN(const Workload* w, FindWorkload(c.task, name));
+  ASSIGN_OR_RETURN(auto tensors, gpu::ResolveTensors(c.task, *w));
+  ASSIGN_OR_RETURN(c.set, gpu::TensorSet::Allocate(std::move(tensors)));
+  auto plan = c.plans.find(name);
+  if (plan == c.plans.end()) return absl::InternalError("no resolved plan for " + name);
+  ASSIGN_OR_RETURN(c.launcher, gpu::PlanLauncher::Create(plan->second, c.set));
+  c.workload = name;
+  return absl::OkStatus();
+}
+
+// One correctness trial. Kernel faults come back as kAborted / kFailedPrecondition.
+absl::StatusOr<json> RunTrial(Candidate& c, const std::string& workload, uint64_t seed,
+                              const std::string& prefix) {
+  double t0 = Now();
+  RETURN_IF_ERROR(UseWorkload(c, workload));
+  RETURN_IF_ERROR(ReloadModule(c));
+  RETURN_IF_ERROR(c.launcher.Bind(c.module));
+  cudaStream_t s = c.gpu.stream.get();
+  RETURN_IF_ERROR(c.set.GenerateInputs(*c.gpu.builtins, seed, s));
+  ASSIGN_OR_RETURN(uint64_t before, c.set.HashInputs(*c.gpu.builtins, c.hash_key, s));
+  RETURN_IF_ERROR(c.set.PoisonOutputs(*c.gpu.builtins, s));
+  RETURN_IF_ERROR(c.launcher.ZeroScratch(s));
+  RETURN_IF_ERROR(c.gpu.builtins->FlushL2(s));
+  ASSIGN_OR_RETURN(gpu::Event start, gpu::Event::Create());
+  ASSIGN_OR_RETURN(gpu::Event end, gpu::Event::Create());
+  if (cudaEventRecord(start.get(), s) != cudaSuccess) return absl::InternalError("event record");
+  RETURN_IF_ERROR(c.launcher.LaunchAll(s));
+  if (cudaEventRecord(end.get(), s) != cudaSuccess) return absl::InternalError("event record");
+  RETURN_IF_ERROR(gpu::SynchronizeDevice());
+  ASSIGN_OR_RETURN(double kernel_ms, gpu::ElapsedMs(start, end));
+  ASSIGN_OR_RETURN(uint64_t after, c.set.HashInputs(*c.gpu.builtins, c.hash_key, s));
+  ASSIGN_OR_RETURN(json outputs, SaveOutputs(c.set, prefix, s));
+  return json{{"event", "trial"},        {"workload", workload},
+              {"seed", U64(seed)},        {"input_hash_before", U64(before)},
+              {"input_hash_after", U64(after)}, {"outputs", outputs},
+              {"kernel_ms", kernel_ms},   {"seconds", Now() - t0}};
+}
+
+absl::StatusOr<json> RunTiming(Candidate& c, const json& cmd) {
+  double t0 = Now();
+  const std::string workload = Str(cmd, "workload");
+  ASSIGN_OR_RETURN(const Workload* w, FindWorkload(c.task, workload));
+  RETURN_IF_ERROR(UseWorkload(c, workload));
+  // A fresh module: nothing a correctness trial left in module globals reaches the timing.
+  RETURN_IF_ERROR(ReloadModule(c));
+  RETURN_IF_ERROR(c.launcher.Bind(c.module));
+  // The baseline gets its own buffers and its own seeds: its outputs never hold the answer to
+  // the inputs the candidate is given, and they are zeroed before they are freed.
+  ASSIGN_OR_RETURN(auto tensors, gpu::ResolveTensors(c.task, *w));
+  ASSIGN_OR_RETURN(gpu::TensorSet baseline_set, gpu::TensorSet::Allocate(std::move(tensors)));
+  ASSIGN_OR_RETURN(std::unique_ptr<gpu::Baseline> baseline,
+                   gpu::CreateBaseline(c.task.baseline_library, c.task.baseline_operation, w->axes));
+  std::unique_ptr<gpu::NvmlMonitor> nvml;
+  json nvml_note;
+  if (auto m = gpu::NvmlMonitor::Open(c.gpu.device.uuid); m.ok()) {
+    nvml = std::move(*m);
+  } else {
+    nvml_note = std::string(m.status().message());
+  }
+  cudaStream_t s = c.gpu.stream.get();
+  gpu::TimedSide candidate_side{
+      [&](uint64_t seed) -> absl::Status {
+        RETURN_IF_ERROR(c.set.GenerateInputs(*c.gpu.builtins, seed, s));
+        RETURN_IF_ERROR(c.set.PoisonOutputs(*c.gpu.builtins, s));
+        return c.launcher.ZeroScratch(s);
+      },
+      [&]() { return c.launcher.LaunchAll(s); }};
+  gpu::TimedSide baseline_side{
+      [&](uint64_t seed) -> absl::Status {
+        RETURN_IF_ERROR(baseline_set.GenerateInputs(*c.gpu.builtins, seed, s));
+        return baseline_set.PoisonOutputs(*c.gpu.builtins, s);
+      },
+      [&]() { return baseline->Run(baseline_set.InputPointers(), baseline_set.OutputPointers(), s); }};
+  gpu::TimingConfig config;
+  config.rule.min_samples = cmd.value("min_samples", 20);
+  config.rule.max_samples = cmd.value("max_samples", 400);
+  config.rule.max_seconds = cmd.value("max_seconds", 2.0);
+  config.rule.target_rse = cmd.value("target_rse", 0.005);
+  config.warmup_seconds = cmd.value("warmup_seconds", 0.3);
+  config.check_every = cmd.value("check_every", 16);
+  config.max_checks = cmd.value("max_checks", 4);
+  ASSIGN_OR_RETURN(config.candidate_seed_base, ParseU64(cmd.value("candidate_seed_base", json("1"))));
+  ASSIGN_OR_RETURN(config.baseline_seed_base, ParseU64(cmd.value("baseline_seed_base", json("2"))));
+  ASSIGN_OR_RETURN(config.check_position_seed, ParseU64(cmd.value("check_position_seed", json("3"))));
+  const std::string check_prefix = Str(cmd, "check_prefix");
+  json checks = json::array();
+  auto on_check = [&](size_t index, uint64_t seed) -> absl::Status {
+    ASSIGN_OR_RETURN(json files, SaveOutputs(c.set, absl::StrCat(check_prefix, ".", index), s));
+    checks.push_back({{"sample", index}, {"seed", U64(seed)}, {"outputs", files}});
+    return absl::OkStatus();
+  };
+  ASSIGN_OR_RETURN(gpu::TimingResult timing,
+                   gpu::TimeInterleaved(candidate_side, baseline_side, *c.gpu.builtins, s,
+                                        nvml.get(), config, on_check));
+  RETURN_IF_ERROR(baseline_set.ZeroAll(s));
+  json event = {{"event", "timing"},
+                {"workload", workload},
+                {"result", gpu::ToJson(timing)},
+                {"checks", checks},
+                {"baseline", baseline->Describe()},
+                {"device", gpu::ToJson(c.gpu.device)},
+                {"flush_bytes", c.gpu.builtins->flush_bytes()},
+                {"seconds", Now() - t0}};
+  if (!nvml_note.is_null()) event["nvml_unavailable"] = nvml_note;
+  return event;
+}
+
+int CandidateMode(const json& request) {
+  Candidate c;
+  if (auto s = OpenCandidate(request, c); !s.ok()) {
+    if (s.code() == absl::StatusCode::kInvalidArgument) return FailFromStatus(s, "setup");
+    return Fail(kExitInfrastructure, "infrastructure", s);
+  }
+  Emit({{"event", "ready"}, {"device", gpu::ToJson(c.gpu.device)}});
+  gpu::LineReader commands(STDIN_FILENO);
+  while (true) {
+    auto line = commands.ReadLine(-1);
+    if (!line.ok()) return Fail(kExitInfrastructure, "infrastructure", line.status());
+    if (!line->has_value()) return kExitOk;
+    json cmd = json::parse(**line, nullptr, false);
+    if (cmd.is_discarded()) return Fail(kExitInfrastructure, "infrastructure",
+                                        absl::InvalidArgumentError("bad command line"));
+    const std::string name = Str(cmd, "cmd");
+    if (name == "quit") return kExitOk;
+    if (name == "trial") {
+      auto seed = ParseU64(cmd.value("seed", json("0")));
+      if (!seed.ok()) return Fail(kExitInfrastructure, "infrastructure", seed.status());
+      auto event = RunTrial(c, Str(cmd, "workload"), *seed, Str(cmd, "prefix"));
+      if (!event.ok()) return FailFromStatus(event.status(), "trial");
+      Emit(*event);
+    } else if (name == "time") {
+      auto event = RunTiming(c, cmd);
+      if (!event.ok()) return FailFromStatus(event.status(), "timing");
+      Emit(*event);
+    } else {
+      return Fail(kExitInfrastructure, "infrastructure",
+                  absl::InvalidArgumentError("unknown command " + name));
+    }
+  }
+}
+
+// ---------------------------------------------------------------- instrument mode
+
+// Runs the plan once on the timed workload with CUPTI SASS metrics enabled from the first launch
+// of ONE kernel (request "launch_index") to the end of the plan: the earlier launches run
+// uninstrumented first, so the instrumented kernel sees the inputs the real plan gives it.
+int InstrumentMode(const json& request) {
+  double t0 = Now();
+  Candidate c;
+  if (auto s = OpenCandidate(request, c); !s.ok()) {
+    if (s.code() == absl::StatusCode::kInvalidArgument) return FailFromStatus(s, "setup");
+    return Fail(kExitInfrastructure, "infrastructure", s);
+  }
+  auto session = gpu::SassMetricsSession::Create(c.gpu.device.ordinal);
+  if (!session.ok()) return Fail(kExitInfrastructure, "profiler_unavailable", session.status());
+  auto crc = gpu::SassMetricsSession::CubinCrc(c.cubin);
+  if (!crc.ok()) return Fail(kExitInfrastructure, "profiler_unavailable", crc.status());
+  auto seed = ParseU64(request.value("seed", json("0")));
+  if (!seed.ok()) return Fail(kExitInfrastructure, "infrastructure", seed.status());
+  const std::string workload = Str(request, "workload");
+  const size_t launch_index = request.value("launch_index", 0);
+  absl::StatusOr<json> result = [&]() -> absl::StatusOr<json> {
+    RETURN_IF_ERROR(UseWorkload(c, workload));
+    RETURN_IF_ERROR(ReloadModule(c));
+    RETURN_IF_ERROR(c.launcher.Bind(c.module));
+    if (launch_index >= c.launcher.launch_count()) {
+      return absl::InternalError("launch_index past the plan");
+    }
+    cudaStream_t s = c.gpu.stream.get();
+    RETURN_IF_ERROR(c.set.GenerateInputs(*c.gpu.builtins, *seed, s));
+    ASSIGN_OR_RETURN(uint64_t before, c.set.HashInputs(*c.gpu.builtins, c.hash_key, s));
+    RETURN_IF_ERROR(c.set.PoisonOutputs(*c.gpu.builtins, s));
+    RETURN_IF_ERROR(c.launcher.ZeroScratch(s));
+    RETURN_IF_ERROR(c.launcher.Launch(s, 0, launch_index));
+    RETURN_IF_ERROR(gpu::SynchronizeDevice());
+    RETURN_IF_ERROR((*session)->Enable());
+    double k0 = Now();
+    RETURN_IF_ERROR(c.launcher.Launch(s, launch_index, c.launcher.launch_count()));
+    RETURN_IF_ERROR(gpu::SynchronizeDevice());
+    double instrumented_seconds = Now() - k0;
+    ASSIGN_OR_RETURN(std::vector<gpu::SassPcCounts> records, (*session)->FlushAndDisable());
+    ASSIGN_OR_RETURN(uint64_t after, c.set.HashInputs(*c.gpu.builtins, c.hash_key, s));
+    ASSIGN_OR_RETURN(json outputs, SaveOutputs(c.set, Str(request, "output_prefix"), s));
+    json own = json::array();
+    std::map<std::string, size_t> other;
+    for (const gpu::SassPcCounts& r : records) {
+      if (r.cubin_crc != *crc) {
+        ++other[r.function];
+        continue;
+      }
+      own.push_back({r.function, r.pc_offset, r.warp_inst_executed, r.thread_inst_pred_on,
+                     r.gmma_warp_inst_executed, r.tma_warp_inst_executed});
+    }
+    return json{{"event", "instrument"},
+                {"workload", workload},
+                {"seed", U64(*seed)},
+                {"kernel", c.launcher.kernel(launch_index)},
+                {"launch_index", launch_index},
+                {"cubin_crc", U64(*crc)},
+                {"cupti_version", (*session)->cupti_version()},
+                {"chip", (*session)->chip()},
+                {"record_fields", {"function", "pc", "warp_inst_executed", "thread_inst_pred_on",
+                                   "gmma_warp_inst", "tma_warp_inst"}},
+                {"records", own},
+                {"other_module_records", other},
+                {"input_hash_before", U64(before)},
+                {"input_hash_after", U64(after)},
+                {"outputs", outputs},
+                {"instrumented_seconds", instrumented_seconds},
+                {"seconds", Now() - t0}};
+  }();
+  if (!result.ok()) return FailFromStatus(result.status(), "instrumented run");
+  Emit(*result);
+  return kExitOk;
+}
+
+// ---------------------------------------------------------------- replay and health
+
+int ReplayMode(const json& request) {
+  Candidate c;
+  if (auto s = OpenCandidate(request, c); !s.ok()) return FailFromStatus(s, "setup");
+  auto seed = ParseU64(request.value("seed", json("0")));
+  if (!seed.ok()) return Fail(kExitInfrastructure, "infrastructure", seed.status());
+  auto event = RunTrial(c, Str(request, "workload"), *seed, Str(request, "output_prefix"));
+  if (!event.ok()) return FailFromStatus(event.status(), "replay");
+  Emit(*event);
+  return kExitOk;
+}
+
+int HealthMode(const json& request) {
+  double t0 = Now();
+  auto g = OpenGpu(request);
+  if (!g.ok()) return Fail(kExitInfrastructure, "unavailable", g.status());
+  if (auto s = g->builtins->HealthCheck(); !s.ok()) return Fail(kExitInfrastructure, "unhealthy", s);
+  Emit({{"event", "health"}, {"ok", true}, {"device", gpu::ToJson(g->device)},
+        {"seconds", Now() - t0}});
+  return kExitOk;
+}
+
+}  // namespace
+
+int Main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: ptxbench-evaluator compile|reference|candidate|instrument|replay|"
+                         "health --request FILE\n");
+    return kExitInfrastructure;
+  }
+  const std::string mode = argv[1];
+  json request = json::object();
+  if (mode != "health" || argc > 2) {
+    auto r = ReadRequest(argc, argv);
+    if (!r.ok()) return Fail(kExitInfrastructure, "infrastructure", r.status());
+    request = *r;
+  }
+  if (mode == "compile") return CompileMode(request);
+  if (mode == "reference") return ReferenceMode(request);
+  if (mode == "candidate") return CandidateMode(request);
+  if (mode == "instrument") return InstrumentMode(request);
+  if (mode == "replay") return ReplayMode(request);
+  if (mode == "health") return HealthMode(request);
+  return Fail(kExitInfrastructure, "infrastructure",
+              absl::InvalidArgumentError("unknown mode " + mode));
+}
+
+}  // namespace ptxbench::evaluator

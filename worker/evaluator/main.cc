@@ -1,0 +1,3 @@
+#include "worker/evaluator/evaluator.h"
+
+int main(int argc, char** argv) { return ptxbench::evaluator::Main(argc, argv); }
