@@ -1401,29 +1401,38 @@ absl::StatusOr<int> Store::ReapExpiredLeases() {
     return absl::OkStatus();
   }));
   int reaped = 0;
+  absl::Status first_error = absl::OkStatus();
   const StoreOptions& options = impl_->options();
   for (const Expired& job : expired) {
     const std::string reason =
         absl::StrCat("lease expired: worker ", job.worker_id, " sent no heartbeat for ",
                      absl::FormatDuration(options.lease_duration));
-    // One transaction per job: one job's trouble does not hold back the others, and each
-    // takes its submission's lock like every other job state change.
-    RETURN_IF_ERROR(impl_->Transact("ReapExpiredLeases", "system:reaper", [&](pqxx::work& tx) {
-      tx.exec_prepared(q::kLockSubmission, job.submission_id, "");
-      pqxx::result rows =
-          tx.exec_prepared(q::kReapExpiredLease, job.job_id, job.attempt, reason,
-                           options.max_infrastructure_attempts, Micros(options.retry_backoff_base),
-                           Micros(kMaxRetryBackoff));
-      if (rows.empty()) return absl::OkStatus();  // Extended or finished meanwhile.
-      ++reaped;
-      return impl_->AfterInfrastructureFailure(tx, rows[0], job.submission_id, job.job_id, reason)
-          .status();
-    }));
+    // One transaction per job: one job's trouble does not hold back the others (the first
+    // error is returned after all were tried), and each takes its submission's lock like every
+    // other job state change.
+    bool taken_back = false;
+    absl::Status status =
+        impl_->Transact("ReapExpiredLeases", "system:reaper", [&](pqxx::work& tx) {
+          taken_back = false;
+          tx.exec_prepared(q::kLockSubmission, job.submission_id, "");
+          pqxx::result rows =
+              tx.exec_prepared(q::kReapExpiredLease, job.job_id, job.attempt, reason,
+                               options.max_infrastructure_attempts,
+                               Micros(options.retry_backoff_base), Micros(kMaxRetryBackoff));
+          if (rows.empty()) return absl::OkStatus();  // Extended or finished meanwhile.
+          taken_back = true;
+          return impl_
+              ->AfterInfrastructureFailure(tx, rows[0], job.submission_id, job.job_id, reason)
+              .status();
+        });
+    if (status.ok() && taken_back) ++reaped;
+    if (!status.ok() && first_error.ok()) first_error = status;
   }
   RETURN_IF_ERROR(impl_->Transact("ReapExpiredLeases", "system:reaper", [&](pqxx::work& tx) {
     tx.exec_prepared(q::kMarkSilentWorkersOffline, Micros(options.lease_duration));
     return absl::OkStatus();
   }));
+  RETURN_IF_ERROR(first_error);
   return reaped;
 }
 

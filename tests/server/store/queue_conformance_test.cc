@@ -680,6 +680,92 @@ TEST_CASE_METHOD(PgFixture, "cancel stops queued and leased jobs and the holder 
   REQUIRE(audit.back().actor == "tenant:acme");
 }
 
+TEST_CASE_METHOD(PgFixture, "cancels racing with working workers leave one verdict each",
+                 "[store][queue]") {
+  auto store = ConnectStore(Options());
+  CreateTenants(*store);
+  constexpr int kSubmissions = 40;
+  constexpr int kWorkers = 4;
+  std::vector<std::string> ids;
+  for (int i = 0; i < kSubmissions; ++i) ids.push_back(Submit(*store, kAcme).id);
+  std::vector<std::string> workers;
+  for (int i = 0; i < kWorkers; ++i) {
+    workers.push_back(RegisterGpu(*store, absl::StrCat("h200-", i), "sm_90a").worker_id);
+  }
+
+  std::atomic<bool> cancels_done{false};
+  std::vector<std::string> errors(kWorkers + 1);
+  std::vector<std::thread> threads;
+  const absl::Time started = absl::Now();
+  for (int w = 0; w < kWorkers; ++w) {
+    threads.emplace_back([&, w] {
+      absl::Time idle_since = absl::InfiniteFuture();
+      while (absl::Now() - started < absl::Seconds(30)) {
+        auto job = store->LeaseJob(workers[w]);
+        if (!job.ok()) {
+          errors[w] = job.status().ToString();
+          return;
+        }
+        if (!job->has_value()) {
+          // Done once the cancels are over and the queue stayed empty for a while.
+          if (cancels_done && idle_since == absl::InfiniteFuture()) idle_since = absl::Now();
+          if (cancels_done && absl::Now() - idle_since > absl::Milliseconds(300)) return;
+          std::this_thread::sleep_for(std::chrono::milliseconds(2));
+          continue;
+        }
+        idle_since = absl::InfiniteFuture();
+        const LeaseRef lease = (*job)->lease;
+        const bool compile = (*job)->kind == "compile";
+        absl::Status status = store->ReportStage(lease, compile ? "compile" : "correctness", "{}");
+        if (status.ok()) {
+          status = store->CompleteJob(lease, MakeVerdict(compile ? "compiled" : "pass"));
+        }
+        // Losing the lease to a cancel is expected; anything else is a failure.
+        if (!status.ok() && !IsLeaseLost(status)) {
+          errors[w] = status.ToString();
+          return;
+        }
+      }
+      errors[w] = "did not finish within 30 s";
+    });
+  }
+  threads.emplace_back([&] {
+    for (int i = 0; i < kSubmissions; i += 2) {
+      auto cancelled = store->CancelSubmission(ids[i], kAcme);
+      if (!cancelled.ok()) errors[kWorkers] = cancelled.status().ToString();
+      std::this_thread::sleep_for(std::chrono::milliseconds(3));
+    }
+    cancels_done = true;
+  });
+  for (std::thread& thread : threads) thread.join();
+  for (const std::string& error : errors) {
+    INFO(error);
+    CHECK(error.empty());
+  }
+  // Deadlocks would cost deadlock_timeout (1 s) each before a retry; none should happen.
+  CHECK(absl::Now() - started < absl::Seconds(15));
+  REQUIRE(database().Scalar("SELECT count(*) FROM verdicts").value() ==
+          std::to_string(kSubmissions));
+  REQUIRE(
+      database().Scalar("SELECT count(*) FROM jobs WHERE state IN ('queued', 'leased')").value() ==
+      "0");
+  for (int i = 0; i < kSubmissions; ++i) {
+    SubmissionRow row = ValueOrFail(store->GetSubmission(ids[i], kAcme));
+    INFO(ids[i]);
+    if (i % 2 == 0) {
+      // Cancelled in time, or finished before the cancel came; never both.
+      REQUIRE((row.state == "cancelled" || row.state == "finished"));
+      REQUIRE(row.verdict->verdict_class == (row.state == "cancelled" ? "cancelled" : "pass"));
+    } else {
+      REQUIRE(row.state == "finished");
+      REQUIRE(row.verdict->verdict_class == "pass");
+    }
+    std::vector<StageEventRow> events = ValueOrFail(store->ListStageEvents(ids[i], 0));
+    REQUIRE(events.back().stage == "done");
+    for (size_t e = 0; e < events.size(); ++e) REQUIRE(events[e].seq == static_cast<int>(e) + 1);
+  }
+}
+
 TEST_CASE_METHOD(PgFixture, "LISTEN/NOTIFY wakes waiting leasers and watchers", "[store][queue]") {
   auto store = ConnectStore();
   CreateTenants(*store);
