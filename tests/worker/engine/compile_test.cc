@@ -1,8 +1,13 @@
 #include "worker/engine/compile.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <string>
 
 #include "common/sha256.h"
@@ -278,6 +283,61 @@ TEST_CASE("Raw PTX goes straight to ptxas") {
   CHECK(broken.failure == CompileFailure::kAssembler);
   CHECK(broken.log.find("submission.ptx") != std::string::npos);
   CheckNoHostPaths(broken.log);
+}
+
+TEST_CASE("A PTX module must target the task's arch") {
+  CompileRequest request;
+  request.language = SourceLanguage::kPtx;
+  request.arch = "sm_90a";
+  request.source =
+      ".version 9.0\n.target sm_90\n.address_size 64\n.visible .entry k() {\n  ret;\n}\n";
+  const CompileResult result = MustCompile(request);
+  CHECK(result.failure == CompileFailure::kSourceRejected);
+  CHECK(
+      result.log ==
+      "submission.ptx: the module's .target is 'sm_90'; this task's arch needs '.target sm_90a'\n");
+}
+
+// Points PTXBENCH_PTXAS at another program for one test.
+class PtxasOverride {
+ public:
+  explicit PtxasOverride(const std::string& path) { setenv("PTXBENCH_PTXAS", path.c_str(), 1); }
+  ~PtxasOverride() { unsetenv("PTXBENCH_PTXAS"); }
+};
+
+TEST_CASE("A ptxas that cannot run is an infrastructure error") {
+  PtxasOverride missing("/nonexistent/ptxas");
+  auto result = Compile(Request(kWgmmaKernel, "sm_90a"));
+  REQUIRE_FALSE(result.ok());
+  CHECK(std::string(result.status().message()).find("cannot run ptxas at /nonexistent/ptxas") !=
+        std::string::npos);
+}
+
+TEST_CASE("A ptxas that runs past the deadline is killed") {
+  char dir[] = "/tmp/ptxbench_slow_ptxas_XXXXXX";
+  REQUIRE(mkdtemp(dir) != nullptr);
+  const std::string script = std::string(dir) + "/ptxas";
+  {
+    std::ofstream out(script);
+    out << "#!/bin/sh\n"
+           "if [ \"$1\" = --version ]; then echo 'Cuda compilation tools, release 13.0, V13.0.88'; "
+           "exit 0; fi\n"
+           "exec sleep 30\n";
+  }
+  REQUIRE(chmod(script.c_str(), 0755) == 0);
+  PtxasOverride slow(script);
+  CompileRequest request = Request(kWgmmaKernel, "sm_90a");
+  request.limits.max_seconds = 1.5;
+  const auto start = std::chrono::steady_clock::now();
+  const CompileResult result = MustCompile(request);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  CHECK(result.failure == CompileFailure::kTimeout);
+  CHECK(result.log.find("ptxas killed: compilation ran past the limit of 1.5 s") !=
+        std::string::npos);
+  CHECK(seconds < 5);
+  std::remove(script.c_str());
+  rmdir(dir);
 }
 
 TEST_CASE("Limits: size, NUL bytes, time, log and module size") {

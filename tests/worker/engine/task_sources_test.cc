@@ -79,5 +79,38 @@ TEST_CASE("Solutions and decoys of the repository's tasks meet their expectation
   CHECK(checked > 0);
 }
 
+// The example in the contract every prompt carries must itself be a valid plan for the GEMM task.
+TEST_CASE("The contract's GEMM example plan validates against a kernel with its signature") {
+  const std::string contract = ReadFile(SourceDir() + "/tasks/_shared/contract/submission.md");
+  const size_t begin = contract.find("/* PTXBENCH_PLAN", contract.find("### Example"));
+  REQUIRE(begin != std::string::npos);
+  const size_t end = contract.find("```", begin);
+  REQUIRE(end != std::string::npos);
+  std::string source = contract.substr(begin, end - begin);
+  // The example declares the kernel; give it a body and the CUtensorMap type.
+  const size_t semicolon = source.rfind(';');
+  REQUIRE(semicolon != std::string::npos);
+  source = "struct alignas(64) CUtensorMap { unsigned long long opaque[16]; };\n" +
+           source.substr(0, semicolon) + " { if (M < 0) C[0] = N + K; }\n";
+  CompileRequest request;
+  request.source = source;
+  request.arch = "sm_90a";
+  auto compiled = Compile(request);
+  REQUIRE(compiled.ok());
+  INFO(compiled->log);
+  REQUIRE(compiled->ok);
+
+  auto task = LoadTask(SourceDir() + "/tasks/gemm_n7168_k5120");
+  REQUIRE(task.ok());
+  PlanOr<LaunchPlan> plan = SelectLaunchPlan(std::nullopt, source);
+  REQUIRE(plan.ok());
+  for (const Workload& workload : task->workloads) {
+    PlanOr<ResolvedPlan> resolved =
+        ValidatePlan(plan.value(), *task, workload, DeviceLimits{}, compiled->kernels);
+    INFO(workload.name << ": " << (resolved.ok() ? "" : resolved.error().ToString()));
+    CHECK(resolved.ok());
+  }
+}
+
 }  // namespace
 }  // namespace ptxbench
