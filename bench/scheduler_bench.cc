@@ -17,6 +17,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
+#include <filesystem>
+#include <sstream>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -86,6 +89,7 @@ class ServerProcess {
     waitpid(pid_, &status, 0);
   }
   const std::string& address() const { return address_; }
+  pid_t pid() const { return pid_; }
   // VmRSS and VmHWM from /proc, in MiB.
   std::pair<double, double> MemoryMb() const {
     std::ifstream in(absl::StrCat("/proc/", pid_, "/status"));
@@ -101,6 +105,57 @@ class ServerProcess {
  private:
   pid_t pid_ = -1;
   std::string address_;
+};
+
+// CPU time (user + system) of one process, in clock ticks.
+int64_t CpuTicks(pid_t pid) {
+  std::ifstream in(absl::StrCat("/proc/", pid, "/stat"));
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // Fields after the command name, which is in parentheses and may hold spaces.
+  std::istringstream fields(stat.substr(stat.rfind(')') + 2));
+  std::string field;
+  int64_t ticks = 0;
+  for (int i = 3; i <= 15 && fields >> field; ++i) {
+    if (i == 14 || i == 15) ticks += std::atoll(field.c_str());
+  }
+  return ticks;
+}
+
+// CPU time of every PostgreSQL backend serving `database` (their command lines read
+// "postgres: <user> <database> <client> ..."), in clock ticks.
+int64_t PostgresTicks(const std::string& database) {
+  int64_t ticks = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || !std::isdigit(static_cast<unsigned char>(name[0]))) continue;
+    std::ifstream in(entry.path() / "cmdline");
+    std::string cmdline;
+    std::getline(in, cmdline, '\0');
+    if (absl::StartsWith(cmdline, "postgres: ") &&
+        absl::StrContains(cmdline, absl::StrCat(" ", database, " "))) {
+      ticks += CpuTicks(std::atoi(name.c_str()));
+    }
+  }
+  return ticks;
+}
+
+// Where the CPU time of a phase went, in milliseconds per operation.
+struct CpuSplit {
+  pid_t server;
+  std::string database;
+  int64_t server_start = 0;
+  int64_t postgres_start = 0;
+
+  void Start() {
+    server_start = CpuTicks(server);
+    postgres_start = PostgresTicks(database);
+  }
+  nlohmann::json PerOperation(int operations) const {
+    const double ms_per_tick = 1000.0 / static_cast<double>(sysconf(_SC_CLK_TCK));
+    return {{"server_cpu_ms", (CpuTicks(server) - server_start) * ms_per_tick / operations},
+            {"postgres_cpu_ms",
+             (PostgresTicks(database) - postgres_start) * ms_per_tick / operations}};
+  }
 };
 
 // Distinct channel arguments give each simulated client its own HTTP/2 connection, as
@@ -221,6 +276,39 @@ double LeaseMany(const std::string& address, const std::string& token, int worke
   return total / seconds;
 }
 
+// Submitters and 16 workers at once, so the queue stays as short as the workers keep it:
+// the scheduler in steady state. Returns completed jobs per second.
+double SteadyState(const std::string& address, const std::string& vendor,
+                   const std::string& worker_token, int workers, int total) {
+  std::atomic<int> done{0};
+  std::vector<std::unique_ptr<grpc::ClientContext>> contexts(workers);
+  std::vector<SimWorker> sims;
+  for (int w = 0; w < workers; ++w) sims.push_back(RegisterWorker(address, worker_token, 100 + w));
+  std::vector<std::thread> threads;
+  const absl::Time start = absl::Now();
+  for (int w = 0; w < workers; ++w) {
+    contexts[w] = std::make_unique<grpc::ClientContext>();
+    Authorize(contexts[w].get(), worker_token);
+    threads.emplace_back([&, w] {
+      v1::LeaseRequest request;
+      request.set_worker_id(sims[w].worker_id);
+      request.set_slots(1);
+      auto reader = sims[w].stub->Lease(contexts[w].get(), request);
+      v1::LeasedJob job;
+      while (reader->Read(&job)) {
+        CompleteJob(sims[w], worker_token, job);
+        if (++done >= total) break;
+      }
+    });
+  }
+  SubmitMany(address, vendor, total, 8, 2000000);
+  while (done < total) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  for (auto& context : contexts) context->TryCancel();
+  for (auto& thread : threads) thread.join();
+  return total / seconds;
+}
+
 // One idle worker waits on its Lease stream; each sample submits one job and times its
 // arrival. Returns the samples in milliseconds, sorted.
 std::vector<double> SubmitToLeaseLatency(const std::string& address, const std::string& vendor,
@@ -316,17 +404,30 @@ int Main(int argc, char** argv) {
   const std::string vendor = CreateToken(*admin, admin_token, "bench", v1::ROLE_VENDOR);
   const std::string worker_token = CreateToken(*admin, admin_token, "bench", v1::ROLE_WORKER);
 
+  const std::string database = database_url.substr(database_url.rfind('/') + 1);
+  CpuSplit cpu{server.pid(), database};
+  cpu.Start();
   const double submits_per_s = SubmitMany(address, vendor, submissions, 8, 0);
+  const nlohmann::json submit_cpu = cpu.PerOperation(submissions);
   std::cerr << "scheduler_bench: accepted " << submissions << " submissions at " << submits_per_s
-            << "/s\n";
+            << "/s; CPU per submission " << submit_cpu.dump() << "\n";
+  cpu.Start();
   const double leases_per_s = LeaseMany(address, worker_token, workers, submissions);
-  std::cerr << "scheduler_bench: " << workers << " workers leased and completed " << submissions
-            << " jobs at " << leases_per_s << "/s\n";
+  const nlohmann::json lease_cpu = cpu.PerOperation(submissions);
+  std::cerr << "scheduler_bench: " << workers << " workers leased and completed a backlog of "
+            << submissions << " jobs at " << leases_per_s << "/s; CPU per lease+complete "
+            << lease_cpu.dump() << "\n";
+  cpu.Start();
+  const double steady_per_s = SteadyState(address, vendor, worker_token, workers, submissions);
+  const nlohmann::json steady_cpu = cpu.PerOperation(submissions);
+  std::cerr << "scheduler_bench: steady state (8 submitters, " << workers << " workers): "
+            << steady_per_s << " jobs/s; CPU per submit+lease+complete " << steady_cpu.dump()
+            << "\n";
   const auto latencies = SubmitToLeaseLatency(address, vendor, worker_token, samples);
   const double p50 = Percentile(latencies, 0.50);
   const double p99 = Percentile(latencies, 0.99);
   std::cerr << "scheduler_bench: submit->lease p50 " << p50 << " ms, p99 " << p99 << " ms\n";
-  SubmitMany(address, vendor, rss_jobs, 8, 1000000);
+  const double deep_submits_per_s = SubmitMany(address, vendor, rss_jobs, 8, 1000000);
   const auto [rss, hwm] = server.MemoryMb();
   std::cerr << "scheduler_bench: server RSS with " << rss_jobs << " jobs queued: " << rss
             << " MiB (peak " << hwm << " MiB)\n";
@@ -339,6 +440,10 @@ int Main(int argc, char** argv) {
       {"workers", workers},
       {"accepted_submissions_per_s", submits_per_s},
       {"leases_per_s", leases_per_s},
+      {"steady_state_jobs_per_s", steady_per_s},
+      {"submissions_per_s_filling_rss_queue", deep_submits_per_s},
+      {"cpu_ms_per_operation", {{"submit", submit_cpu}, {"lease_and_complete", lease_cpu},
+                                {"steady_submit_lease_complete", steady_cpu}}},
       {"submit_to_lease_ms", {{"p50", p50}, {"p99", p99}, {"samples", latencies.size()},
                               {"max", latencies.empty() ? 0 : latencies.back()}}},
       {"server_rss_mb", {{"queued_jobs", rss_jobs}, {"rss", rss}, {"peak", hwm}}},

@@ -32,6 +32,7 @@
 #include "server/api/api_context.h"
 #include "server/api/auth.h"
 #include "server/api/job_tracker.h"
+#include "server/api/lease_dispatcher.h"
 #include "server/api/notifier.h"
 #include "server/api/services.h"
 #include "server/embedded_pg/embedded_postgres.h"
@@ -152,7 +153,7 @@ class Server::Impl {
     context_.catalog = catalog_.get();
     context_.metrics = metrics_.get();
     context_.auth = auth_.get();
-    context_.queue_changes = &queue_changes_;
+    context_.leases = &leases_;
     context_.event_changes = &event_changes_;
     context_.jobs = &jobs_;
     context_.options.lease_seconds = options_.lease_seconds;
@@ -222,7 +223,7 @@ class Server::Impl {
       spdlog::info("ptxbench-server stopping");
       server_->GetHealthCheckService()->SetServingStatus(false);
       // Streams see this within cancel_check_interval and return; unary calls finish.
-      queue_changes_.Shutdown();
+      leases_.Shutdown();
       event_changes_.Shutdown();
       server_->Shutdown(std::chrono::system_clock::now() +
                         absl::ToChronoNanoseconds(options_.shutdown_grace));
@@ -265,7 +266,7 @@ class Server::Impl {
         spdlog::warn("reaper: {}", reaped.status().ToString());
       } else if (*reaped > 0) {
         spdlog::info("reaper: requeued {} jobs with expired leases", *reaped);
-        queue_changes_.Notify();
+        leases_.JobsAvailable("");
         event_changes_.Notify();
       }
       lock.lock();
@@ -274,7 +275,6 @@ class Server::Impl {
 
   // Turns PostgreSQL NOTIFYs (changes made by other replicas, or by this one) into wake-ups.
   void ListenLoop(bool queue) {
-    api::Notifier& notifier = queue ? queue_changes_ : event_changes_;
     store::Store* store = store_handle_->store();
     // The store's change counter is read before each wait, so a NOTIFY that lands between
     // two waits is not lost.
@@ -293,7 +293,11 @@ class Server::Impl {
         std::unique_lock<std::mutex> lock(threads_mu_);
         threads_cv_.wait_for(lock, std::chrono::seconds(1), [this] { return stopping_; });
       } else if (*woken) {
-        notifier.Notify();
+        if (queue) {
+          leases_.JobsAvailable("");
+        } else {
+          event_changes_.Notify();
+        }
       }
     }
   }
@@ -305,7 +309,7 @@ class Server::Impl {
   int schema_version_ = 0;
   std::unique_ptr<Metrics> metrics_;
   std::unique_ptr<api::Authenticator> auth_;
-  api::Notifier queue_changes_;
+  api::LeaseDispatcher leases_;
   api::Notifier event_changes_;
   api::JobTracker jobs_;
   api::ApiContext context_;

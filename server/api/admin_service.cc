@@ -42,7 +42,7 @@ class AdminServiceImpl final : public v1::AdminService::Service {
                        ctx_->store->SetWorkerState(request->worker_id(), "draining",
                                                    "drained by an admin", caller.Actor()));
       ctx_->jobs->SetDraining(row.worker_id, true);
-      ctx_->queue_changes->Notify();
+      ctx_->leases->WakeWorker(row.worker_id);
       spdlog::info("worker draining worker_id={} by_token={}", row.worker_id, caller.token_id);
       *response = WorkerFromRow(row);
       return absl::OkStatus();

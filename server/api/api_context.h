@@ -12,6 +12,7 @@
 #include "common/task.h"
 #include "server/api/auth.h"
 #include "server/api/job_tracker.h"
+#include "server/api/lease_dispatcher.h"
 #include "server/api/notifier.h"
 #include "server/metrics.h"
 #include "server/store/store.h"
@@ -39,7 +40,7 @@ struct ApiContext {
   const TaskCatalog* catalog = nullptr;
   server::Metrics* metrics = nullptr;
   Authenticator* auth = nullptr;
-  Notifier* queue_changes = nullptr;
+  LeaseDispatcher* leases = nullptr;
   Notifier* event_changes = nullptr;
   JobTracker* jobs = nullptr;
   ApiOptions options;

@@ -26,6 +26,7 @@ class JobTracker {
     std::string submission_id;
     std::string task_id;
     std::string arch;
+    std::string kind;  // "compile" or "evaluate".
     absl::Time leased_at;
   };
 

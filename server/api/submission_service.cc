@@ -169,7 +169,7 @@ class SubmissionServiceImpl final : public v1::SubmissionService::Service {
       // Returns only after the transaction committed: an OK answer means durable.
       ASSIGN_OR_RETURN(row, ctx_->store->CreateSubmission(submission));
     }
-    ctx_->queue_changes->Notify();
+    ctx_->leases->JobsAvailable(row.arch);
     ctx_->event_changes->Notify();
     ctx_->metrics->RecordSubmission(row.tenant, row.model, row.task_id, row.arch);
     spdlog::info("submission accepted submission_id={} tenant={} task={} arch={} model=\"{}\" "
@@ -217,7 +217,6 @@ class SubmissionServiceImpl final : public v1::SubmissionService::Service {
     ASSIGN_OR_RETURN(store::SubmissionRow row, ctx_->store->CancelSubmission(
                                                    request.submission_id(), caller.VisibleTenant(),
                                                    caller.Actor()));
-    ctx_->queue_changes->Notify();
     ctx_->event_changes->Notify();
     if (before.state != "cancelled" && row.state == "cancelled") {
       ctx_->metrics->RecordVerdict(row.tenant, row.model, row.task_id, row.arch, "cancelled");

@@ -3,10 +3,12 @@
 // and handed to another gets FAILED_PRECONDITION "lease lost" and changes nothing.
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
 #include "ptxbench/v1/worker.grpc.pb.h"
@@ -109,13 +111,30 @@ class WorkerServiceImpl final : public v1::WorkerService::Service {
     const std::string& worker_id = request.worker_id();
     ASSIGN_OR_RETURN(store::WorkerRow worker, FindWorker(worker_id));
     ctx_->jobs->SetDraining(worker_id, worker.state == "draining");
-    spdlog::info("lease stream opened worker_id={} slots={}", worker_id, slots);
+    LeaseDispatcher::Waiter waiter;
+    waiter.worker_id = worker_id;
+    waiter.pool =
+        LeaseDispatcher::PoolOf(worker.registration.arch, worker.registration.compile_only);
+    ctx_->leases->Add(&waiter);
+    absl::Cleanup unregister = [&] { ctx_->leases->Remove(&waiter); };
+    spdlog::info("lease stream opened worker_id={} slots={} pool={}", worker_id, slots,
+                 waiter.pool);
 
     while (true) {
-      // Read the generation before looking at the queue, so a job enqueued between the look
-      // and the wait wakes us at once.
-      const uint64_t seen = ctx_->queue_changes->generation();
-      if (!ctx_->jobs->Draining(worker_id) && ctx_->jobs->Held(worker_id) < slots) {
+      if (ctx_->leases->shutting_down()) {
+        // A server shutdown ends the stream cleanly: the worker reconnects to a replica.
+        spdlog::info("lease stream closed worker_id={} reason=server_shutdown", worker_id);
+        return absl::OkStatus();
+      }
+      if (context->IsCancelled()) {
+        spdlog::info("lease stream closed worker_id={} reason=client", worker_id);
+        return absl::CancelledError("worker went away");
+      }
+      const bool free_slot =
+          !ctx_->jobs->Draining(worker_id) && ctx_->jobs->Held(worker_id) < slots;
+      // Read before asking the store, so that a job enqueued meanwhile is not slept through.
+      const uint64_t seen = ctx_->leases->Generation(waiter.pool);
+      if (free_slot) {
         const absl::Time start = absl::Now();
         auto job = ctx_->store->LeaseJob(worker_id);
         if (!job.ok()) {
@@ -126,34 +145,45 @@ class WorkerServiceImpl final : public v1::WorkerService::Service {
                        job.status().ToString());
         } else if (job->has_value()) {
           ctx_->metrics->RecordLeaseLatency(absl::ToDoubleSeconds(absl::Now() - start));
-          const store::LeasedJobRow& row = **job;
-          ctx_->jobs->Leased({row.lease, row.submission_id, row.task_id, row.arch, absl::Now()});
-          ctx_->event_changes->Notify();
-          if (!writer->Write(LeasedJobFromRow(row, ctx_->options.lease_seconds))) {
-            // The worker never saw the job: give it back now rather than after lease expiry.
-            ctx_->jobs->Released(row.lease.job_id);
-            auto status = ctx_->store->FailJob(row.lease, "infrastructure",
-                                               "lease stream closed before the job was delivered");
-            ctx_->queue_changes->Notify();
-            spdlog::warn("lease: undelivered job returned job_id={} submission_id={} status={}",
-                         row.lease.job_id, row.submission_id, status.status().ToString());
-            return absl::CancelledError("worker went away");
-          }
-          spdlog::info("job leased job_id={} attempt={} kind={} submission_id={} worker_id={}",
-                       row.lease.job_id, row.lease.attempt, row.kind, row.submission_id,
-                       worker_id);
+          ctx_->leases->PassOn(waiter.pool);
+          RETURN_IF_ERROR(Deliver(**job, writer));
           continue;
         }
       }
-      if (!WaitForChangeOrPoll(*ctx_, *ctx_->queue_changes, seen, ctx_->options.poll_interval,
-                               context)) {
-        spdlog::info("lease stream closed worker_id={} reason={}", worker_id,
-                     ctx_->queue_changes->shutting_down() ? "server shutdown" : "client");
-        // A server shutdown ends the stream cleanly: the worker reconnects to a replica.
-        return ctx_->queue_changes->shutting_down() ? absl::OkStatus()
-                                                    : absl::CancelledError("worker went away");
+      // Wait for a wake-up or the next poll, in steps short enough to notice a departed
+      // client (a sync handler is not interrupted by cancellation).
+      const absl::Time poll_at = absl::Now() + ctx_->options.poll_interval;
+      while (!ctx_->leases->shutting_down() && !context->IsCancelled()) {
+        const absl::Duration left = poll_at - absl::Now();
+        if (left <= absl::ZeroDuration()) break;
+        if (ctx_->leases->Wait(&waiter, free_slot, seen,
+                               std::min(left, ctx_->options.cancel_check_interval))) {
+          break;
+        }
       }
     }
+  }
+
+  // Sends a leased job down the stream; a job the worker never received goes back to the
+  // queue at once rather than after its lease expires.
+  absl::Status Deliver(const store::LeasedJobRow& row,
+                       grpc::ServerWriter<v1::LeasedJob>* writer) {
+    ctx_->jobs->Leased(
+        {row.lease, row.submission_id, row.task_id, row.arch, row.kind, absl::Now()});
+    ctx_->event_changes->Notify();
+    if (!writer->Write(LeasedJobFromRow(row, ctx_->options.lease_seconds))) {
+      ctx_->jobs->Released(row.lease.job_id);
+      auto status = ctx_->store->FailJob(row.lease, "infrastructure",
+                                         "lease stream closed before the job was delivered");
+      ctx_->leases->JobsAvailable(row.arch);
+      spdlog::warn("lease: undelivered job returned job_id={} submission_id={} status={}",
+                   row.lease.job_id, row.submission_id, status.status().ToString());
+      return absl::CancelledError("worker went away");
+    }
+    spdlog::info("job leased job_id={} attempt={} kind={} submission_id={} worker_id={}",
+                 row.lease.job_id, row.lease.attempt, row.kind, row.submission_id,
+                 row.lease.worker_id);
+    return absl::OkStatus();
   }
 
   absl::Status DoHeartbeat(RpcScope& rpc, const v1::HeartbeatRequest& request,
@@ -182,8 +212,9 @@ class WorkerServiceImpl final : public v1::WorkerService::Service {
     }
     for (const auto& job_id : result.cancelled_job_ids) response->add_cancelled_job_ids(job_id);
     response->set_drain(result.drain);
+    const bool drain_changed = ctx_->jobs->Draining(request.worker_id()) != result.drain;
     ctx_->jobs->SetDraining(request.worker_id(), result.drain);
-    if (released > 0) ctx_->queue_changes->Notify();
+    if (released > 0 || drain_changed) ctx_->leases->WakeWorker(request.worker_id());
     return absl::OkStatus();
   }
 
@@ -224,8 +255,12 @@ class WorkerServiceImpl final : public v1::WorkerService::Service {
     absl::Status status = ctx_->store->CompleteJob(lease, verdict);
     // Whether completed or lost, the job no longer holds one of this worker's slots.
     auto held = ctx_->jobs->Released(lease.job_id);
-    ctx_->queue_changes->Notify();
+    ctx_->leases->WakeWorker(lease.worker_id);
     ctx_->event_changes->Notify();
+    // A compile job of a full-scope submission that compiled enqueues its evaluate job.
+    if (status.ok() && held.has_value() && held->kind == "compile" && verdict.compiled) {
+      ctx_->leases->JobsAvailable(held->arch);
+    }
     if (!status.ok()) {
       spdlog::warn("complete refused job_id={} worker_id={} attempt={} error=\"{}\"",
                    lease.job_id, lease.worker_id, lease.attempt, status.ToString());
@@ -250,7 +285,7 @@ class WorkerServiceImpl final : public v1::WorkerService::Service {
     const store::LeaseRef lease = LeaseRefFromProto(request.lease());
     auto will_retry = ctx_->store->FailJob(lease, kind, request.reason());
     auto held = ctx_->jobs->Released(lease.job_id);
-    ctx_->queue_changes->Notify();
+    ctx_->leases->WakeWorker(lease.worker_id);
     ctx_->event_changes->Notify();
     if (!will_retry.ok()) return will_retry.status();
     response->set_will_retry(*will_retry);
