@@ -1,14 +1,12 @@
 #include "worker/engine/compile.h"
 
-#include <unistd.h>
-
+#include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <cstdlib>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "common/sha256.h"
 #include "common/status.h"
 #include "worker/engine/nvrtc_program.h"
