@@ -45,6 +45,10 @@ function(ptxbench_add_test name)
   target_compile_options(${name} PRIVATE ${PTXBENCH_WARNINGS})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} ptxbench_test_main)
   set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
-  catch_discover_tests(${name} PROPERTIES LABELS "${ARG_LABELS}"
-                       ENVIRONMENT "PTXBENCH_SOURCE_DIR=${CMAKE_SOURCE_DIR}")
+  # An empty LABELS value would swallow the next keyword as its value, so add it only when set.
+  set(properties ENVIRONMENT "PTXBENCH_SOURCE_DIR=${CMAKE_SOURCE_DIR}")
+  if(ARG_LABELS)
+    list(APPEND properties LABELS "${ARG_LABELS}")
+  endif()
+  catch_discover_tests(${name} PROPERTIES ${properties})
 endfunction()
