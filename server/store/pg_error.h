@@ -26,6 +26,7 @@ struct PgFailure {
 //   23xxx other constraints, 22xxx data exceptions   -> INVALID_ARGUMENT
 //   42501 insufficient privilege                     -> PERMISSION_DENIED
 //   42P01 undefined table, 42703 undefined column    -> FAILED_PRECONDITION (not migrated)
+//   55xxx object not in prerequisite state           -> FAILED_PRECONDITION
 //   57014 query cancelled (statement_timeout)        -> DEADLINE_EXCEEDED
 //   53xxx insufficient resources                     -> RESOURCE_EXHAUSTED
 //   anything else                                    -> INTERNAL
