@@ -56,7 +56,7 @@ grpc::Status RpcScope::Finish(const absl::Status& status) {
 }
 
 bool WaitForChangeOrPoll(const ApiContext& ctx, Notifier& notifier, uint64_t seen,
-                         absl::Duration poll, grpc::ServerContext* context) {
+                         absl::Duration poll, grpc::ServerContextBase* context) {
   const absl::Time deadline = absl::Now() + poll;
   while (true) {
     if (notifier.shutting_down() || context->IsCancelled()) return false;

@@ -28,7 +28,7 @@ grpc::Status ToGrpcStatus(const absl::Status& status);
 //   return rpc.Finish(absl::OkStatus());
 class RpcScope {
  public:
-  RpcScope(ApiContext* ctx, const char* method, grpc::ServerContext* context)
+  RpcScope(ApiContext* ctx, const char* method, grpc::ServerContextBase* context)
       : ctx_(ctx), method_(method), context_(context), start_(absl::Now()) {}
 
   absl::StatusOr<Caller> Authenticate(std::initializer_list<Role> roles);
@@ -41,7 +41,7 @@ class RpcScope {
  private:
   ApiContext* ctx_;
   const char* method_;
-  grpc::ServerContext* context_;
+  grpc::ServerContextBase* context_;
   absl::Time start_;
 };
 
@@ -49,7 +49,7 @@ class RpcScope {
 // cancel_check_interval to notice a departed client. Returns false when the stream should end
 // (client gone or server shutting down), true when the caller should look at the store again.
 bool WaitForChangeOrPoll(const ApiContext& ctx, Notifier& notifier, uint64_t seen,
-                         absl::Duration poll, grpc::ServerContext* context);
+                         absl::Duration poll, grpc::ServerContextBase* context);
 
 }  // namespace ptxbench::api
 

@@ -1,9 +1,13 @@
 #include "server/api/validate.h"
 
+#include <map>
 #include <set>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/wire_format_lite.h"
 #include "server/api/convert.h"
 
 namespace ptxbench::api {
@@ -60,7 +64,53 @@ absl::Status ValidateTaskAndArch(const std::string& task_id, v1::Arch arch,
 
 bool IsHex(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
 
+// Walks one serialized message's fields; returns the path of the first string field that is
+// not UTF-8 (with the offset inside it), or nullopt.
+std::optional<std::pair<std::string, size_t>> FindInvalidUtf8Field(
+    const google::protobuf::Descriptor* descriptor, const std::string& bytes,
+    const std::string& prefix, int depth) {
+  using google::protobuf::FieldDescriptor;
+  using google::protobuf::internal::WireFormatLite;
+  if (depth > 32) return std::nullopt;
+  google::protobuf::io::CodedInputStream input(reinterpret_cast<const uint8_t*>(bytes.data()),
+                                               static_cast<int>(bytes.size()));
+  std::map<int, int> seen;  // Occurrences per field number: the index of repeated fields.
+  while (uint32_t tag = input.ReadTag()) {
+    const int number = WireFormatLite::GetTagFieldNumber(tag);
+    const FieldDescriptor* field = descriptor->FindFieldByNumber(number);
+    if (field == nullptr ||
+        WireFormatLite::GetTagWireType(tag) != WireFormatLite::WIRETYPE_LENGTH_DELIMITED) {
+      if (!WireFormatLite::SkipField(&input, tag)) return std::nullopt;
+      continue;
+    }
+    uint32_t length = 0;
+    std::string value;
+    if (!input.ReadVarint32(&length) || !input.ReadString(&value, static_cast<int>(length))) {
+      return std::nullopt;
+    }
+    std::string path = prefix.empty() ? field->name() : absl::StrCat(prefix, ".", field->name());
+    const int index = seen[number]++;
+    if (field->is_repeated()) path = absl::StrCat(path, "[", index, "]");
+    if (field->type() == FieldDescriptor::TYPE_STRING) {
+      if (auto offset = FindInvalidUtf8(value)) return std::make_pair(path, *offset);
+    } else if (field->type() == FieldDescriptor::TYPE_MESSAGE) {
+      if (auto found = FindInvalidUtf8Field(field->message_type(), value, path, depth + 1)) {
+        return found;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
+
+absl::Status DescribeParseFailure(const google::protobuf::Descriptor* descriptor,
+                                  const std::string& bytes) {
+  if (auto found = FindInvalidUtf8Field(descriptor, bytes, "", 0)) {
+    return Invalid(found->first, absl::StrCat("not valid UTF-8 (byte ", found->second, ")"));
+  }
+  return Invalid("request", absl::StrCat("not a valid ", descriptor->full_name()));
+}
 
 std::optional<size_t> FindInvalidUtf8(const std::string& text) {
   const auto* bytes = reinterpret_cast<const unsigned char*>(text.data());

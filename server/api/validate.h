@@ -11,6 +11,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "google/protobuf/descriptor.h"
 #include "common/task.h"
 #include "ptxbench/v1/admin.pb.h"
 #include "ptxbench/v1/vendor.pb.h"
@@ -31,6 +32,14 @@ inline constexpr size_t kMaxExpressionBytes = 256;
 // The byte offset of the first byte that is not part of well-formed UTF-8 (RFC 3629: no
 // overlong forms, no surrogates, nothing above U+10FFFF), or nullopt when all of it is.
 std::optional<size_t> FindInvalidUtf8(const std::string& text);
+
+// Why a serialized message failed to parse, when the reason is a string field that is not
+// UTF-8 (protobuf refuses those in proto3 while parsing): INVALID_ARGUMENT naming the field
+// by its path, e.g. "source: not valid UTF-8 (byte 27)" or
+// "launch_plan.launches[0].grid[1]: ...". Any other malformation: INVALID_ARGUMENT "request:
+// not a valid <message type>".
+absl::Status DescribeParseFailure(const google::protobuf::Descriptor* descriptor,
+                                  const std::string& bytes);
 
 // Submit: the task exists and is defined for the arch; enums are known; sizes and the plan's
 // shape are within limits.

@@ -4,7 +4,11 @@
 #include <grpcpp/generic/generic_stub.h>
 
 #include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <functional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -439,6 +443,97 @@ TEST_CASE("the health service reports SERVING and reflection lists the services"
   server.server().GracefulStop();
   auto stopped = api::CheckHealth(health);
   CHECK_FALSE((stopped.ok() && *stopped == "SERVING"));
+}
+
+TEST_CASE("a source that is not UTF-8 is refused without harm", "[api][validation]") {
+  TestServer server;
+  const std::string vendor = server.CreateToken("acme", v1::ROLE_VENDOR);
+  v1::SubmitRequest request = ValidSubmit();
+  request.set_source("__global__ void k() {}\n// \xc3\x28 broken\n");
+  auto status = Submit(server, vendor, request);
+  // The C++ client sends the bytes (protobuf only logs an error); the server names the field.
+  CHECK(status.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  CHECK(status.error_message() == "source: not valid UTF-8 (byte 26)");
+  // Also deep inside the launch plan, with the path of the repeated fields.
+  request = ValidSubmit();
+  request.mutable_launch_plan()->mutable_launches(0)->set_grid(1, "N\xff");
+  status = Submit(server, vendor, request);
+  CHECK(status.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  CHECK(status.error_message() == "launch_plan.launches[0].grid[1]: not valid UTF-8 (byte 1)");
+  // Nothing was stored and the server still serves.
+  grpc::ClientContext context;
+  Authorize(&context, vendor);
+  v1::ListSubmissionsResponse listed;
+  REQUIRE(server.submissions()->ListSubmissions(&context, v1::ListSubmissionsRequest(), &listed).ok());
+  CHECK(listed.submissions_size() == 0);
+  CHECK(Submit(server, vendor, ValidSubmit()).ok());
+}
+
+// A self-signed certificate for 127.0.0.1, made with the openssl command line tool.
+struct TestCertificate {
+  std::string dir;
+  std::string cert;
+  std::string key;
+};
+
+TestCertificate MakeCertificate() {
+  std::string templ = "/tmp/ptxbench-tls.XXXXXX";
+  REQUIRE(mkdtemp(templ.data()) != nullptr);
+  TestCertificate made{templ, templ + "/cert.pem", templ + "/key.pem"};
+  const std::string command = absl::StrCat(
+      "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost "
+      "-addext subjectAltName=IP:127.0.0.1,DNS:localhost -keyout ", made.key, " -out ",
+      made.cert, " >/dev/null 2>&1");
+  REQUIRE(std::system(command.c_str()) == 0);
+  return made;
+}
+
+TEST_CASE("TLS: the server speaks only TLS, and with a client CA only to holders of a certificate",
+          "[api][tls]") {
+  const TestCertificate certificate = MakeCertificate();
+  api::HealthCheckOptions health;
+  {
+    TestServerOptions options;
+    options.tls.cert_file = certificate.cert;
+    options.tls.key_file = certificate.key;
+    TestServer server(options);
+    health.address = server.address();
+    health.timeout = absl::Seconds(3);
+    // Plaintext is refused.
+    CHECK_FALSE(api::CheckHealth(health).ok());
+    health.tls_ca_file = certificate.cert;
+    auto serving = api::CheckHealth(health);
+    INFO(serving.status().ToString());
+    REQUIRE(serving.ok());
+    CHECK(*serving == "SERVING");
+    // The API answers over TLS (loopback bootstrap: no token yet).
+    CHECK(ListTenants(server, "").ok());
+  }
+  TestServerOptions options;
+  options.tls.cert_file = certificate.cert;
+  options.tls.key_file = certificate.key;
+  options.tls.client_ca_file = certificate.cert;
+  TestServer server(options);
+  health.address = server.address();
+  // A TLS client without a certificate is refused during the handshake.
+  CHECK_FALSE(api::CheckHealth(health).ok());
+  // One presenting a certificate the client CA signed is served.
+  std::ifstream cert_in(certificate.cert), key_in(certificate.key);
+  std::stringstream cert_pem, key_pem;
+  cert_pem << cert_in.rdbuf();
+  key_pem << key_in.rdbuf();
+  grpc::SslCredentialsOptions ssl;
+  ssl.pem_root_certs = cert_pem.str();
+  ssl.pem_cert_chain = cert_pem.str();
+  ssl.pem_private_key = key_pem.str();
+  auto channel = grpc::CreateChannel(server.address(), grpc::SslCredentials(ssl));
+  grpc::ClientContext context;
+  WithDeadline(&context, absl::Seconds(10));
+  v1::ListTenantsResponse tenants;
+  auto status = v1::AdminService::NewStub(channel)->ListTenants(&context, v1::ListTenantsRequest(), &tenants);
+  INFO(status.error_message());
+  CHECK(status.ok());
+  std::filesystem::remove_all(certificate.dir);
 }
 
 TEST_CASE("the metrics endpoint serves every family", "[api][metrics]") {

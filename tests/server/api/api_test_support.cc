@@ -109,6 +109,7 @@ TestServer::TestServer(const TestServerOptions& options) {
   server_options.reap_interval = options.reap_interval;
   server_options.store_pool_size = 8;
   server_options.shutdown_grace = absl::Seconds(2);
+  server_options.tls = options.tls;
   auto server = server::Server::Create(server_options);
   INFO(server.status().ToString());
   REQUIRE(server.ok());
@@ -117,7 +118,16 @@ TestServer::TestServer(const TestServerOptions& options) {
   INFO(started.ToString());
   REQUIRE(started.ok());
   REQUIRE(server_->port() > 0);
-  channel_ = grpc::CreateChannel(address(), grpc::InsecureChannelCredentials());
+  if (options.tls.cert_file.empty()) {
+    channel_ = grpc::CreateChannel(address(), grpc::InsecureChannelCredentials());
+  } else {
+    std::ifstream in(options.tls.cert_file);
+    std::stringstream pem;
+    pem << in.rdbuf();
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = pem.str();
+    channel_ = grpc::CreateChannel(address(), grpc::SslCredentials(ssl));
+  }
 }
 
 TestServer::~TestServer() { server_->GracefulStop(); }

@@ -47,6 +47,7 @@ struct TestServerOptions {
   // master thread's poll timeout), which most tests do not need to pay.
   bool metrics = false;
   std::string database_url;  // Empty: a fresh database.
+  server::TlsOptions tls;    // Files; the test channel then trusts tls.cert_file.
 };
 
 class TestServer {
