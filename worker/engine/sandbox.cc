@@ -107,7 +107,7 @@ nlohmann::json ToJson(const SandboxExit& e) {
 std::map<std::string, std::string> MinimalEnv(const std::string& private_dir) {
   std::map<std::string, std::string> env;
   for (const char* name : {"PATH", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_HOME",
-                           "PTXBENCH_NVDISASM", "PTXBENCH_COMPUTE_SANITIZER", "NCCL_NVLS_ENABLE",
+                           "PTXBENCH_NVDISASM", "PTXBENCH_COMPUTE_SANITIZER", "PTXBENCH_PTXAS", "NCCL_NVLS_ENABLE",
                            "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS", "LANG"}) {
     if (const char* v = std::getenv(name)) env[name] = v;
   }
@@ -148,25 +148,23 @@ absl::StatusOr<std::unique_ptr<Sandbox>> Sandbox::Start(const SandboxOptions& op
   pid_t pid = fork();
   if (pid < 0) return absl::InternalError(absl::StrCat("fork: ", std::strerror(errno)));
   if (pid == 0) {
-    int report = status_pipe[1];
+    // Lift the four child ends above 10 first, so no dup2 below can clobber one of them
+    // (a supervisor started with fds 0-2 closed gets pipes in that range).
+    int report = fcntl(status_pipe[1], F_DUPFD_CLOEXEC, 10);
+    int commands = fcntl(in_pipe[0], F_DUPFD_CLOEXEC, 10);
+    int output = fcntl(out_pipe[1], F_DUPFD_CLOEXEC, 10);
+    int events = fcntl(event_pipe[1], F_DUPFD_CLOEXEC, 10);
+    if (report < 0) _exit(125);
+    if (commands < 0 || output < 0 || events < 0) ChildFail(report, "fcntl(F_DUPFD)");
     if (setsid() < 0) ChildFail(report, "setsid");
-    // fds: 0 = commands, 1/2 = captured output, 3 = events.
-    if (dup2(in_pipe[0], 0) < 0 || dup2(out_pipe[1], 1) < 0 || dup2(out_pipe[1], 2) < 0) {
+    // fds: 0 = commands, 1/2 = captured output, 3 = events (dup2 clears close-on-exec).
+    if (dup2(commands, 0) < 0 || dup2(output, 1) < 0 || dup2(output, 2) < 0 ||
+        dup2(events, 3) < 0) {
       ChildFail(report, "dup2");
     }
-    if (event_pipe[1] == 3) {
-      fcntl(3, F_SETFD, 0);
-    } else if (dup2(event_pipe[1], 3) < 0) {
-      ChildFail(report, "dup2(3)");
-    }
-    if (report <= 3) {
-      int moved = fcntl(report, F_DUPFD_CLOEXEC, 10);
-      report = moved;
-    }
     // Close every other descriptor: nothing of the supervisor (sockets, the database) leaks.
-    for (int fd = 4; fd < 1024; ++fd) {
-      if (fd != report) close(fd);
-    }
+    if (report > 4) close_range(4, static_cast<unsigned>(report - 1), 0);
+    close_range(static_cast<unsigned>(report + 1), ~0U, 0);
     const char* method = "not requested";
     bool isolated = false;
     int unshare_errno = 0;

@@ -84,7 +84,6 @@ absl::StatusOr<std::unique_ptr<SassMetricsSession>> SassMetricsSession::Create(
   chip.deviceIndex = device_ordinal;
   PTXBENCH_CUPTI_TRY(cuptiDeviceGetChipName(&chip));
   s->chip_ = chip.pChipName;
-  std::vector<CUpti_SassMetrics_Config> configs;
   for (const char* name : kMetricNames) {
     CUpti_SassMetrics_GetProperties_Params props = {
         CUpti_SassMetrics_GetProperties_Params_STRUCT_SIZE};
@@ -92,14 +91,8 @@ absl::StatusOr<std::unique_ptr<SassMetricsSession>> SassMetricsSession::Create(
     props.pMetricName = name;
     PTXBENCH_CUPTI_TRY(cuptiSassMetricsGetProperties(&props));
     s->metrics_.push_back({props.metric.metricId, name});
-    configs.push_back({props.metric.metricId, CUPTI_SASS_METRICS_OUTPUT_GRANULARITY_GPU});
   }
-  CUpti_SassMetricsSetConfig_Params set = {CUpti_SassMetricsSetConfig_Params_STRUCT_SIZE};
-  set.numOfMetricConfig = configs.size();
-  set.pConfigs = configs.data();
-  set.deviceIndex = static_cast<uint32_t>(device_ordinal);
-  PTXBENCH_CUPTI_TRY(cuptiSassMetricsSetConfig(&set));
-  s->configured_ = true;
+  s->device_ = device_ordinal;
   return s;
 }
 
@@ -110,12 +103,27 @@ SassMetricsSession::~SassMetricsSession() {
   }
   if (configured_) {
     CUpti_SassMetricsUnsetConfig_Params p = {CUpti_SassMetricsUnsetConfig_Params_STRUCT_SIZE};
+    p.deviceIndex = static_cast<uint32_t>(device_);
     cuptiSassMetricsUnsetConfig(&p);
   }
 }
 
 absl::Status SassMetricsSession::Enable() {
   if (enabled_) return absl::FailedPreconditionError("SASS metrics already enabled");
+  if (configured_) {
+    // A second SetConfig in one process failed with CUPTI_ERROR_OUT_OF_MEMORY on the H200.
+    return absl::FailedPreconditionError("SASS metrics can be enabled once per process");
+  }
+  std::vector<CUpti_SassMetrics_Config> configs;
+  for (const Metric& m : metrics_) {
+    configs.push_back({m.id, CUPTI_SASS_METRICS_OUTPUT_GRANULARITY_GPU});
+  }
+  CUpti_SassMetricsSetConfig_Params set = {CUpti_SassMetricsSetConfig_Params_STRUCT_SIZE};
+  set.numOfMetricConfig = configs.size();
+  set.pConfigs = configs.data();
+  set.deviceIndex = static_cast<uint32_t>(device_);
+  PTXBENCH_CUPTI_TRY(cuptiSassMetricsSetConfig(&set));
+  configured_ = true;
   ASSIGN_OR_RETURN(CUcontext ctx, CurrentContext());
   CUpti_SassMetricsEnable_Params p = {CUpti_SassMetricsEnable_Params_STRUCT_SIZE};
   p.ctx = ctx;

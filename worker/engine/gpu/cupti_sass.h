@@ -42,13 +42,16 @@ struct SourceLine {
 
 class SassMetricsSession {
  public:
-  // Initializes the CUPTI profiler for the current context's device and configures the metrics.
-  // kUnavailable (with CUPTI's reason) when SASS metrics cannot be collected here: the engine
-  // then refuses the target-instruction stage instead of passing it.
+  // Initializes the CUPTI profiler for the device and resolves the metrics; call it before the
+  // first kernel of the process (CUPTI's profiler wants a clean context). The metrics are
+  // configured (cuptiSassMetricsSetConfig) only in Enable(), after whatever must run
+  // uninstrumented. kUnavailable (with CUPTI's reason) when SASS metrics cannot be collected
+  // here: the engine then refuses the target-instruction stage instead of passing it.
   static absl::StatusOr<std::unique_ptr<SassMetricsSession>> Create(int device_ordinal);
   ~SassMetricsSession();
 
-  // Starts patching (lazy: each function is patched at its first execution in the range).
+  // Configures the metrics and starts patching (lazy: each function is patched at its first
+  // execution in the range). Once per process.
   absl::Status Enable();
   // Flushes every record collected since Enable and ends the range.
   absl::StatusOr<std::vector<SassPcCounts>> FlushAndDisable();
@@ -71,6 +74,7 @@ class SassMetricsSession {
   std::vector<Metric> metrics_;
   std::string chip_;
   uint32_t version_ = 0;
+  int device_ = 0;
   bool configured_ = false;
   bool enabled_ = false;
 };

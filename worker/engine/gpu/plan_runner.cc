@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/expr.h"
 #include "worker/engine/gpu/cuda_check.h"
+#include "worker/engine/gpu/host_generate.h"
 #include "worker/engine/gpu/philox.h"
 
 namespace ptxbench::gpu {
@@ -121,6 +122,33 @@ absl::StatusOr<std::string> TensorSet::DownloadOutput(size_t output_ordinal,
     return host;
   }
   return absl::OutOfRangeError(absl::StrCat("no output #", output_ordinal));
+}
+
+absl::Status TensorSet::UploadInputsFromHost(uint64_t seed, cudaStream_t stream) {
+  for (size_t i = 0; i < tensors_.size(); ++i) {
+    const WorkloadTensor& t = tensors_[i];
+    if (t.output) continue;
+    std::vector<unsigned char> host(t.bytes);
+    HostGenerate(host.data(), t.elements, static_cast<int>(t.dtype), t.distribution, seed,
+                 static_cast<uint32_t>(t.task_index));
+    PTXBENCH_CUDA_TRY(cudaMemcpyAsync(buffers_[i].get(), host.data(), t.bytes,
+                                      cudaMemcpyHostToDevice, stream));
+    PTXBENCH_CUDA_TRY(cudaStreamSynchronize(stream));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status TensorSet::PoisonOutputsByCopy(cudaStream_t stream) {
+  for (size_t i = 0; i < tensors_.size(); ++i) {
+    if (!tensors_[i].output) continue;
+    uint32_t pattern = PoisonPattern(tensors_[i].dtype);
+    std::vector<unsigned char> host(tensors_[i].bytes);
+    for (size_t b = 0; b < host.size(); ++b) host[b] = static_cast<unsigned char>(pattern >> (8 * (b % 4)));
+    PTXBENCH_CUDA_TRY(cudaMemcpyAsync(buffers_[i].get(), host.data(), host.size(),
+                                      cudaMemcpyHostToDevice, stream));
+    PTXBENCH_CUDA_TRY(cudaStreamSynchronize(stream));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status TensorSet::ZeroAll(cudaStream_t stream) {
@@ -273,6 +301,16 @@ absl::Status PlanLauncher::Bind(const Module& module) {
 absl::Status PlanLauncher::ZeroScratch(cudaStream_t stream) {
   for (DeviceBuffer& b : scratch_) {
     PTXBENCH_CUDA_TRY(cudaMemsetAsync(b.get(), 0, b.bytes(), stream));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PlanLauncher::ZeroScratchByCopy(cudaStream_t stream) {
+  for (DeviceBuffer& b : scratch_) {
+    std::vector<unsigned char> zeros(b.bytes(), 0);
+    PTXBENCH_CUDA_TRY(cudaMemcpyAsync(b.get(), zeros.data(), zeros.size(), cudaMemcpyHostToDevice,
+                                      stream));
+    PTXBENCH_CUDA_TRY(cudaStreamSynchronize(stream));
   }
   return absl::OkStatus();
 }

@@ -50,6 +50,11 @@ class TensorSet {
   // Copies output `output_ordinal` (0 = first output tensor) into pageable host memory: never
   // into pinned or mapped memory, which kernels could reach.
   absl::StatusOr<std::string> DownloadOutput(size_t output_ordinal, cudaStream_t stream) const;
+  // The same, without running any kernel (host generation, copies only): for a process where
+  // the submission's kernel must be the first kernel to execute (evaluator.cc, instrument
+  // fallback). Values match GenerateInputs to within a rounding step, not bit for bit.
+  absl::Status UploadInputsFromHost(uint64_t seed, cudaStream_t stream);
+  absl::Status PoisonOutputsByCopy(cudaStream_t stream);
   // Zeroes every buffer (the baseline's outputs are cleared before they are freed).
   absl::Status ZeroAll(cudaStream_t stream);
 
@@ -77,6 +82,7 @@ class PlanLauncher {
 
   absl::Status Bind(const Module& module);
   absl::Status ZeroScratch(cudaStream_t stream);
+  absl::Status ZeroScratchByCopy(cudaStream_t stream);
   // Launches [begin, end) of the plan, asynchronously on `stream`. A refused launch
   // (bad configuration) is FailedPrecondition; a fault surfaces at the next synchronize.
   absl::Status Launch(cudaStream_t stream, size_t begin, size_t end);

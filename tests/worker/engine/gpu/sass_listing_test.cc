@@ -55,7 +55,8 @@ TEST_CASE("the probe listing has every kernel with PCs, opcodes and source lines
 }
 
 TEST_CASE("ELF sections of a -lineinfo cubin carry the PTX text", "[sass]") {
-  auto cubin = ReadFileBytes(PTXBENCH_PROBE_CUBIN);
+  const char* env = std::getenv("PTXBENCH_PROBE_CUBIN");
+  auto cubin = ReadFileBytes(env && *env ? env : PTXBENCH_PROBE_CUBIN);
   REQUIRE(cubin.ok());
   auto ptx = ElfSection(*cubin, ".nv_debug_ptx_txt");
   REQUIRE(ptx.has_value());

@@ -1,0 +1,259 @@
+// ptxbench-gpu-report: full evaluations on the local GPU, written as one JSON report
+// (scripts/gpu-test runs it; docs/measurement.md quotes it).
+//
+//   ptxbench-gpu-report --tasks-dir tasks --task gemm_n7168_k5120 --out report.json
+//                       [--repeat 5] [--evaluator PATH] [--skip-validation]
+//
+// 1. Task validation: every solution and decoy of the task, evaluated through Evaluate()
+//    exactly as a worker would, against the verdict task.json expects.
+// 2. A two-kernel plan (a trivial first kernel, then the reference GEMM): the target stage must
+//    instrument the GEMM in its own process after the first kernel ran (CUPTI records only the
+//    first kernel function a process patches).
+// 3. Stability: the reference solution over --repeat separate evaluations: speedup and absolute
+//    times, max/min; wall time of one evaluation split by stage.
+// Exit code 0 only when every expectation held.
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/task.h"
+#include "common/verdict.h"
+#include "nlohmann/json.hpp"
+#include "worker/engine/evaluate.h"
+
+namespace {
+
+using json = nlohmann::json;
+using ptxbench::Verdict;
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+double Now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+json Summarize(const Verdict& v, double seconds) {
+  json stages = json::array();
+  for (const ptxbench::StageReport& s : v.stages) {
+    stages.push_back({{"stage", ptxbench::StageName(s.stage)}, {"ok", s.ok},
+                      {"seconds", s.seconds}, {"summary", s.summary.substr(0, 300)}});
+  }
+  json out = {{"verdict", ptxbench::VerdictClassName(v.verdict_class)},
+              {"tic", v.tic},
+              {"speedup", v.speedup},
+              {"message", v.message.substr(0, 1500)},
+              {"seconds", seconds},
+              {"stages", stages},
+              {"wall", v.report.value("wall", json::object())},
+              {"processes", v.report.value("processes", json::array())}};
+  for (const ptxbench::StageReport& s : v.stages) {
+    if (s.stage == ptxbench::Stage::kTiming && s.detail.contains("timing")) {
+      const json& r = s.detail["timing"]["result"];
+      out["timing"] = {{"candidate", r["candidate"]},
+                       {"baseline", r["baseline"]},
+                       {"stop_reason", r["stop_reason"]},
+                       {"warmup_pairs", r["warmup_pairs"]},
+                       {"sampling_seconds", r["sampling_seconds"]},
+                       {"clocks_first", r["clocks"].empty() ? json() : r["clocks"].front()},
+                       {"clocks_last", r["clocks"].empty() ? json() : r["clocks"].back()},
+                       {"roofline_floor_ms", s.detail.value("roofline_floor_ms", 0.0)},
+                       {"candidate_tflops", s.detail.value("candidate_tflops", 0.0)},
+                       {"baseline_tflops", s.detail.value("baseline_tflops", 0.0)},
+                       {"checks", s.detail["checks"].size()}};
+      out["baseline_library"] = s.detail["timing"]["baseline"];
+    }
+    if (s.stage == ptxbench::Stage::kTargetInstructions) {
+      out["target"] = {{"families", s.detail.value("families", json::array())},
+                       {"detail", s.detail.value("detail", json::object())}};
+    }
+    if (s.stage == ptxbench::Stage::kCompile && s.detail.contains("sass")) {
+      out["sass"] = s.detail["sass"];
+    }
+    if (s.stage == ptxbench::Stage::kCorrectness && !s.ok && s.detail.contains("trials")) {
+      out["failing_trials"] = s.detail["trials"];
+    }
+    if (s.detail.contains("compute_sanitizer")) out["compute_sanitizer"] = s.detail["compute_sanitizer"];
+  }
+  return out;
+}
+
+// The reference solution with a trivial kernel added in front, as a two-launch plan.
+std::string TwoKernelSource(const std::string& source) {
+  return source +
+         "\nextern \"C\" __global__ void ptxbench_test_prologue(int* scratch) {\n"
+         "  if (threadIdx.x == 0 && blockIdx.x == 0) scratch[0] = 1;\n}\n";
+}
+
+std::string TwoKernelPlan(const std::string& source) {
+  // The solution's own plan block, with the prologue launch prepended.
+  size_t begin = source.find("PTXBENCH_PLAN");
+  size_t end = source.find("*/", begin);
+  json plan = json::parse(source.substr(begin + 13, end - begin - 13));
+  json prologue = {{"kernel", "ptxbench_test_prologue"}, {"grid", {"1"}}, {"block", {"32"}},
+                   {"cluster", json::array()}, {"dynamic_shared_bytes", "0"},
+                   {"args", {{{"scratch", "flag"}}}}};
+  plan["launches"].insert(plan["launches"].begin(), prologue);
+  plan["scratch"].push_back({{"name", "flag"}, {"bytes", "256"}});
+  return plan.dump();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string tasks_dir = "tasks", task_id = "gemm_n7168_k5120", out_path = "gpu-report.json";
+  std::string evaluator;
+  int repeat = 5;
+  bool skip_validation = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
+    if (a == "--tasks-dir") tasks_dir = next();
+    else if (a == "--task") task_id = next();
+    else if (a == "--out") out_path = next();
+    else if (a == "--repeat") repeat = std::atoi(next().c_str());
+    else if (a == "--evaluator") evaluator = next();
+    else if (a == "--skip-validation") skip_validation = true;
+    else {
+      std::cerr << "unknown flag " << a << "\n";
+      return 2;
+    }
+  }
+  auto task = ptxbench::LoadTask(tasks_dir + "/" + task_id);
+  if (!task.ok()) {
+    std::cerr << task.status().message() << "\n";
+    return 2;
+  }
+  ptxbench::engine::EngineOptions options;
+  options.evaluator_path = evaluator;
+  options.trial_timeout_seconds = 20;  // The hang decoy need not take a minute here.
+  json report = {{"task", task_id}, {"task_version_hash", task->version_hash}};
+  auto health = ptxbench::engine::HealthProbe(options);
+  report["health"] = health.ok() ? *health : json(std::string(health.status().message()));
+  bool all_ok = health.ok();
+
+  auto evaluate = [&](const std::string& arch, const std::string& source,
+                      const std::string& plan) -> std::pair<absl::StatusOr<Verdict>, double> {
+    ptxbench::engine::EvaluationRequest r;
+    r.task = &*task;
+    r.arch = arch;
+    r.source = source;
+    r.launch_plan_json = plan;
+    double t0 = Now();
+    auto v = ptxbench::engine::Evaluate(r, options, nullptr);
+    return {std::move(v), Now() - t0};
+  };
+
+  // 1. Task validation.
+  json validation = json::array();
+  if (!skip_validation) {
+    std::vector<ptxbench::SourceRef> refs = task->solutions;
+    refs.insert(refs.end(), task->decoys.begin(), task->decoys.end());
+    for (const ptxbench::SourceRef& ref : refs) {
+      auto [v, seconds] = evaluate(ref.arch, Slurp(task->dir + "/" + ref.path), "");
+      json row = {{"path", ref.path}, {"arch", ref.arch}, {"expect", ref.expect}};
+      if (!v.ok()) {
+        row["error"] = std::string(v.status().message());
+        row["match"] = false;
+      } else {
+        row.update(Summarize(*v, seconds));
+        row["match"] = ptxbench::VerdictClassName(v->verdict_class) == ref.expect;
+      }
+      all_ok = all_ok && row["match"].get<bool>();
+      std::cout << absl::StrFormat("%-45s expect %-20s got %-20s %6.1f s %s\n", ref.path,
+                                   ref.expect, row.value("verdict", std::string("ERROR")),
+                                   seconds, row["match"].get<bool>() ? "ok" : "MISMATCH")
+                << std::flush;
+      validation.push_back(row);
+    }
+  }
+  report["validation"] = validation;
+
+  const ptxbench::SourceRef* main_solution = nullptr;
+  for (const ptxbench::SourceRef& s : task->solutions) {
+    if (s.arch == "sm_90a" && s.expect == "pass" && !main_solution) main_solution = &s;
+  }
+  if (main_solution == nullptr) {
+    std::cerr << "no sm_90a solution expected to pass\n";
+    return 2;
+  }
+  std::string source = Slurp(task->dir + "/" + main_solution->path);
+
+  // 2. Two-kernel plan.
+  {
+    auto [v, seconds] = evaluate("sm_90a", TwoKernelSource(source), TwoKernelPlan(source));
+    json row = {{"what", "reference solution behind a trivial first kernel (2-launch plan)"},
+                {"expect", "pass"}};
+    if (!v.ok()) {
+      row["error"] = std::string(v.status().message());
+      row["match"] = false;
+    } else {
+      row.update(Summarize(*v, seconds));
+      row["match"] = v->verdict_class == ptxbench::VerdictClass::kPass;
+    }
+    all_ok = all_ok && row["match"].get<bool>();
+    std::cout << "two-kernel plan: " << row.value("verdict", std::string("ERROR")) << " "
+              << row.value("error", std::string()) << "\n";
+    report["two_kernel_plan"] = row;
+  }
+
+  // 3. Stability over separate evaluations.
+  json runs = json::array();
+  std::vector<double> speedups, candidate_ms, baseline_ms;
+  for (int i = 0; i < repeat; ++i) {
+    auto [v, seconds] = evaluate("sm_90a", source, "");
+    if (!v.ok()) {
+      runs.push_back({{"error", std::string(v.status().message())}});
+      all_ok = false;
+      continue;
+    }
+    json row = Summarize(*v, seconds);
+    runs.push_back(row);
+    if (v->verdict_class != ptxbench::VerdictClass::kPass) all_ok = false;
+    if (row.contains("timing")) {
+      speedups.push_back(v->speedup);
+      candidate_ms.push_back(row["timing"]["candidate"]["median_ms"].get<double>());
+      baseline_ms.push_back(row["timing"]["baseline"]["median_ms"].get<double>());
+    }
+    std::cout << absl::StrFormat("repeat %d: %s speedup %.4f candidate %.4f ms baseline %.4f ms "
+                                 "(%.1f s)\n",
+                                 i, ptxbench::VerdictClassName(v->verdict_class), v->speedup,
+                                 candidate_ms.empty() ? 0 : candidate_ms.back(),
+                                 baseline_ms.empty() ? 0 : baseline_ms.back(), seconds)
+              << std::flush;
+  }
+  auto spread = [](const std::vector<double>& v) -> json {
+    if (v.empty()) return json();
+    double lo = *std::min_element(v.begin(), v.end()), hi = *std::max_element(v.begin(), v.end());
+    return {{"min", lo}, {"max", hi}, {"max_over_min", hi / lo}, {"values", v}};
+  };
+  report["stability"] = {{"evaluations", repeat},
+                         {"speedup", spread(speedups)},
+                         {"candidate_median_ms", spread(candidate_ms)},
+                         {"baseline_median_ms", spread(baseline_ms)},
+                         {"runs", runs}};
+  if (!speedups.empty()) {
+    double ratio = report["stability"]["speedup"]["max_over_min"].get<double>();
+    report["stability"]["speedup_target_met"] = ratio <= 1.02;
+  }
+  report["all_expectations_met"] = all_ok;
+  std::ofstream(out_path) << report.dump(2) << "\n";
+  std::cout << "report written to " << out_path << "; all expectations met: "
+            << (all_ok ? "yes" : "NO") << "\n";
+  return all_ok ? 0 : 1;
+}
