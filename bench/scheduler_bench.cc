@@ -18,11 +18,11 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
-#include <filesystem>
-#include <sstream>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -152,9 +152,9 @@ struct CpuSplit {
   }
   nlohmann::json PerOperation(int operations) const {
     const double ms_per_tick = 1000.0 / static_cast<double>(sysconf(_SC_CLK_TCK));
-    return {{"server_cpu_ms", (CpuTicks(server) - server_start) * ms_per_tick / operations},
-            {"postgres_cpu_ms",
-             (PostgresTicks(database) - postgres_start) * ms_per_tick / operations}};
+    return {
+        {"server_cpu_ms", (CpuTicks(server) - server_start) * ms_per_tick / operations},
+        {"postgres_cpu_ms", (PostgresTicks(database) - postgres_start) * ms_per_tick / operations}};
   }
 };
 
@@ -383,11 +383,10 @@ int Main(int argc, char** argv) {
   const int samples = static_cast<int>(args->GetInt("latency-samples", 300).value_or(300));
   const int rss_jobs = static_cast<int>(args->GetInt("rss-jobs", 10000).value_or(10000));
 
-  ServerProcess server({binary, "serve", "--database-url", database_url, "--listen",
-                        "127.0.0.1:0", "--metrics-listen", "off", "--tasks-dir",
-                        args->Get("tasks-dir"), "--migrations-dir", args->Get("migrations-dir"),
-                        "--log-level", "warn", "--max-queued", "1000000",
-                        "--submissions-per-minute", "10000000"});
+  ServerProcess server({binary, "serve", "--database-url", database_url, "--listen", "127.0.0.1:0",
+                        "--metrics-listen", "off", "--tasks-dir", args->Get("tasks-dir"),
+                        "--migrations-dir", args->Get("migrations-dir"), "--log-level", "warn",
+                        "--max-queued", "1000000", "--submissions-per-minute", "10000000"});
   const std::string address = server.address();
   std::cerr << "scheduler_bench: server at " << address << "\n";
 
@@ -420,9 +419,9 @@ int Main(int argc, char** argv) {
   cpu.Start();
   const double steady_per_s = SteadyState(address, vendor, worker_token, workers, submissions);
   const nlohmann::json steady_cpu = cpu.PerOperation(submissions);
-  std::cerr << "scheduler_bench: steady state (8 submitters, " << workers << " workers): "
-            << steady_per_s << " jobs/s; CPU per submit+lease+complete " << steady_cpu.dump()
-            << "\n";
+  std::cerr << "scheduler_bench: steady state (8 submitters, " << workers
+            << " workers): " << steady_per_s << " jobs/s; CPU per submit+lease+complete "
+            << steady_cpu.dump() << "\n";
   const auto latencies = SubmitToLeaseLatency(address, vendor, worker_token, samples);
   const double p50 = Percentile(latencies, 0.50);
   const double p99 = Percentile(latencies, 0.99);
@@ -442,17 +441,24 @@ int Main(int argc, char** argv) {
       {"leases_per_s", leases_per_s},
       {"steady_state_jobs_per_s", steady_per_s},
       {"submissions_per_s_filling_rss_queue", deep_submits_per_s},
-      {"cpu_ms_per_operation", {{"submit", submit_cpu}, {"lease_and_complete", lease_cpu},
-                                {"steady_submit_lease_complete", steady_cpu}}},
-      {"submit_to_lease_ms", {{"p50", p50}, {"p99", p99}, {"samples", latencies.size()},
-                              {"max", latencies.empty() ? 0 : latencies.back()}}},
+      {"cpu_ms_per_operation",
+       {{"submit", submit_cpu},
+        {"lease_and_complete", lease_cpu},
+        {"steady_submit_lease_complete", steady_cpu}}},
+      {"submit_to_lease_ms",
+       {{"p50", p50},
+        {"p99", p99},
+        {"samples", latencies.size()},
+        {"max", latencies.empty() ? 0 : latencies.back()}}},
       {"server_rss_mb", {{"queued_jobs", rss_jobs}, {"rss", rss}, {"peak", hwm}}},
-      {"targets", {{"leases_per_s", kTargetLeasesPerSecond},
-                   {"submit_to_lease_p99_ms", kTargetP99Ms},
-                   {"server_rss_mb", kTargetRssMb}}},
-      {"met", {{"leases_per_s", leases_per_s >= kTargetLeasesPerSecond},
-               {"submit_to_lease_p99_ms", p99 <= kTargetP99Ms},
-               {"server_rss_mb", rss <= kTargetRssMb}}},
+      {"targets",
+       {{"leases_per_s", kTargetLeasesPerSecond},
+        {"submit_to_lease_p99_ms", kTargetP99Ms},
+        {"server_rss_mb", kTargetRssMb}}},
+      {"met",
+       {{"leases_per_s", leases_per_s >= kTargetLeasesPerSecond},
+        {"submit_to_lease_p99_ms", p99 <= kTargetP99Ms},
+        {"server_rss_mb", rss <= kTargetRssMb}}},
   };
   const std::string line = result.dump();
   if (args->Has("output")) std::ofstream(args->Get("output")) << result.dump(2) << "\n";

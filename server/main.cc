@@ -45,8 +45,9 @@ std::string DefaultDir(const std::string& name) {
 
 std::vector<FlagSpec> StoreFlags() {
   return {
-      {"database-url", true, "PostgreSQL URL; empty: embedded PostgreSQL under --data-dir "
-                             "(env PTXBENCH_DATABASE_URL)"},
+      {"database-url", true,
+       "PostgreSQL URL; empty: embedded PostgreSQL under --data-dir "
+       "(env PTXBENCH_DATABASE_URL)"},
       {"data-dir", true, "state folder (embedded PostgreSQL)", "./var/ptxbench"},
       {"pg-bin-dir", true, "PostgreSQL binaries for the embedded cluster"},
       {"migrations-dir", true, "schema migrations", "<source>/migrations"},
@@ -70,8 +71,7 @@ std::vector<FlagSpec> ServeFlags() {
        std::to_string(defaults.limits.submissions_per_minute)},
       {"max-queued", true, "default per-tenant unfinished submissions",
        std::to_string(defaults.limits.max_queued)},
-      {"store-pool-size", true, "database connections",
-       std::to_string(defaults.store_pool_size)},
+      {"store-pool-size", true, "database connections", std::to_string(defaults.store_pool_size)},
       {"log-level", true, "trace, debug, info, warn, error", "info"},
   };
   flags.insert(flags.end(), more.begin(), more.end());
@@ -94,8 +94,8 @@ absl::StatusOr<ServerOptions> OptionsFrom(const ParsedArgs& args, bool serve) {
   options.tls.key_file = args.Get("tls-key");
   options.tls.client_ca_file = args.Get("tls-client-ca");
   ASSIGN_OR_RETURN(int64_t lease_seconds, args.GetInt("lease-seconds", options.lease_seconds));
-  ASSIGN_OR_RETURN(int64_t per_minute, args.GetInt("submissions-per-minute",
-                                                   options.limits.submissions_per_minute));
+  ASSIGN_OR_RETURN(int64_t per_minute,
+                   args.GetInt("submissions-per-minute", options.limits.submissions_per_minute));
   ASSIGN_OR_RETURN(int64_t max_queued, args.GetInt("max-queued", options.limits.max_queued));
   ASSIGN_OR_RETURN(int64_t pool, args.GetInt("store-pool-size", options.store_pool_size));
   if (pool < 1 || pool > 256) {
@@ -119,8 +119,6 @@ std::string DialAddress(const std::string& listen, int port) {
 }
 
 int Serve(const ParsedArgs& args) {
-  // Logs go to stderr; stdout carries only the "serving" line below.
-  spdlog::set_default_logger(spdlog::stderr_color_mt("ptxbench-server"));
   const std::string level = args.Get("log-level", "info");
   spdlog::set_level(spdlog::level::from_str(level));
   auto options = OptionsFrom(args, /*serve=*/true);
@@ -149,9 +147,9 @@ int Serve(const ParsedArgs& args) {
   // One machine-readable line for scripts and tests that bind port 0.
   std::printf("ptxbench-server serving grpc=%s metrics=%s tasks=%d schema_version=%d\n",
               DialAddress(options->listen, (*server)->port()).c_str(),
-              (*server)->metrics_port() ? DialAddress(options->metrics_listen,
-                                                      (*server)->metrics_port()).c_str()
-                                        : "off",
+              (*server)->metrics_port()
+                  ? DialAddress(options->metrics_listen, (*server)->metrics_port()).c_str()
+                  : "off",
               (*server)->tasks_loaded(), (*server)->schema_version());
   std::fflush(stdout);
   int signal_number = 0;
@@ -192,8 +190,7 @@ int Migrate(const ParsedArgs& args) {
     return 1;
   }
   auto version = store->SchemaVersion();
-  std::cout << "schema version " << (version.ok() ? std::to_string(*version) : "unknown")
-            << "\n";
+  std::cout << "schema version " << (version.ok() ? std::to_string(*version) : "unknown") << "\n";
   return 0;
 }
 
@@ -241,8 +238,8 @@ int TokenCreate(const ParsedArgs& args) {
     std::cerr << "ptxbench-server token: " << status << "\n";
     return 1;
   }
-  std::cerr << "token " << token.token_id << " for tenant " << tenant << " role "
-            << row.role << " (the secret below is shown once):\n";
+  std::cerr << "token " << token.token_id << " for tenant " << tenant << " role " << row.role
+            << " (the secret below is shown once):\n";
   std::cout << token.token << "\n";
   return 0;
 }
@@ -302,6 +299,11 @@ int Main(int argc, char** argv) {
     std::cout << kUsage << FlagHelp(specs);
     return 0;
   }
+  // Logs go to stderr: stdout carries only what scripts read (the "serving" line, a token's
+  // secret, the schema version, the health status). The maintenance commands log warnings
+  // and errors only.
+  spdlog::set_default_logger(spdlog::stderr_color_mt("ptxbench-server"));
+  spdlog::set_level(spdlog::level::warn);
   if (verb == "serve") return Serve(*parsed);
   if (verb == "migrate") return Migrate(*parsed);
   if (verb == "token") return TokenCreate(*parsed);

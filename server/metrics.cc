@@ -55,8 +55,10 @@ class Metrics::ScrapeCollectable : public prometheus::Collectable {
   explicit ScrapeCollectable(Sources sources) : sources_(std::move(sources)) {}
 
   std::vector<prometheus::MetricFamily> Collect() const override {
-    auto depth = GaugeFamily("ptxbench_queue_depth", "Jobs waiting in the queue, by arch and kind.");
-    auto leased = GaugeFamily("ptxbench_queue_leased", "Jobs leased to a worker, by arch and kind.");
+    auto depth =
+        GaugeFamily("ptxbench_queue_depth", "Jobs waiting in the queue, by arch and kind.");
+    auto leased =
+        GaugeFamily("ptxbench_queue_leased", "Jobs leased to a worker, by arch and kind.");
     auto oldest = GaugeFamily("ptxbench_queue_oldest_job_age_seconds",
                               "Age of the oldest queued job, by arch and kind.");
     auto workers = GaugeFamily("ptxbench_workers", "Registered workers, by state.");
@@ -141,8 +143,8 @@ absl::Status Metrics::StartExposer(const std::string& listen) {
     // civetweb serves on one thread; /metrics is scraped every few seconds at most.
     exposer_ = std::make_unique<prometheus::Exposer>(listen, /*num_threads=*/1);
   } catch (const std::exception& e) {
-    return absl::UnavailableError(absl::StrCat("metrics_listen: cannot listen on ", listen, ": ",
-                                               e.what()));
+    return absl::UnavailableError(
+        absl::StrCat("metrics_listen: cannot listen on ", listen, ": ", e.what()));
   }
   exposer_->RegisterCollectable(registry_);
   exposer_->RegisterCollectable(scrape_);
@@ -172,7 +174,8 @@ void Metrics::RecordRpc(const std::string& method, const std::string& code, doub
 
 void Metrics::RecordSubmission(const std::string& tenant, const std::string& model,
                                const std::string& task, const std::string& arch) {
-  families_->submissions->Add({{"tenant", tenant}, {"model", model}, {"task", task}, {"arch", arch}})
+  families_->submissions
+      ->Add({{"tenant", tenant}, {"model", model}, {"task", task}, {"arch", arch}})
       .Increment();
 }
 

@@ -133,9 +133,9 @@ class Server::Impl {
       return absl::InvalidArgumentError("migrations_dir: required");
     }
     if (options_.lease_seconds < 3) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "lease_seconds: must be >= 3 (workers heartbeat every third), got ",
-          options_.lease_seconds));
+      return absl::InvalidArgumentError(
+          absl::StrCat("lease_seconds: must be >= 3 (workers heartbeat every third), got ",
+                       options_.lease_seconds));
     }
     ASSIGN_OR_RETURN(credentials_, MakeCredentials(options_.tls));
     auto catalog = TaskCatalog::Load(options_.tasks_dir);
@@ -209,11 +209,11 @@ class Server::Impl {
     threads_.emplace_back([this] { ListenLoop(/*queue=*/true); });
     threads_.emplace_back([this] { ListenLoop(/*queue=*/false); });
     running_ = true;
-    spdlog::info("ptxbench-server serving grpc_port={} metrics_port={} tasks={} schema_version={} "
-                 "tls={} database={}",
-                 port_, metrics_->port(), catalog_->tasks().size(), schema_version_,
-                 !options_.tls.cert_file.empty(),
-                 store_handle_->embedded() ? "embedded" : "external");
+    spdlog::info(
+        "ptxbench-server serving grpc_port={} metrics_port={} tasks={} schema_version={} "
+        "tls={} database={}",
+        port_, metrics_->port(), catalog_->tasks().size(), schema_version_,
+        !options_.tls.cert_file.empty(), store_handle_->embedded() ? "embedded" : "external");
     return absl::OkStatus();
   }
 
@@ -287,7 +287,8 @@ class Server::Impl {
       // Short waits bound how long GracefulStop waits for this thread.
       auto woken = queue ? store->WaitForQueueChange(seen, absl::Milliseconds(250))
                          : store->WaitForEvents(seen, absl::Milliseconds(250));
-      if (woken.ok() && *woken) seen = queue ? store->QueueChangeCount() : store->EventsChangeCount();
+      if (woken.ok() && *woken)
+        seen = queue ? store->QueueChangeCount() : store->EventsChangeCount();
       if (!woken.ok()) {
         spdlog::warn("listener ({}): {}", queue ? "queue" : "events", woken.status().ToString());
         std::unique_lock<std::mutex> lock(threads_mu_);

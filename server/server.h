@@ -34,13 +34,13 @@ struct LimitOptions {
 };
 
 struct ServerOptions {
-  std::string listen = "127.0.0.1:50051";      // host:port; port 0 picks a free port.
+  std::string listen = "127.0.0.1:50051";         // host:port; port 0 picks a free port.
   std::string metrics_listen = "127.0.0.1:9464";  // Empty: no /metrics endpoint.
-  std::string database_url;                    // Empty: embedded PostgreSQL under data_dir.
+  std::string database_url;                       // Empty: embedded PostgreSQL under data_dir.
   std::string data_dir = "./var/ptxbench";
-  std::string pg_bin_dir;                      // Embedded PostgreSQL binaries; empty = default.
-  std::string tasks_dir;                       // Required.
-  std::string migrations_dir;                  // Required.
+  std::string pg_bin_dir;      // Embedded PostgreSQL binaries; empty = default.
+  std::string tasks_dir;       // Required.
+  std::string migrations_dir;  // Required.
   TlsOptions tls;
   int lease_seconds = 60;
   // Store connections. Every unary call and every Lease/Watch iteration takes one for a

@@ -36,8 +36,7 @@ class AdminServiceImpl final : public v1::AdminService::Service {
     RpcScope rpc(ctx_, "DrainWorker", context);
     return rpc.Finish([&]() -> absl::Status {
       ASSIGN_OR_RETURN(Caller caller, rpc.Authenticate({Role::kAdmin}));
-      RETURN_IF_ERROR(
-          ValidateRequiredText(request->worker_id(), "worker_id", kMaxShortTextBytes));
+      RETURN_IF_ERROR(ValidateRequiredText(request->worker_id(), "worker_id", kMaxShortTextBytes));
       ASSIGN_OR_RETURN(store::WorkerRow row,
                        ctx_->store->SetWorkerState(request->worker_id(), "draining",
                                                    "drained by an admin", caller.Actor()));

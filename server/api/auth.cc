@@ -17,8 +17,8 @@ namespace {
 
 constexpr char kBearerPrefix[] = "Bearer ";
 constexpr char kTokenPrefix[] = "ptxb_";
-constexpr size_t kTokenIdBytes = 8;      // 16 hex characters: collisions are irrelevant.
-constexpr size_t kSecretBytes = 32;      // 256 bits of secret.
+constexpr size_t kTokenIdBytes = 8;  // 16 hex characters: collisions are irrelevant.
+constexpr size_t kSecretBytes = 32;  // 256 bits of secret.
 
 std::string Hex(const unsigned char* data, size_t size) {
   static constexpr char kDigits[] = "0123456789abcdef";
@@ -96,9 +96,8 @@ absl::Status RequireRole(const Caller& caller, std::initializer_list<Role> roles
     if (role == caller.role) return absl::OkStatus();
     absl::StrAppend(&wanted, wanted.empty() ? "" : " or ", RoleText(role));
   }
-  return absl::PermissionDeniedError(absl::StrCat("this call needs a ", wanted,
-                                                  " token; the caller's token has role ",
-                                                  RoleText(caller.role)));
+  return absl::PermissionDeniedError(absl::StrCat(
+      "this call needs a ", wanted, " token; the caller's token has role ", RoleText(caller.role)));
 }
 
 std::string Caller::Actor() const {
@@ -157,7 +156,8 @@ absl::StatusOr<Caller> Authenticator::Authenticate(const std::string& authorizat
   if (!absl::StartsWith(token, kTokenPrefix) || id_end == std::string::npos ||
       !IsLowerHex(token.substr(sizeof(kTokenPrefix) - 1, id_end - (sizeof(kTokenPrefix) - 1))) ||
       !IsLowerHex(token.substr(id_end + 1))) {
-    return absl::UnauthenticatedError("authorization: malformed token (expected ptxb_<id>_<secret>)");
+    return absl::UnauthenticatedError(
+        "authorization: malformed token (expected ptxb_<id>_<secret>)");
   }
   const std::string hash = Sha256Hex(token);
   const absl::Time now = absl::Now();
@@ -181,8 +181,8 @@ absl::StatusOr<Caller> Authenticator::Authenticate(const std::string& authorizat
   if (row->revoked) return absl::UnauthenticatedError("authorization: unknown or revoked token");
   auto role = ParseRoleText(row->role);
   if (!role.ok()) {
-    return absl::InternalError(absl::StrCat("token ", row->token_id, " has unknown role '",
-                                            row->role, "'"));
+    return absl::InternalError(
+        absl::StrCat("token ", row->token_id, " has unknown role '", row->role, "'"));
   }
   std::lock_guard<std::mutex> lock(mu_);
   cache_[hash] = CachedToken{*row, now + options_.cache_ttl};

@@ -32,7 +32,7 @@ inline constexpr char kLocalTenant[] = "local";
 struct Caller {
   std::string tenant;
   Role role = Role::kVendor;
-  std::string token_id;        // Empty for the loopback bootstrap caller.
+  std::string token_id;  // Empty for the loopback bootstrap caller.
 
   // The tenant filter for reads: admins see every tenant ("" to the store).
   std::string VisibleTenant() const { return role == Role::kAdmin ? "" : tenant; }
@@ -44,8 +44,8 @@ struct Caller {
 // A freshly generated token. `token` is shown to its owner once; only `sha256` is stored.
 struct GeneratedToken {
   std::string token_id;
-  std::string token;           // "ptxb_<id>_<secret>".
-  std::string sha256;          // Lower-case hex.
+  std::string token;   // "ptxb_<id>_<secret>".
+  std::string sha256;  // Lower-case hex.
 };
 GeneratedToken GenerateToken();
 
@@ -91,8 +91,8 @@ class Authenticator {
   store::Store* store_;
   Options options_;
   std::mutex mu_;
-  bool tokens_exist_ = false;              // Once true, stays true.
-  absl::Time next_token_count_check_;      // Rate-limits CountTokens in bootstrap mode.
+  bool tokens_exist_ = false;                 // Once true, stays true.
+  absl::Time next_token_count_check_;         // Rate-limits CountTokens in bootstrap mode.
   std::map<std::string, CachedToken> cache_;  // Keyed by sha256.
 };
 

@@ -3,9 +3,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/status.h"
 #include "google/protobuf/util/json_util.h"
 #include "google/protobuf/util/time_util.h"
-#include "common/status.h"
 #include "nlohmann/json.hpp"
 
 namespace ptxbench::api {
@@ -49,22 +49,19 @@ constexpr NamedValue<v1::SourceLanguage> kLanguages[] = {{v1::SOURCE_LANGUAGE_CU
                                                          {v1::SOURCE_LANGUAGE_PTX, "ptx"}};
 constexpr NamedValue<v1::Role> kRoles[] = {
     {v1::ROLE_VENDOR, "vendor"}, {v1::ROLE_WORKER, "worker"}, {v1::ROLE_ADMIN, "admin"}};
-constexpr NamedValue<v1::WorkerState> kWorkerStates[] = {
-    {v1::WORKER_STATE_ACTIVE, "active"},
-    {v1::WORKER_STATE_DRAINING, "draining"},
-    {v1::WORKER_STATE_UNHEALTHY, "unhealthy"},
-    {v1::WORKER_STATE_OFFLINE, "offline"}};
+constexpr NamedValue<v1::WorkerState> kWorkerStates[] = {{v1::WORKER_STATE_ACTIVE, "active"},
+                                                         {v1::WORKER_STATE_DRAINING, "draining"},
+                                                         {v1::WORKER_STATE_UNHEALTHY, "unhealthy"},
+                                                         {v1::WORKER_STATE_OFFLINE, "offline"}};
 constexpr NamedValue<v1::SubmissionState> kSubmissionStates[] = {
     {v1::SUBMISSION_STATE_QUEUED, "queued"},
     {v1::SUBMISSION_STATE_RUNNING, "running"},
     {v1::SUBMISSION_STATE_FINISHED, "finished"},
     {v1::SUBMISSION_STATE_CANCELLED, "cancelled"}};
-constexpr NamedValue<v1::Stage> kStages[] = {{v1::STAGE_QUEUED, "queued"},
-                                             {v1::STAGE_COMPILE, "compile"},
-                                             {v1::STAGE_CORRECTNESS, "correctness"},
-                                             {v1::STAGE_TARGET_INSTRUCTIONS, "target_instructions"},
-                                             {v1::STAGE_TIMING, "timing"},
-                                             {v1::STAGE_DONE, "done"}};
+constexpr NamedValue<v1::Stage> kStages[] = {
+    {v1::STAGE_QUEUED, "queued"},           {v1::STAGE_COMPILE, "compile"},
+    {v1::STAGE_CORRECTNESS, "correctness"}, {v1::STAGE_TARGET_INSTRUCTIONS, "target_instructions"},
+    {v1::STAGE_TIMING, "timing"},           {v1::STAGE_DONE, "done"}};
 constexpr NamedValue<v1::VerdictClass> kVerdictClasses[] = {
     {v1::VERDICT_CLASS_PASS, "pass"},
     {v1::VERDICT_CLASS_COMPILE_ERROR, "compile_error"},
@@ -98,9 +95,7 @@ std::string ScopeName(v1::EvaluationScope scope) {
 absl::StatusOr<v1::EvaluationScope> ParseScope(const std::string& name) {
   return ValueOf(kScopes, name, "scope");
 }
-std::string KnowledgeLevelName(v1::KnowledgeLevel level) {
-  return NameOf(kKnowledgeLevels, level);
-}
+std::string KnowledgeLevelName(v1::KnowledgeLevel level) { return NameOf(kKnowledgeLevels, level); }
 absl::StatusOr<v1::KnowledgeLevel> ParseKnowledgeLevel(const std::string& name) {
   return ValueOf(kKnowledgeLevels, name, "knowledge level");
 }
@@ -160,8 +155,8 @@ absl::StatusOr<std::string> MessageToJson(const google::protobuf::Message& messa
   std::string json;
   auto status = google::protobuf::util::MessageToJsonString(message, &json, options);
   if (!status.ok()) {
-    return absl::InternalError(absl::StrCat("encoding ", message.GetTypeName(), " as JSON: ",
-                                            status.ToString()));
+    return absl::InternalError(
+        absl::StrCat("encoding ", message.GetTypeName(), " as JSON: ", status.ToString()));
   }
   return json;
 }
@@ -172,8 +167,8 @@ absl::Status MessageFromJson(const std::string& json, google::protobuf::Message*
   options.ignore_unknown_fields = true;
   auto status = google::protobuf::util::JsonStringToMessage(json, message, options);
   if (!status.ok()) {
-    return absl::DataLossError(absl::StrCat("decoding stored ", message->GetTypeName(), ": ",
-                                            status.ToString()));
+    return absl::DataLossError(
+        absl::StrCat("decoding stored ", message->GetTypeName(), ": ", status.ToString()));
   }
   return absl::OkStatus();
 }
@@ -193,8 +188,7 @@ absl::StatusOr<store::VerdictRow> VerdictToRow(const v1::Verdict& verdict) {
   row.speedup = verdict.speedup();
   row.runtime_unverified = verdict.runtime_unverified();
   row.message = verdict.message();
-  row.finished_at =
-      verdict.has_finished_at() ? FromTimestamp(verdict.finished_at()) : absl::Now();
+  row.finished_at = verdict.has_finished_at() ? FromTimestamp(verdict.finished_at()) : absl::Now();
   v1::Verdict stored = verdict;
   *stored.mutable_finished_at() = ToTimestamp(row.finished_at);
   auto json = MessageToJson(stored);

@@ -56,7 +56,8 @@ absl::StatusOr<std::string> CheckHealth(const HealthCheckOptions& options) {
   std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
   if (!options.tls_ca_file.empty()) {
     std::ifstream in(options.tls_ca_file);
-    if (!in) return absl::InvalidArgumentError(absl::StrCat("tls_ca: cannot read ", options.tls_ca_file));
+    if (!in)
+      return absl::InvalidArgumentError(absl::StrCat("tls_ca: cannot read ", options.tls_ca_file));
     std::ostringstream pem;
     pem << in.rdbuf();
     grpc::SslCredentialsOptions ssl;
@@ -73,13 +74,13 @@ absl::StatusOr<std::string> CheckHealth(const HealthCheckOptions& options) {
   grpc::ByteBuffer request(&slice, 1);
   grpc::ByteBuffer response;
   std::promise<grpc::Status> done;
-  stub.UnaryCall(&context, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request,
-                 &response, [&done](grpc::Status status) { done.set_value(std::move(status)); });
+  stub.UnaryCall(&context, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request, &response,
+                 [&done](grpc::Status status) { done.set_value(std::move(status)); });
   grpc::Status status = done.get_future().get();
   if (!status.ok()) {
-    return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
-                        absl::StrCat("health check of ", options.address, ": ",
-                                     status.error_message()));
+    return absl::Status(
+        static_cast<absl::StatusCode>(status.error_code()),
+        absl::StrCat("health check of ", options.address, ": ", status.error_message()));
   }
   std::vector<grpc::Slice> slices;
   if (!response.Dump(&slices).ok()) return absl::DataLossError("health: unreadable response");

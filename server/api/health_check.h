@@ -12,9 +12,9 @@
 namespace ptxbench::api {
 
 struct HealthCheckOptions {
-  std::string address;          // host:port.
-  std::string tls_ca_file;      // PEM; empty = plaintext.
-  std::string service;          // "" = the whole server.
+  std::string address;      // host:port.
+  std::string tls_ca_file;  // PEM; empty = plaintext.
+  std::string service;      // "" = the whole server.
   absl::Duration timeout = absl::Seconds(5);
 };
 

@@ -47,8 +47,7 @@ bool IsTerminal(const std::string& state) { return state == "finished" || state 
 // (measured: "code 13"); parsing here lets the API answer INVALID_ARGUMENT naming the field,
 // as for every other invalid request.
 class SubmissionServiceImpl final
-    : public v1::SubmissionService::WithRawCallbackMethod_Submit<
-          v1::SubmissionService::Service> {
+    : public v1::SubmissionService::WithRawCallbackMethod_Submit<v1::SubmissionService::Service> {
  public:
   explicit SubmissionServiceImpl(ApiContext* ctx) : ctx_(ctx), submit_executor_(kSubmitThreads) {}
 
@@ -97,8 +96,7 @@ class SubmissionServiceImpl final
     return reactor;
   }
 
-  grpc::Status GetSubmission(grpc::ServerContext* context,
-                             const v1::GetSubmissionRequest* request,
+  grpc::Status GetSubmission(grpc::ServerContext* context, const v1::GetSubmissionRequest* request,
                              v1::Submission* response) override {
     RpcScope rpc(ctx_, "GetSubmission", context);
     return rpc.Finish(DoGetSubmission(rpc, *request, response));
@@ -153,20 +151,18 @@ class SubmissionServiceImpl final
     const int per_minute = row.submissions_per_minute > 0
                                ? row.submissions_per_minute
                                : ctx_->options.default_submissions_per_minute;
-    const int max_queued =
-        row.max_queued > 0 ? row.max_queued : ctx_->options.default_max_queued;
-    ASSIGN_OR_RETURN(int64_t recent,
-                     ctx_->store->CountRecentSubmissions(tenant, absl::Minutes(1)));
+    const int max_queued = row.max_queued > 0 ? row.max_queued : ctx_->options.default_max_queued;
+    ASSIGN_OR_RETURN(int64_t recent, ctx_->store->CountRecentSubmissions(tenant, absl::Minutes(1)));
     if (recent >= per_minute) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat("tenant '", tenant, "' reached its limit of ", per_minute,
-                       " submissions per minute; retry later"));
+      return absl::ResourceExhaustedError(absl::StrCat("tenant '", tenant,
+                                                       "' reached its limit of ", per_minute,
+                                                       " submissions per minute; retry later"));
     }
     ASSIGN_OR_RETURN(int64_t unfinished, ctx_->store->CountUnfinishedSubmissions(tenant));
     if (unfinished >= max_queued) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat("tenant '", tenant, "' has ", unfinished,
-                       " unfinished submissions, its limit is ", max_queued));
+      return absl::ResourceExhaustedError(absl::StrCat("tenant '", tenant, "' has ", unfinished,
+                                                       " unfinished submissions, its limit is ",
+                                                       max_queued));
     }
     return absl::OkStatus();
   }
@@ -204,10 +200,10 @@ class SubmissionServiceImpl final
     ctx_->leases->JobsAvailable(row.arch);
     ctx_->event_changes->Notify();
     ctx_->metrics->RecordSubmission(row.tenant, row.model, row.task_id, row.arch);
-    spdlog::info("submission accepted submission_id={} tenant={} task={} arch={} model=\"{}\" "
-                 "session_id=\"{}\" turn={}",
-                 row.id, row.tenant, row.task_id, row.arch, row.model, row.session_id,
-                 row.turn_index);
+    spdlog::info(
+        "submission accepted submission_id={} tenant={} task={} arch={} model=\"{}\" "
+        "session_id=\"{}\" turn={}",
+        row.id, row.tenant, row.task_id, row.arch, row.model, row.session_id, row.turn_index);
     ASSIGN_OR_RETURN(*response->mutable_submission(), SubmissionFromRow(row));
     return absl::OkStatus();
   }
@@ -246,8 +242,8 @@ class SubmissionServiceImpl final
     RETURN_IF_ERROR(ValidateSubmissionId(request.submission_id(), "submission_id"));
     ASSIGN_OR_RETURN(store::SubmissionRow before,
                      ctx_->store->GetSubmission(request.submission_id(), caller.VisibleTenant()));
-    ASSIGN_OR_RETURN(store::SubmissionRow row, ctx_->store->CancelSubmission(
-                                                   request.submission_id(), caller.VisibleTenant(),
+    ASSIGN_OR_RETURN(store::SubmissionRow row,
+                     ctx_->store->CancelSubmission(request.submission_id(), caller.VisibleTenant(),
                                                    caller.Actor()));
     ctx_->event_changes->Notify();
     if (before.state != "cancelled" && row.state == "cancelled") {

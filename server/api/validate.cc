@@ -62,7 +62,9 @@ absl::Status ValidateTaskAndArch(const std::string& task_id, v1::Arch arch,
   return absl::OkStatus();
 }
 
-bool IsHex(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+bool IsHex(char c) {
+  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
 
 // Walks one serialized message's fields; returns the path of the first string field that is
 // not UTF-8 (with the offset inside it), or nullopt.
@@ -187,17 +189,20 @@ absl::Status ValidateLaunchPlan(const v1::LaunchPlan& plan, const std::string& f
       const std::string arg_field = Indexed(at + ".args", a);
       switch (arg.kind_case()) {
         case v1::LaunchArgument::kTensor:
-          RETURN_IF_ERROR(ValidateRequiredText(arg.tensor(), arg_field + ".tensor", kMaxShortTextBytes));
+          RETURN_IF_ERROR(
+              ValidateRequiredText(arg.tensor(), arg_field + ".tensor", kMaxShortTextBytes));
           break;
         case v1::LaunchArgument::kScratch:
-          RETURN_IF_ERROR(ValidateRequiredText(arg.scratch(), arg_field + ".scratch", kMaxShortTextBytes));
+          RETURN_IF_ERROR(
+              ValidateRequiredText(arg.scratch(), arg_field + ".scratch", kMaxShortTextBytes));
           break;
         case v1::LaunchArgument::kScalar:
-          RETURN_IF_ERROR(ValidateRequiredText(arg.scalar(), arg_field + ".scalar", kMaxShortTextBytes));
+          RETURN_IF_ERROR(
+              ValidateRequiredText(arg.scalar(), arg_field + ".scalar", kMaxShortTextBytes));
           break;
         case v1::LaunchArgument::kTensorMap:
-          RETURN_IF_ERROR(
-              ValidateRequiredText(arg.tensor_map(), arg_field + ".tensor_map", kMaxShortTextBytes));
+          RETURN_IF_ERROR(ValidateRequiredText(arg.tensor_map(), arg_field + ".tensor_map",
+                                               kMaxShortTextBytes));
           break;
         case v1::LaunchArgument::KIND_NOT_SET:
           return Invalid(arg_field, "one of tensor, scratch, scalar, tensor_map is required");
@@ -208,7 +213,8 @@ absl::Status ValidateLaunchPlan(const v1::LaunchPlan& plan, const std::string& f
   for (int i = 0; i < plan.scratch_size(); ++i) {
     const std::string at = Indexed(field + ".scratch", i);
     RETURN_IF_ERROR(ValidateRequiredText(plan.scratch(i).name(), at + ".name", kMaxShortTextBytes));
-    RETURN_IF_ERROR(ValidateRequiredText(plan.scratch(i).bytes(), at + ".bytes", kMaxExpressionBytes));
+    RETURN_IF_ERROR(
+        ValidateRequiredText(plan.scratch(i).bytes(), at + ".bytes", kMaxExpressionBytes));
     if (!names.insert(plan.scratch(i).name()).second) {
       return Invalid(at + ".name", absl::StrCat("'", plan.scratch(i).name(), "' declared twice"));
     }
@@ -269,8 +275,7 @@ absl::Status ValidateSubmitRequest(const v1::SubmitRequest& request, const TaskC
   return absl::OkStatus();
 }
 
-absl::Status ValidateGetTaskRequest(const v1::GetTaskRequest& request,
-                                    const TaskCatalog& catalog) {
+absl::Status ValidateGetTaskRequest(const v1::GetTaskRequest& request, const TaskCatalog& catalog) {
   RETURN_IF_ERROR(ValidateTaskAndArch(request.task_id(), request.arch(), catalog, nullptr));
   if (request.knowledge_level() == v1::KNOWLEDGE_LEVEL_UNSPECIFIED) {
     return Invalid("knowledge_level", "required (none, templates or contract)");
@@ -292,7 +297,8 @@ absl::Status ValidateSubmissionId(const std::string& id, const std::string& fiel
     for (int k = 0; k < kGroups[g]; ++k, ++pos) ok = ok && IsHex(id[pos]);
     if (g < 4) ok = ok && id[pos++] == '-';
   }
-  if (!ok) return Invalid(field, absl::StrCat("'", id.substr(0, 64), "' is not a submission id (a UUID)"));
+  if (!ok)
+    return Invalid(field, absl::StrCat("'", id.substr(0, 64), "' is not a submission id (a UUID)"));
   return absl::OkStatus();
 }
 
@@ -306,7 +312,8 @@ absl::Status ValidateListSubmissionsRequest(const v1::ListSubmissionsRequest& re
 }
 
 absl::Status ValidateWorkerIdentity(const v1::WorkerIdentity& identity, const std::string& field) {
-  RETURN_IF_ERROR(ValidateRequiredText(identity.hostname(), field + ".hostname", kMaxShortTextBytes));
+  RETURN_IF_ERROR(
+      ValidateRequiredText(identity.hostname(), field + ".hostname", kMaxShortTextBytes));
   if (!v1::Arch_IsValid(identity.arch())) {
     return Invalid(field + ".arch", absl::StrCat("unknown value ", identity.arch()));
   }
@@ -317,19 +324,23 @@ absl::Status ValidateWorkerIdentity(const v1::WorkerIdentity& identity, const st
     RETURN_IF_ERROR(
         ValidateRequiredText(identity.gpu_uuid(), field + ".gpu_uuid", kMaxShortTextBytes));
   }
-  for (const auto& [value, name] :
-       {std::pair{&identity.gpu_name(), "gpu_name"}, {&identity.gpu_uuid(), "gpu_uuid"},
-        {&identity.driver_version(), "driver_version"}, {&identity.cuda_version(), "cuda_version"},
-        {&identity.cublas_version(), "cublas_version"}, {&identity.cudnn_version(), "cudnn_version"},
-        {&identity.harness_version(), "harness_version"}}) {
-    RETURN_IF_ERROR(ValidateOptionalText(*value, absl::StrCat(field, ".", name), kMaxShortTextBytes));
+  for (const auto& [value, name] : {std::pair{&identity.gpu_name(), "gpu_name"},
+                                    {&identity.gpu_uuid(), "gpu_uuid"},
+                                    {&identity.driver_version(), "driver_version"},
+                                    {&identity.cuda_version(), "cuda_version"},
+                                    {&identity.cublas_version(), "cublas_version"},
+                                    {&identity.cudnn_version(), "cudnn_version"},
+                                    {&identity.harness_version(), "harness_version"}}) {
+    RETURN_IF_ERROR(
+        ValidateOptionalText(*value, absl::StrCat(field, ".", name), kMaxShortTextBytes));
   }
   return absl::OkStatus();
 }
 
 absl::Status ValidateJobLease(const v1::JobLease& lease, const std::string& field) {
   RETURN_IF_ERROR(ValidateRequiredText(lease.job_id(), field + ".job_id", kMaxShortTextBytes));
-  RETURN_IF_ERROR(ValidateRequiredText(lease.worker_id(), field + ".worker_id", kMaxShortTextBytes));
+  RETURN_IF_ERROR(
+      ValidateRequiredText(lease.worker_id(), field + ".worker_id", kMaxShortTextBytes));
   if (lease.attempt() < 0) {
     return Invalid(field + ".attempt", absl::StrCat("must be >= 0, got ", lease.attempt()));
   }

@@ -11,8 +11,8 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "google/protobuf/descriptor.h"
 #include "common/task.h"
+#include "google/protobuf/descriptor.h"
 #include "ptxbench/v1/admin.pb.h"
 #include "ptxbench/v1/vendor.pb.h"
 #include "ptxbench/v1/worker.pb.h"
@@ -21,10 +21,10 @@ namespace ptxbench::api {
 
 // Size limits of request fields. The source limit is the contract of vendor.proto; the rest
 // bound what one request may make the server store or log.
-inline constexpr size_t kMaxSourceBytes = 1 << 20;          // 1 MiB.
-inline constexpr size_t kMaxShortTextBytes = 256;           // ids, names, model, session.
-inline constexpr size_t kMaxMessageBytes = 64 << 10;        // reasons, summaries.
-inline constexpr size_t kMaxStoredJsonBytes = 4 << 20;      // detail/report JSON of a verdict.
+inline constexpr size_t kMaxSourceBytes = 1 << 20;      // 1 MiB.
+inline constexpr size_t kMaxShortTextBytes = 256;       // ids, names, model, session.
+inline constexpr size_t kMaxMessageBytes = 64 << 10;    // reasons, summaries.
+inline constexpr size_t kMaxStoredJsonBytes = 4 << 20;  // detail/report JSON of a verdict.
 inline constexpr int kMaxLaunches = 16;
 inline constexpr int kMaxLaunchArgs = 64;
 inline constexpr size_t kMaxExpressionBytes = 256;

@@ -98,8 +98,7 @@ class WorkerServiceImpl final : public v1::WorkerService::Service {
         absl::StrCat("worker_id: unknown worker '", worker_id, "'; call Register first"));
   }
 
-  absl::Status DoLease(RpcScope& rpc, grpc::ServerContext* context,
-                       const v1::LeaseRequest& request,
+  absl::Status DoLease(RpcScope& rpc, grpc::ServerContext* context, const v1::LeaseRequest& request,
                        grpc::ServerWriter<v1::LeasedJob>* writer) {
     ASSIGN_OR_RETURN(Caller caller, rpc.Authenticate({Role::kWorker}));
     RETURN_IF_ERROR(ValidateRequiredText(request.worker_id(), "worker_id", kMaxShortTextBytes));
@@ -166,8 +165,7 @@ class WorkerServiceImpl final : public v1::WorkerService::Service {
 
   // Sends a leased job down the stream; a job the worker never received goes back to the
   // queue at once rather than after its lease expires.
-  absl::Status Deliver(const store::LeasedJobRow& row,
-                       grpc::ServerWriter<v1::LeasedJob>* writer) {
+  absl::Status Deliver(const store::LeasedJobRow& row, grpc::ServerWriter<v1::LeasedJob>* writer) {
     ctx_->jobs->Leased(
         {row.lease, row.submission_id, row.task_id, row.arch, row.kind, absl::Now()});
     ctx_->event_changes->Notify();
@@ -262,8 +260,8 @@ class WorkerServiceImpl final : public v1::WorkerService::Service {
       ctx_->leases->JobsAvailable(held->arch);
     }
     if (!status.ok()) {
-      spdlog::warn("complete refused job_id={} worker_id={} attempt={} error=\"{}\"",
-                   lease.job_id, lease.worker_id, lease.attempt, status.ToString());
+      spdlog::warn("complete refused job_id={} worker_id={} attempt={} error=\"{}\"", lease.job_id,
+                   lease.worker_id, lease.attempt, status.ToString());
       return status;
     }
     spdlog::info("job completed job_id={} worker_id={} attempt={} verdict={}", lease.job_id,

@@ -167,6 +167,36 @@ TEST_CASE("a vendor sees and cancels only its own tenant's submissions", "[api][
   }
 }
 
+TEST_CASE("a retried Submit with the same idempotency key returns the first submission",
+          "[api][submit]") {
+  TestServer server;
+  const std::string vendor = server.CreateToken("acme", v1::ROLE_VENDOR);
+  v1::SubmitRequest request = ValidSubmit();
+  request.set_idempotency_key("turn-7-attempt");
+  v1::SubmitResponse first, second;
+  REQUIRE(Submit(server, vendor, request, &first).ok());
+  REQUIRE(Submit(server, vendor, request, &second).ok());
+  CHECK(first.submission().id() == second.submission().id());
+  grpc::ClientContext context;
+  Authorize(&context, vendor);
+  v1::ListSubmissionsRequest list;
+  list.set_page_size(1);
+  v1::ListSubmissionsResponse page;
+  REQUIRE(Submit(server, vendor, ValidSubmit()).ok());
+  REQUIRE(server.submissions()->ListSubmissions(&context, list, &page).ok());
+  // Two submissions, one per page, newest first.
+  REQUIRE(page.submissions_size() == 1);
+  CHECK(page.submissions(0).id() != first.submission().id());
+  REQUIRE_FALSE(page.next_page_token().empty());
+  grpc::ClientContext next_context;
+  Authorize(&next_context, vendor);
+  list.set_page_token(page.next_page_token());
+  v1::ListSubmissionsResponse next;
+  REQUIRE(server.submissions()->ListSubmissions(&next_context, list, &next).ok());
+  REQUIRE(next.submissions_size() == 1);
+  CHECK(next.submissions(0).id() == first.submission().id());
+}
+
 TEST_CASE("per-tenant submissions per minute are limited", "[api][limits]") {
   TestServer server;
   const std::string vendor = server.CreateToken("bursty", v1::ROLE_VENDOR, /*per_minute=*/3);
@@ -198,7 +228,8 @@ TEST_CASE("per-tenant unfinished submissions are limited", "[api][limits]") {
   CHECK(Submit(server, vendor, ValidSubmit()).ok());
 }
 
-TEST_CASE("every Submit validation error is INVALID_ARGUMENT naming its field", "[api][validation]") {
+TEST_CASE("every Submit validation error is INVALID_ARGUMENT naming its field",
+          "[api][validation]") {
   TestServer server;
   const std::string vendor = server.CreateToken("acme", v1::ROLE_VENDOR);
   struct Case {
@@ -278,7 +309,8 @@ TEST_CASE("every Submit validation error is INVALID_ARGUMENT naming its field", 
   grpc::ClientContext context;
   Authorize(&context, vendor);
   v1::ListSubmissionsResponse listed;
-  REQUIRE(server.submissions()->ListSubmissions(&context, v1::ListSubmissionsRequest(), &listed).ok());
+  REQUIRE(
+      server.submissions()->ListSubmissions(&context, v1::ListSubmissionsRequest(), &listed).ok());
   CHECK(listed.submissions_size() == 0);
 }
 
@@ -408,7 +440,8 @@ TEST_CASE("the health service reports SERVING and reflection lists the services"
   grpc::ClientContext context;
   WithDeadline(&context, absl::Seconds(10));
   grpc::CompletionQueue cq;
-  auto call = stub.PrepareCall(&context, "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo", &cq);
+  auto call = stub.PrepareCall(
+      &context, "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo", &cq);
   REQUIRE(call != nullptr);
   void* tag = nullptr;
   bool ok = false;
@@ -464,7 +497,8 @@ TEST_CASE("a source that is not UTF-8 is refused without harm", "[api][validatio
   grpc::ClientContext context;
   Authorize(&context, vendor);
   v1::ListSubmissionsResponse listed;
-  REQUIRE(server.submissions()->ListSubmissions(&context, v1::ListSubmissionsRequest(), &listed).ok());
+  REQUIRE(
+      server.submissions()->ListSubmissions(&context, v1::ListSubmissionsRequest(), &listed).ok());
   CHECK(listed.submissions_size() == 0);
   CHECK(Submit(server, vendor, ValidSubmit()).ok());
 }
@@ -482,8 +516,8 @@ TestCertificate MakeCertificate() {
   TestCertificate made{templ, templ + "/cert.pem", templ + "/key.pem"};
   const std::string command = absl::StrCat(
       "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost "
-      "-addext subjectAltName=IP:127.0.0.1,DNS:localhost -keyout ", made.key, " -out ",
-      made.cert, " >/dev/null 2>&1");
+      "-addext subjectAltName=IP:127.0.0.1,DNS:localhost -keyout ",
+      made.key, " -out ", made.cert, " >/dev/null 2>&1");
   REQUIRE(std::system(command.c_str()) == 0);
   return made;
 }
@@ -530,7 +564,8 @@ TEST_CASE("TLS: the server speaks only TLS, and with a client CA only to holders
   grpc::ClientContext context;
   WithDeadline(&context, absl::Seconds(10));
   v1::ListTenantsResponse tenants;
-  auto status = v1::AdminService::NewStub(channel)->ListTenants(&context, v1::ListTenantsRequest(), &tenants);
+  auto status =
+      v1::AdminService::NewStub(channel)->ListTenants(&context, v1::ListTenantsRequest(), &tenants);
   INFO(status.error_message());
   CHECK(status.ok());
   std::filesystem::remove_all(certificate.dir);
@@ -564,9 +599,11 @@ TEST_CASE("the metrics endpoint serves every family", "[api][metrics]") {
     CHECK(absl::StrContains(body, family));
   }
   CHECK(absl::StrContains(body, "ptxbench_queue_depth{arch=\"sm_90a\",kind=\"compile\"} 1"));
-  CHECK(absl::StrContains(
-      body, "ptxbench_submissions_total{arch=\"sm_90a\",model=\"test:model\",task=\"api_test_gemm\",tenant=\"acme\"} 2"));
-  CHECK(absl::StrContains(body, "ptxbench_rpc_duration_seconds_count{code=\"OK\",method=\"Submit\"} 2"));
+  CHECK(absl::StrContains(body,
+                          "ptxbench_submissions_total{arch=\"sm_90a\",model=\"test:model\",task="
+                          "\"api_test_gemm\",tenant=\"acme\"} 2"));
+  CHECK(absl::StrContains(body,
+                          "ptxbench_rpc_duration_seconds_count{code=\"OK\",method=\"Submit\"} 2"));
   CHECK(absl::StrContains(body, "verdict_class=\"cancelled\"} 1"));
   CHECK(absl::StrContains(body, "ptxbench_workers{state=\"active\"} 0"));
 }

@@ -208,7 +208,8 @@ v1::SubmitRequest ValidSubmit(bool full) {
   request.set_task_id(kTaskId);
   request.set_arch(v1::ARCH_SM_90A);
   request.set_language(v1::SOURCE_LANGUAGE_CUDA);
-  request.set_source("extern \"C\" __global__ void gemm(const void* a, const void* b, void* c) {}\n");
+  request.set_source(
+      "extern \"C\" __global__ void gemm(const void* a, const void* b, void* c) {}\n");
   auto* launch = request.mutable_launch_plan()->add_launches();
   launch->set_kernel("gemm");
   launch->add_grid("ceil_div(M,128)");

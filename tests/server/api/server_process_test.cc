@@ -93,7 +93,8 @@ v1::Submission Get(const std::shared_ptr<grpc::Channel>& channel, const std::str
   v1::GetSubmissionRequest request;
   request.set_submission_id(id);
   v1::Submission submission;
-  auto status = v1::SubmissionService::NewStub(channel)->GetSubmission(&context, request, &submission);
+  auto status =
+      v1::SubmissionService::NewStub(channel)->GetSubmission(&context, request, &submission);
   INFO(status.error_message());
   REQUIRE(status.ok());
   return submission;
@@ -161,8 +162,7 @@ TEST_CASE("submissions and verdicts survive kill -9 of the server, without dupli
   CHECK(worker.worker_id() == worker_id);
   CHECK(worker.Complete(completed_job, MakeVerdict(v1::VERDICT_CLASS_WRONG_RESULT)).error_code() ==
         grpc::StatusCode::FAILED_PRECONDITION);
-  CHECK(Get(second.channel(), finished_id).verdict().verdict_class() ==
-        v1::VERDICT_CLASS_COMPILED);
+  CHECK(Get(second.channel(), finished_id).verdict().verdict_class() == v1::VERDICT_CLASS_COMPILED);
 
   // The watcher sees exactly one verdict.
   grpc::ClientContext context;

@@ -13,7 +13,8 @@
 namespace ptxbench::api_test {
 namespace {
 
-std::string SubmitOk(TestServer& server, const std::string& token, const v1::SubmitRequest& request) {
+std::string SubmitOk(TestServer& server, const std::string& token,
+                     const v1::SubmitRequest& request) {
   grpc::ClientContext context;
   WithDeadline(&context);
   Authorize(&context, token);
@@ -89,8 +90,8 @@ TEST_CASE("submit, lease, report stages, complete: the watcher sees every stage 
   options.metrics = true;
   TestServer server(options);
   const std::string vendor = server.CreateToken("acme", v1::ROLE_VENDOR);
-  FakeWorker worker(server.channel(), server.CreateToken("fleet", v1::ROLE_WORKER),
-                    v1::ARCH_SM_90A, "GPU-flow");
+  FakeWorker worker(server.channel(), server.CreateToken("fleet", v1::ROLE_WORKER), v1::ARCH_SM_90A,
+                    "GPU-flow");
   REQUIRE(worker.Register().ok());
   const v1::SubmitRequest request = ValidSubmit(/*full=*/true);
   const std::string id = SubmitOk(server, vendor, request);
@@ -130,9 +131,9 @@ TEST_CASE("submit, lease, report stages, complete: the watcher sees every stage 
   const auto events = watcher.Finish(&status);
   INFO(status.error_message());
   REQUIRE(status.ok());
-  const std::vector<v1::Stage> expected = {v1::STAGE_QUEUED, v1::STAGE_COMPILE,
+  const std::vector<v1::Stage> expected = {v1::STAGE_QUEUED,      v1::STAGE_COMPILE,
                                            v1::STAGE_CORRECTNESS, v1::STAGE_TARGET_INSTRUCTIONS,
-                                           v1::STAGE_TIMING, v1::STAGE_DONE};
+                                           v1::STAGE_TIMING,      v1::STAGE_DONE};
   std::vector<v1::Stage> seen = StagesOf(events);
   // The store may record extra progress events (e.g. the evaluate job queued); the reported
   // stages must appear in order and DONE must be last.
@@ -186,8 +187,8 @@ TEST_CASE("submit, lease, report stages, complete: the watcher sees every stage 
 TEST_CASE("a Lease stream holds at most `slots` jobs until one completes", "[api][flow]") {
   TestServer server;
   const std::string vendor = server.CreateToken("acme", v1::ROLE_VENDOR);
-  FakeWorker worker(server.channel(), server.CreateToken("fleet", v1::ROLE_WORKER),
-                    v1::ARCH_SM_90A, "GPU-slots");
+  FakeWorker worker(server.channel(), server.CreateToken("fleet", v1::ROLE_WORKER), v1::ARCH_SM_90A,
+                    "GPU-slots");
   REQUIRE(worker.Register().ok());
   for (int i = 0; i < 3; ++i) SubmitOk(server, vendor, ValidSubmit());
   worker.OpenLease(2);
@@ -282,8 +283,8 @@ TEST_CASE("an expired lease is reaped and handed to another worker", "[api][flow
 TEST_CASE("a drained worker gets no new jobs and is told to drain", "[api][flow]") {
   TestServer server;
   const std::string vendor = server.CreateToken("acme", v1::ROLE_VENDOR);
-  FakeWorker worker(server.channel(), server.CreateToken("fleet", v1::ROLE_WORKER),
-                    v1::ARCH_SM_90A, "GPU-drain");
+  FakeWorker worker(server.channel(), server.CreateToken("fleet", v1::ROLE_WORKER), v1::ARCH_SM_90A,
+                    "GPU-drain");
   REQUIRE(worker.Register().ok());
   {
     grpc::ClientContext context;
