@@ -1,0 +1,128 @@
+#include "worker/daemon/engine_executor.h"
+
+#include <filesystem>
+
+#include <spdlog/spdlog.h>
+
+#include "absl/strings/str_cat.h"
+#include "common/task.h"
+#include "worker/engine/evaluate.h"
+
+namespace ptxbench::worker {
+namespace {
+
+// Bumped whenever a change to the engine can change a verdict; recorded in every verdict so
+// two results are only compared when they were produced by the same harness.
+constexpr char kHarnessVersion[] = "ptxbench-engine/0.1";
+
+class EngineExecutor : public JobExecutor {
+ public:
+  EngineExecutor(TaskCatalog catalog, engine::EngineOptions engine_options,
+                 ExecutorIdentity identity)
+      : catalog_(std::move(catalog)),
+        engine_options_(std::move(engine_options)),
+        identity_(std::move(identity)) {}
+
+  ExecutorIdentity Identity() const override { return identity_; }
+
+  absl::StatusOr<Verdict> Run(const JobSpec& job, const StageCallback& on_stage,
+                              const std::atomic<bool>& cancel) override {
+    const Task* task = catalog_.Find(job.task_id);
+    // A worker whose copy of the task differs from the server's would grade against another
+    // definition; that is the deployment's fault, never the kernel's.
+    if (task == nullptr) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("task ", job.task_id, " is not in this worker's tasks folder"));
+    }
+    if (!job.task_version_hash.empty() && task->version_hash != job.task_version_hash) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "task ", job.task_id, " version mismatch: worker has ", task->version_hash.substr(0, 12),
+          ", the job was accepted for ", job.task_version_hash.substr(0, 12)));
+    }
+    engine::EvaluationRequest request;
+    request.task = task;
+    request.arch = job.arch;
+    request.language = job.language;
+    request.source = job.source;
+    request.launch_plan_json = job.launch_plan_json;
+    request.compile_only = job.compile_only;
+    absl::StatusOr<Verdict> verdict =
+        engine::Evaluate(request, engine_options_, on_stage, &cancel);
+    if (!verdict.ok()) return verdict;
+    verdict->report["harness_version"] = kHarnessVersion;
+    verdict->report["task_version_hash"] = task->version_hash;
+    verdict->report["worker_identity"] = {
+        {"arch", identity_.arch},
+        {"gpu_name", identity_.gpu_name},
+        {"gpu_uuid", identity_.gpu_uuid},
+        {"driver_version", identity_.driver_version},
+        {"cuda_version", identity_.cuda_version},
+    };
+    return verdict;
+  }
+
+  absl::Status HealthProbe() override {
+    if (engine_options_.gpu < 0) return absl::OkStatus();
+    absl::StatusOr<nlohmann::json> device = engine::HealthProbe(engine_options_);
+    return device.ok() ? absl::OkStatus() : device.status();
+  }
+
+ private:
+  TaskCatalog catalog_;
+  engine::EngineOptions engine_options_;
+  ExecutorIdentity identity_;
+};
+
+std::string JsonText(const nlohmann::json& json, const char* key) {
+  if (!json.contains(key)) return "";
+  const nlohmann::json& value = json[key];
+  return value.is_string() ? value.get<std::string>() : value.dump();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<JobExecutor>> CreateEngineExecutor(
+    const EngineExecutorOptions& options) {
+  absl::StatusOr<TaskCatalog> catalog = TaskCatalog::Load(options.tasks_dir);
+  if (!catalog.ok()) {
+    return absl::Status(catalog.status().code(),
+                        absl::StrCat("loading tasks from ", options.tasks_dir, ": ",
+                                     catalog.status().message()));
+  }
+  engine::EngineOptions engine_options;
+  engine_options.evaluator_path = options.evaluator_path;
+  engine_options.gpu = options.gpu;
+  if (engine_options.evaluator_path.empty()) {
+    engine_options.evaluator_path = engine::DefaultEvaluatorPath();
+  }
+  if (!std::filesystem::exists(engine_options.evaluator_path)) {
+    return absl::NotFoundError(absl::StrCat("the sandboxed evaluator ",
+                                            engine_options.evaluator_path,
+                                            " does not exist; pass --evaluator PATH"));
+  }
+  ExecutorIdentity identity;
+  identity.harness_version = kHarnessVersion;
+  if (!options.compile_only) {
+    // A GPU worker must prove its GPU works before it registers: a daemon on a broken node
+    // would otherwise take jobs and fail every one as infrastructure.
+    absl::StatusOr<nlohmann::json> device = engine::HealthProbe(engine_options);
+    if (!device.ok()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("GPU ", options.gpu, " is not usable (", device.status().message(),
+                       "); run with --compile-only on machines without a GPU"));
+    }
+    identity.arch = JsonText(*device, "arch");
+    identity.gpu_name = JsonText(*device, "name");
+    identity.gpu_uuid = JsonText(*device, "uuid");
+    identity.driver_version = JsonText(*device, "driver_version");
+    identity.cuda_version = JsonText(*device, "runtime_version");
+    spdlog::info("GPU {}: {} ({}, {})", options.gpu, identity.gpu_name, identity.arch,
+                 identity.gpu_uuid);
+  } else {
+    engine_options.gpu = -1;
+  }
+  return std::unique_ptr<JobExecutor>(
+      new EngineExecutor(*std::move(catalog), engine_options, identity));
+}
+
+}  // namespace ptxbench::worker
