@@ -158,6 +158,15 @@ struct CpuSplit {
   }
 };
 
+// The 1, 5 and 15 minute load averages: the machine is shared, and other work on it shows in
+// every figure.
+std::string LoadAverage() {
+  std::ifstream in("/proc/loadavg");
+  std::string one, five, fifteen;
+  in >> one >> five >> fifteen;
+  return absl::StrCat(one, " ", five, " ", fifteen);
+}
+
 // Distinct channel arguments give each simulated client its own HTTP/2 connection, as
 // separate worker machines would have.
 std::shared_ptr<grpc::Channel> NewChannel(const std::string& address, int index) {
@@ -276,10 +285,10 @@ double LeaseMany(const std::string& address, const std::string& token, int worke
   return total / seconds;
 }
 
-// Submitters and 16 workers at once, so the queue stays as short as the workers keep it:
-// the scheduler in steady state. Returns completed jobs per second.
-double SteadyState(const std::string& address, const std::string& vendor,
-                   const std::string& worker_token, int workers, int total) {
+// Submitters and workers at once: every job is submitted, leased and completed within the
+// phase. Returns completed jobs per second.
+double Concurrent(const std::string& address, const std::string& vendor,
+                  const std::string& worker_token, int workers, int total) {
   std::atomic<int> done{0};
   std::vector<std::unique_ptr<grpc::ClientContext>> contexts(workers);
   std::vector<SimWorker> sims;
@@ -383,6 +392,7 @@ int Main(int argc, char** argv) {
   const int samples = static_cast<int>(args->GetInt("latency-samples", 300).value_or(300));
   const int rss_jobs = static_cast<int>(args->GetInt("rss-jobs", 10000).value_or(10000));
 
+  const std::string load_at_start = LoadAverage();
   ServerProcess server({binary, "serve", "--database-url", database_url, "--listen", "127.0.0.1:0",
                         "--metrics-listen", "off", "--tasks-dir", args->Get("tasks-dir"),
                         "--migrations-dir", args->Get("migrations-dir"), "--log-level", "warn",
@@ -417,11 +427,11 @@ int Main(int argc, char** argv) {
             << submissions << " jobs at " << leases_per_s << "/s; CPU per lease+complete "
             << lease_cpu.dump() << "\n";
   cpu.Start();
-  const double steady_per_s = SteadyState(address, vendor, worker_token, workers, submissions);
-  const nlohmann::json steady_cpu = cpu.PerOperation(submissions);
-  std::cerr << "scheduler_bench: steady state (8 submitters, " << workers
-            << " workers): " << steady_per_s << " jobs/s; CPU per submit+lease+complete "
-            << steady_cpu.dump() << "\n";
+  const double concurrent_per_s = Concurrent(address, vendor, worker_token, workers, submissions);
+  const nlohmann::json concurrent_cpu = cpu.PerOperation(submissions);
+  std::cerr << "scheduler_bench: 8 submitters and " << workers
+            << " workers at once: " << concurrent_per_s << " jobs/s; CPU per submit+lease+complete "
+            << concurrent_cpu.dump() << "\n";
   const auto latencies = SubmitToLeaseLatency(address, vendor, worker_token, samples);
   const double p50 = Percentile(latencies, 0.50);
   const double p99 = Percentile(latencies, 0.99);
@@ -439,12 +449,19 @@ int Main(int argc, char** argv) {
       {"workers", workers},
       {"accepted_submissions_per_s", submits_per_s},
       {"leases_per_s", leases_per_s},
-      {"steady_state_jobs_per_s", steady_per_s},
+      {"concurrent_submit_lease_complete_per_s", concurrent_per_s},
       {"submissions_per_s_filling_rss_queue", deep_submits_per_s},
       {"cpu_ms_per_operation",
        {{"submit", submit_cpu},
         {"lease_and_complete", lease_cpu},
-        {"steady_submit_lease_complete", steady_cpu}}},
+        {"concurrent_submit_lease_complete", concurrent_cpu}}},
+      {"environment",
+       {{"load_average_at_start", load_at_start},
+        {"load_average_at_end", LoadAverage()},
+        {"postgres",
+         "scripts/lib/test-postgres.sh: PostgreSQL 15 on the same machine, fsync=off, "
+         "synchronous_commit=off"},
+        {"server", "ptxbench-server process, --log-level warn, store pool 16"}}},
       {"submit_to_lease_ms",
        {{"p50", p50},
         {"p99", p99},
