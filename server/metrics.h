@@ -1,8 +1,8 @@
 // Prometheus metrics of ptxbench-server. Every family is defined once, here, so that a name,
 // its help text and its label set cannot drift between call sites. Names are prefixed
 // ptxbench_. Queue depth, oldest job age and workers by state are read from the store when
-// /metrics is scraped (a scrape every 15 s costs two indexed queries), so they are never stale
-// and cost nothing between scrapes.
+// /metrics is scraped (two queries per scrape), so they are never stale and cost nothing
+// between scrapes.
 #ifndef PTXBENCH_SERVER_METRICS_H_
 #define PTXBENCH_SERVER_METRICS_H_
 

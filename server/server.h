@@ -24,9 +24,9 @@ struct TlsOptions {
 };
 
 struct LimitOptions {
-  // Per-tenant defaults, used where a tenant row says 0. 600/min is ten a second: more than a
-  // repair loop of one model produces (measured: a turn takes >= 20 s of model time), while
-  // a runaway client is stopped within a minute.
+  // Per-tenant defaults, used where a tenant row says 0. 600/min is ten a second: far more
+  // than a repair loop produces (each turn waits for a model's answer and a verdict), while a
+  // runaway client is stopped within a minute.
   int submissions_per_minute = 600;
   // Unfinished submissions one tenant may hold; bounds how far one vendor can push everyone
   // else's jobs back in the fair-share order.
@@ -43,8 +43,9 @@ struct ServerOptions {
   std::string migrations_dir;  // Required.
   TlsOptions tls;
   int lease_seconds = 60;
-  // Store connections. Every unary call and every Lease/Watch iteration takes one for a
-  // query; 16 measured enough for 16 workers at >1,000 leases/s (bench/scheduler_bench).
+  // Store connections. Every unary call and every Lease/Watch iteration holds one for the
+  // length of a query. With 16 workers and 8 submitters (bench/scheduler_bench) PostgreSQL's
+  // CPU, not the pool, is the limit on the 2-core development machine.
   int store_pool_size = 16;
   LimitOptions limits;
   absl::Duration reap_interval = absl::Seconds(5);

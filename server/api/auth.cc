@@ -4,13 +4,12 @@
 #include <openssl/rand.h>
 
 #include <array>
-#include <cstdio>
+#include <iterator>
 #include <stdexcept>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "spdlog/spdlog.h"
 
 namespace ptxbench::api {
 namespace {

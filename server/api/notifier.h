@@ -2,11 +2,15 @@
 // a change that happened between their last look and their wait: read generation(), look at
 // the store, then WaitForChange(seen, ...) returns at once if anything happened meanwhile.
 //
-// The server keeps two: queue changes (wakes Lease streams) and stage-event changes (wakes
-// WatchSubmission streams). They are bumped in-process by the RPC that made the change and by
-// a listener thread that turns the store's PostgreSQL NOTIFYs (changes made by another server
+// The server keeps one for stage events (it wakes WatchSubmission streams; Lease streams have
+// lease_dispatcher.h). It is bumped in-process by the RPC that made the change and by a
+// listener thread that turns the store's PostgreSQL NOTIFYs (changes made by another server
 // replica) into Notify() calls. Waiters still poll the store on a timeout: the signal only
 // shortens waits, the store stays the source of truth.
+//
+// Cost: a NOTIFY names no submission, so every event wakes every watcher for one indexed
+// ListStageEvents query; at hundreds of watchers and a few events per second per running job
+// that is a few thousand small queries a second at most.
 #ifndef PTXBENCH_SERVER_API_NOTIFIER_H_
 #define PTXBENCH_SERVER_API_NOTIFIER_H_
 
