@@ -42,6 +42,20 @@ class JobTracker {
   int Reconcile(const std::string& worker_id, const std::vector<store::LeaseRef>& held,
                 absl::Duration grace);
 
+  // Counts a lease this process did not hand out (a heartbeat after a server restart lists it)
+  // against its worker's slots.
+  void Adopt(const store::LeaseRef& lease);
+  // Makes the worker's tracked count at least `held` (the store's count of its leased jobs,
+  // read when a Lease stream opens) with placeholders, so that after a server restart a
+  // worker still running jobs leased from the previous process gets no more than its slots.
+  // Its next heartbeats replace the placeholders by the leases it lists (Adopt, Reconcile).
+  void HoldAtLeast(const std::string& worker_id, int held);
+
+  // Forgets every job of the worker: it registered again, so it is a new process that holds
+  // none of its predecessor's jobs (the reaper requeues those when their leases expire).
+  // Returns the number forgotten.
+  int ReleaseWorker(const std::string& worker_id);
+
   void SetDraining(const std::string& worker_id, bool draining);
   bool Draining(const std::string& worker_id) const;
 

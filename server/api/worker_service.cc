@@ -4,6 +4,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -81,6 +82,7 @@ class WorkerServiceImpl final : public v1::WorkerService::Service {
     ASSIGN_OR_RETURN(registration.identity_json, MessageToJson(identity));
     ASSIGN_OR_RETURN(store::WorkerRow row, ctx_->store->RegisterWorker(registration));
     ctx_->jobs->SetDraining(row.worker_id, row.state == "draining");
+    if (ctx_->jobs->ReleaseWorker(row.worker_id) > 0) ctx_->leases->WakeWorker(row.worker_id);
     response->set_worker_id(row.worker_id);
     response->set_lease_seconds(ctx_->options.lease_seconds);
     spdlog::info("worker registered worker_id={} host={} arch={} gpu_uuid={} compile_only={}",
@@ -110,6 +112,7 @@ class WorkerServiceImpl final : public v1::WorkerService::Service {
     const std::string& worker_id = request.worker_id();
     ASSIGN_OR_RETURN(store::WorkerRow worker, FindWorker(worker_id));
     ctx_->jobs->SetDraining(worker_id, worker.state == "draining");
+    ctx_->jobs->HoldAtLeast(worker_id, worker.jobs_held);
     LeaseDispatcher::Waiter waiter;
     waiter.worker_id = worker_id;
     waiter.pool =
@@ -203,12 +206,23 @@ class WorkerServiceImpl final : public v1::WorkerService::Service {
     ASSIGN_OR_RETURN(store::HeartbeatResult result,
                      ctx_->store->Heartbeat(request.worker_id(), leases, request.healthy(),
                                             request.health_detail()));
+    std::set<std::string> gone;
+    for (const auto& lost : result.lost) gone.insert(lost.job_id);
+    for (const auto& job_id : result.cancelled_job_ids) gone.insert(job_id);
+    // Leases still held that this process did not hand out (it restarted) count too.
+    for (const auto& lease : leases) {
+      if (!gone.count(lease.job_id)) ctx_->jobs->Adopt(lease);
+    }
     int released = ctx_->jobs->Reconcile(request.worker_id(), leases, kReconcileGrace);
     for (const auto& lost : result.lost) {
       released += ctx_->jobs->Released(lost.job_id).has_value() ? 1 : 0;
       *response->add_lost() = LeaseRefToProto(lost);
     }
-    for (const auto& job_id : result.cancelled_job_ids) response->add_cancelled_job_ids(job_id);
+    for (const auto& job_id : result.cancelled_job_ids) {
+      // The worker stops that work and reports nothing: its slot is free.
+      released += ctx_->jobs->Released(job_id).has_value() ? 1 : 0;
+      response->add_cancelled_job_ids(job_id);
+    }
     response->set_drain(result.drain);
     const bool drain_changed = ctx_->jobs->Draining(request.worker_id()) != result.drain;
     ctx_->jobs->SetDraining(request.worker_id(), result.drain);

@@ -92,6 +92,8 @@ class FakeWorker {
   ~FakeWorker();
 
   const std::string& worker_id() const { return worker_id_; }
+  // Acts as an already registered worker (a worker daemon reconnecting does not register).
+  void set_worker_id(const std::string& worker_id) { worker_id_ = worker_id; }
   grpc::Status Register();
   // Opens the Lease stream on a thread; jobs arrive in NextJob.
   void OpenLease(int slots);

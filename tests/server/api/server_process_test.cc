@@ -100,20 +100,19 @@ v1::Submission Get(const std::shared_ptr<grpc::Channel>& channel, const std::str
   return submission;
 }
 
-TEST_CASE("submissions and verdicts survive kill -9 of the server, without duplicates",
+TEST_CASE("submissions, verdicts and leases survive kill -9 of the server, without duplicates",
           "[api][process]") {
   const auto database = FreshDatabase();
   const std::string& database_url = database->url();
-  std::string finished_id;
-  std::string queued_id;
+  std::vector<std::string> ids;
   v1::LeasedJob completed_job;
+  v1::LeasedJob running_job;
   std::string worker_id;
   {
     ServerProcess first(database_url);
     // No token exists: loopback callers act as admin of tenant "local".
     auto stub = v1::SubmissionService::NewStub(first.channel());
-    std::vector<std::string> ids;
-    for (int i = 0; i < 2; ++i) {
+    for (int i = 0; i < 3; ++i) {
       grpc::ClientContext context;
       WithDeadline(&context);
       v1::SubmitResponse response;
@@ -125,26 +124,36 @@ TEST_CASE("submissions and verdicts survive kill -9 of the server, without dupli
     FakeWorker worker(first.channel(), "", v1::ARCH_SM_90A, "GPU-process");
     REQUIRE(worker.Register().ok());
     worker_id = worker.worker_id();
+    // Lease one job and finish it; the stream is closed first so that nothing else is leased
+    // behind the test's back.
     worker.OpenLease(1);
     auto job = worker.NextJob(absl::Seconds(15));
     REQUIRE(job.has_value());
+    worker.CloseLease();
     REQUIRE(worker.ReportStage(*job, v1::STAGE_COMPILE, true).ok());
     REQUIRE(worker.Complete(*job, MakeVerdict(v1::VERDICT_CLASS_COMPILED)).ok());
     completed_job = *job;
-    finished_id = job->submission_id();
-    queued_id = finished_id == ids[0] ? ids[1] : ids[0];
+    // Lease a second one and keep it running across the crash.
+    worker.OpenLease(1);
+    job = worker.NextJob(absl::Seconds(15));
+    REQUIRE(job.has_value());
+    worker.CloseLease();
+    running_job = *job;
     const int status = first.Kill(SIGKILL);
     CHECK(WIFSIGNALED(status));
-    worker.CloseLease();
   }
+  std::string queued_id;
+  for (const auto& id : ids) {
+    if (id != completed_job.submission_id() && id != running_job.submission_id()) queued_id = id;
+  }
+  REQUIRE_FALSE(queued_id.empty());
 
   ServerProcess second(database_url);
-  const v1::Submission finished = Get(second.channel(), finished_id);
+  const v1::Submission finished = Get(second.channel(), completed_job.submission_id());
   CHECK(finished.state() == v1::SUBMISSION_STATE_FINISHED);
   CHECK(finished.verdict().verdict_class() == v1::VERDICT_CLASS_COMPILED);
-  const v1::Submission queued = Get(second.channel(), queued_id);
-  CHECK(queued.state() == v1::SUBMISSION_STATE_QUEUED);
-
+  CHECK(Get(second.channel(), running_job.submission_id()).state() == v1::SUBMISSION_STATE_RUNNING);
+  CHECK(Get(second.channel(), queued_id).state() == v1::SUBMISSION_STATE_QUEUED);
   {
     grpc::ClientContext context;
     WithDeadline(&context);
@@ -152,36 +161,42 @@ TEST_CASE("submissions and verdicts survive kill -9 of the server, without dupli
     REQUIRE(v1::SubmissionService::NewStub(second.channel())
                 ->ListSubmissions(&context, v1::ListSubmissionsRequest(), &listed)
                 .ok());
-    CHECK(listed.submissions_size() == 2);
+    CHECK(listed.submissions_size() == 3);
   }
+
+  // The worker reconnects without registering again, as a worker daemon does. Its one slot
+  // is still taken by the job leased before the crash, so the queued job waits.
+  FakeWorker worker(second.channel(), "", v1::ARCH_SM_90A, "GPU-process");
+  worker.set_worker_id(worker_id);
+  worker.OpenLease(1);
+  CHECK_FALSE(worker.NextJob(absl::Milliseconds(2500)).has_value());
+  v1::HeartbeatResponse heartbeat;
+  REQUIRE(worker.Heartbeat({running_job}, &heartbeat).ok());
+  CHECK(heartbeat.lost_size() == 0);
+  REQUIRE(worker.Complete(running_job, MakeVerdict(v1::VERDICT_CLASS_COMPILED)).ok());
+  auto next = worker.NextJob(absl::Seconds(15));
+  REQUIRE(next.has_value());
+  CHECK(next->submission_id() == queued_id);
+  worker.CloseLease();
 
   // Replaying a Complete for the finished job (a worker retrying after the crash) is refused
   // by the lease fence; the recorded verdict stays as it was.
-  FakeWorker worker(second.channel(), "", v1::ARCH_SM_90A, "GPU-process");
-  REQUIRE(worker.Register().ok());
-  CHECK(worker.worker_id() == worker_id);
   CHECK(worker.Complete(completed_job, MakeVerdict(v1::VERDICT_CLASS_WRONG_RESULT)).error_code() ==
         grpc::StatusCode::FAILED_PRECONDITION);
-  CHECK(Get(second.channel(), finished_id).verdict().verdict_class() == v1::VERDICT_CLASS_COMPILED);
+  CHECK(Get(second.channel(), completed_job.submission_id()).verdict().verdict_class() ==
+        v1::VERDICT_CLASS_COMPILED);
 
-  // The watcher sees exactly one verdict.
+  // A watcher sees exactly one verdict.
   grpc::ClientContext context;
   WithDeadline(&context);
   v1::WatchSubmissionRequest watch;
-  watch.set_submission_id(finished_id);
+  watch.set_submission_id(completed_job.submission_id());
   auto reader = v1::SubmissionService::NewStub(second.channel())->WatchSubmission(&context, watch);
   int done_events = 0;
   v1::StageEvent event;
   while (reader->Read(&event)) done_events += event.stage() == v1::STAGE_DONE ? 1 : 0;
   CHECK(reader->Finish().ok());
   CHECK(done_events == 1);
-
-  // The queued submission is still served after the restart.
-  worker.OpenLease(1);
-  auto job = worker.NextJob(absl::Seconds(15));
-  REQUIRE(job.has_value());
-  CHECK(job->submission_id() == queued_id);
-  worker.CloseLease();
 
   // SIGTERM stops the server cleanly.
   const int status = second.Kill(SIGTERM);
