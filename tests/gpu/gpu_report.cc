@@ -30,6 +30,7 @@
 #include "common/verdict.h"
 #include "nlohmann/json.hpp"
 #include "worker/engine/evaluate.h"
+#include "worker/engine/gpu/local_eval.h"
 
 namespace {
 
@@ -82,8 +83,22 @@ json Summarize(const Verdict& v, double seconds) {
       out["target"] = {{"families", s.detail.value("families", json::array())},
                        {"detail", s.detail.value("detail", json::object())}};
     }
-    if (s.stage == ptxbench::Stage::kCompile && s.detail.contains("sass")) {
+    if (s.stage == ptxbench::Stage::kTargetInstructions && s.detail.contains("sass")) {
       out["sass"] = s.detail["sass"];
+    }
+    if (s.stage == ptxbench::Stage::kCorrectness && s.detail.contains("trials")) {
+      json seconds = json::array();
+      for (const json& t : s.detail["trials"]) {
+        seconds.push_back({{"workload", t.value("workload", std::string())},
+                           {"seconds", t.value("seconds", json::object())}});
+      }
+      out["trial_seconds"] = seconds;
+    }
+    if (s.stage == ptxbench::Stage::kTiming && s.detail.contains("timing")) {
+      out["timing_process_seconds"] = {
+          {"setup", s.detail["timing"].value("setup_seconds", 0.0)},
+          {"checks", s.detail["timing"].value("check_seconds", 0.0)},
+          {"total", s.detail["timing"].value("seconds", 0.0)}};
     }
     if (s.stage == ptxbench::Stage::kCorrectness && !s.ok && s.detail.contains("trials")) {
       out["failing_trials"] = s.detail["trials"];
@@ -210,6 +225,22 @@ int main(int argc, char** argv) {
     std::cout << "two-kernel plan: " << row.value("verdict", std::string("ERROR")) << " "
               << row.value("error", std::string()) << "\n";
     report["two_kernel_plan"] = row;
+  }
+
+  // 2b. Local mode, as `ptxbench eval` runs it (table output, exit code 0 only for a pass).
+  {
+    std::ostringstream out, err;
+    double t0 = Now();
+    int rc = ptxbench::engine::RunLocalEval(
+        {"--task", task_id, "--tasks-dir", tasks_dir, task->dir + "/" + main_solution->path}, out,
+        err);
+    report["local_mode"] = {{"command", "ptxbench eval --task " + task_id + " --arch sm_90a " +
+                                            main_solution->path},
+                            {"exit_code", rc},
+                            {"seconds", Now() - t0},
+                            {"stdout", out.str()}};
+    all_ok = all_ok && rc == 0;
+    std::cout << "local mode (ptxbench eval): exit " << rc << "\n" << out.str() << std::flush;
   }
 
   // 3. Stability over separate evaluations.

@@ -61,8 +61,10 @@ TEST_CASE("the device initializes with the evaluator's limits", "[gpu]") {
   size_t printf_fifo = 0, heap = 0, persisting = 1;
   REQUIRE(cudaDeviceGetLimit(&printf_fifo, cudaLimitPrintfFifoSize) == cudaSuccess);
   REQUIRE(cudaDeviceGetLimit(&heap, cudaLimitMallocHeapSize) == cudaSuccess);
-  CHECK(printf_fifo <= (64u << 10) + 4096);
-  CHECK(heap <= (1u << 20) + 4096);
+  // Asked 64 KiB and 1 MiB; the H200's driver rounds up to floors of 512 KiB and 4 MiB
+  // (seen 2026-11-30), still half its defaults of 1 MiB and 8 MiB.
+  CHECK(printf_fifo <= (512u << 10));
+  CHECK(heap <= (4u << 20));
   if (f.device.persisting_l2_max_bytes > 0) {
     REQUIRE(cudaDeviceGetLimit(&persisting, cudaLimitPersistingL2CacheSize) == cudaSuccess);
     CHECK(persisting == 0);

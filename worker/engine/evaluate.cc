@@ -195,6 +195,7 @@ class Evaluation {
   ~Evaluation() {
     reference_.reset();
     candidate_.reset();
+    sassmap_.reset();
     if (!opt_.keep_work_dir && !work_.empty()) RemoveTree(work_);
   }
 
@@ -206,6 +207,8 @@ class Evaluation {
   absl::StatusOr<std::string> WriteRequest(const std::string& dir, const std::string& name,
                                            const json& request);
   absl::StatusOr<std::string> NewSandboxDir(const std::string& prefix);
+  // A fresh private directory holding copies of the compiled module (module.cubin, module.ptx).
+  absl::StatusOr<std::string> ModuleDir(const std::string& prefix);
   absl::StatusOr<std::unique_ptr<Sandbox>> Spawn(const std::string& mode,
                                                  const std::string& request_path,
                                                  const std::string& dir, double wall_seconds,
@@ -261,6 +264,8 @@ class Evaluation {
   std::unique_ptr<Sandbox> reference_;
   double reference_spawned_at_ = 0;
   std::unique_ptr<Sandbox> candidate_;
+  std::unique_ptr<Sandbox> sassmap_;  // Static SASS family map, computed beside correctness.
+  double sassmap_spawned_at_ = 0;
   std::map<std::pair<std::string, uint64_t>, json> references_;
   std::set<std::pair<std::string, uint64_t>> reference_requested_;
   std::set<std::pair<std::string, uint64_t>> reference_cached_;
@@ -309,6 +314,19 @@ absl::Status Evaluation::Setup() {
 absl::StatusOr<std::string> Evaluation::NewSandboxDir(const std::string& prefix) {
   bool drop = opt_.drop_privileges && root_;
   return CreatePrivateDir(work_, prefix, drop ? 65534 : -1, drop ? 65534 : -1);
+}
+
+absl::StatusOr<std::string> Evaluation::ModuleDir(const std::string& prefix) {
+  ASSIGN_OR_RETURN(std::string dir, NewSandboxDir(prefix));
+  ASSIGN_OR_RETURN(std::string cubin, gpu::ReadFileBytes(compile_event_.value("cubin_path", std::string())));
+  ASSIGN_OR_RETURN(std::string ptx, gpu::ReadFileBytes(compile_event_.value("ptx_path", std::string())));
+  RETURN_IF_ERROR(gpu::WriteFileBytes(dir + "/module.cubin", cubin));
+  RETURN_IF_ERROR(gpu::WriteFileBytes(dir + "/module.ptx", ptx));
+  if (root_ && opt_.drop_privileges) {
+    chown((dir + "/module.cubin").c_str(), 65534, 65534);
+    chown((dir + "/module.ptx").c_str(), 65534, 65534);
+  }
+  return dir;
 }
 
 absl::StatusOr<std::string> Evaluation::WriteRequest(const std::string& dir,
@@ -657,28 +675,21 @@ absl::StatusOr<Verdict> Evaluation::RuntimeFailure(Stage stage, const StepResult
   if (opt_.sanitizer_on_runtime_error) {
     if (auto sanitizer = FindComputeSanitizer()) {
       double s0 = Now();
-      auto dir = NewSandboxDir("sanitizer-");
+      auto dir = ModuleDir("sanitizer-");
       if (dir.ok()) {
-        // The cubin and PTX the replay loads, copied into its own private directory.
         json r = BaseRequest(*dir);
         r["cubin_path"] = *dir + "/module.cubin";
         r["ptx_path"] = *dir + "/module.ptx";
         r["workload"] = workload;
         r["seed"] = U64(seed);
         r["output_prefix"] = *dir + "/replay";
-        auto cubin = gpu::ReadFileBytes(compile_event_.value("cubin_path", std::string()));
-        auto ptx = gpu::ReadFileBytes(compile_event_.value("ptx_path", std::string()));
         auto path = WriteRequest(*dir, "request.json", r);
-        if (cubin.ok() && ptx.ok() && path.ok()) {
-          (void)gpu::WriteFileBytes(*dir + "/module.cubin", *cubin);
-          (void)gpu::WriteFileBytes(*dir + "/module.ptx", *ptx);
-          if (root_ && opt_.drop_privileges) {
-            chown((*dir + "/module.cubin").c_str(), 65534, 65534);
-            chown((*dir + "/module.ptx").c_str(), 65534, 65534);
-          }
+        if (path.ok()) {
           SandboxOptions o;
-          o.argv = {*sanitizer, "--tool",   "memcheck", "--print-limit", "10", "--error-exitcode",
-                    "99",       evaluator_, "replay",   "--request",     *path};
+          o.argv = {*sanitizer,  "--tool",           "memcheck", "--print-limit",
+                    "10",        "--show-backtrace", "device",   "--error-exitcode",
+                    "99",        evaluator_,         "replay",   "--request",
+                    *path};
           o.private_dir = *dir;
           o.env = MinimalEnv(*dir);
           o.limits.wall_seconds = 60;
@@ -794,18 +805,8 @@ absl::StatusOr<std::optional<Verdict>> Evaluation::CorrectnessStage() {
 
   // The candidate process.
   double c0 = Now();
-  ASSIGN_OR_RETURN(candidate_dir_, NewSandboxDir("candidate-"));
+  ASSIGN_OR_RETURN(candidate_dir_, ModuleDir("candidate-"));
   json creq = BaseRequest(candidate_dir_);
-  ASSIGN_OR_RETURN(std::string cubin,
-                   gpu::ReadFileBytes(compile_event_.value("cubin_path", std::string())));
-  ASSIGN_OR_RETURN(std::string ptx,
-                   gpu::ReadFileBytes(compile_event_.value("ptx_path", std::string())));
-  RETURN_IF_ERROR(gpu::WriteFileBytes(candidate_dir_ + "/module.cubin", cubin));
-  RETURN_IF_ERROR(gpu::WriteFileBytes(candidate_dir_ + "/module.ptx", ptx));
-  if (root_ && opt_.drop_privileges) {
-    chown((candidate_dir_ + "/module.cubin").c_str(), 65534, 65534);
-    chown((candidate_dir_ + "/module.ptx").c_str(), 65534, 65534);
-  }
   creq["cubin_path"] = candidate_dir_ + "/module.cubin";
   creq["ptx_path"] = candidate_dir_ + "/module.ptx";
   ASSIGN_OR_RETURN(std::string cpath, WriteRequest(candidate_dir_, "request.json", creq));
@@ -821,11 +822,16 @@ absl::StatusOr<std::optional<Verdict>> Evaluation::CorrectnessStage() {
       {{"mode", "candidate"}, {"ready_seconds", Now() - c0}, {"isolation", isolation}});
 
   json results = json::array();
+  // Every trial is queued at once: the candidate runs trial i+1 while its output of trial i is
+  // compared here (a failed evaluation just kills the process with the rest of its queue).
   int index = 0;
   for (const Trial& t : trials) {
     std::string prefix = absl::StrCat(candidate_dir_, "/trial", index++);
     RETURN_IF_ERROR(candidate_->Send(
         {{"cmd", "trial"}, {"workload", t.workload}, {"seed", U64(t.seed)}, {"prefix", prefix}}));
+  }
+  for (const Trial& t : trials) {
+    double w0 = Now();
     StepResult step = Await(*candidate_, "trial", opt_.trial_timeout_seconds,
                             absl::StrCat("correctness trial (workload ", t.workload, ")"));
     if (step.outcome != Outcome::kOk) {
@@ -834,7 +840,9 @@ absl::StatusOr<std::optional<Verdict>> Evaluation::CorrectnessStage() {
           RuntimeFailure(Stage::kCorrectness, step, detail, t.workload, t.seed, Now() - t0));
     }
     kernel_seconds_ += step.event.value("kernel_ms", 0.0) / 1000;
+    const double candidate_wait = Now() - w0;
     ASSIGN_OR_RETURN(json ref, AwaitReference(t.workload, t.seed));
+    const double reference_wait = Now() - w0 - candidate_wait;
     // Public references computed just now go into the cache for the next evaluations.
     if (t.is_public && !reference_cached_.count({t.workload, t.seed}) && ref.contains("outputs")) {
       bool moved = true;
@@ -868,10 +876,15 @@ absl::StatusOr<std::optional<Verdict>> Evaluation::CorrectnessStage() {
                               "'): the inputs' hash differs before and after the launches")));
     }
     json cmp_detail;
+    double c0 = Now();
     ASSIGN_OR_RETURN(gpu::CompareReport cmp,
                      CompareWithReference(t.workload, t.seed, step.event["outputs"], &cmp_detail));
     trial["compare"] = cmp_detail;
     trial["pass"] = cmp.pass;
+    trial["seconds"] = {{"candidate_process", step.event.value("seconds", 0.0)},
+                        {"waiting_for_candidate", candidate_wait},
+                        {"waiting_for_reference", reference_wait},
+                        {"compare", Now() - c0}};
     results.push_back(trial);
     if (!cmp.pass) {
       std::string first;
@@ -925,16 +938,8 @@ absl::StatusOr<std::optional<Verdict>> Evaluation::TargetStage() {
     for (int attempt = 0; attempt < 2; ++attempt) {
       const bool host_inputs = attempt == 1;
       double k0 = Now();
-      ASSIGN_OR_RETURN(std::string dir, NewSandboxDir("instrument-"));
+      ASSIGN_OR_RETURN(std::string dir, ModuleDir("instrument-"));
       json r = BaseRequest(dir);
-      ASSIGN_OR_RETURN(std::string cubin, gpu::ReadFileBytes(compile_event_.value("cubin_path", std::string())));
-      ASSIGN_OR_RETURN(std::string ptx, gpu::ReadFileBytes(compile_event_.value("ptx_path", std::string())));
-      RETURN_IF_ERROR(gpu::WriteFileBytes(dir + "/module.cubin", cubin));
-      RETURN_IF_ERROR(gpu::WriteFileBytes(dir + "/module.ptx", ptx));
-      if (root_ && opt_.drop_privileges) {
-        chown((dir + "/module.cubin").c_str(), 65534, 65534);
-        chown((dir + "/module.ptx").c_str(), 65534, 65534);
-      }
       r["cubin_path"] = dir + "/module.cubin";
       r["ptx_path"] = dir + "/module.ptx";
       r["workload"] = timed;
@@ -1005,15 +1010,29 @@ absl::StatusOr<std::optional<Verdict>> Evaluation::TargetStage() {
       }
     }
   }
+  // The static SASS map, computed beside correctness.
+  json sass_map = {{"available", false}, {"reason", "the SASS map process did not run"}};
+  if (sassmap_) {
+    StepResult sm = Await(*sassmap_, "sassmap", 120, "SASS map");
+    processes_.push_back({{"mode", "sassmap"}, {"seconds_since_spawn", Now() - sassmap_spawned_at_}});
+    if (sm.outcome == Outcome::kOk) {
+      sass_map = sm.event.value("sass", sass_map);
+    } else {
+      sass_map["reason"] = sm.message;
+    }
+    sassmap_.reset();
+  }
   std::map<std::string, int> ptx_families;
   json pf = compile_event_.value("report", json::object()).value("ptx_families", json::object());
   for (auto it = pf.begin(); it != pf.end(); ++it) {
     if (it.value().is_number_integer()) ptx_families[it.key()] = it.value().get<int>();
   }
-  gpu::TargetReport target = gpu::AnalyzeTargets(compile_event_.value("sass", json::object()), runs,
-                                                 ptx_families, required);
+  gpu::TargetReport target = gpu::AnalyzeTargets(sass_map, runs, ptx_families, required);
   json detail = gpu::ToJson(target);
   detail["runs"] = run_details;
+  json sass_summary = sass_map;
+  sass_summary.erase("functions");
+  detail["sass"] = sass_summary;
   if (target.refused) {
     Report(Stage::kTargetInstructions, false, "not verified", detail, Now() - t0);
     return absl::UnavailableError(absl::StrCat("refused, not passed: ", target.message));
@@ -1039,6 +1058,15 @@ absl::StatusOr<std::optional<Verdict>> Evaluation::TimingStage() {
               {"check_every", opt_.timing.check_every},
               {"max_checks", opt_.timing.max_checks},
               {"check_prefix", candidate_dir_ + "/timed-check"}};
+  // The checked samples sit at secret positions the supervisor knows too: their references are
+  // queued now and computed while the timing loop runs.
+  const uint64_t check_seed = SecretSeed("timing/check", 0);
+  const uint64_t candidate_base = SecretSeed("timing/candidate", 0);
+  for (size_t block = 0; block < opt_.timing.max_checks && opt_.timing.check_every > 0; ++block) {
+    uint64_t index = gpu::CheckedSampleOfBlock(check_seed, block, opt_.timing.check_every);
+    if (index >= opt_.timing.min_samples) break;  // Reached in every run; later ones may not be.
+    RETURN_IF_ERROR(RequestReference(timed.name, gpu::SampleSeed(candidate_base, index)));
+  }
   RETURN_IF_ERROR(candidate_->Send(cmd));
   StepResult step = Await(*candidate_, "timing", opt_.timing_timeout_seconds, "timing");
   if (step.outcome != Outcome::kOk) {

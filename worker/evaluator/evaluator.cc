@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <future>
+
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -58,12 +60,24 @@ int Fail(int exit_code, const std::string& kind, const absl::Status& status) {
   return exit_code;
 }
 
+// What a model should read of a fault: the CUDA error without our call site
+// ("cudaErrorIllegalAddress (an illegal memory access was encountered)"); the call site stays in
+// the event's "detail" for the audit record.
+std::string CleanFault(const std::string& message) {
+  size_t at = message.find(" at ");
+  if (at == std::string::npos) return message;
+  size_t colon = message.find(": ", at);
+  return colon == std::string::npos ? message : message.substr(colon + 2);
+}
+
 // A kernel fault (kAborted from cuda_check.h) or a refused launch is the kernel's; anything
 // else is ours.
 int FailFromStatus(const absl::Status& status, const std::string& during) {
   if (status.code() == absl::StatusCode::kAborted ||
       status.code() == absl::StatusCode::kFailedPrecondition) {
-    Emit({{"event", "fault"}, {"during", during}, {"message", std::string(status.message())}});
+    std::string message(status.message());
+    Emit({{"event", "fault"}, {"during", during}, {"message", CleanFault(message)},
+          {"detail", message}});
     return kExitKernelFault;
   }
   if (status.code() == absl::StatusCode::kInvalidArgument) {
@@ -193,8 +207,54 @@ bool IsNoOpMatrixInstruction(const std::string& opcode, const std::string& text)
   return gmma && FirstOperand(text) == "RZ";
 }
 
-// Where each target family sits in the SASS: by opcode for families with SASS opcodes, and by
-// the PTX line each instruction came from (nvdisasm -gp) for all families.
+// PTX source-line families: the .loc in force before each PTX instruction names the source
+// (file, line) it came from; nvdisasm -g names the source (file, line) of each SASS instruction.
+// Keyed by the file's base name (NVRTC names the submission "submission.cu").
+using SourceKey = std::pair<std::string, int>;
+
+std::string BaseName(const std::string& path) {
+  size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+std::map<SourceKey, std::set<std::string>> SourceLineFamilies(
+    const std::string& ptx, const std::vector<const TargetFamily*>& families) {
+  // .file directives come at the end of the module (NVRTC, nvcc): collect them first.
+  std::map<int, std::string> files;
+  std::vector<std::string> lines = absl::StrSplit(ptx, '\n');
+  for (const std::string& line : lines) {
+    size_t i = line.find_first_not_of(" \t");
+    if (i == std::string::npos || line.compare(i, 5, ".file") != 0) continue;
+    int index = std::atoi(line.c_str() + i + 5);
+    size_t q1 = line.find('"', i), q2 = q1 == std::string::npos ? q1 : line.find('"', q1 + 1);
+    if (q2 != std::string::npos) files[index] = BaseName(line.substr(q1 + 1, q2 - q1 - 1));
+  }
+  std::map<SourceKey, std::set<std::string>> out;
+  SourceKey current{"", 0};
+  for (const std::string& line : lines) {
+    size_t i = line.find_first_not_of(" \t");
+    if (i == std::string::npos || line.compare(i, 5, ".file") == 0) continue;
+    if (line.compare(i, 4, ".loc") == 0) {
+      int file = 0, number = 0;
+      if (std::sscanf(line.c_str() + i + 4, "%d %d", &file, &number) == 2) {
+        current = {files.count(file) ? files[file] : "", number};
+      }
+      continue;
+    }
+    if (current.second == 0) continue;
+    for (const std::string& mnemonic : LineMnemonics(line)) {
+      for (const TargetFamily* f : families) {
+        if (PtxMnemonicInFamily(*f, mnemonic)) out[current].insert(f->name);
+      }
+    }
+  }
+  return out;
+}
+
+// Where each target family sits in the SASS: by opcode for families with SASS opcodes (exact);
+// for every family also by line correlation, either the PTX line of each SASS instruction
+// (nvdisasm -gp with the PTX embedded by -lineinfo) or the source line both the PTX (.loc) and
+// the SASS (-g) carry, whichever agrees better with the opcode classification on this module.
 json StaticFamilyMap(const std::string& arch, const std::string& cubin_path,
                      const std::string& cubin, const std::string& ptx_fallback) {
   std::optional<std::string> tool = gpu::FindNvdisasm();
@@ -203,12 +263,16 @@ json StaticFamilyMap(const std::string& arch, const std::string& cubin_path,
             {"reason", "nvdisasm not found (set PTXBENCH_NVDISASM or install the CUDA toolkit's "
                        "cuda-nvdisasm); the target-instruction stage cannot run without it"}};
   }
+  // The two listings in parallel: each takes ~0.6 s on the reference GEMM's cubin (H200 host).
+  auto gp_future = std::async(std::launch::async, [&] {
+    return gpu::RunNvdisasm(*tool, {"-c", "-gp"}, cubin_path, 60);
+  });
   auto listing_text = gpu::RunNvdisasm(*tool, {"-c", "-g"}, cubin_path, 60);
+  auto ptx_listing_text = gp_future.get();
   if (!listing_text.ok()) {
     return {{"available", false}, {"reason", std::string(listing_text.status().message())}};
   }
   gpu::SassListing listing = gpu::ParseNvdisasm(*listing_text);
-  auto ptx_listing_text = gpu::RunNvdisasm(*tool, {"-c", "-gp"}, cubin_path, 60);
   gpu::SassListing ptx_listing;
   if (ptx_listing_text.ok()) ptx_listing = gpu::ParseNvdisasm(*ptx_listing_text);
   std::optional<std::string> embedded_ptx = gpu::ElfSection(cubin, ".nv_debug_ptx_txt");
@@ -219,65 +283,101 @@ json StaticFamilyMap(const std::string& arch, const std::string& cubin_path,
   for (const TargetFamily& f : TargetFamilies()) {
     if (FamilyExistsOn(f, arch)) families.push_back(&f);
   }
-  json functions = json::object();
-  int ptx_checked = 0, ptx_consistent = 0, no_op_sites = 0;
+  // The source-line view uses the compile stage's PTX, whose .file/.loc match the -g lines.
+  std::map<SourceKey, std::set<std::string>> by_source_line = SourceLineFamilies(ptx_fallback, families);
+
+  struct Classified {
+    std::set<std::string> by_opcode, by_ptx_line, by_source_line;
+    bool no_op = false;
+    int ptx_line = 0;
+    std::string ptx_text;
+  };
+  std::map<std::string, std::vector<Classified>> classified;
+  int no_op_sites = 0;
+  int ptx_checked = 0, ptx_consistent = 0, source_checked = 0, source_consistent = 0;
+  json gp_sample = json::array();
   for (const auto& [name, function] : listing) {
-    json sites = json::object();
     const gpu::SassFunction* with_ptx = nullptr;
     if (auto it = ptx_listing.find(name); it != ptx_listing.end()) with_ptx = &it->second;
+    std::vector<Classified>& rows = classified[name];
     for (const gpu::SassInstruction& ins : function.instructions) {
-      std::set<std::string> by_opcode;
-      const bool no_op = IsNoOpMatrixInstruction(ins.opcode, ins.text);
-      if (no_op) ++no_op_sites;
+      Classified c;
+      c.no_op = IsNoOpMatrixInstruction(ins.opcode, ins.text);
+      if (c.no_op) ++no_op_sites;
       for (const std::string& fam : FamiliesOfSassOpcode(arch, ins.text)) {
-        if (!no_op) by_opcode.insert(fam);
+        if (!c.no_op) c.by_opcode.insert(fam);
       }
-      int ptx_line = 0;
-      std::string ptx_text;
-      std::set<std::string> by_ptx;
       if (with_ptx != nullptr) {
         if (const gpu::SassInstruction* p = with_ptx->AtPc(ins.pc); p && p->line > 0) {
-          ptx_line = p->line;
-          if (ptx_line <= static_cast<int>(ptx_lines.size())) {
-            ptx_text = ptx_lines[ptx_line - 1];
-            for (const std::string& mnemonic : LineMnemonics(ptx_text)) {
+          c.ptx_line = p->line;
+          if (c.ptx_line <= static_cast<int>(ptx_lines.size())) {
+            c.ptx_text = ptx_lines[c.ptx_line - 1];
+            for (const std::string& mnemonic : LineMnemonics(c.ptx_text)) {
               for (const TargetFamily* f : families) {
-                if (PtxMnemonicInFamily(*f, mnemonic)) by_ptx.insert(f->name);
+                if (PtxMnemonicInFamily(*f, mnemonic)) c.by_ptx_line.insert(f->name);
               }
             }
           }
+          if (!c.by_opcode.empty() && gp_sample.size() < 6) {
+            gp_sample.push_back({{"function", name}, {"pc", ins.pc}, {"sass", ins.text},
+                                 {"gp_file", p->file}, {"gp_line", p->line},
+                                 {"ptx_at_line", c.ptx_text.substr(0, 120)}});
+          }
         }
       }
-      // Cross-check of the two views: an opcode-classified instruction should come from a PTX
-      // line of the same family (counted for the audit record).
-      for (const std::string& fam : by_opcode) {
-        if (ptx_line > 0) {
+      if (ins.line > 0) {
+        auto it = by_source_line.find({BaseName(ins.file), ins.line});
+        if (it != by_source_line.end()) c.by_source_line = it->second;
+      }
+      for (const std::string& fam : c.by_opcode) {
+        if (c.ptx_line > 0) {
           ++ptx_checked;
-          if (by_ptx.count(fam)) ++ptx_consistent;
+          if (c.by_ptx_line.count(fam)) ++ptx_consistent;
+        }
+        if (ins.line > 0) {
+          ++source_checked;
+          if (c.by_source_line.count(fam)) ++source_consistent;
         }
       }
+      rows.push_back(std::move(c));
+    }
+  }
+  auto ratio = [](int consistent, int checked) {
+    return checked > 0 ? static_cast<double>(consistent) / checked : 0.0;
+  };
+  const bool use_ptx_lines = ratio(ptx_consistent, ptx_checked) > ratio(source_consistent, source_checked);
+  const char* line_method = use_ptx_lines ? "ptx_line" : "source_line";
+
+  json functions = json::object();
+  for (const auto& [name, function] : listing) {
+    json sites = json::object();
+    const std::vector<Classified>& rows = classified[name];
+    for (size_t k = 0; k < function.instructions.size(); ++k) {
+      const gpu::SassInstruction& ins = function.instructions[k];
+      const Classified& c = rows[k];
       auto add = [&](const std::string& fam, const char* by) {
         json site = {{"pc", ins.pc}, {"sass", ins.text}, {"by", by}};
-        if (ptx_line > 0) {
-          site["ptx_line"] = ptx_line;
-          site["ptx"] = ptx_text.substr(0, 160);
-        }
-        if (ins.line > 0) site["source"] = absl::StrCat(ins.file, ":", ins.line);
+        if (c.ptx_line > 0) site["ptx_line"] = c.ptx_line;
+        if (ins.line > 0) site["source"] = absl::StrCat(BaseName(ins.file), ":", ins.line);
         sites[fam].push_back(site);
       };
-      for (const std::string& fam : by_opcode) add(fam, "sass_opcode");
-      for (const std::string& fam : by_ptx) {
-        // A no-op HGMMA may carry the line of a real wgmma; it never stands for one.
-        if (!by_opcode.count(fam) && !no_op) add(fam, "ptx_line");
+      for (const std::string& fam : c.by_opcode) add(fam, "sass_opcode");
+      // A no-op HGMMA may carry the line of a real wgmma; it never stands for one.
+      if (c.no_op) continue;
+      for (const std::string& fam : use_ptx_lines ? c.by_ptx_line : c.by_source_line) {
+        if (!c.by_opcode.count(fam)) add(fam, line_method);
       }
     }
     functions[name] = {{"instructions", function.instructions.size()}, {"sites", sites}};
   }
   return {{"available", true},
           {"tool", *tool},
+          {"line_method", line_method},
           {"ptx_lines_available", ptx_listing_text.ok() && !ptx_listing.empty()},
           {"ptx_source", embedded_ptx ? ".nv_debug_ptx_txt" : "compile stage PTX"},
           {"ptx_line_consistency", {{"checked", ptx_checked}, {"consistent", ptx_consistent}}},
+          {"source_line_consistency", {{"checked", source_checked}, {"consistent", source_consistent}}},
+          {"gp_sample", gp_sample},
           {"no_op_matrix_instructions_ignored", no_op_sites},
           {"functions", functions}};
 }
@@ -322,9 +422,6 @@ int CompileMode(const json& request) {
   for (const auto& [name, plan] : *plans) resolved[name] = ToJson(plan);
   const ResolvedPlan& timed = plans->at(task->TimedWorkload().name);
   for (const ResolvedLaunch& l : timed.launches) launch_kernels.push_back(l.kernel);
-  double t1 = Now();
-  json sass = StaticFamilyMap(arch, cubin_path, result->cubin, result->ptx);
-  sass["seconds"] = Now() - t1;
   Emit({{"event", "compile"},
         {"ok", true},
         {"plan_ok", true},
@@ -334,8 +431,21 @@ int CompileMode(const json& request) {
         {"cubin_bytes", result->cubin.size()},
         {"launch_kernels", launch_kernels},
         {"resolved_plans", resolved},
-        {"sass", sass},
         {"seconds", Now() - t0}});
+  return kExitOk;
+}
+
+// The static SASS family map, in its own process (sandboxed like compile: nvdisasm reads a
+// cubin built from untrusted source), started beside the correctness stage.
+int SassMapMode(const json& request) {
+  double t0 = Now();
+  auto cubin = gpu::ReadFileBytes(Str(request, "cubin_path"));
+  auto ptx = gpu::ReadFileBytes(Str(request, "ptx_path"));
+  if (!cubin.ok()) return Fail(kExitInfrastructure, "infrastructure", cubin.status());
+  if (!ptx.ok()) return Fail(kExitInfrastructure, "infrastructure", ptx.status());
+  json sass = StaticFamilyMap(Str(request, "arch"), Str(request, "cubin_path"), *cubin, *ptx);
+  sass["seconds"] = Now() - t0;
+  Emit({{"event", "sassmap"}, {"sass", sass}});
   return kExitOk;
 }
 
@@ -532,6 +642,8 @@ absl::StatusOr<json> RunTiming(Candidate& c, const json& cmd) {
     nvml_note = std::string(m.status().message());
   }
   cudaStream_t s = c.gpu.stream.get();
+  const double setup_seconds = Now() - t0;
+  double check_seconds = 0;
   gpu::TimedSide candidate_side{
       [&](uint64_t seed) -> absl::Status {
         RETURN_IF_ERROR(c.set.GenerateInputs(*c.gpu.builtins, seed, s));
@@ -559,8 +671,10 @@ absl::StatusOr<json> RunTiming(Candidate& c, const json& cmd) {
   const std::string check_prefix = Str(cmd, "check_prefix");
   json checks = json::array();
   auto on_check = [&](size_t index, uint64_t seed) -> absl::Status {
+    double c0 = Now();
     ASSIGN_OR_RETURN(json files, SaveOutputs(c.set, absl::StrCat(check_prefix, ".", index), s));
     checks.push_back({{"sample", index}, {"seed", U64(seed)}, {"outputs", files}});
+    check_seconds += Now() - c0;
     return absl::OkStatus();
   };
   ASSIGN_OR_RETURN(gpu::TimingResult timing,
@@ -574,6 +688,8 @@ absl::StatusOr<json> RunTiming(Candidate& c, const json& cmd) {
                 {"baseline", baseline->Describe()},
                 {"device", gpu::ToJson(c.gpu.device)},
                 {"flush_bytes", c.gpu.builtins->flush_bytes()},
+                {"setup_seconds", setup_seconds},
+                {"check_seconds", check_seconds},
                 {"seconds", Now() - t0}};
   if (!nvml_note.is_null()) event["nvml_unavailable"] = nvml_note;
   return event;
@@ -732,8 +848,8 @@ int HealthMode(const json& request) {
 
 int Main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: ptxbench-evaluator compile|reference|candidate|instrument|replay|"
-                         "health --request FILE\n");
+    std::fprintf(stderr, "usage: ptxbench-evaluator compile|sassmap|reference|candidate|instrument|"
+                         "replay|health --request FILE\n");
     return kExitInfrastructure;
   }
   const std::string mode = argv[1];
@@ -744,6 +860,7 @@ int Main(int argc, char** argv) {
     request = *r;
   }
   if (mode == "compile") return CompileMode(request);
+  if (mode == "sassmap") return SassMapMode(request);
   if (mode == "reference") return ReferenceMode(request);
   if (mode == "candidate") return CandidateMode(request);
   if (mode == "instrument") return InstrumentMode(request);

@@ -2,8 +2,8 @@
 // for one evaluation step, started by the supervisor (worker/engine/evaluate.cc) inside a
 // sandbox (worker/engine/sandbox.h). One binary, one mode per process:
 //
-//   compile     NVRTC + nvJitLink, plan validation for every workload, static SASS map of the
-//               target families (nvdisasm). No GPU needed.
+//   compile     NVRTC + ptxas, plan validation for every workload. No GPU needed.
+//   sassmap     Static SASS map of the target families (nvdisasm). No GPU needed.
 //   reference   Trusted: regenerates inputs from seeds and runs the library baseline, writing
 //               reference outputs to files the candidate process cannot read. Commands on stdin.
 //   candidate   Untrusted code: correctness trials (module reloaded per trial, inputs hashed

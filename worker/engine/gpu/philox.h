@@ -76,6 +76,17 @@ PTXBENCH_HD uint64_t HashTerm(uint64_t word, uint64_t word_index, uint64_t key) 
   return Mix64(word ^ Mix64(key + word_index * 0x9E3779B97F4A7C15ull));
 }
 
+// The seed of timed sample `index` (timing.cc), also computed by the supervisor to queue the
+// references of checked samples before the timing loop runs.
+PTXBENCH_HD uint64_t SampleSeed(uint64_t base, uint64_t index) {
+  return Mix64(base + 0x9E3779B97F4A7C15ull * (index + 1));
+}
+
+// The secret position of the checked candidate sample in block `block` of `every` samples.
+PTXBENCH_HD uint64_t CheckedSampleOfBlock(uint64_t position_seed, uint64_t block, uint64_t every) {
+  return block * every + Mix64(position_seed + block) % every;
+}
+
 }  // namespace ptxbench::gpu
 
 #endif  // PTXBENCH_WORKER_ENGINE_GPU_PHILOX_H_

@@ -15,8 +15,6 @@ double Seconds() {
 
 }  // namespace
 
-uint64_t SampleSeed(uint64_t base, size_t index) { return Mix64(base + 0x9E3779B97F4A7C15ull * (index + 1)); }
-
 nlohmann::json ToJson(const TimingResult& r) {
   nlohmann::json clocks = nlohmann::json::array();
   for (const ClockSample& c : r.clocks) clocks.push_back(ToJson(c));
@@ -86,8 +84,8 @@ absl::StatusOr<TimingResult> TimeInterleaved(
 
   // The checked sample of block k sits at k*check_every + (Mix64(secret + k) % check_every).
   auto check_index_of_block = [&](size_t block) {
-    return block * config.check_every +
-           static_cast<size_t>(Mix64(config.check_position_seed + block) % config.check_every);
+    return static_cast<size_t>(
+        CheckedSampleOfBlock(config.check_position_seed, block, config.check_every));
   };
   size_t next_block = 0;
   double t1 = Seconds();

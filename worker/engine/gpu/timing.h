@@ -59,8 +59,6 @@ struct TimingResult {
 };
 nlohmann::json ToJson(const TimingResult& result);
 
-uint64_t SampleSeed(uint64_t base, size_t index);
-
 // on_check(sample_index, seed) runs right after a checked candidate sample (its outputs are
 // still on the device).
 absl::StatusOr<TimingResult> TimeInterleaved(

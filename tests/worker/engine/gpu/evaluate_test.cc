@@ -13,6 +13,7 @@
 
 #include "common/task.h"
 #include "worker/engine/evaluate.h"
+#include "worker/engine/gpu/local_eval.h"
 
 namespace ptxbench::engine {
 namespace {
@@ -117,6 +118,39 @@ TEST_CASE("the roofline floor uses the device's peak rates", "[evaluate]") {
   // 601.3 GFLOP at 132 x 4096 x 1.98 GHz = 1070 TFLOP/s -> 0.562 ms (compute-bound).
   CHECK(floor_ms == Approx(0.5618).epsilon(0.01));
   CHECK(RooflineFloorMs({{"compute_capability", "7.5"}}, flops, bytes) == 0);
+}
+
+}  // namespace
+}  // namespace ptxbench::engine
+
+namespace ptxbench::engine {
+namespace {
+
+TEST_CASE("local mode: usage errors, compile-only, and the skipped runtime stages", "[evaluate]") {
+  const char* env = std::getenv("PTXBENCH_EVALUATOR");
+  std::string evaluator = env && *env ? env : PTXBENCH_EVALUATOR_PATH;
+  setenv("PTXBENCH_EVALUATOR", evaluator.c_str(), 1);
+  std::string tasks = SourceDir() + "/tasks";
+  std::string source = tasks + "/gemm_n7168_k5120/solutions/sm90a_wgmma_tma.cu";
+  std::ostringstream out, err;
+  CHECK(RunLocalEval({"--task", "gemm_n7168_k5120"}, out, err) == 2);
+  CHECK(RunLocalEval({"--task", "no_such_task", "--tasks-dir", tasks, source}, out, err) == 2);
+  CHECK(RunLocalEval({"--bogus"}, out, err) == 2);
+  std::ostringstream compiled;
+  CHECK(RunLocalEval({"--task", "gemm_n7168_k5120", "--tasks-dir", tasks, "--compile-only", source},
+                     compiled, err) == 0);
+  CHECK(compiled.str().find("verdict: compiled") != std::string::npos);
+  std::ostringstream json_out;
+  int rc = RunLocalEval({"--task", "gemm_n7168_k5120", "--tasks-dir", tasks, "--json", source},
+                        json_out, err);
+  auto verdict = nlohmann::json::parse(json_out.str(), nullptr, false);
+  REQUIRE_FALSE(verdict.is_discarded());
+  if (verdict.dump().find("SKIPPED") != std::string::npos) {
+    CHECK(rc == 1);  // Not a pass: nothing ran on a GPU.
+    CHECK(verdict.dump().find("runtime") != std::string::npos);
+  } else {
+    CHECK(rc == (verdict.dump().find("\"pass\"") != std::string::npos ? 0 : 1));
+  }
 }
 
 }  // namespace
