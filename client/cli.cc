@@ -1,7 +1,7 @@
 #include "client/cli.h"
 
-#include <map>
 #include <functional>
+#include <map>
 
 #include "client/submission_commands.h"
 #include "worker/engine/gpu/local_eval.h"

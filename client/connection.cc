@@ -1,9 +1,9 @@
 #include "client/connection.h"
 
+#include <grpcpp/grpcpp.h>
+
 #include <fstream>
 #include <sstream>
-
-#include <grpcpp/grpcpp.h>
 
 #include "absl/strings/str_cat.h"
 

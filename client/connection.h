@@ -16,10 +16,10 @@ class ClientContext;
 namespace ptxbench::client {
 
 struct ConnectionOptions {
-  std::string server;        // host:port
-  std::string token;         // The bearer secret; empty on a loopback server with no tokens.
+  std::string server;  // host:port
+  std::string token;   // The bearer secret; empty on a loopback server with no tokens.
   bool tls = false;
-  std::string tls_ca_file;   // PEM roots; empty means the system roots.
+  std::string tls_ca_file;  // PEM roots; empty means the system roots.
 };
 
 absl::StatusOr<std::shared_ptr<grpc::Channel>> Dial(const ConnectionOptions& options);

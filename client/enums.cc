@@ -42,9 +42,7 @@ absl::StatusOr<v1::KnowledgeLevel> ParseKnowledgeLevel(const std::string& text) 
       "--knowledge: '", text, "' is not a knowledge level; use none, templates or contract"));
 }
 
-std::string StageText(v1::Stage stage) {
-  return StripPrefixLower(v1::Stage_Name(stage), "STAGE_");
-}
+std::string StageText(v1::Stage stage) { return StripPrefixLower(v1::Stage_Name(stage), "STAGE_"); }
 
 std::string VerdictClassText(v1::VerdictClass verdict_class) {
   return StripPrefixLower(v1::VerdictClass_Name(verdict_class), "VERDICT_CLASS_");

@@ -1,11 +1,11 @@
 #include "client/submission_commands.h"
 
+#include <google/protobuf/util/json_util.h>
+#include <grpcpp/grpcpp.h>
+
 #include <fstream>
 #include <iostream>
 #include <sstream>
-
-#include <google/protobuf/util/json_util.h>
-#include <grpcpp/grpcpp.h>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -97,6 +97,8 @@ void PrintEvent(const v1::StageEvent& event, std::ostream& out) {
                            v.runtime_unverified() ? "  (runtime unverified)" : "");
     if (!v.message().empty()) out << "  " << v.message() << "\n";
   }
+  // A person watches this live, often through a pipe: show each event as it arrives.
+  out.flush();
 }
 
 // Follows a submission to its end and returns the process exit code.
@@ -197,8 +199,8 @@ int SubmitCommand(const std::vector<std::string>& raw, std::ostream& out, std::o
       err << "ptxbench submit: --plan: " << plan_text.status().message() << "\n";
       return kExitUsage;
     }
-    auto parsed = google::protobuf::util::JsonStringToMessage(*plan_text,
-                                                              request.mutable_launch_plan());
+    auto parsed =
+        google::protobuf::util::JsonStringToMessage(*plan_text, request.mutable_launch_plan());
     if (!parsed.ok()) {
       err << "ptxbench submit: --plan: not a launch plan: " << parsed.ToString() << "\n";
       return kExitUsage;
@@ -240,7 +242,7 @@ int SubmitCommand(const std::vector<std::string>& raw, std::ostream& out, std::o
     }
     return kExitPass;
   }
-  if (!args->GetBool("json")) out << "submission " << id << "\n";
+  if (!args->GetBool("json")) out << "submission " << id << std::endl;
   return Follow(*stub, connection, id, args->GetBool("json"), out, err);
 }
 
@@ -248,8 +250,9 @@ int WatchCommand(const std::vector<std::string>& raw, std::ostream& out, std::os
   const std::vector<FlagSpec> specs = With({{"json", false, "print the final submission as JSON"}});
   auto args = ParseArgs(raw, specs);
   if (!args.ok() || args->positional().size() != 1) {
-    err << "ptxbench watch: " << (args.ok() ? "exactly one SUBMISSION_ID is needed"
-                                            : std::string(args.status().message()))
+    err << "ptxbench watch: "
+        << (args.ok() ? "exactly one SUBMISSION_ID is needed"
+                      : std::string(args.status().message()))
         << "\nusage: ptxbench watch [flags] SUBMISSION_ID\n"
         << FlagHelp(specs);
     return kExitUsage;

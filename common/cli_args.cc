@@ -27,8 +27,7 @@ absl::StatusOr<int64_t> ParsedArgs::GetInt(const std::string& name, int64_t fall
   if (text.empty()) return fallback;
   int64_t value = 0;
   if (!absl::SimpleAtoi(text, &value)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--", name, ": '", text, "' is not an integer"));
+    return absl::InvalidArgumentError(absl::StrCat("--", name, ": '", text, "' is not an integer"));
   }
   return value;
 }

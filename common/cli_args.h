@@ -23,7 +23,7 @@ struct FlagSpec {
         help(std::move(flag_help)),
         default_value(std::move(flag_default)) {}
 
-  std::string name;        // Without dashes.
+  std::string name;  // Without dashes.
   bool takes_value = true;
   std::string help;
   std::string default_value;  // Shown in help; applied when the flag is absent.

@@ -1,8 +1,8 @@
 #include "worker/daemon/engine_executor.h"
 
-#include <filesystem>
-
 #include <spdlog/spdlog.h>
+
+#include <filesystem>
 
 #include "absl/strings/str_cat.h"
 #include "common/task.h"
@@ -46,8 +46,7 @@ class EngineExecutor : public JobExecutor {
     request.source = job.source;
     request.launch_plan_json = job.launch_plan_json;
     request.compile_only = job.compile_only;
-    absl::StatusOr<Verdict> verdict =
-        engine::Evaluate(request, engine_options_, on_stage, &cancel);
+    absl::StatusOr<Verdict> verdict = engine::Evaluate(request, engine_options_, on_stage, &cancel);
     if (!verdict.ok()) return verdict;
     verdict->report["harness_version"] = kHarnessVersion;
     verdict->report["task_version_hash"] = task->version_hash;
@@ -85,9 +84,9 @@ absl::StatusOr<std::unique_ptr<JobExecutor>> CreateEngineExecutor(
     const EngineExecutorOptions& options) {
   absl::StatusOr<TaskCatalog> catalog = TaskCatalog::Load(options.tasks_dir);
   if (!catalog.ok()) {
-    return absl::Status(catalog.status().code(),
-                        absl::StrCat("loading tasks from ", options.tasks_dir, ": ",
-                                     catalog.status().message()));
+    return absl::Status(
+        catalog.status().code(),
+        absl::StrCat("loading tasks from ", options.tasks_dir, ": ", catalog.status().message()));
   }
   engine::EngineOptions engine_options;
   engine_options.evaluator_path = options.evaluator_path;

@@ -15,19 +15,19 @@ namespace ptxbench::worker {
 struct JobSpec {
   std::string job_id;
   int attempt = 0;
-  bool compile_only = false;       // A compile job: the compile stage only, no GPU.
+  bool compile_only = false;  // A compile job: the compile stage only, no GPU.
   std::string submission_id;
   std::string task_id;
-  std::string task_version_hash;   // Must equal the worker's own copy of the task.
-  std::string arch;                // "sm_90a" or "sm_100a".
-  std::string language;            // "cuda" or "ptx".
+  std::string task_version_hash;  // Must equal the worker's own copy of the task.
+  std::string arch;               // "sm_90a" or "sm_100a".
+  std::string language;           // "cuda" or "ptx".
   std::string source;
-  std::string launch_plan_json;    // Empty when the plan is in the source.
+  std::string launch_plan_json;  // Empty when the plan is in the source.
 };
 
 // What the worker is and runs on, recorded in every verdict for audit.
 struct ExecutorIdentity {
-  std::string arch;                // Empty for compile-only workers.
+  std::string arch;  // Empty for compile-only workers.
   std::string gpu_name;
   std::string gpu_uuid;
   std::string driver_version;

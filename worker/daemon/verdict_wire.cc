@@ -13,8 +13,7 @@ v1::VerdictClass WireClass(VerdictClass verdict_class) {
   // The text names are the enum names without prefix, lower-cased; parse them back rather
   // than keep a second table that could drift from the proto.
   v1::VerdictClass_Parse(
-      absl::StrCat("VERDICT_CLASS_", absl::AsciiStrToUpper(VerdictClassName(verdict_class))),
-      &out);
+      absl::StrCat("VERDICT_CLASS_", absl::AsciiStrToUpper(VerdictClassName(verdict_class))), &out);
   return out;
 }
 

@@ -1,14 +1,5 @@
 #include "worker/daemon/worker.h"
 
-#include <unistd.h>
-
-#include <atomic>
-#include <condition_variable>
-#include <map>
-#include <mutex>
-#include <thread>
-#include <vector>
-
 #include <google/protobuf/util/json_util.h>
 #include <grpcpp/grpcpp.h>
 #include <prometheus/counter.h>
@@ -17,6 +8,14 @@
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -201,14 +200,13 @@ class Worker::Impl {
       if (status.ok()) {
         worker_id_ = response.worker_id();
         lease_seconds_ = std::max(3, response.lease_seconds());
-        spdlog::info("worker {}: registered with {} ({}, lease {} s)", worker_id_,
-                     options_.server, options_.compile_only ? "compile-only" : identity.arch,
-                     lease_seconds_);
+        spdlog::info("worker {}: registered with {} ({}, lease {} s)", worker_id_, options_.server,
+                     options_.compile_only ? "compile-only" : identity.arch, lease_seconds_);
         return absl::OkStatus();
       }
       if (!Transient(status) || attempt >= 20 || stopping_) {
-        return absl::UnavailableError(absl::StrCat("registering with ", options_.server, ": ",
-                                                   status.error_message()));
+        return absl::UnavailableError(
+            absl::StrCat("registering with ", options_.server, ": ", status.error_message()));
       }
       SleepInterruptibly(backoff);
       backoff = std::min(backoff * 2, options_.reconnect_backoff_max);
@@ -294,8 +292,8 @@ class Worker::Impl {
     if (job.has_launch_plan()) {
       google::protobuf::util::JsonPrintOptions print;
       print.preserve_proto_field_names = true;
-      (void)google::protobuf::util::MessageToJsonString(job.launch_plan(),
-                                                        &spec.launch_plan_json, print);
+      (void)google::protobuf::util::MessageToJsonString(job.launch_plan(), &spec.launch_plan_json,
+                                                        print);
     }
     return spec;
   }
@@ -329,9 +327,10 @@ class Worker::Impl {
     spdlog::info("worker {}: job {} (submission {}, {} {} {}) started", worker_id_, spec.job_id,
                  spec.submission_id, kind, spec.task_id, spec.arch);
     auto on_stage = [&](const StageReport& report) {
-      metrics_.stage_seconds.Add({{"stage", StageName(report.stage)}},
-                                 prometheus::Histogram::BucketBoundaries{
-                                     0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300})
+      metrics_.stage_seconds
+          .Add({{"stage", StageName(report.stage)}},
+               prometheus::Histogram::BucketBoundaries{0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120,
+                                                       300})
           .Observe(report.seconds);
       if (job.lost) return;
       v1::ReportStageRequest request;
@@ -482,7 +481,7 @@ class Worker::Impl {
 
   std::mutex mu_;
   std::condition_variable wake_;
-  grpc::ClientContext* lease_context_ = nullptr;  // Guarded by mu_.
+  grpc::ClientContext* lease_context_ = nullptr;              // Guarded by mu_.
   std::map<std::string, std::shared_ptr<ActiveJob>> active_;  // Guarded by mu_.
   std::vector<std::thread> job_threads_;                      // Guarded by mu_.
   std::thread lease_thread_;

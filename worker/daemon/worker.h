@@ -15,14 +15,14 @@ namespace ptxbench::worker {
 
 struct WorkerOptions {
   std::string server = "127.0.0.1:50051";
-  std::string token;                  // Worker-role bearer token; empty on a tokenless server.
+  std::string token;  // Worker-role bearer token; empty on a tokenless server.
   bool tls = false;
   std::string tls_ca_file;
-  std::string hostname;               // Default: gethostname().
-  int gpu = 0;                        // CUDA device ordinal this daemon is pinned to.
+  std::string hostname;  // Default: gethostname().
+  int gpu = 0;           // CUDA device ordinal this daemon is pinned to.
   bool compile_only = false;
-  int slots = 1;                      // Jobs run at once; one GPU evaluates one job at a time.
-  std::string metrics_listen;         // Empty: no metrics endpoint.
+  int slots = 1;               // Jobs run at once; one GPU evaluates one job at a time.
+  std::string metrics_listen;  // Empty: no metrics endpoint.
   absl::Duration reconnect_backoff_max = absl::Seconds(10);
 };
 
@@ -44,7 +44,7 @@ class Worker {
   void Wait();
 
   const std::string& worker_id() const;
-  int metrics_port() const;           // 0 when no metrics endpoint.
+  int metrics_port() const;  // 0 when no metrics endpoint.
   int64_t jobs_finished() const;
   bool healthy() const;
 

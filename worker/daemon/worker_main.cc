@@ -1,10 +1,10 @@
 #include "worker/daemon/worker_main.h"
 
+#include <spdlog/spdlog.h>
+
 #include <csignal>
 #include <iostream>
 #include <thread>
-
-#include <spdlog/spdlog.h>
 
 #include "common/cli_args.h"
 #include "worker/daemon/engine_executor.h"
