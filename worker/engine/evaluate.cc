@@ -830,6 +830,11 @@ absl::StatusOr<std::optional<Verdict>> Evaluation::CorrectnessStage() {
     RETURN_IF_ERROR(candidate_->Send(
         {{"cmd", "trial"}, {"workload", t.workload}, {"seed", U64(t.seed)}, {"prefix", prefix}}));
   }
+  if (opt_.run_timing) {
+    // Baseline handle, its buffers and NVML, set up once the trials are done, while the
+    // supervisor still compares and the instrumented runs go on.
+    RETURN_IF_ERROR(candidate_->Send({{"cmd", "prepare_timing"}, {"workload", timed}}));
+  }
   for (const Trial& t : trials) {
     double w0 = Now();
     StepResult step = Await(*candidate_, "trial", opt_.trial_timeout_seconds,

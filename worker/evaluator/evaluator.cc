@@ -559,7 +559,35 @@ struct Candidate {
   std::string workload;
   gpu::TensorSet set;
   gpu::PlanLauncher launcher;
+  // What the timing loop needs besides the candidate, prepared ahead ("prepare_timing") while
+  // the supervisor compares the last trials and runs the instrumented processes.
+  std::string timing_workload;
+  gpu::TensorSet baseline_set;
+  std::unique_ptr<gpu::Baseline> baseline;
+  std::unique_ptr<gpu::NvmlMonitor> nvml;
+  std::string nvml_note;
+  double prepare_seconds = 0;
 };
+
+absl::Status PrepareTiming(Candidate& c, const std::string& workload) {
+  if (c.timing_workload == workload && c.baseline) return absl::OkStatus();
+  double t0 = Now();
+  ASSIGN_OR_RETURN(const Workload* w, FindWorkload(c.task, workload));
+  // The baseline gets its own buffers and its own seeds: its outputs never hold the answer to
+  // the inputs the candidate is given, and they are zeroed before they are freed.
+  ASSIGN_OR_RETURN(auto tensors, gpu::ResolveTensors(c.task, *w));
+  ASSIGN_OR_RETURN(c.baseline_set, gpu::TensorSet::Allocate(std::move(tensors)));
+  ASSIGN_OR_RETURN(c.baseline,
+                   gpu::CreateBaseline(c.task.baseline_library, c.task.baseline_operation, w->axes));
+  if (auto m = gpu::NvmlMonitor::Open(c.gpu.device.uuid); m.ok()) {
+    c.nvml = std::move(*m);
+  } else {
+    c.nvml_note = std::string(m.status().message());
+  }
+  c.timing_workload = workload;
+  c.prepare_seconds = Now() - t0;
+  return absl::OkStatus();
+}
 
 absl::Status OpenCandidate(const json& request, Candidate& c) {
   ASSIGN_OR_RETURN(c.task, LoadCheckedTask(request));
@@ -628,19 +656,13 @@ absl::StatusOr<json> RunTiming(Candidate& c, const json& cmd) {
   // A fresh module: nothing a correctness trial left in module globals reaches the timing.
   RETURN_IF_ERROR(ReloadModule(c));
   RETURN_IF_ERROR(c.launcher.Bind(c.module));
-  // The baseline gets its own buffers and its own seeds: its outputs never hold the answer to
-  // the inputs the candidate is given, and they are zeroed before they are freed.
-  ASSIGN_OR_RETURN(auto tensors, gpu::ResolveTensors(c.task, *w));
-  ASSIGN_OR_RETURN(gpu::TensorSet baseline_set, gpu::TensorSet::Allocate(std::move(tensors)));
-  ASSIGN_OR_RETURN(std::unique_ptr<gpu::Baseline> baseline,
-                   gpu::CreateBaseline(c.task.baseline_library, c.task.baseline_operation, w->axes));
-  std::unique_ptr<gpu::NvmlMonitor> nvml;
+  RETURN_IF_ERROR(PrepareTiming(c, workload));
+  (void)w;
+  gpu::TensorSet& baseline_set = c.baseline_set;
+  gpu::Baseline* baseline = c.baseline.get();
+  gpu::NvmlMonitor* nvml = c.nvml.get();
   json nvml_note;
-  if (auto m = gpu::NvmlMonitor::Open(c.gpu.device.uuid); m.ok()) {
-    nvml = std::move(*m);
-  } else {
-    nvml_note = std::string(m.status().message());
-  }
+  if (!c.nvml_note.empty()) nvml_note = c.nvml_note;
   cudaStream_t s = c.gpu.stream.get();
   const double setup_seconds = Now() - t0;
   double check_seconds = 0;
@@ -679,7 +701,7 @@ absl::StatusOr<json> RunTiming(Candidate& c, const json& cmd) {
   };
   ASSIGN_OR_RETURN(gpu::TimingResult timing,
                    gpu::TimeInterleaved(candidate_side, baseline_side, *c.gpu.builtins, s,
-                                        nvml.get(), config, on_check));
+                                        nvml, config, on_check));
   RETURN_IF_ERROR(baseline_set.ZeroAll(s));
   json event = {{"event", "timing"},
                 {"workload", workload},
@@ -689,6 +711,7 @@ absl::StatusOr<json> RunTiming(Candidate& c, const json& cmd) {
                 {"device", gpu::ToJson(c.gpu.device)},
                 {"flush_bytes", c.gpu.builtins->flush_bytes()},
                 {"setup_seconds", setup_seconds},
+                {"prepare_seconds", c.prepare_seconds},
                 {"check_seconds", check_seconds},
                 {"seconds", Now() - t0}};
   if (!nvml_note.is_null()) event["nvml_unavailable"] = nvml_note;
@@ -718,6 +741,10 @@ int CandidateMode(const json& request) {
       auto event = RunTrial(c, Str(cmd, "workload"), *seed, Str(cmd, "prefix"));
       if (!event.ok()) return FailFromStatus(event.status(), "trial");
       Emit(*event);
+    } else if (name == "prepare_timing") {
+      if (auto st = PrepareTiming(c, Str(cmd, "workload")); !st.ok()) {
+        return FailFromStatus(st, "timing preparation");
+      }
     } else if (name == "time") {
       auto event = RunTiming(c, cmd);
       if (!event.ok()) return FailFromStatus(event.status(), "timing");
