@@ -4,6 +4,7 @@
 #include <map>
 
 #include "client/submission_commands.h"
+#include "client/suite_command.h"
 #include "worker/engine/gpu/local_eval.h"
 
 namespace ptxbench::client {
@@ -17,6 +18,7 @@ const char kUsage[] =
     "  tasks    list the server's tasks, or print one task's prompt (--prompt ID)\n"
     "  submit   send a kernel for evaluation (--wait streams its stages)\n"
     "  watch    follow a submission's stage events until its verdict\n"
+    "  suite    submit every reference solution and decoy of the tasks; check their verdicts\n"
     "  eval     evaluate a kernel on this machine's GPU, no server (compile only without a GPU)\n"
     "exit codes: 0 pass, 1 verdict not a pass, 2 usage or input error, 3 infrastructure\n";
 
@@ -27,6 +29,7 @@ int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
       {"submit", SubmitCommand},
       {"watch", WatchCommand},
       {"tasks", TasksCommand},
+      {"suite", SuiteCommand},
       {"eval", ::ptxbench::engine::RunLocalEval},
   };
   if (args.empty() || args[0] == "help" || args[0] == "--help" || args[0] == "-h") {

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/cli.h"
+#include "client/command_support.h"
 #include "client/connection.h"
 #include "client/enums.h"
 #include "common/cli_args.h"
@@ -18,56 +19,6 @@
 
 namespace ptxbench::client {
 namespace {
-
-const std::vector<FlagSpec>& ConnectionFlags() {
-  static const auto* flags = new std::vector<FlagSpec>{
-      {"server", true, "server address HOST:PORT (or PTXBENCH_SERVER)"},
-      {"token", true, "bearer token (or PTXBENCH_TOKEN)"},
-      {"tls", false, "use TLS"},
-      {"tls-ca", true, "PEM file of the roots that signed the server's certificate"},
-  };
-  return *flags;
-}
-
-std::vector<FlagSpec> With(std::vector<FlagSpec> extra) {
-  std::vector<FlagSpec> all = ConnectionFlags();
-  all.insert(all.end(), extra.begin(), extra.end());
-  return all;
-}
-
-ConnectionOptions ConnectionFrom(const ParsedArgs& args) {
-  ConnectionOptions options;
-  options.server = args.GetOrEnv("server", "PTXBENCH_SERVER");
-  options.token = args.GetOrEnv("token", "PTXBENCH_TOKEN");
-  options.tls = args.GetBool("tls") || args.Has("tls-ca");
-  options.tls_ca_file = args.Get("tls-ca");
-  return options;
-}
-
-std::string RpcError(const grpc::Status& status) {
-  return absl::StrCat("rpc failed (", status.error_code(), "): ", status.error_message());
-}
-
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::stringstream buffer;
-  if (path == "-") {
-    buffer << std::cin.rdbuf();
-    return buffer.str();
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
-  buffer << in.rdbuf();
-  return buffer.str();
-}
-
-std::string ToJson(const google::protobuf::Message& message) {
-  std::string json;
-  google::protobuf::util::JsonPrintOptions options;
-  options.preserve_proto_field_names = true;
-  options.add_whitespace = true;
-  (void)google::protobuf::util::MessageToJsonString(message, &json, options);
-  return json;
-}
 
 // A verdict passes when it is PASS, or COMPILED for a compile-only submission.
 bool Passed(const v1::Submission& submission) {
@@ -141,7 +92,7 @@ int Follow(v1::SubmissionService::Stub& stub, const ConnectionOptions& connectio
 }  // namespace
 
 int SubmitCommand(const std::vector<std::string>& raw, std::ostream& out, std::ostream& err) {
-  const std::vector<FlagSpec> specs = With({
+  const std::vector<FlagSpec> specs = WithConnectionFlags({
       {"task", true, "task id, e.g. gemm_n7168_k5120"},
       {"arch", true, "sm_90a or sm_100a"},
       {"language", true, "cuda or ptx (default: from the file extension)"},
@@ -247,7 +198,8 @@ int SubmitCommand(const std::vector<std::string>& raw, std::ostream& out, std::o
 }
 
 int WatchCommand(const std::vector<std::string>& raw, std::ostream& out, std::ostream& err) {
-  const std::vector<FlagSpec> specs = With({{"json", false, "print the final submission as JSON"}});
+  const std::vector<FlagSpec> specs =
+      WithConnectionFlags({{"json", false, "print the final submission as JSON"}});
   auto args = ParseArgs(raw, specs);
   if (!args.ok() || args->positional().size() != 1) {
     err << "ptxbench watch: "
@@ -268,7 +220,7 @@ int WatchCommand(const std::vector<std::string>& raw, std::ostream& out, std::os
 }
 
 int TasksCommand(const std::vector<std::string>& raw, std::ostream& out, std::ostream& err) {
-  const std::vector<FlagSpec> specs = With({
+  const std::vector<FlagSpec> specs = WithConnectionFlags({
       {"json", false, "print JSON"},
       {"prompt", true, "print the prompt of this task id"},
       {"arch", true, "arch of the prompt", "sm_90a"},

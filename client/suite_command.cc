@@ -1,0 +1,176 @@
+#include "client/suite_command.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <algorithm>
+#include <set>
+
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "client/cli.h"
+#include "client/command_support.h"
+#include "client/enums.h"
+#include "common/task.h"
+#include "ptxbench/v1/vendor.grpc.pb.h"
+
+namespace ptxbench::client {
+namespace {
+
+struct Row {
+  std::string task;
+  std::string arch;
+  std::string path;
+  bool full = false;
+  std::string expect;
+  std::string submission_id;
+  std::string got;
+  bool tic = false;
+  double speedup = 0;
+  bool runtime_unverified = false;
+  std::string message;
+  bool ok = false;
+};
+
+}  // namespace
+
+std::string ExpectedUnderCompileOnly(const std::string& expect) {
+  if (expect == "compile_error" || expect == "plan_invalid") return expect;
+  return "compiled";
+}
+
+int SuiteCommand(const std::vector<std::string>& raw, std::ostream& out, std::ostream& err) {
+  const std::vector<FlagSpec> specs = WithConnectionFlags({
+      {"tasks-dir", true, "task definitions to validate", "tasks"},
+      {"task", true, "only this task id"},
+      {"full-arches", true,
+       "comma-separated arches evaluated fully (a GPU worker of each must be registered); "
+       "the others get the compile stage only"},
+      {"model", true, "model name recorded with the submissions", "reference-suite"},
+  });
+  auto args = ParseArgs(raw, specs);
+  if (!args.ok() || !args->positional().empty()) {
+    err << "ptxbench suite: "
+        << (args.ok() ? "unexpected argument" : std::string(args.status().message())) << "\n"
+        << "usage: ptxbench suite [flags]\n"
+        << FlagHelp(specs);
+    return kExitUsage;
+  }
+  auto catalog = TaskCatalog::Load(args->Get("tasks-dir"));
+  if (!catalog.ok()) {
+    err << "ptxbench suite: " << catalog.status().message() << "\n";
+    return kExitUsage;
+  }
+  std::set<std::string> full_arches;
+  for (absl::string_view arch : absl::StrSplit(args->Get("full-arches"), ',', absl::SkipEmpty())) {
+    full_arches.insert(std::string(arch));
+  }
+  const ConnectionOptions connection = ConnectionFrom(*args);
+  auto channel = Dial(connection);
+  if (!channel.ok()) {
+    err << "ptxbench suite: " << channel.status().message() << "\n";
+    return kExitUsage;
+  }
+  auto stub = v1::SubmissionService::NewStub(*channel);
+
+  // Submit everything first so that workers evaluate in parallel, then collect.
+  std::vector<Row> rows;
+  for (const Task& task : catalog->tasks()) {
+    if (args->Has("task") && task.id != args->Get("task")) continue;
+    std::vector<SourceRef> sources = task.solutions;
+    sources.insert(sources.end(), task.decoys.begin(), task.decoys.end());
+    for (const SourceRef& source : sources) {
+      Row row;
+      row.task = task.id;
+      row.arch = source.arch;
+      row.path = source.path;
+      row.full = full_arches.count(source.arch) > 0 && source.scope != "compile_only";
+      row.expect = row.full ? source.expect : ExpectedUnderCompileOnly(source.expect);
+      auto text = ReadFile(task.dir + "/" + source.path);
+      auto arch = ParseArch(source.arch);
+      if (!text.ok() || !arch.ok()) {
+        err << "ptxbench suite: " << task.id << "/" << source.path << ": "
+            << (text.ok() ? arch.status().message() : text.status().message()) << "\n";
+        return kExitUsage;
+      }
+      v1::SubmitRequest request;
+      request.set_task_id(task.id);
+      request.set_arch(*arch);
+      request.set_language(source.path.size() > 4 &&
+                                   source.path.compare(source.path.size() - 4, 4, ".ptx") == 0
+                               ? v1::SOURCE_LANGUAGE_PTX
+                               : v1::SOURCE_LANGUAGE_CUDA);
+      request.set_source(*text);
+      request.set_model(args->Get("model"));
+      request.set_knowledge_level(v1::KNOWLEDGE_LEVEL_NONE);
+      request.set_scope(row.full ? v1::EVALUATION_SCOPE_FULL : v1::EVALUATION_SCOPE_COMPILE_ONLY);
+      grpc::ClientContext context;
+      Authorize(&context, connection);
+      v1::SubmitResponse response;
+      grpc::Status status = stub->Submit(&context, request, &response);
+      if (!status.ok()) {
+        err << "ptxbench suite: submitting " << task.id << "/" << source.path << ": "
+            << RpcError(status) << "\n";
+        return kExitInfrastructure;
+      }
+      row.submission_id = response.submission().id();
+      rows.push_back(row);
+    }
+  }
+
+  bool all_ok = true;
+  for (Row& row : rows) {
+    {
+      grpc::ClientContext context;
+      Authorize(&context, connection);
+      v1::WatchSubmissionRequest request;
+      request.set_submission_id(row.submission_id);
+      auto reader = stub->WatchSubmission(&context, request);
+      v1::StageEvent event;
+      while (reader->Read(&event)) {
+      }
+      grpc::Status status = reader->Finish();
+      if (!status.ok()) {
+        err << "ptxbench suite: watching " << row.submission_id << ": " << RpcError(status) << "\n";
+        return kExitInfrastructure;
+      }
+    }
+    grpc::ClientContext context;
+    Authorize(&context, connection);
+    v1::GetSubmissionRequest request;
+    request.set_submission_id(row.submission_id);
+    v1::Submission submission;
+    grpc::Status status = stub->GetSubmission(&context, request, &submission);
+    if (!status.ok()) {
+      err << "ptxbench suite: " << RpcError(status) << "\n";
+      return kExitInfrastructure;
+    }
+    const v1::Verdict& verdict = submission.verdict();
+    row.got = VerdictClassText(verdict.verdict_class());
+    row.tic = verdict.tic();
+    row.speedup = verdict.speedup();
+    row.runtime_unverified = verdict.runtime_unverified();
+    row.message = verdict.message();
+    row.ok = row.got == row.expect;
+    all_ok = all_ok && row.ok;
+  }
+
+  out << absl::StrFormat("%-18s %-8s %-44s %-8s %-20s %-20s %-4s %-8s\n", "task", "arch", "source",
+                         "scope", "expected", "got", "tic", "speedup");
+  for (const Row& row : rows) {
+    out << absl::StrFormat(
+        "%-18s %-8s %-44s %-8s %-20s %-20s %-4s %-8s%s\n", row.task.substr(0, 18), row.arch,
+        row.path, row.full ? "full" : "compile", row.expect, row.got, row.tic ? "yes" : "no",
+        row.speedup > 0 ? absl::StrFormat("%.3f", row.speedup) : "-",
+        row.ok ? "" : "   <-- MISMATCH");
+  }
+  for (const Row& row : rows) {
+    if (!row.ok) out << "\n" << row.task << "/" << row.path << ": " << row.message << "\n";
+  }
+  out << absl::StrFormat(
+      "\n%d of %d sources got their expected verdict\n",
+      static_cast<int>(std::count_if(rows.begin(), rows.end(), [](const Row& r) { return r.ok; })),
+      static_cast<int>(rows.size()));
+  return all_ok ? kExitPass : kExitVerdictFailed;
+}
+
+}  // namespace ptxbench::client
