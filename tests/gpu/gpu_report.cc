@@ -45,15 +45,16 @@ std::string Slurp(const std::string& path) {
 }
 
 double Now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 json Summarize(const Verdict& v, double seconds) {
   json stages = json::array();
   for (const ptxbench::StageReport& s : v.stages) {
-    stages.push_back({{"stage", ptxbench::StageName(s.stage)}, {"ok", s.ok},
-                      {"seconds", s.seconds}, {"summary", s.summary.substr(0, 300)}});
+    stages.push_back({{"stage", ptxbench::StageName(s.stage)},
+                      {"ok", s.ok},
+                      {"seconds", s.seconds},
+                      {"summary", s.summary.substr(0, 300)}});
   }
   json out = {{"verdict", ptxbench::VerdictClassName(v.verdict_class)},
               {"tic", v.tic},
@@ -95,15 +96,15 @@ json Summarize(const Verdict& v, double seconds) {
       out["trial_seconds"] = seconds;
     }
     if (s.stage == ptxbench::Stage::kTiming && s.detail.contains("timing")) {
-      out["timing_process_seconds"] = {
-          {"setup", s.detail["timing"].value("setup_seconds", 0.0)},
-          {"checks", s.detail["timing"].value("check_seconds", 0.0)},
-          {"total", s.detail["timing"].value("seconds", 0.0)}};
+      out["timing_process_seconds"] = {{"setup", s.detail["timing"].value("setup_seconds", 0.0)},
+                                       {"checks", s.detail["timing"].value("check_seconds", 0.0)},
+                                       {"total", s.detail["timing"].value("seconds", 0.0)}};
     }
     if (s.stage == ptxbench::Stage::kCorrectness && !s.ok && s.detail.contains("trials")) {
       out["failing_trials"] = s.detail["trials"];
     }
-    if (s.detail.contains("compute_sanitizer")) out["compute_sanitizer"] = s.detail["compute_sanitizer"];
+    if (s.detail.contains("compute_sanitizer"))
+      out["compute_sanitizer"] = s.detail["compute_sanitizer"];
   }
   return out;
 }
@@ -120,8 +121,11 @@ std::string TwoKernelPlan(const std::string& source) {
   size_t begin = source.find("PTXBENCH_PLAN");
   size_t end = source.find("*/", begin);
   json plan = json::parse(source.substr(begin + 13, end - begin - 13));
-  json prologue = {{"kernel", "ptxbench_test_prologue"}, {"grid", {"1"}}, {"block", {"32"}},
-                   {"cluster", json::array()}, {"dynamic_shared_bytes", "0"},
+  json prologue = {{"kernel", "ptxbench_test_prologue"},
+                   {"grid", {"1"}},
+                   {"block", {"32"}},
+                   {"cluster", json::array()},
+                   {"dynamic_shared_bytes", "0"},
                    {"args", {{{"scratch", "flag"}}}}};
   plan["launches"].insert(plan["launches"].begin(), prologue);
   plan["scratch"].push_back({{"name", "flag"}, {"bytes", "256"}});
@@ -138,12 +142,18 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
-    if (a == "--tasks-dir") tasks_dir = next();
-    else if (a == "--task") task_id = next();
-    else if (a == "--out") out_path = next();
-    else if (a == "--repeat") repeat = std::atoi(next().c_str());
-    else if (a == "--evaluator") evaluator = next();
-    else if (a == "--skip-validation") skip_validation = true;
+    if (a == "--tasks-dir")
+      tasks_dir = next();
+    else if (a == "--task")
+      task_id = next();
+    else if (a == "--out")
+      out_path = next();
+    else if (a == "--repeat")
+      repeat = std::atoi(next().c_str());
+    else if (a == "--evaluator")
+      evaluator = next();
+    else if (a == "--skip-validation")
+      skip_validation = true;
     else {
       std::cerr << "unknown flag " << a << "\n";
       return 2;
@@ -191,8 +201,8 @@ int main(int argc, char** argv) {
       }
       all_ok = all_ok && row["match"].get<bool>();
       std::cout << absl::StrFormat("%-45s expect %-20s got %-20s %6.1f s %s\n", ref.path,
-                                   ref.expect, row.value("verdict", std::string("ERROR")),
-                                   seconds, row["match"].get<bool>() ? "ok" : "MISMATCH")
+                                   ref.expect, row.value("verdict", std::string("ERROR")), seconds,
+                                   row["match"].get<bool>() ? "ok" : "MISMATCH")
                 << std::flush;
       validation.push_back(row);
     }
@@ -234,11 +244,11 @@ int main(int argc, char** argv) {
     int rc = ptxbench::engine::RunLocalEval(
         {"--task", task_id, "--tasks-dir", tasks_dir, task->dir + "/" + main_solution->path}, out,
         err);
-    report["local_mode"] = {{"command", "ptxbench eval --task " + task_id + " --arch sm_90a " +
-                                            main_solution->path},
-                            {"exit_code", rc},
-                            {"seconds", Now() - t0},
-                            {"stdout", out.str()}};
+    report["local_mode"] = {
+        {"command", "ptxbench eval --task " + task_id + " --arch sm_90a " + main_solution->path},
+        {"exit_code", rc},
+        {"seconds", Now() - t0},
+        {"stdout", out.str()}};
     all_ok = all_ok && rc == 0;
     std::cout << "local mode (ptxbench eval): exit " << rc << "\n" << out.str() << std::flush;
   }
@@ -261,11 +271,12 @@ int main(int argc, char** argv) {
       candidate_ms.push_back(row["timing"]["candidate"]["median_ms"].get<double>());
       baseline_ms.push_back(row["timing"]["baseline"]["median_ms"].get<double>());
     }
-    std::cout << absl::StrFormat("repeat %d: %s speedup %.4f candidate %.4f ms baseline %.4f ms "
-                                 "(%.1f s)\n",
-                                 i, ptxbench::VerdictClassName(v->verdict_class), v->speedup,
-                                 candidate_ms.empty() ? 0 : candidate_ms.back(),
-                                 baseline_ms.empty() ? 0 : baseline_ms.back(), seconds)
+    std::cout << absl::StrFormat(
+                     "repeat %d: %s speedup %.4f candidate %.4f ms baseline %.4f ms "
+                     "(%.1f s)\n",
+                     i, ptxbench::VerdictClassName(v->verdict_class), v->speedup,
+                     candidate_ms.empty() ? 0 : candidate_ms.back(),
+                     baseline_ms.empty() ? 0 : baseline_ms.back(), seconds)
               << std::flush;
   }
   auto spread = [](const std::vector<double>& v) -> json {
@@ -284,7 +295,7 @@ int main(int argc, char** argv) {
   }
   report["all_expectations_met"] = all_ok;
   std::ofstream(out_path) << report.dump(2) << "\n";
-  std::cout << "report written to " << out_path << "; all expectations met: "
-            << (all_ok ? "yes" : "NO") << "\n";
+  std::cout << "report written to " << out_path
+            << "; all expectations met: " << (all_ok ? "yes" : "NO") << "\n";
   return all_ok ? 0 : 1;
 }

@@ -1,7 +1,6 @@
 // GPU tests of the evaluator's runtime layer (label "gpu": scripts/gpu-test runs them on the
 // GPU machine; CPU CI excludes them). Each case checks one property the evaluation relies on.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -110,8 +109,9 @@ TEST_CASE("the spiky distribution has spikes at the documented rate", "[gpu]") {
   constexpr size_t kCount = 1 << 24;
   auto a = DeviceBuffer::Allocate(kCount * 4);
   REQUIRE(a.ok());
-  REQUIRE(f.builtins->Generate(a->get(), kCount, BuiltinDType::kFP32, kDistSpiky, 3, 0,
-                               f.stream.get()).ok());
+  REQUIRE(
+      f.builtins->Generate(a->get(), kCount, BuiltinDType::kFP32, kDistSpiky, 3, 0, f.stream.get())
+          .ok());
   std::vector<float> host(kCount);
   REQUIRE(cudaMemcpy(host.data(), a->get(), kCount * 4, cudaMemcpyDeviceToHost) == cudaSuccess);
   size_t beyond_6 = 0;
@@ -186,16 +186,16 @@ TEST_CASE("interleaved timing of the baseline against itself gives a ratio near 
   for (int i = 0; i < 6; ++i) bufs.push_back(*DeviceBuffer::Allocate(size_t{n} * n * 2));
   cudaStream_t s = f.stream.get();
   auto side = [&](Baseline* b, int base) {
-    return TimedSide{[&, base](uint64_t seed) -> absl::Status {
-                       RETURN_IF_ERROR(f.builtins->Generate(bufs[base].get(), size_t{n} * n,
-                                                            BuiltinDType::kBF16, 0, seed, 0, s));
-                       return f.builtins->Generate(bufs[base + 1].get(), size_t{n} * n,
-                                                   BuiltinDType::kBF16, 0, seed, 1, s);
-                     },
-                     [&, b, base]() {
-                       return b->Run({bufs[base].get(), bufs[base + 1].get()},
-                                     {bufs[base + 2].get()}, s);
-                     }};
+    return TimedSide{
+        [&, base](uint64_t seed) -> absl::Status {
+          RETURN_IF_ERROR(f.builtins->Generate(bufs[base].get(), size_t{n} * n, BuiltinDType::kBF16,
+                                               0, seed, 0, s));
+          return f.builtins->Generate(bufs[base + 1].get(), size_t{n} * n, BuiltinDType::kBF16, 0,
+                                      seed, 1, s);
+        },
+        [&, b, base]() {
+          return b->Run({bufs[base].get(), bufs[base + 1].get()}, {bufs[base + 2].get()}, s);
+        }};
   };
   TimingConfig config;
   config.rule.min_samples = 20;

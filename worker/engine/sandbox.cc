@@ -106,9 +106,10 @@ nlohmann::json ToJson(const SandboxExit& e) {
 
 std::map<std::string, std::string> MinimalEnv(const std::string& private_dir) {
   std::map<std::string, std::string> env;
-  for (const char* name : {"PATH", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_HOME",
-                           "PTXBENCH_NVDISASM", "PTXBENCH_COMPUTE_SANITIZER", "PTXBENCH_PTXAS", "NCCL_NVLS_ENABLE",
-                           "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS", "LANG"}) {
+  for (const char* name :
+       {"PATH", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "PTXBENCH_NVDISASM",
+        "PTXBENCH_COMPUTE_SANITIZER", "PTXBENCH_PTXAS", "NCCL_NVLS_ENABLE",
+        "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS", "LANG"}) {
     if (const char* v = std::getenv(name)) env[name] = v;
   }
   if (!env.count("PATH")) env["PATH"] = "/usr/local/bin:/usr/bin:/bin";

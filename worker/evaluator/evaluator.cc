@@ -3,11 +3,10 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <future>
-
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <future>
 #include <map>
 #include <memory>
 #include <optional>
@@ -42,8 +41,7 @@ using gpu::ParseU64;
 using gpu::U64;
 
 double Now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 // Events go to fd 3 when the supervisor opened it, else to stdout (manual runs).
@@ -55,7 +53,9 @@ int EventFd() {
 void Emit(const json& event) { (void)gpu::WriteJsonLine(EventFd(), event); }
 
 int Fail(int exit_code, const std::string& kind, const absl::Status& status) {
-  Emit({{"event", "error"}, {"kind", kind}, {"message", std::string(status.message())},
+  Emit({{"event", "error"},
+        {"kind", kind},
+        {"message", std::string(status.message())},
         {"code", absl::StatusCodeToString(status.code())}});
   return exit_code;
 }
@@ -76,7 +76,9 @@ int FailFromStatus(const absl::Status& status, const std::string& during) {
   if (status.code() == absl::StatusCode::kAborted ||
       status.code() == absl::StatusCode::kFailedPrecondition) {
     std::string message(status.message());
-    Emit({{"event", "fault"}, {"during", during}, {"message", CleanFault(message)},
+    Emit({{"event", "fault"},
+          {"during", during},
+          {"message", CleanFault(message)},
           {"detail", message}});
     return kExitKernelFault;
   }
@@ -92,7 +94,8 @@ absl::StatusOr<json> ReadRequest(int argc, char** argv) {
   for (int i = 2; i + 1 < argc; ++i) {
     if (std::string(argv[i]) == "--request") path = argv[i + 1];
   }
-  if (path.empty()) return absl::InvalidArgumentError("usage: ptxbench-evaluator MODE --request FILE");
+  if (path.empty())
+    return absl::InvalidArgumentError("usage: ptxbench-evaluator MODE --request FILE");
   ASSIGN_OR_RETURN(std::string text, gpu::ReadFileBytes(path));
   json request = json::parse(text, nullptr, false);
   if (request.is_discarded() || !request.is_object()) {
@@ -125,10 +128,9 @@ absl::StatusOr<const Workload*> FindWorkload(const Task& task, const std::string
 // The launch plan for every workload, resolved against the PTX's kernel signatures. The
 // compile mode validated it with ptxas resources too; this repeats the checks that do not need
 // them so the GPU modes never trust a file written by another process blindly.
-absl::StatusOr<std::map<std::string, ResolvedPlan>> ResolvePlans(const Task& task,
-                                                                const json& request,
-                                                                const std::string& ptx,
-                                                                const std::vector<KernelSignature>* kernels_in) {
+absl::StatusOr<std::map<std::string, ResolvedPlan>> ResolvePlans(
+    const Task& task, const json& request, const std::string& ptx,
+    const std::vector<KernelSignature>* kernels_in) {
   std::optional<LaunchPlan> from_request;
   std::string plan_json = Str(request, "launch_plan_json");
   if (!plan_json.empty()) {
@@ -260,8 +262,9 @@ json StaticFamilyMap(const std::string& arch, const std::string& cubin_path,
   std::optional<std::string> tool = gpu::FindNvdisasm();
   if (!tool) {
     return {{"available", false},
-            {"reason", "nvdisasm not found (set PTXBENCH_NVDISASM or install the CUDA toolkit's "
-                       "cuda-nvdisasm); the target-instruction stage cannot run without it"}};
+            {"reason",
+             "nvdisasm not found (set PTXBENCH_NVDISASM or install the CUDA toolkit's "
+             "cuda-nvdisasm); the target-instruction stage cannot run without it"}};
   }
   // The two listings in parallel: each takes ~0.6 s on the reference GEMM's cubin (H200 host).
   auto gp_future = std::async(std::launch::async, [&] {
@@ -284,7 +287,8 @@ json StaticFamilyMap(const std::string& arch, const std::string& cubin_path,
     if (FamilyExistsOn(f, arch)) families.push_back(&f);
   }
   // The source-line view uses the compile stage's PTX, whose .file/.loc match the -g lines.
-  std::map<SourceKey, std::set<std::string>> by_source_line = SourceLineFamilies(ptx_fallback, families);
+  std::map<SourceKey, std::set<std::string>> by_source_line =
+      SourceLineFamilies(ptx_fallback, families);
 
   struct Classified {
     std::set<std::string> by_opcode, by_ptx_line, by_source_line;
@@ -319,8 +323,11 @@ json StaticFamilyMap(const std::string& arch, const std::string& cubin_path,
             }
           }
           if (!c.by_opcode.empty() && gp_sample.size() < 6) {
-            gp_sample.push_back({{"function", name}, {"pc", ins.pc}, {"sass", ins.text},
-                                 {"gp_file", p->file}, {"gp_line", p->line},
+            gp_sample.push_back({{"function", name},
+                                 {"pc", ins.pc},
+                                 {"sass", ins.text},
+                                 {"gp_file", p->file},
+                                 {"gp_line", p->line},
                                  {"ptx_at_line", c.ptx_text.substr(0, 120)}});
           }
         }
@@ -345,7 +352,8 @@ json StaticFamilyMap(const std::string& arch, const std::string& cubin_path,
   auto ratio = [](int consistent, int checked) {
     return checked > 0 ? static_cast<double>(consistent) / checked : 0.0;
   };
-  const bool use_ptx_lines = ratio(ptx_consistent, ptx_checked) > ratio(source_consistent, source_checked);
+  const bool use_ptx_lines =
+      ratio(ptx_consistent, ptx_checked) > ratio(source_consistent, source_checked);
   const char* line_method = use_ptx_lines ? "ptx_line" : "source_line";
 
   json functions = json::object();
@@ -370,16 +378,17 @@ json StaticFamilyMap(const std::string& arch, const std::string& cubin_path,
     }
     functions[name] = {{"instructions", function.instructions.size()}, {"sites", sites}};
   }
-  return {{"available", true},
-          {"tool", *tool},
-          {"line_method", line_method},
-          {"ptx_lines_available", ptx_listing_text.ok() && !ptx_listing.empty()},
-          {"ptx_source", embedded_ptx ? ".nv_debug_ptx_txt" : "compile stage PTX"},
-          {"ptx_line_consistency", {{"checked", ptx_checked}, {"consistent", ptx_consistent}}},
-          {"source_line_consistency", {{"checked", source_checked}, {"consistent", source_consistent}}},
-          {"gp_sample", gp_sample},
-          {"no_op_matrix_instructions_ignored", no_op_sites},
-          {"functions", functions}};
+  return {
+      {"available", true},
+      {"tool", *tool},
+      {"line_method", line_method},
+      {"ptx_lines_available", ptx_listing_text.ok() && !ptx_listing.empty()},
+      {"ptx_source", embedded_ptx ? ".nv_debug_ptx_txt" : "compile stage PTX"},
+      {"ptx_line_consistency", {{"checked", ptx_checked}, {"consistent", ptx_consistent}}},
+      {"source_line_consistency", {{"checked", source_checked}, {"consistent", source_consistent}}},
+      {"gp_sample", gp_sample},
+      {"no_op_matrix_instructions_ignored", no_op_sites},
+      {"functions", functions}};
 }
 
 int CompileMode(const json& request) {
@@ -391,7 +400,8 @@ int CompileMode(const json& request) {
   if (!headers.ok()) return Fail(kExitInfrastructure, "infrastructure", headers.status());
   CompileRequest compile;
   compile.source = Str(request, "source");
-  compile.language = Str(request, "language") == "ptx" ? SourceLanguage::kPtx : SourceLanguage::kCuda;
+  compile.language =
+      Str(request, "language") == "ptx" ? SourceLanguage::kPtx : SourceLanguage::kCuda;
   compile.arch = arch;
   compile.headers = *headers;
   auto result = Compile(compile);
@@ -412,8 +422,11 @@ int CompileMode(const json& request) {
   }
   auto plans = ResolvePlans(*task, request, result->ptx, &result->kernels);
   if (!plans.ok()) {
-    Emit({{"event", "compile"}, {"ok", true}, {"plan_ok", false},
-          {"plan_error", std::string(plans.status().message())}, {"report", report},
+    Emit({{"event", "compile"},
+          {"ok", true},
+          {"plan_ok", false},
+          {"plan_error", std::string(plans.status().message())},
+          {"report", report},
           {"seconds", Now() - t0}});
     return kExitOk;
   }
@@ -522,14 +535,17 @@ int ReferenceMode(const json& request) {
         baseline.reset();
         ASSIGN_OR_RETURN(auto tensors, gpu::ResolveTensors(*task, **workload));
         ASSIGN_OR_RETURN(set, gpu::TensorSet::Allocate(std::move(tensors)));
-        ASSIGN_OR_RETURN(baseline, gpu::CreateBaseline(task->baseline_library,
-                                                       task->baseline_operation,
-                                                       (*workload)->axes));
+        ASSIGN_OR_RETURN(baseline,
+                         gpu::CreateBaseline(task->baseline_library, task->baseline_operation,
+                                             (*workload)->axes));
         current = workload_name;
       }
       RETURN_IF_ERROR(set.GenerateInputs(*g->builtins, *seed, g->stream.get()));
-      ASSIGN_OR_RETURN(uint64_t input_hash, set.HashInputs(*g->builtins, *hash_key, g->stream.get()));
-      json event = {{"event", "reference"}, {"workload", workload_name}, {"seed", U64(*seed)},
+      ASSIGN_OR_RETURN(uint64_t input_hash,
+                       set.HashInputs(*g->builtins, *hash_key, g->stream.get()));
+      json event = {{"event", "reference"},
+                    {"workload", workload_name},
+                    {"seed", U64(*seed)},
                     {"input_hash", U64(input_hash)}};
       if (cmd.value("compute", true)) {
         RETURN_IF_ERROR(set.PoisonOutputs(*g->builtins, g->stream.get()));
@@ -577,8 +593,8 @@ absl::Status PrepareTiming(Candidate& c, const std::string& workload) {
   // the inputs the candidate is given, and they are zeroed before they are freed.
   ASSIGN_OR_RETURN(auto tensors, gpu::ResolveTensors(c.task, *w));
   ASSIGN_OR_RETURN(c.baseline_set, gpu::TensorSet::Allocate(std::move(tensors)));
-  ASSIGN_OR_RETURN(c.baseline,
-                   gpu::CreateBaseline(c.task.baseline_library, c.task.baseline_operation, w->axes));
+  ASSIGN_OR_RETURN(
+      c.baseline, gpu::CreateBaseline(c.task.baseline_library, c.task.baseline_operation, w->axes));
   if (auto m = gpu::NvmlMonitor::Open(c.gpu.device.uuid); m.ok()) {
     c.nvml = std::move(*m);
   } else {
@@ -642,10 +658,14 @@ absl::StatusOr<json> RunTrial(Candidate& c, const std::string& workload, uint64_
   ASSIGN_OR_RETURN(double kernel_ms, gpu::ElapsedMs(start, end));
   ASSIGN_OR_RETURN(uint64_t after, c.set.HashInputs(*c.gpu.builtins, c.hash_key, s));
   ASSIGN_OR_RETURN(json outputs, SaveOutputs(c.set, prefix, s));
-  return json{{"event", "trial"},        {"workload", workload},
-              {"seed", U64(seed)},        {"input_hash_before", U64(before)},
-              {"input_hash_after", U64(after)}, {"outputs", outputs},
-              {"kernel_ms", kernel_ms},   {"seconds", Now() - t0}};
+  return json{{"event", "trial"},
+              {"workload", workload},
+              {"seed", U64(seed)},
+              {"input_hash_before", U64(before)},
+              {"input_hash_after", U64(after)},
+              {"outputs", outputs},
+              {"kernel_ms", kernel_ms},
+              {"seconds", Now() - t0}};
 }
 
 absl::StatusOr<json> RunTiming(Candidate& c, const json& cmd) {
@@ -666,19 +686,20 @@ absl::StatusOr<json> RunTiming(Candidate& c, const json& cmd) {
   cudaStream_t s = c.gpu.stream.get();
   const double setup_seconds = Now() - t0;
   double check_seconds = 0;
-  gpu::TimedSide candidate_side{
-      [&](uint64_t seed) -> absl::Status {
-        RETURN_IF_ERROR(c.set.GenerateInputs(*c.gpu.builtins, seed, s));
-        RETURN_IF_ERROR(c.set.PoisonOutputs(*c.gpu.builtins, s));
-        return c.launcher.ZeroScratch(s);
-      },
-      [&]() { return c.launcher.LaunchAll(s); }};
+  gpu::TimedSide candidate_side{[&](uint64_t seed) -> absl::Status {
+                                  RETURN_IF_ERROR(c.set.GenerateInputs(*c.gpu.builtins, seed, s));
+                                  RETURN_IF_ERROR(c.set.PoisonOutputs(*c.gpu.builtins, s));
+                                  return c.launcher.ZeroScratch(s);
+                                },
+                                [&]() { return c.launcher.LaunchAll(s); }};
   gpu::TimedSide baseline_side{
       [&](uint64_t seed) -> absl::Status {
         RETURN_IF_ERROR(baseline_set.GenerateInputs(*c.gpu.builtins, seed, s));
         return baseline_set.PoisonOutputs(*c.gpu.builtins, s);
       },
-      [&]() { return baseline->Run(baseline_set.InputPointers(), baseline_set.OutputPointers(), s); }};
+      [&]() {
+        return baseline->Run(baseline_set.InputPointers(), baseline_set.OutputPointers(), s);
+      }};
   gpu::TimingConfig config;
   config.rule.min_samples = cmd.value("min_samples", 20);
   config.rule.max_samples = cmd.value("max_samples", 400);
@@ -687,9 +708,11 @@ absl::StatusOr<json> RunTiming(Candidate& c, const json& cmd) {
   config.warmup_seconds = cmd.value("warmup_seconds", 0.3);
   config.check_every = cmd.value("check_every", 16);
   config.max_checks = cmd.value("max_checks", 4);
-  ASSIGN_OR_RETURN(config.candidate_seed_base, ParseU64(cmd.value("candidate_seed_base", json("1"))));
+  ASSIGN_OR_RETURN(config.candidate_seed_base,
+                   ParseU64(cmd.value("candidate_seed_base", json("1"))));
   ASSIGN_OR_RETURN(config.baseline_seed_base, ParseU64(cmd.value("baseline_seed_base", json("2"))));
-  ASSIGN_OR_RETURN(config.check_position_seed, ParseU64(cmd.value("check_position_seed", json("3"))));
+  ASSIGN_OR_RETURN(config.check_position_seed,
+                   ParseU64(cmd.value("check_position_seed", json("3"))));
   const std::string check_prefix = Str(cmd, "check_prefix");
   json checks = json::array();
   auto on_check = [&](size_t index, uint64_t seed) -> absl::Status {
@@ -700,8 +723,8 @@ absl::StatusOr<json> RunTiming(Candidate& c, const json& cmd) {
     return absl::OkStatus();
   };
   ASSIGN_OR_RETURN(gpu::TimingResult timing,
-                   gpu::TimeInterleaved(candidate_side, baseline_side, *c.gpu.builtins, s,
-                                        nvml, config, on_check));
+                   gpu::TimeInterleaved(candidate_side, baseline_side, *c.gpu.builtins, s, nvml,
+                                        config, on_check));
   RETURN_IF_ERROR(baseline_set.ZeroAll(s));
   json event = {{"event", "timing"},
                 {"workload", workload},
@@ -731,8 +754,9 @@ int CandidateMode(const json& request) {
     if (!line.ok()) return Fail(kExitInfrastructure, "infrastructure", line.status());
     if (!line->has_value()) return kExitOk;
     json cmd = json::parse(**line, nullptr, false);
-    if (cmd.is_discarded()) return Fail(kExitInfrastructure, "infrastructure",
-                                        absl::InvalidArgumentError("bad command line"));
+    if (cmd.is_discarded())
+      return Fail(kExitInfrastructure, "infrastructure",
+                  absl::InvalidArgumentError("bad command line"));
     const std::string name = Str(cmd, "cmd");
     if (name == "quit") return kExitOk;
     if (name == "trial") {
@@ -810,16 +834,11 @@ int InstrumentMode(const json& request) {
     RETURN_IF_ERROR(gpu::SynchronizeDevice());
     double instrumented_seconds = Now() - k0;
     ASSIGN_OR_RETURN(std::vector<gpu::SassPcCounts> records, (*session)->FlushAndDisable());
-    json event = {{"event", "instrument"},
-                  {"workload", workload},
-                  {"seed", U64(*seed)},
-                  {"kernel", c.launcher.kernel(launch_index)},
-                  {"launch_index", launch_index},
-                  {"host_inputs", host_inputs},
-                  {"cubin_crc", U64(*crc)},
-                  {"cupti_version", (*session)->cupti_version()},
-                  {"chip", (*session)->chip()},
-                  {"instrumented_seconds", instrumented_seconds}};
+    json event = {{"event", "instrument"},        {"workload", workload},
+                  {"seed", U64(*seed)},           {"kernel", c.launcher.kernel(launch_index)},
+                  {"launch_index", launch_index}, {"host_inputs", host_inputs},
+                  {"cubin_crc", U64(*crc)},       {"cupti_version", (*session)->cupti_version()},
+                  {"chip", (*session)->chip()},   {"instrumented_seconds", instrumented_seconds}};
     if (!host_inputs) {
       ASSIGN_OR_RETURN(uint64_t after, c.set.HashInputs(*c.gpu.builtins, c.hash_key, s));
       ASSIGN_OR_RETURN(event["outputs"], SaveOutputs(c.set, Str(request, "output_prefix"), s));
@@ -836,8 +855,9 @@ int InstrumentMode(const json& request) {
       own.push_back({r.function, r.pc_offset, r.warp_inst_executed, r.thread_inst_pred_on,
                      r.gmma_warp_inst_executed, r.tma_warp_inst_executed});
     }
-    event["record_fields"] = {"function", "pc", "warp_inst_executed", "thread_inst_pred_on",
-                              "gmma_warp_inst", "tma_warp_inst"};
+    event["record_fields"] = {"function",           "pc",
+                              "warp_inst_executed", "thread_inst_pred_on",
+                              "gmma_warp_inst",     "tma_warp_inst"};
     event["records"] = own;
     event["other_module_records"] = other;
     event["seconds"] = Now() - t0;
@@ -865,8 +885,11 @@ int HealthMode(const json& request) {
   double t0 = Now();
   auto g = OpenGpu(request);
   if (!g.ok()) return Fail(kExitInfrastructure, "unavailable", g.status());
-  if (auto s = g->builtins->HealthCheck(); !s.ok()) return Fail(kExitInfrastructure, "unhealthy", s);
-  Emit({{"event", "health"}, {"ok", true}, {"device", gpu::ToJson(g->device)},
+  if (auto s = g->builtins->HealthCheck(); !s.ok())
+    return Fail(kExitInfrastructure, "unhealthy", s);
+  Emit({{"event", "health"},
+        {"ok", true},
+        {"device", gpu::ToJson(g->device)},
         {"seconds", Now() - t0}});
   return kExitOk;
 }
@@ -875,8 +898,9 @@ int HealthMode(const json& request) {
 
 int Main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: ptxbench-evaluator compile|sassmap|reference|candidate|instrument|"
-                         "replay|health --request FILE\n");
+    std::fprintf(stderr,
+                 "usage: ptxbench-evaluator compile|sassmap|reference|candidate|instrument|"
+                 "replay|health --request FILE\n");
     return kExitInfrastructure;
   }
   const std::string mode = argv[1];

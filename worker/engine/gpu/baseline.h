@@ -30,17 +30,17 @@ class Baseline {
 
 // `library`/`operation` as task.json names them ("cublaslt"/"gemm_a_bt_bf16"); `axes` are the
 // workload's. Unimplemented for a pair this build does not provide.
-absl::StatusOr<std::unique_ptr<Baseline>> CreateBaseline(const std::string& library,
-                                                         const std::string& operation,
-                                                         const std::map<std::string, int64_t>& axes);
+absl::StatusOr<std::unique_ptr<Baseline>> CreateBaseline(
+    const std::string& library, const std::string& operation,
+    const std::map<std::string, int64_t>& axes);
 
 // Versions of every baseline library linked into this build ({"cublaslt": 130100}): part of the
 // reference cache key.
 nlohmann::json BaselineLibraryVersions();
 
 // Implemented in cublaslt_baseline.cc.
-absl::StatusOr<std::unique_ptr<Baseline>> CreateCublasLtGemm(const std::string& operation,
-                                                             const std::map<std::string, int64_t>& axes);
+absl::StatusOr<std::unique_ptr<Baseline>> CreateCublasLtGemm(
+    const std::string& operation, const std::map<std::string, int64_t>& axes);
 
 }  // namespace ptxbench::gpu
 

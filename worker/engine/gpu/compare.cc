@@ -17,7 +17,8 @@ double HalfToDouble(uint16_t h) {
   if (exponent == 0) {
     v = std::ldexp(static_cast<double>(mantissa), -24);
   } else if (exponent == 0x1F) {
-    v = mantissa ? std::numeric_limits<double>::quiet_NaN() : std::numeric_limits<double>::infinity();
+    v = mantissa ? std::numeric_limits<double>::quiet_NaN()
+                 : std::numeric_limits<double>::infinity();
   } else {
     v = std::ldexp(static_cast<double>(mantissa | 0x400), exponent - 25);
   }

@@ -34,21 +34,21 @@ struct Mismatch {
   std::vector<int64_t> coordinates;  // Row-major multi-index in the tensor's shape.
   double got = 0;
   double expected = 0;
-  std::string kind;                  // "mismatch", "nan", "inf", "unwritten".
+  std::string kind;  // "mismatch", "nan", "inf", "unwritten".
 };
 
 struct CompareReport {
   bool pass = false;
-  std::string reason;                // Why it failed, one line; "" on pass.
+  std::string reason;  // Why it failed, one line; "" on pass.
   uint64_t elements = 0;
   uint64_t mismatched = 0;           // Elements outside tolerance (finite ones).
   uint64_t nonfinite = 0;            // NaN or Inf in the output: never pass.
   uint64_t unwritten = 0;            // Still holding the exact poison bits (a subset of NaN).
   uint64_t reference_nonfinite = 0;  // Should be 0: the reference itself is broken otherwise.
   double max_abs_error = 0;
-  double max_rel_error = 0;          // Over elements with a nonzero reference.
+  double max_rel_error = 0;  // Over elements with a nonzero reference.
   double matched_ratio = 0;
-  double relative_norm = 0;          // ‖got-ref‖₂ / ‖ref‖₂ over finite elements.
+  double relative_norm = 0;  // ‖got-ref‖₂ / ‖ref‖₂ over finite elements.
   double reference_norm = 0;
   std::vector<Mismatch> first_mismatches;  // The lowest indices, at most 8.
 };

@@ -10,14 +10,14 @@
 namespace ptxbench::gpu {
 namespace {
 
-#define PTXBENCH_CUBLAS_TRY(call)                                                       \
-  do {                                                                                  \
-    const cublasStatus_t ptxbench_cublas_s_ = (call);                                   \
-    if (ptxbench_cublas_s_ != CUBLAS_STATUS_SUCCESS) {                                  \
-      return absl::InternalError(absl::StrCat(#call, " at ", __FILE__, ":", __LINE__,    \
-                                              ": cublas status ",                       \
-                                              static_cast<int>(ptxbench_cublas_s_)));    \
-    }                                                                                   \
+#define PTXBENCH_CUBLAS_TRY(call)                                                     \
+  do {                                                                                \
+    const cublasStatus_t ptxbench_cublas_s_ = (call);                                 \
+    if (ptxbench_cublas_s_ != CUBLAS_STATUS_SUCCESS) {                                \
+      return absl::InternalError(absl::StrCat(#call, " at ", __FILE__, ":", __LINE__, \
+                                              ": cublas status ",                     \
+                                              static_cast<int>(ptxbench_cublas_s_))); \
+    }                                                                                 \
   } while (false)
 
 // 32 MiB: cuBLAS's recommended workspace on Hopper; the heuristic may use up to this much.
@@ -38,10 +38,10 @@ class CublasLtGemmABt final : public Baseline {
     PTXBENCH_CUBLAS_TRY(cublasLtCreate(&g->handle_));
     PTXBENCH_CUBLAS_TRY(cublasLtMatmulDescCreate(&g->op_, CUBLAS_COMPUTE_32F, CUDA_R_32F));
     cublasOperation_t transa = CUBLAS_OP_T, transb = CUBLAS_OP_N;
-    PTXBENCH_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(g->op_, CUBLASLT_MATMUL_DESC_TRANSA,
-                                                       &transa, sizeof transa));
-    PTXBENCH_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(g->op_, CUBLASLT_MATMUL_DESC_TRANSB,
-                                                       &transb, sizeof transb));
+    PTXBENCH_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(g->op_, CUBLASLT_MATMUL_DESC_TRANSA, &transa,
+                                                       sizeof transa));
+    PTXBENCH_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(g->op_, CUBLASLT_MATMUL_DESC_TRANSB, &transb,
+                                                       sizeof transb));
     PTXBENCH_CUBLAS_TRY(cublasLtMatrixLayoutCreate(&g->layout_b_, CUDA_R_16BF, k, n, k));
     PTXBENCH_CUBLAS_TRY(cublasLtMatrixLayoutCreate(&g->layout_a_, CUDA_R_16BF, k, m, k));
     PTXBENCH_CUBLAS_TRY(cublasLtMatrixLayoutCreate(&g->layout_c_, CUDA_R_16BF, n, m, n));
@@ -119,8 +119,8 @@ absl::StatusOr<int64_t> Axis(const std::map<std::string, int64_t>& axes, const c
 absl::StatusOr<std::unique_ptr<Baseline>> CreateCublasLtGemm(
     const std::string& operation, const std::map<std::string, int64_t>& axes) {
   if (operation != "gemm_a_bt_bf16") {
-    return absl::UnimplementedError(absl::StrCat("cuBLASLt baseline '", operation,
-                                                 "' is not implemented"));
+    return absl::UnimplementedError(
+        absl::StrCat("cuBLASLt baseline '", operation, "' is not implemented"));
   }
   ASSIGN_OR_RETURN(int64_t m, Axis(axes, "M"));
   ASSIGN_OR_RETURN(int64_t n, Axis(axes, "N"));
@@ -136,8 +136,8 @@ absl::StatusOr<std::unique_ptr<Baseline>> CreateBaseline(
     const std::string& library, const std::string& operation,
     const std::map<std::string, int64_t>& axes) {
   if (library == "cublaslt") return CreateCublasLtGemm(operation, axes);
-  return absl::UnimplementedError(absl::StrCat("baseline library '", library,
-                                               "' is not implemented in this build"));
+  return absl::UnimplementedError(
+      absl::StrCat("baseline library '", library, "' is not implemented in this build"));
 }
 
 }  // namespace ptxbench::gpu

@@ -28,21 +28,20 @@ bool IsKernelFault(int cuda_error_code);
 
 }  // namespace ptxbench::gpu
 
-#define PTXBENCH_CUDA_TRY(call)                                                              \
-  do {                                                                                       \
-    const cudaError_t ptxbench_cuda_error_ = (call);                                         \
-    if (ptxbench_cuda_error_ != cudaSuccess) {                                               \
-      return ::ptxbench::gpu::CudaRuntimeStatus(ptxbench_cuda_error_, #call, __FILE__,       \
-                                                __LINE__);                                   \
-    }                                                                                        \
+#define PTXBENCH_CUDA_TRY(call)                                                                   \
+  do {                                                                                            \
+    const cudaError_t ptxbench_cuda_error_ = (call);                                              \
+    if (ptxbench_cuda_error_ != cudaSuccess) {                                                    \
+      return ::ptxbench::gpu::CudaRuntimeStatus(ptxbench_cuda_error_, #call, __FILE__, __LINE__); \
+    }                                                                                             \
   } while (false)
 
-#define PTXBENCH_CU_TRY(call)                                                                \
-  do {                                                                                       \
-    const CUresult ptxbench_cu_error_ = (call);                                              \
-    if (ptxbench_cu_error_ != CUDA_SUCCESS) {                                                \
+#define PTXBENCH_CU_TRY(call)                                                                  \
+  do {                                                                                         \
+    const CUresult ptxbench_cu_error_ = (call);                                                \
+    if (ptxbench_cu_error_ != CUDA_SUCCESS) {                                                  \
       return ::ptxbench::gpu::CudaDriverStatus(ptxbench_cu_error_, #call, __FILE__, __LINE__); \
-    }                                                                                        \
+    }                                                                                          \
   } while (false)
 
 #endif  // PTXBENCH_WORKER_ENGINE_GPU_CUDA_CHECK_H_

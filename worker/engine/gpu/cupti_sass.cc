@@ -27,22 +27,21 @@ std::string CuptiMessage(CUptiResult r) {
   return text ? text : absl::StrCat("CUPTI error ", static_cast<int>(r));
 }
 
-#define PTXBENCH_CUPTI_TRY(call)                                                          \
-  do {                                                                                    \
-    const CUptiResult ptxbench_cupti_r_ = (call);                                         \
-    if (ptxbench_cupti_r_ != CUPTI_SUCCESS) {                                             \
-      std::string ptxbench_cupti_m_ =                                                     \
-          absl::StrCat(#call, " at ", __FILE__, ":", __LINE__, ": ",                       \
-                       CuptiMessage(ptxbench_cupti_r_));                                   \
-      if (ptxbench_cupti_r_ == CUPTI_ERROR_NOT_SUPPORTED ||                               \
-          ptxbench_cupti_r_ == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES ||                     \
-          ptxbench_cupti_r_ == CUPTI_ERROR_NOT_INITIALIZED ||                             \
-          ptxbench_cupti_r_ == CUPTI_ERROR_CMP_DEVICE_NOT_SUPPORTED ||                     \
-          ptxbench_cupti_r_ == CUPTI_ERROR_VIRTUALIZED_DEVICE_NOT_SUPPORTED) {            \
-        return absl::UnavailableError(ptxbench_cupti_m_);                                 \
-      }                                                                                   \
-      return absl::InternalError(ptxbench_cupti_m_);                                      \
-    }                                                                                     \
+#define PTXBENCH_CUPTI_TRY(call)                                                                 \
+  do {                                                                                           \
+    const CUptiResult ptxbench_cupti_r_ = (call);                                                \
+    if (ptxbench_cupti_r_ != CUPTI_SUCCESS) {                                                    \
+      std::string ptxbench_cupti_m_ = absl::StrCat(#call, " at ", __FILE__, ":", __LINE__, ": ", \
+                                                   CuptiMessage(ptxbench_cupti_r_));             \
+      if (ptxbench_cupti_r_ == CUPTI_ERROR_NOT_SUPPORTED ||                                      \
+          ptxbench_cupti_r_ == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES ||                            \
+          ptxbench_cupti_r_ == CUPTI_ERROR_NOT_INITIALIZED ||                                    \
+          ptxbench_cupti_r_ == CUPTI_ERROR_CMP_DEVICE_NOT_SUPPORTED ||                           \
+          ptxbench_cupti_r_ == CUPTI_ERROR_VIRTUALIZED_DEVICE_NOT_SUPPORTED) {                   \
+        return absl::UnavailableError(ptxbench_cupti_m_);                                        \
+      }                                                                                          \
+      return absl::InternalError(ptxbench_cupti_m_);                                             \
+    }                                                                                            \
   } while (false)
 
 constexpr const char* kMetricNames[] = {
@@ -63,8 +62,7 @@ absl::StatusOr<CUcontext> CurrentContext() {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<SassMetricsSession>> SassMetricsSession::Create(
-    int device_ordinal) {
+absl::StatusOr<std::unique_ptr<SassMetricsSession>> SassMetricsSession::Create(int device_ordinal) {
   std::unique_ptr<SassMetricsSession> s(new SassMetricsSession());
   PTXBENCH_CUPTI_TRY(cuptiGetVersion(&s->version_));
   CUpti_Profiler_Initialize_Params init = {CUpti_Profiler_Initialize_Params_STRUCT_SIZE};
@@ -75,10 +73,10 @@ absl::StatusOr<std::unique_ptr<SassMetricsSession>> SassMetricsSession::Create(
   supported.api = CUPTI_PROFILER_SASS_METRICS;
   PTXBENCH_CUPTI_TRY(cuptiProfilerDeviceSupported(&supported));
   if (supported.isSupported != CUPTI_PROFILER_CONFIGURATION_SUPPORTED) {
-    return absl::UnavailableError(absl::StrCat(
-        "CUPTI SASS metrics not supported on device ", device_ordinal, " (architecture ",
-        supported.architecture, ", vGPU ", supported.vGpu, ", confidential compute ",
-        supported.confidentialCompute, ")"));
+    return absl::UnavailableError(
+        absl::StrCat("CUPTI SASS metrics not supported on device ", device_ordinal,
+                     " (architecture ", supported.architecture, ", vGPU ", supported.vGpu,
+                     ", confidential compute ", supported.confidentialCompute, ")"));
   }
   CUpti_Device_GetChipName_Params chip = {CUpti_Device_GetChipName_Params_STRUCT_SIZE};
   chip.deviceIndex = device_ordinal;

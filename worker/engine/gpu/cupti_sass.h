@@ -28,10 +28,10 @@ struct SassPcCounts {
   uint64_t cubin_crc = 0;
   uint32_t function_index = 0;
   uint32_t pc_offset = 0;
-  uint64_t warp_inst_executed = 0;        // smsp__sass_inst_executed
-  uint64_t thread_inst_pred_on = 0;       // smsp__sass_thread_inst_executed_pred_on
-  uint64_t gmma_warp_inst_executed = 0;   // smsp__sass_inst_executed_op_shared_gmma
-  uint64_t tma_warp_inst_executed = 0;    // smsp__sass_inst_executed_op_tma
+  uint64_t warp_inst_executed = 0;       // smsp__sass_inst_executed
+  uint64_t thread_inst_pred_on = 0;      // smsp__sass_thread_inst_executed_pred_on
+  uint64_t gmma_warp_inst_executed = 0;  // smsp__sass_inst_executed_op_shared_gmma
+  uint64_t tma_warp_inst_executed = 0;   // smsp__sass_inst_executed_op_tma
 };
 
 struct SourceLine {

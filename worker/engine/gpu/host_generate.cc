@@ -77,12 +77,23 @@ void HostGenerate(void* out, uint64_t count, int dtype, int distribution, uint64
         x += kSpikeStddev * radius * std::sin(angle);
       }
       switch (dtype) {
-        case 0: static_cast<uint16_t*>(out)[i] = FloatToBf16(x); break;
-        case 1: static_cast<uint16_t*>(out)[i] = FloatToHalf(x); break;
-        case 2: static_cast<float*>(out)[i] = x; break;
-        case 3: static_cast<uint8_t*>(out)[i] = FloatToE4M3(x); break;
-        case 4: static_cast<int32_t*>(out)[i] = static_cast<int32_t>(r.v[3] & 0xFF) - 128; break;
-        default: break;
+        case 0:
+          static_cast<uint16_t*>(out)[i] = FloatToBf16(x);
+          break;
+        case 1:
+          static_cast<uint16_t*>(out)[i] = FloatToHalf(x);
+          break;
+        case 2:
+          static_cast<float*>(out)[i] = x;
+          break;
+        case 3:
+          static_cast<uint8_t*>(out)[i] = FloatToE4M3(x);
+          break;
+        case 4:
+          static_cast<int32_t*>(out)[i] = static_cast<int32_t>(r.v[3] & 0xFF) - 128;
+          break;
+        default:
+          break;
       }
     }
   };

@@ -60,14 +60,22 @@ int RunLocalEval(const std::vector<std::string>& args, std::ostream& out, std::o
       return true;
     };
     bool ok = true;
-    if (a == "--task") ok = value(&task_id);
-    else if (a == "--arch") ok = value(&arch);
-    else if (a == "--tasks-dir") ok = value(&tasks_dir);
-    else if (a == "--plan") ok = value(&plan_path);
-    else if (a == "--language") ok = value(&language);
-    else if (a == "--json") json_output = true;
-    else if (a == "--compile-only") compile_only = true;
-    else if (a == "--keep-work-dir") options.keep_work_dir = true;
+    if (a == "--task")
+      ok = value(&task_id);
+    else if (a == "--arch")
+      ok = value(&arch);
+    else if (a == "--tasks-dir")
+      ok = value(&tasks_dir);
+    else if (a == "--plan")
+      ok = value(&plan_path);
+    else if (a == "--language")
+      ok = value(&language);
+    else if (a == "--json")
+      json_output = true;
+    else if (a == "--compile-only")
+      compile_only = true;
+    else if (a == "--keep-work-dir")
+      options.keep_work_dir = true;
     else if (a == "--gpu") {
       std::string g;
       ok = value(&g);
@@ -110,10 +118,10 @@ int RunLocalEval(const std::vector<std::string>& args, std::ostream& out, std::o
     err << "ptxbench eval: cannot read " << plan_path << "\n";
     return kUsage;
   }
-  request.language = !language.empty() ? language
-                     : (source_path.size() > 4 && source_path.substr(source_path.size() - 4) == ".ptx")
-                         ? "ptx"
-                         : "cuda";
+  request.language =
+      !language.empty()                                                                  ? language
+      : (source_path.size() > 4 && source_path.substr(source_path.size() - 4) == ".ptx") ? "ptx"
+                                                                                         : "cuda";
   auto on_stage = [&](const StageReport& s) {
     if (!json_output) {
       err << absl::StrFormat("[%s] %s (%.2f s)\n", StageName(s.stage), s.summary, s.seconds);

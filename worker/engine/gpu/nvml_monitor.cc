@@ -27,8 +27,7 @@ constexpr int kClockMem = 2;  // NVML_CLOCK_MEM
 constexpr int kTemperatureGpu = 0;
 
 double Now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 }  // namespace
@@ -56,9 +55,9 @@ nlohmann::json ToJson(const ClockSample& s) {
 
 std::string ClockEventReasonNames(uint64_t reasons) {
   static const std::pair<uint64_t, const char*> kNames[] = {
-      {0x1, "gpu_idle"},        {0x2, "applications_clocks"}, {0x4, "sw_power_cap"},
-      {0x8, "hw_slowdown"},     {0x10, "sync_boost"},         {0x20, "sw_thermal"},
-      {0x40, "hw_thermal"},     {0x80, "hw_power_brake"},     {0x100, "display_clocks"}};
+      {0x1, "gpu_idle"},    {0x2, "applications_clocks"}, {0x4, "sw_power_cap"},
+      {0x8, "hw_slowdown"}, {0x10, "sync_boost"},         {0x20, "sw_thermal"},
+      {0x40, "hw_thermal"}, {0x80, "hw_power_brake"},     {0x100, "display_clocks"}};
   std::vector<std::string> names;
   for (const auto& [bit, name] : kNames) {
     if (reasons & bit) names.push_back(name);
@@ -92,8 +91,8 @@ absl::StatusOr<std::unique_ptr<NvmlMonitor>> NvmlMonitor::Open(const std::string
     return absl::UnavailableError("NVML library lacks nvmlInit_v2/GetHandleByUUID/GetClockInfo");
   }
   if (int r = init(); r != 0) {
-    return absl::UnavailableError(absl::StrCat("nvmlInit_v2 failed: ",
-                                               api.error_string ? api.error_string(r) : "?"));
+    return absl::UnavailableError(
+        absl::StrCat("nvmlInit_v2 failed: ", api.error_string ? api.error_string(r) : "?"));
   }
   if (int r = by_uuid(gpu_uuid.c_str(), &m->device_); r != 0) {
     return absl::UnavailableError(absl::StrCat("NVML has no device ", gpu_uuid, ": ",

@@ -19,7 +19,7 @@
 namespace ptxbench::gpu {
 
 struct ClockSample {
-  double at_seconds = 0;       // Since the monitor was created.
+  double at_seconds = 0;  // Since the monitor was created.
   unsigned sm_mhz = 0;
   unsigned memory_mhz = 0;
   uint64_t event_reasons = 0;  // nvmlClocksEventReason* bit mask (0x4: software power cap).

@@ -56,8 +56,8 @@ absl::StatusOr<std::vector<WorkloadTensor>> ResolveTensors(const Task& task,
                                                        "': ", value.status().message()));
       }
       if (*value <= 0) {
-        return absl::InvalidArgumentError(absl::StrCat("tensor ", spec.name, " dimension '", dim,
-                                                       "' is ", *value));
+        return absl::InvalidArgumentError(
+            absl::StrCat("tensor ", spec.name, " dimension '", dim, "' is ", *value));
       }
       t.shape.push_back(*value);
       t.elements *= static_cast<uint64_t>(*value);
@@ -131,8 +131,8 @@ absl::Status TensorSet::UploadInputsFromHost(uint64_t seed, cudaStream_t stream)
     std::vector<unsigned char> host(t.bytes);
     HostGenerate(host.data(), t.elements, static_cast<int>(t.dtype), t.distribution, seed,
                  static_cast<uint32_t>(t.task_index));
-    PTXBENCH_CUDA_TRY(cudaMemcpyAsync(buffers_[i].get(), host.data(), t.bytes,
-                                      cudaMemcpyHostToDevice, stream));
+    PTXBENCH_CUDA_TRY(
+        cudaMemcpyAsync(buffers_[i].get(), host.data(), t.bytes, cudaMemcpyHostToDevice, stream));
     PTXBENCH_CUDA_TRY(cudaStreamSynchronize(stream));
   }
   return absl::OkStatus();
@@ -143,7 +143,8 @@ absl::Status TensorSet::PoisonOutputsByCopy(cudaStream_t stream) {
     if (!tensors_[i].output) continue;
     uint32_t pattern = PoisonPattern(tensors_[i].dtype);
     std::vector<unsigned char> host(tensors_[i].bytes);
-    for (size_t b = 0; b < host.size(); ++b) host[b] = static_cast<unsigned char>(pattern >> (8 * (b % 4)));
+    for (size_t b = 0; b < host.size(); ++b)
+      host[b] = static_cast<unsigned char>(pattern >> (8 * (b % 4)));
     PTXBENCH_CUDA_TRY(cudaMemcpyAsync(buffers_[i].get(), host.data(), host.size(),
                                       cudaMemcpyHostToDevice, stream));
     PTXBENCH_CUDA_TRY(cudaStreamSynchronize(stream));
@@ -202,10 +203,9 @@ absl::StatusOr<PlanLauncher> PlanLauncher::Create(const ResolvedPlan& plan,
     std::vector<cuuint32_t> box(tm.box.begin(), tm.box.end());
     std::vector<cuuint32_t> element_strides(tm.element_strides.begin(), tm.element_strides.end());
     CUresult r = api->TensorMapEncodeTiled(
-        &maps[m], static_cast<CUtensorMapDataType>(tm.data_type),
-        static_cast<cuuint32_t>(tm.rank), tensors.pointer(tm.tensor_index), dims.data(),
-        strides.data(), box.data(), element_strides.data(),
-        static_cast<CUtensorMapInterleave>(tm.interleave),
+        &maps[m], static_cast<CUtensorMapDataType>(tm.data_type), static_cast<cuuint32_t>(tm.rank),
+        tensors.pointer(tm.tensor_index), dims.data(), strides.data(), box.data(),
+        element_strides.data(), static_cast<CUtensorMapInterleave>(tm.interleave),
         static_cast<CUtensorMapSwizzle>(tm.swizzle),
         static_cast<CUtensorMapL2promotion>(tm.l2_promotion),
         static_cast<CUtensorMapFloatOOBfill>(tm.oob_fill));
@@ -282,13 +282,13 @@ absl::Status PlanLauncher::Bind(const Module& module) {
     if (!f.ok()) return absl::InvalidArgumentError(std::string(f.status().message()));
     p.function = *f;
     if (p.dynamic_shared_bytes > 0) {
-      CUresult r = api->FuncSetAttribute(p.function,
-                                         CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                         static_cast<int>(p.dynamic_shared_bytes));
+      CUresult r =
+          api->FuncSetAttribute(p.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                static_cast<int>(p.dynamic_shared_bytes));
       if (r != CUDA_SUCCESS) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "kernel ", p.kernel, ": ", p.dynamic_shared_bytes,
-            " bytes of dynamic shared memory refused by the driver"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("kernel ", p.kernel, ": ", p.dynamic_shared_bytes,
+                         " bytes of dynamic shared memory refused by the driver"));
       }
     }
     if (p.has_cluster && p.cluster[0] * p.cluster[1] * p.cluster[2] > 8) {
@@ -308,8 +308,8 @@ absl::Status PlanLauncher::ZeroScratch(cudaStream_t stream) {
 absl::Status PlanLauncher::ZeroScratchByCopy(cudaStream_t stream) {
   for (DeviceBuffer& b : scratch_) {
     std::vector<unsigned char> zeros(b.bytes(), 0);
-    PTXBENCH_CUDA_TRY(cudaMemcpyAsync(b.get(), zeros.data(), zeros.size(), cudaMemcpyHostToDevice,
-                                      stream));
+    PTXBENCH_CUDA_TRY(
+        cudaMemcpyAsync(b.get(), zeros.data(), zeros.size(), cudaMemcpyHostToDevice, stream));
     PTXBENCH_CUDA_TRY(cudaStreamSynchronize(stream));
   }
   return absl::OkStatus();
@@ -344,8 +344,8 @@ absl::Status PlanLauncher::Launch(cudaStream_t stream, size_t begin, size_t end)
       const char* text = "?";
       api->GetErrorName(r, &name);
       api->GetErrorString(r, &text);
-      std::string message = absl::StrCat("launch ", i, " (", p.kernel, ") refused: ", name, " (",
-                                         text, ")");
+      std::string message =
+          absl::StrCat("launch ", i, " (", p.kernel, ") refused: ", name, " (", text, ")");
       if (IsKernelFault(static_cast<int>(r))) return absl::AbortedError(message);
       return absl::FailedPreconditionError(message);
     }

@@ -26,12 +26,11 @@ template <typename Fn>
 absl::Status Resolve(const char* symbol, Fn* fn) {
   void* ptr = nullptr;
   cudaDriverEntryPointQueryResult query = cudaDriverEntryPointSymbolNotFound;
-  PTXBENCH_CUDA_TRY(cudaGetDriverEntryPointByVersion(symbol, &ptr, kDriverAbiVersion,
-                                                     cudaEnableDefault, &query));
+  PTXBENCH_CUDA_TRY(
+      cudaGetDriverEntryPointByVersion(symbol, &ptr, kDriverAbiVersion, cudaEnableDefault, &query));
   if (query != cudaDriverEntryPointSuccess || ptr == nullptr) {
-    return absl::UnavailableError(
-        absl::StrCat("driver entry point ", symbol, " not found (query result ",
-                     static_cast<int>(query), ")"));
+    return absl::UnavailableError(absl::StrCat(
+        "driver entry point ", symbol, " not found (query result ", static_cast<int>(query), ")"));
   }
   *fn = reinterpret_cast<Fn>(ptr);
   return absl::OkStatus();
@@ -88,8 +87,7 @@ absl::Status CudaRuntimeStatus(cudaError_t error, const char* expression, const 
   return absl::InternalError(message);
 }
 
-absl::Status CudaDriverStatus(CUresult error, const char* expression, const char* file,
-                              int line) {
+absl::Status CudaDriverStatus(CUresult error, const char* expression, const char* file, int line) {
   const char* name = "CUDA_ERROR_UNKNOWN";
   const char* text = "unknown driver error";
   auto api = Driver();
@@ -176,8 +174,8 @@ absl::StatusOr<DeviceInfo> InitDevice(int ordinal) {
                 u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13],
                 u[14], u[15]);
   info.uuid = uuid;
-  info.pci_bus_id = absl::StrFormat("%04x:%02x:%02x.0", prop.pciDomainID, prop.pciBusID,
-                                    prop.pciDeviceID);
+  info.pci_bus_id =
+      absl::StrFormat("%04x:%02x:%02x.0", prop.pciDomainID, prop.pciBusID, prop.pciDeviceID);
   info.cc_major = prop.major;
   info.cc_minor = prop.minor;
   info.sm_count = prop.multiProcessorCount;
@@ -382,8 +380,8 @@ absl::StatusOr<uint64_t> Builtins::Hash(const void* data, uint64_t bytes, uint64
   void* args[] = {&data, &bytes, &key, &result};
   RETURN_IF_ERROR(Launch(hash_, static_cast<unsigned>(sm_count_) * 4, 256, args, stream));
   unsigned long long value = 0;
-  PTXBENCH_CUDA_TRY(cudaMemcpyAsync(&value, hash_result_.get(), sizeof value,
-                                    cudaMemcpyDeviceToHost, stream));
+  PTXBENCH_CUDA_TRY(
+      cudaMemcpyAsync(&value, hash_result_.get(), sizeof value, cudaMemcpyDeviceToHost, stream));
   PTXBENCH_CUDA_TRY(cudaStreamSynchronize(stream));
   return static_cast<uint64_t>(value) ^ bytes;
 }

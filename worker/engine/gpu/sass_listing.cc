@@ -47,8 +47,8 @@ std::string SassOpcode(const std::string& instruction) {
     skip_space();
   }
   size_t start = i;
-  while (i < instruction.size() && (std::isalnum(static_cast<unsigned char>(instruction[i])) ||
-                                    instruction[i] == '_')) {
+  while (i < instruction.size() &&
+         (std::isalnum(static_cast<unsigned char>(instruction[i])) || instruction[i] == '_')) {
     ++i;
   }
   return instruction.substr(start, i - start);
@@ -105,7 +105,8 @@ std::optional<std::string> FindNvdisasm() {
       if (executable(p)) return p;
     }
   }
-  if (executable("/usr/local/cuda/bin/nvdisasm")) return std::string("/usr/local/cuda/bin/nvdisasm");
+  if (executable("/usr/local/cuda/bin/nvdisasm"))
+    return std::string("/usr/local/cuda/bin/nvdisasm");
   if (const char* path = std::getenv("PATH")) {
     for (absl::string_view dir : absl::StrSplit(path, ':')) {
       std::string p = absl::StrCat(dir, "/nvdisasm");
@@ -118,8 +119,10 @@ std::optional<std::string> FindNvdisasm() {
 absl::StatusOr<std::string> RunNvdisasm(const std::string& nvdisasm,
                                         const std::vector<std::string>& flags,
                                         const std::string& cubin_path, double timeout_seconds) {
+  // Close-on-exec: two listings run at once (evaluator.cc), and neither child may hold the
+  // other's pipe open.
   int out[2];
-  if (pipe(out) != 0) return absl::InternalError("pipe() failed");
+  if (pipe2(out, O_CLOEXEC) != 0) return absl::InternalError("pipe2() failed");
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
@@ -193,7 +196,12 @@ std::optional<std::string> ElfSection(const std::string& elf, const std::string&
     std::memcpy(&v, elf.data() + off, 8);
     return v;
   };
-  if (elf.size() < 64 || elf.compare(0, 4, "\x7f" "ELF") != 0 || elf[4] != 2) return std::nullopt;
+  if (elf.size() < 64 ||
+      elf.compare(0, 4,
+                  "\x7f"
+                  "ELF") != 0 ||
+      elf[4] != 2)
+    return std::nullopt;
   uint64_t shoff = u64(0x28), shentsize = u16(0x3A), shnum = u16(0x3C), shstrndx = u16(0x3E);
   if (shentsize < 0x40 || shoff > elf.size() || shnum * shentsize > elf.size() - shoff ||
       shstrndx >= shnum) {
@@ -207,7 +215,8 @@ std::optional<std::string> ElfSection(const std::string& elf, const std::string&
     if (name >= strtab_size) continue;
     const char* n = elf.data() + strtab_off + name;
     size_t max_len = static_cast<size_t>(strtab_size - name);
-    if (strnlen(n, max_len) != section.size() || section.compare(0, section.size(), n, section.size()) != 0) {
+    if (strnlen(n, max_len) != section.size() ||
+        section.compare(0, section.size(), n, section.size()) != 0) {
       continue;
     }
     uint64_t off = u64(header(i) + 0x18), size = u64(header(i) + 0x20);

@@ -17,7 +17,7 @@ struct SampleSummary {
   double max = 0;
   double p10 = 0;
   double p90 = 0;
-  double mad = 0;             // Median absolute deviation.
+  double mad = 0;  // Median absolute deviation.
   // Relative standard error of the median: 1.2533 · (1.4826 · MAD) / sqrt(n) / median. The
   // asymptotic standard error of a sample median is sqrt(pi/2)·sigma/sqrt(n) for normal data;
   // 1.4826·MAD estimates sigma robustly, so a few preempted or clock-ramping samples do not

@@ -33,7 +33,10 @@ json ToJson(const TargetReport& r) {
                         {"examples", f.examples},
                         {"explanation", f.explanation}});
   }
-  return {{"ok", r.ok}, {"refused", r.refused}, {"message", r.message}, {"families", families},
+  return {{"ok", r.ok},
+          {"refused", r.refused},
+          {"message", r.message},
+          {"families", families},
           {"detail", r.detail}};
 }
 
@@ -70,8 +73,10 @@ TargetReport AnalyzeTargets(const json& sass_map, const std::vector<json>& runs,
     }
     bool covered = functions.count(kernel) > 0;
     if (!covered) uncovered.push_back(kernel);
-    coverage.push_back({{"kernel", kernel}, {"launch_index", run.value("launch_index", 0)},
-                        {"records", records}, {"functions_with_records", functions},
+    coverage.push_back({{"kernel", kernel},
+                        {"launch_index", run.value("launch_index", 0)},
+                        {"records", records},
+                        {"functions_with_records", functions},
                         {"covered", covered}});
   }
   report.detail["coverage"] = coverage;
@@ -116,10 +121,11 @@ TargetReport AnalyzeTargets(const json& sass_map, const std::vector<json>& runs,
     FamilyVerdict f;
     f.family = name;
     f.required = std::find(required.begin(), required.end(), name) != required.end();
-    if (auto it = ptx_families.find(name); it != ptx_families.end()) f.ptx_instructions = it->second;
+    if (auto it = ptx_families.find(name); it != ptx_families.end())
+      f.ptx_instructions = it->second;
     const std::vector<Site>& all = sites[name];
-    bool has_opcode = std::any_of(all.begin(), all.end(),
-                                  [](const Site& s) { return s.by == "sass_opcode"; });
+    bool has_opcode =
+        std::any_of(all.begin(), all.end(), [](const Site& s) { return s.by == "sass_opcode"; });
     f.classified_by = has_opcode ? "sass_opcode" : (all.empty() ? "" : "ptx_line");
     for (const Site& s : all) {
       if (has_opcode && s.by != "sass_opcode") continue;
@@ -144,8 +150,9 @@ TargetReport AnalyzeTargets(const json& sass_map, const std::vector<json>& runs,
           "predicate on",
           f.sass_sites, f.examples.empty() ? "" : f.examples[0], f.warp_executions);
     } else if (f.sass_sites > 0) {
-      f.explanation = absl::StrFormat("present in SASS (%d instructions, e.g. %s) but never executed",
-                                      f.sass_sites, f.examples.empty() ? "" : f.examples[0]);
+      f.explanation =
+          absl::StrFormat("present in SASS (%d instructions, e.g. %s) but never executed",
+                          f.sass_sites, f.examples.empty() ? "" : f.examples[0]);
     } else if (f.ptx_instructions > 0) {
       f.explanation = absl::StrFormat(
           "present in the PTX (%d instructions) but not in the SASS: the assembler produced none",
@@ -158,9 +165,9 @@ TargetReport AnalyzeTargets(const json& sass_map, const std::vector<json>& runs,
   }
   if (!uncovered.empty()) {
     report.refused = true;
-    report.message = absl::StrCat(
-        "target instructions not verified: CUPTI returned no records for kernel(s) ",
-        absl::StrJoin(uncovered, ", "), " of the plan");
+    report.message =
+        absl::StrCat("target instructions not verified: CUPTI returned no records for kernel(s) ",
+                     absl::StrJoin(uncovered, ", "), " of the plan");
     return report;
   }
   if (runs.empty()) {
@@ -169,8 +176,9 @@ TargetReport AnalyzeTargets(const json& sass_map, const std::vector<json>& runs,
     return report;
   }
   report.ok = failed.empty();
-  report.message = report.ok ? "every target family executed with its predicate on"
-                             : absl::StrCat("target family not executed: ", absl::StrJoin(failed, "; "));
+  report.message = report.ok
+                       ? "every target family executed with its predicate on"
+                       : absl::StrCat("target family not executed: ", absl::StrJoin(failed, "; "));
   return report;
 }
 

@@ -29,12 +29,12 @@ struct FamilyVerdict {
 };
 
 struct TargetReport {
-  bool ok = false;            // Every required family executed.
-  bool refused = false;       // The evidence is incomplete (a kernel without records, no SASS
-                              // map): never a pass, an infrastructure failure instead.
+  bool ok = false;       // Every required family executed.
+  bool refused = false;  // The evidence is incomplete (a kernel without records, no SASS
+                         // map): never a pass, an infrastructure failure instead.
   std::string message;
   std::vector<FamilyVerdict> families;
-  nlohmann::json detail;      // Coverage per kernel, cross-checks.
+  nlohmann::json detail;  // Coverage per kernel, cross-checks.
 };
 nlohmann::json ToJson(const TargetReport& report);
 

@@ -9,8 +9,7 @@ namespace ptxbench::gpu {
 namespace {
 
 double Seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 }  // namespace
@@ -37,8 +36,8 @@ nlohmann::json ToJson(const TimingResult& r) {
 }
 
 absl::StatusOr<TimingResult> TimeInterleaved(
-    const TimedSide& candidate, const TimedSide& baseline, Builtins& builtins,
-    cudaStream_t stream, const NvmlMonitor* nvml, const TimingConfig& config,
+    const TimedSide& candidate, const TimedSide& baseline, Builtins& builtins, cudaStream_t stream,
+    const NvmlMonitor* nvml, const TimingConfig& config,
     const std::function<absl::Status(size_t, uint64_t)>& on_check) {
   TimingResult result;
   ASSIGN_OR_RETURN(Event start, Event::Create());
@@ -127,7 +126,8 @@ absl::StatusOr<TimingResult> TimeInterleaved(
   }
   result.sampling_seconds = Seconds() - t1;
   sample_clock();
-  if (result.candidate.median > 0) result.speedup = result.baseline.median / result.candidate.median;
+  if (result.candidate.median > 0)
+    result.speedup = result.baseline.median / result.candidate.median;
   return result;
 }
 

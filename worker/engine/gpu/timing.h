@@ -32,10 +32,10 @@ struct TimedSide {
 
 struct TimingConfig {
   StoppingRule rule;
-  double warmup_seconds = 0.3;   // Shared warm-up, both sides alternating, not recorded.
+  double warmup_seconds = 0.3;  // Shared warm-up, both sides alternating, not recorded.
   size_t warmup_min_pairs = 3;
-  size_t check_every = 16;       // One checked candidate sample per block of this many...
-  size_t max_checks = 4;         // ...at most this many.
+  size_t check_every = 16;           // One checked candidate sample per block of this many...
+  size_t max_checks = 4;             // ...at most this many.
   uint64_t candidate_seed_base = 0;  // Secret; sample i uses Mix64(base + i).
   uint64_t baseline_seed_base = 0;   // Secret, distinct: the baseline never computes the
                                      // candidate's answer inside the candidate's process.
@@ -48,12 +48,12 @@ struct TimingResult {
   std::vector<double> baseline_ms;
   SampleSummary candidate;
   SampleSummary baseline;
-  double speedup = 0;            // baseline median / candidate median.
+  double speedup = 0;  // baseline median / candidate median.
   std::string stop_reason;
   size_t warmup_pairs = 0;
   double warmup_seconds = 0;
-  double sampling_seconds = 0;   // Wall time of the recorded loop.
-  double kernel_ms_total = 0;    // Sum of every timed region (both sides, warm-up included).
+  double sampling_seconds = 0;  // Wall time of the recorded loop.
+  double kernel_ms_total = 0;   // Sum of every timed region (both sides, warm-up included).
   std::vector<ClockSample> clocks;
   std::vector<std::pair<size_t, uint64_t>> checked;  // (sample index, seed) handed to on_check.
 };
@@ -62,8 +62,8 @@ nlohmann::json ToJson(const TimingResult& result);
 // on_check(sample_index, seed) runs right after a checked candidate sample (its outputs are
 // still on the device).
 absl::StatusOr<TimingResult> TimeInterleaved(
-    const TimedSide& candidate, const TimedSide& baseline, Builtins& builtins,
-    cudaStream_t stream, const NvmlMonitor* nvml, const TimingConfig& config,
+    const TimedSide& candidate, const TimedSide& baseline, Builtins& builtins, cudaStream_t stream,
+    const NvmlMonitor* nvml, const TimingConfig& config,
     const std::function<absl::Status(size_t, uint64_t)>& on_check);
 
 }  // namespace ptxbench::gpu

@@ -1,12 +1,12 @@
 // Output comparison: the task's AND rule, NaN/Inf never passing, unwritten elements, the
 // relative-norm rule, and thread-count independence.
-#include <catch2/catch.hpp>
+#include "worker/engine/gpu/compare.h"
 
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
 #include <vector>
 
-#include "worker/engine/gpu/compare.h"
 #include "worker/engine/gpu/poison.h"
 
 namespace ptxbench::gpu {
@@ -15,7 +15,8 @@ namespace {
 uint16_t Bf16(float f) {
   uint32_t bits;
   std::memcpy(&bits, &f, 4);
-  return static_cast<uint16_t>((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16);  // round to nearest even
+  return static_cast<uint16_t>((bits + 0x7FFF + ((bits >> 16) & 1)) >>
+                               16);  // round to nearest even
 }
 
 std::vector<uint16_t> Bf16Vector(const std::vector<float>& v) {
@@ -74,8 +75,8 @@ TEST_CASE("NaN and Inf never pass, even with a loose tolerance", "[compare]") {
   ToleranceRule rule = AllClose();
   rule.atol = rule.rtol = 1e9;
   rule.matched_ratio = 0.0;
-  CompareReport r = CompareOutputs(got.data(), expected.data(), 3, ElementType::kBF16, {3}, rule,
-                                   kPoisonBF16, 1);
+  CompareReport r =
+      CompareOutputs(got.data(), expected.data(), 3, ElementType::kBF16, {3}, rule, kPoisonBF16, 1);
   CHECK_FALSE(r.pass);
   CHECK(r.nonfinite == 2);
   CHECK(r.first_mismatches[0].kind == "nan");
@@ -127,14 +128,14 @@ TEST_CASE("the relative-norm rule judges the whole tensor", "[compare]") {
   ToleranceRule rule;
   rule.kind = ToleranceRule::Kind::kRelativeNorm;
   rule.max_relative_norm = 0.05;
-  CompareReport r = CompareOutputs(g.data(), e.data(), 100, ElementType::kFP32, {100}, rule,
-                                   kPoisonFP32, 2);
+  CompareReport r =
+      CompareOutputs(g.data(), e.data(), 100, ElementType::kFP32, {100}, rule, kPoisonFP32, 2);
   CHECK(r.pass);
   CHECK(r.relative_norm > 0);
   rule.max_relative_norm = 0.001;
-  CHECK_FALSE(CompareOutputs(g.data(), e.data(), 100, ElementType::kFP32, {100}, rule,
-                             kPoisonFP32, 2)
-                  .pass);
+  CHECK_FALSE(
+      CompareOutputs(g.data(), e.data(), 100, ElementType::kFP32, {100}, rule, kPoisonFP32, 2)
+          .pass);
 }
 
 TEST_CASE("results do not depend on the number of threads", "[compare]") {

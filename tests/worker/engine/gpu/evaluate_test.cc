@@ -1,10 +1,12 @@
 // Evaluate() end to end on a machine without a GPU, with real evaluator processes: compile-only
 // scope, the runtime stages skipped with the reason, and the verdicts the compile stage decides
 // (compile errors, invalid plans) for the task's own decoys.
-#include <catch2/catch.hpp>
+#include "worker/engine/evaluate.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -12,7 +14,6 @@
 #include <vector>
 
 #include "common/task.h"
-#include "worker/engine/evaluate.h"
 #include "worker/engine/gpu/local_eval.h"
 
 namespace ptxbench::engine {
@@ -47,7 +48,8 @@ EngineOptions Options() {
   return o;
 }
 
-Verdict Run(const std::string& relative_source, bool compile_only, std::vector<StageReport>* stages) {
+Verdict Run(const std::string& relative_source, bool compile_only,
+            std::vector<StageReport>* stages) {
   EvaluationRequest r;
   r.task = &Gemm();
   r.arch = "sm_90a";
@@ -69,7 +71,8 @@ TEST_CASE("compile-only scope compiles the reference solution", "[evaluate]") {
   CHECK(stages[0].stage == Stage::kCompile);
   CHECK(stages[0].ok);
   CHECK(stages[0].detail["launch_kernels"].size() >= 1);
-  CHECK(stages[0].detail["isolation"]["limits"].get<std::string>().find("wall") != std::string::npos);
+  CHECK(stages[0].detail["isolation"]["limits"].get<std::string>().find("wall") !=
+        std::string::npos);
 }
 
 TEST_CASE("without a GPU the runtime stages are skipped and the verdict says why", "[evaluate]") {
@@ -110,10 +113,13 @@ TEST_CASE("a missing evaluator is an infrastructure error, not a verdict", "[eva
 }
 
 TEST_CASE("the roofline floor uses the device's peak rates", "[evaluate]") {
-  nlohmann::json h200 = {{"compute_capability", "9.0"}, {"sm_count", 132},
-                         {"sm_clock_max_khz", 1980000}, {"memory_clock_max_khz", 3201000},
+  nlohmann::json h200 = {{"compute_capability", "9.0"},
+                         {"sm_count", 132},
+                         {"sm_clock_max_khz", 1980000},
+                         {"memory_clock_max_khz", 3201000},
                          {"memory_bus_bits", 6144}};
-  double flops = 2.0 * 8192 * 7168 * 5120, bytes = 2.0 * (8192.0 * 5120 + 7168.0 * 5120 + 8192.0 * 7168);
+  double flops = 2.0 * 8192 * 7168 * 5120,
+         bytes = 2.0 * (8192.0 * 5120 + 7168.0 * 5120 + 8192.0 * 7168);
   double floor_ms = RooflineFloorMs(h200, flops, bytes);
   // 601.3 GFLOP at 132 x 4096 x 1.98 GHz = 1070 TFLOP/s -> 0.562 ms (compute-bound).
   CHECK(floor_ms == Approx(0.5618).epsilon(0.01));
@@ -151,6 +157,128 @@ TEST_CASE("local mode: usage errors, compile-only, and the skipped runtime stage
   } else {
     CHECK(rc == (verdict.dump().find("\"pass\"") != std::string::npos ? 0 : 1));
   }
+}
+
+}  // namespace
+}  // namespace ptxbench::engine
+
+// ---------------------------------------------------------------------------------------------
+// The supervisor end to end with fake GPU modes (fake_evaluator.cc): stage order, references,
+// comparisons, SASS map, target analysis, timing checks and every failure path, without a GPU.
+namespace ptxbench::engine {
+namespace {
+
+struct FakeSetup {
+  std::string dir;    // Holds ptxbench-evaluator (the real one) and fake-evaluator-<behaviour>.
+  std::string tasks;  // A copy of tasks/ with gemm_n7168_k5120's workloads made small.
+  FakeSetup() {
+    char templ[] = "/tmp/ptxbench-fake-XXXXXX";
+    REQUIRE(mkdtemp(templ) != nullptr);
+    dir = templ;
+    chmod(dir.c_str(), 0755);
+    const char* env = std::getenv("PTXBENCH_EVALUATOR");
+    std::string real = env && *env ? env : PTXBENCH_EVALUATOR_PATH;
+    const char* fake_env = std::getenv("PTXBENCH_FAKE_EVALUATOR");
+    std::string fake = fake_env && *fake_env ? fake_env : PTXBENCH_FAKE_EVALUATOR_PATH;
+    REQUIRE(symlink(real.c_str(), (dir + "/ptxbench-evaluator").c_str()) == 0);
+    for (const char* b :
+         {"pass", "wrong", "wrong_timed", "fault", "hang", "mutate", "no_records", "too_fast"}) {
+      REQUIRE(symlink(fake.c_str(), (dir + "/fake-evaluator-" + b).c_str()) == 0);
+    }
+    tasks = dir + "/tasks";
+    std::string copy =
+        "cp -r '" + SourceDir() + "/tasks' '" + tasks + "' && chmod -R a+rX '" + dir + "'";
+    REQUIRE(std::system(copy.c_str()) == 0);
+    std::string path = tasks + "/gemm_n7168_k5120/task.json";
+    auto j = nlohmann::json::parse(Slurp(path));
+    for (auto& w : j["workloads"]) {
+      w["axes"] = {{"M", w.value("timed", false) ? 256 : 128}, {"N", 192}, {"K", 64}};
+    }
+    std::ofstream(path) << j.dump(2);
+  }
+  ~FakeSetup() { std::system(("rm -rf '" + dir + "'").c_str()); }
+};
+
+FakeSetup& Fake() {
+  static FakeSetup setup;
+  return setup;
+}
+
+absl::StatusOr<Verdict> RunFake(const std::string& behaviour, std::vector<StageReport>* stages) {
+  auto task = LoadTask(Fake().tasks + "/gemm_n7168_k5120");
+  REQUIRE(task.ok());
+  EvaluationRequest r;
+  r.task = &*task;
+  r.arch = "sm_90a";
+  r.source = Slurp(task->dir + "/solutions/sm90a_wgmma_tma.cu");
+  EngineOptions o;
+  o.evaluator_path = Fake().dir + "/fake-evaluator-" + behaviour;
+  o.secret = 777;
+  o.trial_timeout_seconds = 2;
+  o.sanitizer_on_runtime_error = false;
+  return Evaluate(r, o, [&](const StageReport& s) { stages->push_back(s); });
+}
+
+TEST_CASE("fake GPU: a correct kernel passes every stage in order", "[evaluate][fake]") {
+  std::vector<StageReport> stages;
+  auto v = RunFake("pass", &stages);
+  INFO(v.status().message());
+  REQUIRE(v.ok());
+  INFO(v->message);
+  CHECK(v->verdict_class == VerdictClass::kPass);
+  CHECK(v->tic);
+  CHECK(v->speedup == Approx(0.75 / 0.8));
+  REQUIRE(stages.size() == 4);
+  CHECK(stages[0].stage == Stage::kCompile);
+  CHECK(stages[1].stage == Stage::kCorrectness);
+  CHECK(stages[2].stage == Stage::kTargetInstructions);
+  CHECK(stages[3].stage == Stage::kTiming);
+  for (const StageReport& s : stages) CHECK(s.ok);
+  // 4 workloads: 1 public + `trials` secret seeds each (3+3+3+1) = 14 trials.
+  CHECK(stages[1].detail["trials"].size() == 14);
+  CHECK(stages[3].detail["checks"].size() >= 2);
+  CHECK(stages[2].detail["sass"]["available"] == true);
+  bool sassmap_seen = false;
+  for (const auto& p : v->report["processes"]) sassmap_seen |= p.value("mode", "") == "sassmap";
+  CHECK(sassmap_seen);
+  CHECK(v->report["seeds"].contains("instrument"));
+  // The public references are cached: a second evaluation reuses them.
+  std::vector<StageReport> again;
+  auto v2 = RunFake("pass", &again);
+  REQUIRE(v2.ok());
+  CHECK(v2->verdict_class == VerdictClass::kPass);
+  bool cached = false;
+  for (const auto& t : again[1].detail["trials"]) cached |= t.value("reference_cached", false);
+  CHECK(cached);
+}
+
+TEST_CASE("fake GPU: every failure path gives its verdict or an infrastructure error",
+          "[evaluate][fake]") {
+  struct Case {
+    const char* behaviour;
+    VerdictClass expected;
+    const char* message_part;
+  };
+  for (const Case& c : {Case{"wrong", VerdictClass::kWrongResult, "wrong result on workload"},
+                        Case{"wrong_timed", VerdictClass::kWrongResult, "timed launches"},
+                        Case{"fault", VerdictClass::kRuntimeError, "illegal memory access"},
+                        Case{"hang", VerdictClass::kTimeout, "did not finish"},
+                        Case{"mutate", VerdictClass::kInputMutated, "changed its inputs"},
+                        Case{"too_fast", VerdictClass::kImpossibleTime, "roofline"}}) {
+    std::vector<StageReport> stages;
+    auto v = RunFake(c.behaviour, &stages);
+    INFO(c.behaviour << ": " << v.status().message());
+    REQUIRE(v.ok());
+    INFO(v->message);
+    CHECK(v->verdict_class == c.expected);
+    CHECK(v->message.find(c.message_part) != std::string::npos);
+    CHECK_FALSE(v->tic);
+  }
+  // No CUPTI records, even for the kernel as the first of a fresh process: refused, not passed.
+  std::vector<StageReport> stages;
+  auto v = RunFake("no_records", &stages);
+  REQUIRE_FALSE(v.ok());
+  CHECK(std::string(v.status().message()).find("refused") != std::string::npos);
 }
 
 }  // namespace

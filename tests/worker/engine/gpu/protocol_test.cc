@@ -1,9 +1,9 @@
 // The line protocol over real pipes.
-#include <catch2/catch.hpp>
+#include "worker/engine/gpu/protocol.h"
 
 #include <unistd.h>
 
-#include "worker/engine/gpu/protocol.h"
+#include <catch2/catch.hpp>
 
 namespace ptxbench::gpu {
 namespace {

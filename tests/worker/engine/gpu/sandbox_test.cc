@@ -1,13 +1,14 @@
 // The sandbox with real processes (/bin/sh scripts): the event channel, the watchdog that kills
 // the whole process group, the minimal environment, the private directory, the network
 // namespace, dropped privileges (when the test runs as root), rlimits and cancellation.
-#include <catch2/catch.hpp>
+#include "worker/engine/sandbox.h"
 
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -15,7 +16,6 @@
 #include <thread>
 
 #include "worker/engine/gpu/protocol.h"
-#include "worker/engine/sandbox.h"
 
 namespace ptxbench::engine {
 namespace {
@@ -49,9 +49,10 @@ SandboxOptions Shell(const std::string& dir, const std::string& script, double w
 
 TEST_CASE("commands in, events out on fd 3, stdout and stderr captured apart", "[sandbox]") {
   TempDir dir;
-  auto s = Sandbox::Start(Shell(
-      dir.path, "read line; echo \"{\\\"event\\\":\\\"echo\\\",\\\"got\\\":$line}\" >&3; "
-                "echo '{\"event\":\"forged\"}'; echo to-stderr >&2"));
+  auto s = Sandbox::Start(
+      Shell(dir.path,
+            "read line; echo \"{\\\"event\\\":\\\"echo\\\",\\\"got\\\":$line}\" >&3; "
+            "echo '{\"event\":\"forged\"}'; echo to-stderr >&2"));
   REQUIRE(s.ok());
   REQUIRE((*s)->Send({{"x", 1}}).ok());
   auto event = (*s)->Next(10);
@@ -95,9 +96,10 @@ TEST_CASE("the watchdog kills the whole process group", "[sandbox]") {
 TEST_CASE("the environment is minimal and the private directory is home", "[sandbox]") {
   TempDir dir;
   setenv("PTXBENCH_TEST_SECRET_TOKEN", "do-not-leak", 1);
-  SandboxOptions o = Shell(dir.path, "env > env.txt; pwd > pwd.txt; ulimit -n > nofile.txt; "
-                                     "ulimit -c > core.txt; id -u > uid.txt; "
-                                     "readlink /proc/self/ns/net > netns.txt");
+  SandboxOptions o = Shell(dir.path,
+                           "env > env.txt; pwd > pwd.txt; ulimit -n > nofile.txt; "
+                           "ulimit -c > core.txt; id -u > uid.txt; "
+                           "readlink /proc/self/ns/net > netns.txt");
   o.env = MinimalEnv(dir.path);
   auto s = Sandbox::Start(o);
   unsetenv("PTXBENCH_TEST_SECRET_TOKEN");

@@ -1,15 +1,15 @@
 // nvdisasm listings (real output of nvdisasm 13.0 on the H200 for tests/gpu/probe/
 // probe_kernels.cu, testdata/probe_kernels.nvdisasm.txt) and ELF sections of a real cubin
 // (built from the same source by nvcc at build time).
-#include <catch2/catch.hpp>
+#include "worker/engine/gpu/sass_listing.h"
 
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
 
 #include "worker/engine/gpu/protocol.h"
-#include "worker/engine/gpu/sass_listing.h"
 
 namespace ptxbench::gpu {
 namespace {
@@ -63,8 +63,8 @@ TEST_CASE("ELF sections of a -lineinfo cubin carry the PTX text", "[sass]") {
   CHECK(ptx->find("wgmma.mma_async") != std::string::npos);
   CHECK(ptx->find("cp.async.bulk.tensor") != std::string::npos);
   CHECK_FALSE(ElfSection(*cubin, ".no_such_section").has_value());
-  CHECK_FALSE(ElfSection("not an elf file at all, long enough to have a header....", ".text")
-                  .has_value());
+  CHECK_FALSE(
+      ElfSection("not an elf file at all, long enough to have a header....", ".text").has_value());
   std::string truncated = cubin->substr(0, 100);
   CHECK_FALSE(ElfSection(truncated, ".nv_debug_ptx_txt").has_value());
 }

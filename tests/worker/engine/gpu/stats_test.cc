@@ -1,11 +1,10 @@
 // Timing statistics and the adaptive stopping rule.
-#include <catch2/catch.hpp>
+#include "worker/engine/gpu/stats.h"
 
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <limits>
 #include <vector>
-
-#include "worker/engine/gpu/stats.h"
 
 namespace ptxbench::gpu {
 namespace {

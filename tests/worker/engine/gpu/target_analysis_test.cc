@@ -1,7 +1,7 @@
 // The target-instruction decision from a static SASS map and CUPTI per-PC counts.
-#include <catch2/catch.hpp>
-
 #include "worker/engine/gpu/target_analysis.h"
+
+#include <catch2/catch.hpp>
 
 namespace ptxbench::gpu {
 namespace {
@@ -9,18 +9,22 @@ namespace {
 using json = nlohmann::json;
 
 json Map() {
-  return {{"available", true},
-          {"functions",
-           {{"gemm",
-             {{"instructions", 100},
-              {"sites",
-               {{"wgmma",
-                 {{{"pc", 0x470}, {"sass", "HGMMA.64x256x16.F32.BF16 R24, gdesc[UR4], R24"},
-                   {"by", "sass_opcode"}},
-                  {{"pc", 0x460}, {"sass", "R2UR UR4, R2"}, {"by", "ptx_line"}}}},
-                {"tma", {{{"pc", 0x290}, {"sass", "UTMALDG.2D [UR4], [UR8]"}, {"by", "sass_opcode"}}}},
-                {"mbarrier",
-                 {{{"pc", 0x300}, {"sass", "SYNCS.ARRIVE.TRANS64 RZ, [UR6]"}, {"by", "ptx_line"}}}}}}}}}}};
+  return {
+      {"available", true},
+      {"functions",
+       {{"gemm",
+         {{"instructions", 100},
+          {"sites",
+           {{"wgmma",
+             {{{"pc", 0x470},
+               {"sass", "HGMMA.64x256x16.F32.BF16 R24, gdesc[UR4], R24"},
+               {"by", "sass_opcode"}},
+              {{"pc", 0x460}, {"sass", "R2UR UR4, R2"}, {"by", "ptx_line"}}}},
+            {"tma", {{{"pc", 0x290}, {"sass", "UTMALDG.2D [UR4], [UR8]"}, {"by", "sass_opcode"}}}},
+            {"mbarrier",
+             {{{"pc", 0x300},
+               {"sass", "SYNCS.ARRIVE.TRANS64 RZ, [UR6]"},
+               {"by", "ptx_line"}}}}}}}}}}};
 }
 
 json Run(const std::string& kernel, const json& records) {
@@ -31,8 +35,8 @@ TEST_CASE("required families executed with predicate on pass", "[target]") {
   json records = json::array({json::array({"gemm", 0x470, 512, 4096, 512, 0}),
                               json::array({"gemm", 0x290, 8, 8, 0, 8}),
                               json::array({"gemm", 0x300, 8, 8, 0, 0})});
-  TargetReport r = AnalyzeTargets(Map(), {Run("gemm", records)}, {{"wgmma", 4}, {"tma", 2}},
-                                  {"wgmma", "tma"});
+  TargetReport r =
+      AnalyzeTargets(Map(), {Run("gemm", records)}, {{"wgmma", 4}, {"tma", 2}}, {"wgmma", "tma"});
   CHECK(r.ok);
   CHECK_FALSE(r.refused);
   bool saw_mbarrier = false;
@@ -55,8 +59,8 @@ TEST_CASE("required families executed with predicate on pass", "[target]") {
 }
 
 TEST_CASE("a family issued but never predicate-on fails, and says so", "[target]") {
-  json records = json::array({json::array({"gemm", 0x470, 512, 0, 512, 0}),
-                              json::array({"gemm", 0x290, 8, 8, 0, 8})});
+  json records = json::array(
+      {json::array({"gemm", 0x470, 512, 0, 512, 0}), json::array({"gemm", 0x290, 8, 8, 0, 8})});
   TargetReport r = AnalyzeTargets(Map(), {Run("gemm", records)}, {{"wgmma", 4}}, {"wgmma", "tma"});
   CHECK_FALSE(r.ok);
   CHECK_FALSE(r.refused);
@@ -65,8 +69,8 @@ TEST_CASE("a family issued but never predicate-on fails, and says so", "[target]
 }
 
 TEST_CASE("a family present in SASS but never reached fails, naming an instruction", "[target]") {
-  json records = json::array({json::array({"gemm", 0x470, 0, 0, 0, 0}),
-                              json::array({"gemm", 0x290, 8, 8, 0, 8})});
+  json records = json::array(
+      {json::array({"gemm", 0x470, 0, 0, 0, 0}), json::array({"gemm", 0x290, 8, 8, 0, 8})});
   TargetReport r = AnalyzeTargets(Map(), {Run("gemm", records)}, {{"wgmma", 4}}, {"wgmma", "tma"});
   CHECK_FALSE(r.ok);
   CHECK(r.message.find("present in SASS") != std::string::npos);
@@ -74,18 +78,20 @@ TEST_CASE("a family present in SASS but never reached fails, naming an instructi
 }
 
 TEST_CASE("a family only in the PTX is reported as such", "[target]") {
-  json map = {{"available", true}, {"functions", {{"gemm", {{"instructions", 10}, {"sites", json::object()}}}}}};
-  TargetReport r = AnalyzeTargets(map, {Run("gemm", json::array({json::array({"gemm", 0, 1, 32, 0, 0})}))},
-                                  {{"wgmma", 2}}, {"wgmma"});
+  json map = {{"available", true},
+              {"functions", {{"gemm", {{"instructions", 10}, {"sites", json::object()}}}}}};
+  TargetReport r =
+      AnalyzeTargets(map, {Run("gemm", json::array({json::array({"gemm", 0, 1, 32, 0, 0})}))},
+                     {{"wgmma", 2}}, {"wgmma"});
   CHECK_FALSE(r.ok);
   CHECK(r.message.find("present in the PTX") != std::string::npos);
 }
 
 TEST_CASE("a kernel without records or no SASS map refuses instead of passing", "[target]") {
-  json records = json::array({json::array({"gemm", 0x470, 512, 4096, 512, 0}),
-                              json::array({"gemm", 0x290, 8, 8, 0, 8})});
-  TargetReport r = AnalyzeTargets(Map(), {Run("gemm", records), Run("epilogue", json::array())},
-                                  {}, {"wgmma", "tma"});
+  json records = json::array(
+      {json::array({"gemm", 0x470, 512, 4096, 512, 0}), json::array({"gemm", 0x290, 8, 8, 0, 8})});
+  TargetReport r = AnalyzeTargets(Map(), {Run("gemm", records), Run("epilogue", json::array())}, {},
+                                  {"wgmma", "tma"});
   CHECK(r.refused);
   CHECK_FALSE(r.ok);
   CHECK(r.message.find("epilogue") != std::string::npos);
