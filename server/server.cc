@@ -187,6 +187,20 @@ class Server::Impl {
     grpc::reflection::InitProtoReflectionServerBuilderPlugin();
     grpc::ServerBuilder builder;
     builder.AddListeningPort(options_.listen, credentials_, &port_);
+    builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+    builder.AddChannelArgument(
+        GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
+        static_cast<int>(absl::ToInt64Milliseconds(options_.min_client_ping_interval)));
+    // The server pings too, so that a worker that vanished without closing its connection
+    // (power loss, partition) has its Lease stream cancelled within ~80 s instead of the
+    // 2-hour default, and its slots stop being counted.
+    builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 60000);
+    builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 20000);
+    builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+    // Sources up to 1 MiB are the contract; a larger body up to this size still reaches the
+    // validator and gets "source: N bytes exceeds the 1 MiB limit" instead of gRPC's
+    // anonymous RESOURCE_EXHAUSTED.
+    builder.SetMaxReceiveMessageSize(8 << 20);
     builder.RegisterService(submission_service_.get());
     builder.RegisterService(worker_service_.get());
     builder.RegisterService(admin_service_.get());

@@ -50,6 +50,12 @@ struct ServerOptions {
   LimitOptions limits;
   absl::Duration reap_interval = absl::Seconds(5);
   absl::Duration poll_interval = absl::Seconds(1);
+  // Clients keep idle Lease and Watch streams alive with HTTP/2 pings (worker/daemon every
+  // 20 s, client/ every 30 s). gRPC's documented server default counts pings closer than
+  // 5 minutes on a connection without data as strikes and sends GOAWAY after two
+  // (doc/keepalive.md, GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS); pings this far
+  // apart are accepted explicitly.
+  absl::Duration min_client_ping_interval = absl::Seconds(10);
   // How long GracefulStop lets in-flight calls finish before cancelling them.
   absl::Duration shutdown_grace = absl::Seconds(10);
 };

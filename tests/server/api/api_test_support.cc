@@ -107,6 +107,7 @@ TestServer::TestServer(const TestServerOptions& options) {
   server_options.limits.max_queued = options.max_queued;
   server_options.poll_interval = options.poll_interval;
   server_options.reap_interval = options.reap_interval;
+  server_options.min_client_ping_interval = options.min_client_ping_interval;
   server_options.store_pool_size = 8;
   server_options.shutdown_grace = absl::Seconds(2);
   server_options.tls = options.tls;

@@ -43,6 +43,7 @@ struct TestServerOptions {
   int lease_seconds = 60;
   absl::Duration poll_interval = absl::Seconds(1);
   absl::Duration reap_interval = absl::Seconds(5);
+  absl::Duration min_client_ping_interval = absl::Seconds(10);
   // The /metrics endpoint; off by default because stopping civetweb takes ~1.5 s (its
   // master thread's poll timeout), which most tests do not need to pay.
   bool metrics = false;

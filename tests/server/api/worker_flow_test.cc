@@ -348,6 +348,31 @@ TEST_CASE("a watcher is told when no worker can run the job, and sees a cancella
   CHECK(events.back().verdict().verdict_class() == v1::VERDICT_CLASS_CANCELLED);
 }
 
+TEST_CASE("an idle Lease stream survives client keepalive pings", "[api][flow]") {
+  // A worker pings its connection while its Lease stream waits for work; the stream must stay
+  // open and still deliver. Scaled down: pings every 300 ms against an allowed 200 ms.
+  TestServerOptions options;
+  options.min_client_ping_interval = absl::Milliseconds(200);
+  TestServer server(options);
+  const std::string vendor = server.CreateToken("acme", v1::ROLE_VENDOR);
+  grpc::ChannelArguments arguments;
+  arguments.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 300);
+  arguments.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  arguments.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+  arguments.SetInt(GRPC_ARG_HTTP2_MIN_SENT_PING_INTERVAL_WITHOUT_DATA_MS, 300);
+  auto channel =
+      grpc::CreateCustomChannel(server.address(), grpc::InsecureChannelCredentials(), arguments);
+  FakeWorker worker(channel, server.CreateToken("fleet", v1::ROLE_WORKER), v1::ARCH_SM_90A,
+                    "GPU-keepalive");
+  REQUIRE(worker.Register().ok());
+  worker.OpenLease(1);
+  // About 13 pings on an idle stream.
+  CHECK_FALSE(worker.NextJob(absl::Seconds(4)).has_value());
+  SubmitOk(server, vendor, ValidSubmit());
+  auto job = worker.NextJob(absl::Seconds(10));
+  CHECK(job.has_value());
+}
+
 TEST_CASE("GracefulStop ends open Lease and Watch streams promptly", "[api][flow]") {
   TestServer server;
   const std::string vendor = server.CreateToken("acme", v1::ROLE_VENDOR);
