@@ -40,10 +40,10 @@ grpc::Status RpcScope::Finish(const absl::Status& status) {
     case absl::StatusCode::kInternal:
     case absl::StatusCode::kUnknown:
     case absl::StatusCode::kDataLoss:
-    case absl::StatusCode::kUnavailable:
       spdlog::error("rpc failed method={} code={} peer={} message=\"{}\"", method_,
                     CodeText(status.code()), context_->peer(), std::string(status.message()));
       break;
+    case absl::StatusCode::kUnavailable:  // Retryable: the store is down or the server stops.
     case absl::StatusCode::kUnauthenticated:
     case absl::StatusCode::kPermissionDenied:
       spdlog::warn("rpc refused method={} code={} peer={} message=\"{}\"", method_,
