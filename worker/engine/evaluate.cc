@@ -348,6 +348,12 @@ absl::StatusOr<std::unique_ptr<Sandbox>> Evaluation::Spawn(const std::string& mo
   SandboxOptions o;
   o.argv = {evaluator_, mode, "--request", request_path};
   o.private_dir = dir;
+  if (mode == "compile" || mode == "sassmap") {
+    // No CUDA context in these processes, so the address space itself can be capped: the
+    // compilers and nvdisasm get 16 GiB (the reference GEMM compiles in well under 1 GiB).
+    o.limits.address_space_bytes = 16ull << 30;
+    o.limits.data_bytes = 16ull << 30;
+  }
   o.env = MinimalEnv(dir);
   o.limits.wall_seconds = wall_seconds;
   o.isolate_network = opt_.isolate_network;

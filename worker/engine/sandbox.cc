@@ -263,6 +263,10 @@ absl::StatusOr<std::unique_ptr<Sandbox>> Sandbox::Start(const SandboxOptions& op
       "wall %.0fs, cpu %ds, data %dGiB, fsize %dGiB, nofile %d, nproc %d, core 0, no_new_privs",
       options.limits.wall_seconds, limits.cpu_seconds, limits.data_bytes >> 30,
       limits.file_bytes >> 30, limits.open_files, limits.processes);
+  if (limits.address_space_bytes > 0) {
+    s->isolation_.limits +=
+        absl::StrFormat(", address space %dGiB", limits.address_space_bytes >> 30);
+  }
   if (!error.empty()) {
     s->Wait();
     return absl::InternalError(absl::StrCat("sandbox start failed: ", error));
