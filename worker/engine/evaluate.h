@@ -7,7 +7,7 @@
 // nothing is known about the kernel: never charge it to a model.
 //
 // Processes of one evaluation (docs/measurement.md explains why):
-//   compile     sandbox, no GPU: NVRTC + nvJitLink, plan validation, static SASS family map.
+//   compile     sandbox, no GPU: NVRTC + ptxas, plan validation, static SASS family map.
 //   reference   trusted, started alongside compile: regenerates inputs from seeds and writes
 //               the library's outputs into a directory the candidate processes cannot read
 //               (public seeds cached across evaluations, keyed by task version, device and
