@@ -35,6 +35,7 @@
 #include "server/api/lease_dispatcher.h"
 #include "server/api/notifier.h"
 #include "server/api/services.h"
+#include "server/api/tenant_limiter.h"
 #include "server/embedded_pg/embedded_postgres.h"
 #include "server/metrics.h"
 #include "spdlog/spdlog.h"
@@ -157,8 +158,11 @@ class Server::Impl {
     context_.event_changes = &event_changes_;
     context_.jobs = &jobs_;
     context_.options.lease_seconds = options_.lease_seconds;
-    context_.options.default_submissions_per_minute = options_.limits.submissions_per_minute;
-    context_.options.default_max_queued = options_.limits.max_queued;
+    api::TenantLimiter::Options limits;
+    limits.default_submissions_per_minute = options_.limits.submissions_per_minute;
+    limits.default_max_queued = options_.limits.max_queued;
+    limiter_ = std::make_unique<api::TenantLimiter>(store, limits);
+    context_.limits = limiter_.get();
     context_.options.poll_interval = options_.poll_interval;
     return absl::OkStatus();
   }
@@ -324,6 +328,7 @@ class Server::Impl {
   int schema_version_ = 0;
   std::unique_ptr<Metrics> metrics_;
   std::unique_ptr<api::Authenticator> auth_;
+  std::unique_ptr<api::TenantLimiter> limiter_;
   api::LeaseDispatcher leases_;
   api::Notifier event_changes_;
   api::JobTracker jobs_;

@@ -14,6 +14,7 @@
 #include "server/api/job_tracker.h"
 #include "server/api/lease_dispatcher.h"
 #include "server/api/notifier.h"
+#include "server/api/tenant_limiter.h"
 #include "server/metrics.h"
 #include "server/store/store.h"
 
@@ -21,9 +22,6 @@ namespace ptxbench::api {
 
 struct ApiOptions {
   int lease_seconds = 60;
-  // Tenant limits used when the tenant row says 0 ("server default").
-  int default_submissions_per_minute = 600;
-  int default_max_queued = 10000;
   // How often a waiting stream re-reads the store when no change signal arrived: the upper
   // bound on how late a change made by another replica whose NOTIFY was lost is seen.
   absl::Duration poll_interval = absl::Seconds(1);
@@ -43,20 +41,8 @@ struct ApiContext {
   LeaseDispatcher* leases = nullptr;
   Notifier* event_changes = nullptr;
   JobTracker* jobs = nullptr;
+  TenantLimiter* limits = nullptr;
   ApiOptions options;
-
-  // Serializes the limit check and insert of one tenant's submissions, so that concurrent
-  // Submits of a tenant cannot both pass a limit with one slot left (within this process).
-  std::mutex& TenantMutex(const std::string& tenant) {
-    std::lock_guard<std::mutex> lock(tenant_mutexes_mu_);
-    auto& mu = tenant_mutexes_[tenant];
-    if (!mu) mu = std::make_unique<std::mutex>();
-    return *mu;
-  }
-
- private:
-  std::mutex tenant_mutexes_mu_;
-  std::map<std::string, std::unique_ptr<std::mutex>> tenant_mutexes_;
 };
 
 }  // namespace ptxbench::api

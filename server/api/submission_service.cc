@@ -146,27 +146,6 @@ class SubmissionServiceImpl final
     return absl::OkStatus();
   }
 
-  absl::Status CheckLimits(const std::string& tenant) {
-    ASSIGN_OR_RETURN(store::TenantRow row, ctx_->store->GetTenant(tenant));
-    const int per_minute = row.submissions_per_minute > 0
-                               ? row.submissions_per_minute
-                               : ctx_->options.default_submissions_per_minute;
-    const int max_queued = row.max_queued > 0 ? row.max_queued : ctx_->options.default_max_queued;
-    ASSIGN_OR_RETURN(int64_t recent, ctx_->store->CountRecentSubmissions(tenant, absl::Minutes(1)));
-    if (recent >= per_minute) {
-      return absl::ResourceExhaustedError(absl::StrCat("tenant '", tenant,
-                                                       "' reached its limit of ", per_minute,
-                                                       " submissions per minute; retry later"));
-    }
-    ASSIGN_OR_RETURN(int64_t unfinished, ctx_->store->CountUnfinishedSubmissions(tenant));
-    if (unfinished >= max_queued) {
-      return absl::ResourceExhaustedError(absl::StrCat("tenant '", tenant, "' has ", unfinished,
-                                                       " unfinished submissions, its limit is ",
-                                                       max_queued));
-    }
-    return absl::OkStatus();
-  }
-
   absl::Status DoSubmit(RpcScope& rpc, const v1::SubmitRequest& request,
                         v1::SubmitResponse* response) {
     ASSIGN_OR_RETURN(Caller caller, rpc.Authenticate({Role::kVendor}));
@@ -190,13 +169,10 @@ class SubmissionServiceImpl final
     submission.scope = ScopeName(request.scope());
     submission.idempotency_key = request.idempotency_key();
 
-    store::SubmissionRow row;
-    {
-      std::lock_guard<std::mutex> lock(ctx_->TenantMutex(caller.tenant));
-      RETURN_IF_ERROR(CheckLimits(caller.tenant));
-      // Returns only after the transaction committed: an OK answer means durable.
-      ASSIGN_OR_RETURN(row, ctx_->store->CreateSubmission(submission));
-    }
+    // CreateSubmission returns only after the transaction committed: OK means durable.
+    ASSIGN_OR_RETURN(store::SubmissionRow row, ctx_->limits->Admit(caller.tenant, [&] {
+      return ctx_->store->CreateSubmission(submission);
+    }));
     ctx_->leases->JobsAvailable(row.arch);
     ctx_->event_changes->Notify();
     ctx_->metrics->RecordSubmission(row.tenant, row.model, row.task_id, row.arch);
