@@ -62,10 +62,23 @@ void WriteTestTask(const fs::path& root, const std::string& id, const nlohmann::
 
 }  // namespace
 
+// Removes the folder when the test binary exits.
+struct TemporaryFolder {
+  std::string path;
+  ~TemporaryFolder() {
+    std::error_code ignored;
+    fs::remove_all(path, ignored);
+  }
+};
+
 std::string TestTasksDir() {
-  static const std::string dir = [] {
+  static const TemporaryFolder folder = [] {
     std::string templ = (fs::temp_directory_path() / "ptxbench-api-tasks.XXXXXX").string();
     REQUIRE(mkdtemp(templ.data()) != nullptr);
+    return TemporaryFolder{templ};
+  }();
+  static const std::string dir = [] {
+    const std::string templ = folder.path;
     const fs::path root = fs::path(templ) / "tasks";
     std::ifstream in(fs::path(SourceDir()) / "tasks/gemm_n7168_k5120/task.json");
     REQUIRE(in.good());
