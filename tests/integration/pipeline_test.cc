@@ -7,6 +7,7 @@
 
 #include <catch2/catch.hpp>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -149,6 +150,29 @@ TEST_CASE("pipeline: a worker killed mid-job -> the job is leased again and fini
   // The first lease expired with the dead worker; a later attempt finished the job.
   CHECK(std::stoi(stack.Sql("SELECT max(attempt) FROM jobs WHERE submission_id = '" + id + "'")) >=
         2);
+}
+
+TEST_CASE("pipeline: SIGTERM drains a worker: the job in hand finishes, no new one is taken") {
+  Stack stack;
+  ChildProcess& worker = stack.StartWorker();
+  const std::string slow =
+      stack.Submit("sm_90a", kSource + "/tests/integration/testdata/slow_compile.cu");
+  REQUIRE(worker.WaitForLogLine(slow, absl::Seconds(30)).has_value());
+  worker.Signal(SIGTERM);
+  // Queued after the drain began: must stay queued, never leased by the draining worker.
+  const std::string later = stack.Submit("sm_90a", TaskFile("solutions/sm90a_wgmma_tma.cu"));
+  std::optional<int> status = worker.Wait(absl::Seconds(120));
+  REQUIRE(status.has_value());
+  CHECK(WIFEXITED(*status));
+  CHECK(WEXITSTATUS(*status) == 0);
+  CHECK(stack.Sql("SELECT verdict_class FROM verdicts WHERE submission_id = '" + slow + "'") ==
+        "compiled");
+  CHECK(stack.Sql("SELECT state FROM submissions WHERE id = '" + later + "'") == "queued");
+  // Another worker picks the waiting one up.
+  stack.StartWorker();
+  CommandResult r = stack.Client({"watch", later}, absl::Seconds(120));
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
 }
 
 TEST_CASE("pipeline: the server killed and restarted mid-run loses and duplicates nothing") {

@@ -1,0 +1,64 @@
+// The engine's verdict reaches the wire with every field, and every class and stage name maps
+// to its proto enum (a name that failed to parse would silently become UNSPECIFIED).
+#include "worker/daemon/verdict_wire.h"
+
+#include <catch2/catch.hpp>
+
+namespace ptxbench::worker {
+namespace {
+
+TEST_CASE("every verdict class and stage has a wire value") {
+  for (VerdictClass c :
+       {VerdictClass::kPass, VerdictClass::kCompileError, VerdictClass::kPlanInvalid,
+        VerdictClass::kRuntimeError, VerdictClass::kTimeout, VerdictClass::kWrongResult,
+        VerdictClass::kTargetNotExecuted, VerdictClass::kInputMutated,
+        VerdictClass::kImpossibleTime, VerdictClass::kCompiled,
+        VerdictClass::kInfrastructureFailure, VerdictClass::kCancelled}) {
+    Verdict verdict;
+    verdict.verdict_class = c;
+    INFO(VerdictClassName(c));
+    CHECK(ToWire(verdict).verdict_class() != v1::VERDICT_CLASS_UNSPECIFIED);
+  }
+  for (Stage s : {Stage::kQueued, Stage::kCompile, Stage::kCorrectness, Stage::kTargetInstructions,
+                  Stage::kTiming, Stage::kDone}) {
+    StageReport report;
+    report.stage = s;
+    INFO(StageName(s));
+    CHECK(ToWire(report).stage() != v1::STAGE_UNSPECIFIED);
+  }
+}
+
+TEST_CASE("a verdict keeps its figures, stages and audit record on the wire") {
+  Verdict verdict;
+  verdict.verdict_class = VerdictClass::kTargetNotExecuted;
+  verdict.compiled = true;
+  verdict.correct = true;
+  verdict.speedup = 0.25;
+  verdict.message = "wgmma: present in SASS but never executed";
+  verdict.report = {{"seeds", {1, 2}}};
+  StageReport compile;
+  compile.stage = Stage::kCompile;
+  compile.ok = true;
+  compile.summary = "compiled";
+  compile.detail = {{"registers", 168}};
+  compile.seconds = 0.4;
+  verdict.stages.push_back(compile);
+
+  const v1::Verdict wire = ToWire(verdict);
+  CHECK(wire.verdict_class() == v1::VERDICT_CLASS_TARGET_NOT_EXECUTED);
+  CHECK(wire.compiled());
+  CHECK(wire.correct());
+  CHECK_FALSE(wire.target_executed());
+  CHECK_FALSE(wire.tic());
+  CHECK(wire.speedup() == 0.25);
+  CHECK(wire.message() == verdict.message);
+  REQUIRE(wire.stages_size() == 1);
+  CHECK(wire.stages(0).stage() == v1::STAGE_COMPILE);
+  CHECK(wire.stages(0).detail_json() == R"({"registers":168})");
+  CHECK(wire.stages(0).seconds() == 0.4);
+  CHECK(wire.report_json() == R"({"seeds":[1,2]})");
+  CHECK(wire.finished_at().seconds() > 0);
+}
+
+}  // namespace
+}  // namespace ptxbench::worker
