@@ -11,6 +11,7 @@
 #include "absl/time/time.h"
 #include "google/protobuf/message.h"
 #include "google/protobuf/timestamp.pb.h"
+#include "proto/wire_names.h"
 #include "ptxbench/v1/admin.pb.h"
 #include "ptxbench/v1/types.pb.h"
 #include "ptxbench/v1/worker.pb.h"
@@ -18,29 +19,28 @@
 
 namespace ptxbench::api {
 
-// Enum <-> stored name. The *Name functions return "" for UNSPECIFIED and unknown values; the
-// Parse* functions return INVALID_ARGUMENT for a name they do not know.
-std::string ArchName(v1::Arch arch);
-absl::StatusOr<v1::Arch> ParseArch(const std::string& name);
-std::string JobKindName(v1::JobKind kind);
-absl::StatusOr<v1::JobKind> ParseJobKind(const std::string& name);
-std::string ScopeName(v1::EvaluationScope scope);  // UNSPECIFIED is "full" (types.proto).
-absl::StatusOr<v1::EvaluationScope> ParseScope(const std::string& name);
-std::string KnowledgeLevelName(v1::KnowledgeLevel level);
-absl::StatusOr<v1::KnowledgeLevel> ParseKnowledgeLevel(const std::string& name);
-std::string LanguageName(v1::SourceLanguage language);  // UNSPECIFIED is "cuda".
-absl::StatusOr<v1::SourceLanguage> ParseLanguage(const std::string& name);
-std::string RoleName(v1::Role role);
-absl::StatusOr<v1::Role> ParseRole(const std::string& name);
-std::string WorkerStateName(v1::WorkerState state);
-absl::StatusOr<v1::WorkerState> ParseWorkerState(const std::string& name);
-std::string SubmissionStateName(v1::SubmissionState state);
-absl::StatusOr<v1::SubmissionState> ParseSubmissionState(const std::string& name);
-std::string StageName(v1::Stage stage);
-absl::StatusOr<v1::Stage> ParseStage(const std::string& name);
-std::string VerdictClassName(v1::VerdictClass verdict_class);
-absl::StatusOr<v1::VerdictClass> ParseVerdictClass(const std::string& name);
-std::string FailureKindName(v1::FailureKind kind);
+// Enum <-> stored name: proto/wire_names.h, shared with the worker and the client.
+using wire::ArchName;
+using wire::FailureKindName;
+using wire::JobKindName;
+using wire::KnowledgeLevelName;
+using wire::LanguageName;
+using wire::ParseArch;
+using wire::ParseJobKind;
+using wire::ParseKnowledgeLevel;
+using wire::ParseLanguage;
+using wire::ParseRole;
+using wire::ParseScope;
+using wire::ParseStage;
+using wire::ParseSubmissionState;
+using wire::ParseVerdictClass;
+using wire::ParseWorkerState;
+using wire::RoleName;
+using wire::ScopeName;
+using wire::StageName;
+using wire::SubmissionStateName;
+using wire::VerdictClassName;
+using wire::WorkerStateName;
 
 google::protobuf::Timestamp ToTimestamp(absl::Time time);
 absl::Time FromTimestamp(const google::protobuf::Timestamp& timestamp);

@@ -1,26 +1,21 @@
 #include "worker/daemon/verdict_wire.h"
 
-#include "absl/strings/ascii.h"
-#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "proto/wire_names.h"
 
 namespace ptxbench::worker {
 namespace {
 
+// The engine's names (common/verdict.h) and the wire's (proto/wire_names.h) are the same
+// text; a name either side does not know maps to UNSPECIFIED, which the server refuses.
 v1::VerdictClass WireClass(VerdictClass verdict_class) {
-  v1::VerdictClass out = v1::VERDICT_CLASS_UNSPECIFIED;
-  // The text names are the enum names without prefix, lower-cased; parse them back rather
-  // than keep a second table that could drift from the proto.
-  v1::VerdictClass_Parse(
-      absl::StrCat("VERDICT_CLASS_", absl::AsciiStrToUpper(VerdictClassName(verdict_class))), &out);
-  return out;
+  return wire::ParseVerdictClass(VerdictClassName(verdict_class))
+      .value_or(v1::VERDICT_CLASS_UNSPECIFIED);
 }
 
 v1::Stage WireStage(Stage stage) {
-  v1::Stage out = v1::STAGE_UNSPECIFIED;
-  v1::Stage_Parse(absl::StrCat("STAGE_", absl::AsciiStrToUpper(StageName(stage))), &out);
-  return out;
+  return wire::ParseStage(StageName(stage)).value_or(v1::STAGE_UNSPECIFIED);
 }
 
 }  // namespace

@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/status.h"
+#include "proto/wire_names.h"
 #include "ptxbench/v1/worker.grpc.pb.h"
 #include "worker/daemon/verdict_wire.h"
 
@@ -30,23 +31,6 @@ std::string Hostname() {
   char name[256] = {0};
   if (gethostname(name, sizeof(name) - 1) != 0) return "unknown";
   return name;
-}
-
-std::string ArchText(v1::Arch arch) {
-  switch (arch) {
-    case v1::ARCH_SM_90A:
-      return "sm_90a";
-    case v1::ARCH_SM_100A:
-      return "sm_100a";
-    default:
-      return "";
-  }
-}
-
-v1::Arch WireArch(const std::string& arch) {
-  if (arch == "sm_90a") return v1::ARCH_SM_90A;
-  if (arch == "sm_100a") return v1::ARCH_SM_100A;
-  return v1::ARCH_UNSPECIFIED;
 }
 
 // Whether a gRPC failure may go away by itself (server restarting, network blip): those
@@ -176,7 +160,9 @@ class Worker::Impl {
     v1::RegisterRequest request;
     v1::WorkerIdentity* wire = request.mutable_identity();
     wire->set_hostname(options_.hostname);
-    wire->set_arch(options_.compile_only ? v1::ARCH_UNSPECIFIED : WireArch(identity.arch));
+    wire->set_arch(options_.compile_only
+                       ? v1::ARCH_UNSPECIFIED
+                       : wire::ParseArch(identity.arch).value_or(v1::ARCH_UNSPECIFIED));
     wire->set_gpu_name(identity.gpu_name);
     wire->set_gpu_uuid(identity.gpu_uuid);
     wire->set_driver_version(identity.driver_version);
@@ -286,7 +272,7 @@ class Worker::Impl {
     spec.submission_id = job.submission_id();
     spec.task_id = job.task_id();
     spec.task_version_hash = job.task_version_hash();
-    spec.arch = ArchText(job.arch());
+    spec.arch = wire::ArchName(job.arch());
     spec.language = job.language() == v1::SOURCE_LANGUAGE_PTX ? "ptx" : "cuda";
     spec.source = job.source();
     if (job.has_launch_plan()) {
