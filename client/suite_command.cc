@@ -1,8 +1,10 @@
 #include "client/suite_command.h"
 
+#include <google/protobuf/struct.pb.h>
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
+#include <chrono>
 #include <set>
 
 #include "absl/strings/str_format.h"
@@ -29,7 +31,47 @@ struct Row {
   bool runtime_unverified = false;
   std::string message;
   bool ok = false;
+  double seconds_to_verdict = 0;  // From the first submission to this verdict's arrival.
+  std::vector<v1::StageResult> stages;
 };
+
+// One JSON object with every row (`--json`), for scripts such as scripts/device-e2e.
+std::string RowsJson(const std::vector<Row>& rows, bool all_ok, double seconds) {
+  google::protobuf::Struct report;
+  auto& fields = *report.mutable_fields();
+  google::protobuf::ListValue* list = fields["rows"].mutable_list_value();
+  int passed = 0;
+  for (const Row& row : rows) {
+    passed += row.ok ? 1 : 0;
+    auto& f = *list->add_values()->mutable_struct_value()->mutable_fields();
+    f["task"].set_string_value(row.task);
+    f["arch"].set_string_value(row.arch);
+    f["source"].set_string_value(row.path);
+    f["scope"].set_string_value(row.full ? "full" : "compile");
+    f["expected"].set_string_value(row.expect);
+    f["got"].set_string_value(row.got);
+    f["ok"].set_bool_value(row.ok);
+    f["tic"].set_bool_value(row.tic);
+    f["speedup"].set_number_value(row.speedup);
+    f["runtime_unverified"].set_bool_value(row.runtime_unverified);
+    f["message"].set_string_value(row.message);
+    f["submission_id"].set_string_value(row.submission_id);
+    f["seconds_to_verdict"].set_number_value(row.seconds_to_verdict);
+    google::protobuf::ListValue* stages = f["stages"].mutable_list_value();
+    for (const v1::StageResult& stage : row.stages) {
+      auto& s = *stages->add_values()->mutable_struct_value()->mutable_fields();
+      s["stage"].set_string_value(StageText(stage.stage()));
+      s["ok"].set_bool_value(stage.ok());
+      s["seconds"].set_number_value(stage.seconds());
+      s["summary"].set_string_value(stage.summary());
+    }
+  }
+  fields["passed"].set_number_value(passed);
+  fields["total"].set_number_value(static_cast<double>(rows.size()));
+  fields["ok"].set_bool_value(all_ok);
+  fields["seconds"].set_number_value(seconds);
+  return ToJson(report);
+}
 
 }  // namespace
 
@@ -46,6 +88,11 @@ int SuiteCommand(const std::vector<std::string>& raw, std::ostream& out, std::os
        "comma-separated arches evaluated fully (a GPU worker of each must be registered); "
        "the others get the compile stage only"},
       {"model", true, "model name recorded with the submissions", "reference-suite"},
+      {"json", false, "print one JSON object with every row instead of the table"},
+      {"timeout-seconds", true,
+       "give up waiting for verdicts after this long (0: wait forever); sources left without "
+       "a verdict count as mismatches",
+       "0"},
   });
   auto args = ParseArgs(raw, specs);
   if (!args.ok() || !args->positional().empty()) {
@@ -64,6 +111,14 @@ int SuiteCommand(const std::vector<std::string>& raw, std::ostream& out, std::os
   for (absl::string_view arch : absl::StrSplit(args->Get("full-arches"), ',', absl::SkipEmpty())) {
     full_arches.insert(std::string(arch));
   }
+  auto timeout_seconds = args->GetInt("timeout-seconds", 0);
+  if (!timeout_seconds.ok() || *timeout_seconds < 0) {
+    err << "ptxbench suite: --timeout-seconds: a whole number >= 0\n";
+    return kExitUsage;
+  }
+  const auto started = std::chrono::steady_clock::now();
+  // gRPC deadlines take the system clock.
+  const auto deadline = std::chrono::system_clock::now() + std::chrono::seconds(*timeout_seconds);
   const ConnectionOptions connection = ConnectionFrom(*args);
   auto channel = Dial(connection);
   if (!channel.ok()) {
@@ -122,6 +177,7 @@ int SuiteCommand(const std::vector<std::string>& raw, std::ostream& out, std::os
     {
       grpc::ClientContext context;
       Authorize(&context, connection);
+      if (*timeout_seconds > 0) context.set_deadline(deadline);
       v1::WatchSubmissionRequest request;
       request.set_submission_id(row.submission_id);
       auto reader = stub->WatchSubmission(&context, request);
@@ -129,6 +185,14 @@ int SuiteCommand(const std::vector<std::string>& raw, std::ostream& out, std::os
       while (reader->Read(&event)) {
       }
       grpc::Status status = reader->Finish();
+      if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
+        // A verdict that never came is a mismatch, and the rows that did finish still print.
+        row.got = "no_verdict_in_time";
+        row.message = absl::StrFormat("no verdict within --timeout-seconds %d",
+                                      static_cast<int>(*timeout_seconds));
+        all_ok = false;
+        continue;
+      }
       if (!status.ok()) {
         err << "ptxbench suite: watching " << row.submission_id << ": " << RpcError(status) << "\n";
         return kExitInfrastructure;
@@ -150,10 +214,20 @@ int SuiteCommand(const std::vector<std::string>& raw, std::ostream& out, std::os
     row.speedup = verdict.speedup();
     row.runtime_unverified = verdict.runtime_unverified();
     row.message = verdict.message();
+    row.stages.assign(verdict.stages().begin(), verdict.stages().end());
+    row.seconds_to_verdict =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     row.ok = row.got == row.expect;
     all_ok = all_ok && row.ok;
   }
 
+  if (args->GetBool("json")) {
+    out << RowsJson(
+               rows, all_ok,
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count())
+        << "\n";
+    return all_ok ? kExitPass : kExitVerdictFailed;
+  }
   out << absl::StrFormat("%-18s %-8s %-44s %-8s %-20s %-20s %-4s %-8s\n", "task", "arch", "source",
                          "scope", "expected", "got", "tic", "speedup");
   for (const Row& row : rows) {
