@@ -51,8 +51,7 @@ inline constexpr char kCountRecentSubmissions[] = "count_recent_submissions";
 inline constexpr char kCountUnfinishedSubmissions[] = "count_unfinished_submissions";
 inline constexpr char kLockSubmission[] = "lock_submission";
 inline constexpr char kCancelJobs[] = "cancel_jobs";
-inline constexpr char kFinishSubmission[] = "finish_submission";
-inline constexpr char kInsertVerdict[] = "insert_verdict";
+inline constexpr char kFinishWithVerdict[] = "finish_with_verdict";
 inline constexpr char kListStageEvents[] = "list_stage_events";
 inline constexpr char kLatestEventMatches[] = "latest_event_matches";
 
@@ -64,7 +63,6 @@ inline constexpr char kCountCapableWorkers[] = "count_capable_workers";
 inline constexpr char kHeartbeatWorker[] = "heartbeat_worker";
 inline constexpr char kExtendLeases[] = "extend_leases";
 inline constexpr char kMarkSilentWorkersOffline[] = "mark_silent_workers_offline";
-inline constexpr char kWorkerExists[] = "worker_exists";
 
 // The queue.
 inline constexpr char kLeaseJob[] = "lease_job";

@@ -593,16 +593,14 @@ class Store::Impl {
   absl::Status FinishWithVerdict(pqxx::work& tx, const std::string& submission_id,
                                  const std::string& job_id, const VerdictRow& verdict,
                                  const std::string& state) {
-    if (tx.exec_prepared(q::kFinishSubmission, submission_id, state).empty()) {
+    if (tx.exec_prepared(q::kFinishWithVerdict, submission_id, state, job_id, verdict.verdict_class,
+                         verdict.compiled, verdict.correct, verdict.target_executed, verdict.tic,
+                         verdict.speedup, verdict.runtime_unverified, verdict.message,
+                         verdict.verdict_json)
+            .empty()) {
       return absl::FailedPreconditionError(
           absl::StrCat("submission ", submission_id, " has already finished"));
     }
-    pqxx::row stored = tx.exec_prepared1(
-        q::kInsertVerdict, submission_id, job_id, verdict.verdict_class, verdict.compiled,
-        verdict.correct, verdict.target_executed, verdict.tic, verdict.speedup,
-        verdict.runtime_unverified, verdict.message, verdict.verdict_json);
-    tx.exec_prepared1(q::kAppendStageEvent, submission_id, "stage", "done",
-                      stored["verdict_json"].as<std::string>());
     return absl::OkStatus();
   }
 
@@ -1191,16 +1189,15 @@ absl::StatusOr<std::optional<LeasedJobRow>> Store::LeaseJob(const std::string& w
   std::optional<LeasedJobRow> job;
   RETURN_IF_ERROR(impl_->Transact("LeaseJob", WorkerActor(worker_id), [&](pqxx::work& tx) {
     job.reset();
-    pqxx::result rows =
-        tx.exec_prepared(q::kLeaseJob, worker_id, Micros(impl_->options().lease_duration));
-    if (rows.empty()) {
-      if (tx.exec_prepared(q::kWorkerExists, worker_id).empty()) {
+    const pqxx::row row =
+        tx.exec_prepared1(q::kLeaseJob, worker_id, Micros(impl_->options().lease_duration));
+    if (row["job_id"].is_null()) {
+      if (!row["worker_registered"].as<bool>()) {
         return absl::NotFoundError(
             absl::StrCat("worker ", worker_id, " is not registered; register again"));
       }
       return absl::OkStatus();
     }
-    const pqxx::row& row = rows[0];
     LeasedJobRow& leased = job.emplace();
     leased.lease.job_id = row["job_id"].as<std::string>();
     leased.lease.worker_id = worker_id;
