@@ -944,7 +944,7 @@ absl::StatusOr<std::optional<Verdict>> Evaluation::TargetStage() {
   const std::string timed = task_.TimedWorkload().name;
   ASSIGN_OR_RETURN(uint64_t seed, ParseU64(seeds_["instrument"]));
   // One process per distinct kernel: CUPTI instruments only the first kernel function that runs
-  // under patching in a process (docs/results/device-probe-1.log).
+  // under patching in a process (docs/results/2026-11-30-h200-device-probe-1.log).
   std::vector<std::pair<std::string, size_t>> kernels;
   size_t i = 0;
   for (const json& k : compile_event_.value("launch_kernels", json::array())) {
