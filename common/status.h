@@ -12,10 +12,10 @@
 #define PTXBENCH_STATUS_CONCAT_(a, b) PTXBENCH_STATUS_CONCAT_INNER_(a, b)
 
 // Returns from the enclosing function when `expr` (an absl::Status) is not OK.
-#define RETURN_IF_ERROR(expr)                                      \
-  do {                                                             \
-    ::absl::Status ptxbench_status_ = (expr);                      \
-    if (!ptxbench_status_.ok()) return ptxbench_status_;           \
+#define RETURN_IF_ERROR(expr)                            \
+  do {                                                   \
+    ::absl::Status ptxbench_status_ = (expr);            \
+    if (!ptxbench_status_.ok()) return ptxbench_status_; \
   } while (false)
 
 #define PTXBENCH_ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr) \
@@ -25,8 +25,7 @@
 
 // `ASSIGN_OR_RETURN(auto x, StatusOrExpr());` declares x from the value or returns the error.
 #define ASSIGN_OR_RETURN(lhs, expr) \
-  PTXBENCH_ASSIGN_OR_RETURN_IMPL_(  \
-      PTXBENCH_STATUS_CONCAT_(ptxbench_statusor_, __LINE__), lhs, expr)
+  PTXBENCH_ASSIGN_OR_RETURN_IMPL_(PTXBENCH_STATUS_CONCAT_(ptxbench_statusor_, __LINE__), lhs, expr)
 
 namespace ptxbench {
 

@@ -30,24 +30,24 @@ struct TensorSpec {
   std::string name;
   TensorRole role = TensorRole::kInput;
   DType dtype = DType::kBF16;
-  std::vector<std::string> shape;   // Axis names or expressions, outermost first (row-major).
+  std::vector<std::string> shape;  // Axis names or expressions, outermost first (row-major).
   Distribution distribution = Distribution::kNormal;
 };
 
 struct Workload {
   std::string name;
   std::map<std::string, int64_t> axes;
-  bool timed = false;               // Exactly one workload per task is timed.
+  bool timed = false;  // Exactly one workload per task is timed.
   int trials = 1;
 };
 
 struct Tolerance {
   enum class Rule { kAllClose, kRelativeNorm };
   Rule rule = Rule::kAllClose;
-  double atol = 1e-2;               // kAllClose: an element fails only if |err| > atol AND
-  double rtol = 1e-2;               //   |err| > rtol·|ref|.
-  double matched_ratio = 1.0;       // kAllClose: fraction of elements that must match.
-  double max_relative_norm = 0;     // kRelativeNorm: ‖out−ref‖₂/‖ref‖₂ must not exceed this.
+  double atol = 1e-2;          // kAllClose: an element fails only if |err| > atol AND
+  double rtol = 1e-2;          //   |err| > rtol·|ref|.
+  double matched_ratio = 1.0;  // kAllClose: fraction of elements that must match.
+  double max_relative_norm = 0;  // kRelativeNorm: ‖out−ref‖₂/‖ref‖₂ must not exceed this.
 };
 
 struct ArchSpec {
@@ -59,33 +59,33 @@ struct ArchSpec {
 
 struct SourceRef {
   std::string arch;
-  std::string path;                 // Relative to the task folder.
-  std::string expect;               // A VerdictClass name: "pass", "wrong_result", ...
-  std::string scope = "full";       // "full" or "compile_only".
-  std::string note;                 // What this decoy tries, for reports.
+  std::string path;            // Relative to the task folder.
+  std::string expect;          // A VerdictClass name: "pass", "wrong_result", ...
+  std::string scope = "full";  // "full" or "compile_only".
+  std::string note;            // What this decoy tries, for reports.
 };
 
 struct Task {
   std::string id;
   std::string title;
   std::string description;
-  std::string dir;                                  // Absolute path of tasks/<id>.
-  std::string version_hash;                         // sha256 over task.json and every file it names.
+  std::string dir;           // Absolute path of tasks/<id>.
+  std::string version_hash;  // sha256 over task.json and every file it names.
   std::vector<std::string> axes;
   std::vector<TensorSpec> tensors;
-  std::map<std::string, std::string> scalars;       // name -> expression over axes (e.g. softmax scale).
+  std::map<std::string, std::string> scalars;  // name -> expression over axes (e.g. softmax scale).
   std::vector<Workload> workloads;
   Tolerance tolerance;
-  std::string baseline_library;                     // "cublaslt" or "cudnn".
-  std::string baseline_operation;                   // e.g. "gemm_a_bt_bf16", "sdpa_fwd".
-  std::string flops_expr;                           // Roofline: operations over axes.
-  std::string min_bytes_expr;                       // Roofline: fewest bytes moved.
+  std::string baseline_library;    // "cublaslt" or "cudnn".
+  std::string baseline_operation;  // e.g. "gemm_a_bt_bf16", "sdpa_fwd".
+  std::string flops_expr;          // Roofline: operations over axes.
+  std::string min_bytes_expr;      // Roofline: fewest bytes moved.
   int64_t scratch_cap_bytes = 0;
   std::map<std::string, ArchSpec> arches;           // Keyed by arch name.
   std::map<std::string, std::string> prompt_paths;  // knowledge level -> path.
   std::vector<SourceRef> solutions;
   std::vector<SourceRef> decoys;
-  nlohmann::json definition;                        // task.json as loaded (served to vendors).
+  nlohmann::json definition;  // task.json as loaded (served to vendors).
   // Every file the version hash covers, read once at load so that prompts and headers are
   // rendered from exactly the hashed bytes: path relative to `dir` as task.json names it
   // ("prompts/none.md", "../_shared/templates/x.cuh", "../_shared/contract/submission.md")

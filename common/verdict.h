@@ -44,8 +44,8 @@ absl::StatusOr<Stage> ParseStage(const std::string& name);
 struct StageReport {
   Stage stage = Stage::kCompile;
   bool ok = false;
-  std::string summary;     // One line a person reads.
-  nlohmann::json detail;   // The stage's full report (documented in docs/api.md).
+  std::string summary;    // One line a person reads.
+  nlohmann::json detail;  // The stage's full report (documented in docs/api.md).
   double seconds = 0;
 };
 
@@ -54,12 +54,12 @@ struct Verdict {
   bool compiled = false;
   bool correct = false;
   bool target_executed = false;
-  bool tic = false;          // compiled && correct && target_executed.
-  double speedup = 0;        // Library median / candidate median; 0 when not timed.
-  std::string message;       // Why, naming the failing field, workload or family.
+  bool tic = false;     // compiled && correct && target_executed.
+  double speedup = 0;   // Library median / candidate median; 0 when not timed.
+  std::string message;  // Why, naming the failing field, workload or family.
   bool runtime_unverified = false;
   std::vector<StageReport> stages;
-  nlohmann::json report;     // Audit record: worker/GPU identity, versions, seeds, clocks.
+  nlohmann::json report;  // Audit record: worker/GPU identity, versions, seeds, clocks.
 };
 
 nlohmann::json ToJson(const StageReport& report);

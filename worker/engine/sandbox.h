@@ -13,8 +13,9 @@
 // - is killed by a wall-clock watchdog.
 // The child's stdin carries commands, fd 3 its events (JSON lines, protocol.h); stdout and
 // stderr (device printf, library logs) are captured separately, keeping the last 64 KiB.
-// Checked on the H200 (2026-11-30, docs/results/2026-11-30-h200-device-probe-1.log): CUDA initializes and
-// allocates inside a new network namespace, after setuid(65534), and under the rlimits below.
+// Checked on the H200 (2026-11-30, docs/results/2026-11-30-h200-device-probe-1.log): CUDA
+// initializes and allocates inside a new network namespace, after setuid(65534), and under the
+// rlimits below.
 #ifndef PTXBENCH_WORKER_ENGINE_SANDBOX_H_
 #define PTXBENCH_WORKER_ENGINE_SANDBOX_H_
 

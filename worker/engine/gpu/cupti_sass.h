@@ -1,7 +1,8 @@
 // Per-instruction execution counts of a submission's kernels through CUPTI's SASS-metrics API
 // (cupti_sass_metrics.h). CUPTI's headers stay in cupti_sass.cc.
 //
-// Seen on the H200 (CUPTI 13.0.1, driver 580.159.04, 2026-11-30, docs/results/2026-11-30-h200-device-probe-1.log):
+// Seen on the H200 (CUPTI 13.0.1, driver 580.159.04, 2026-11-30,
+// docs/results/2026-11-30-h200-device-probe-1.log):
 // - Within one process only the FIRST kernel function that executes under patching gets
 //   records; later kernels (same or other module, after re-Enable, after a module reload) get
 //   none, and SetConfig after UnsetConfig fails with CUPTI_ERROR_OUT_OF_MEMORY. So the engine

@@ -4,8 +4,8 @@
 //
 // Why clocks are recorded with every sample set: on the H200, back-to-back bf16 GEMMs fall
 // from ~800 to ~680 TFLOP/s within a second as the software power cap (reason 0x4) pulls the
-// SM clock from 1980 to ~1500 MHz (docs/results/2026-11-30-h200-device-probe-1.log); absolute times are only
-// comparable with their clocks, ratios measured side by side are.
+// SM clock from 1980 to ~1500 MHz (docs/results/2026-11-30-h200-device-probe-1.log); absolute times
+// are only comparable with their clocks, ratios measured side by side are.
 #ifndef PTXBENCH_WORKER_ENGINE_GPU_NVML_MONITOR_H_
 #define PTXBENCH_WORKER_ENGINE_GPU_NVML_MONITOR_H_
 
