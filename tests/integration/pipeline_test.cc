@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "tests/server/api/api_test_support.h"
 #include "tests/support/pg_fixture.h"
 #include "tests/support/process.h"
 
@@ -150,6 +151,39 @@ TEST_CASE("pipeline: a worker killed mid-job -> the job is leased again and fini
   // The first lease expired with the dead worker; a later attempt finished the job.
   CHECK(std::stoi(stack.Sql("SELECT max(attempt) FROM jobs WHERE submission_id = '" + id + "'")) >=
         2);
+}
+
+TEST_CASE("pipeline: a worker of the wrong arch never receives a job; one of the right arch does") {
+  Stack stack;
+  stack.StartWorker();  // Compiles the submission; the evaluate job then waits for sm_90a.
+  CommandResult submitted = stack.Client(
+      {"submit", "--task", kTask, "--arch", "sm_90a", TaskFile("solutions/sm90a_wgmma_tma.cu")});
+  INFO(submitted.output);
+  REQUIRE(submitted.exit_code == 0);
+  std::string id = submitted.output.substr(0, 36);
+  // CI has no GPU: the GPU workers here speak WorkerService over gRPC like ptxbench-worker.
+  auto channel = grpc::CreateChannel(stack.address(), grpc::InsecureChannelCredentials());
+  api_test::FakeWorker blackwell(channel, "", v1::ARCH_SM_100A, "GPU-wrong-arch");
+  REQUIRE(blackwell.Register().ok());
+  blackwell.OpenLease(1);
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (stack.Sql("SELECT count(*) FROM jobs WHERE kind = 'evaluate' AND submission_id = '" + id +
+                   "'") != "1") {
+    REQUIRE(absl::Now() < deadline);
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  CHECK_FALSE(blackwell.NextJob(absl::Seconds(3)).has_value());
+  CHECK(stack.Sql("SELECT state FROM jobs WHERE kind = 'evaluate' AND submission_id = '" + id +
+                  "'") == "queued");
+  api_test::FakeWorker hopper(channel, "", v1::ARCH_SM_90A, "GPU-right-arch");
+  REQUIRE(hopper.Register().ok());
+  hopper.OpenLease(1);
+  std::optional<v1::LeasedJob> job = hopper.NextJob(absl::Seconds(30));
+  REQUIRE(job.has_value());
+  CHECK(job->submission_id() == id);
+  CHECK(job->kind() == v1::JOB_KIND_EVALUATE);
+  CHECK(job->arch() == v1::ARCH_SM_90A);
+  CHECK_FALSE(blackwell.NextJob(absl::Seconds(1)).has_value());
 }
 
 TEST_CASE("pipeline: SIGTERM drains a worker: the job in hand finishes, no new one is taken") {
