@@ -467,6 +467,100 @@ __device__ __forceinline__ u32 pack_bf16x2(float lo, float hi) {
   return packed;
 }
 
+// =============================================================================================
+// Attention forward additions (mha_with_lse_* reference solutions, tasks/mha_with_lse_d128*/).
+// New functions only; exercised by tasks/mha_with_lse_d128/solutions/sm90a_fa_wgmma_tma.cu.
+// =============================================================================================
+
+// Shared-memory matrix descriptor for an MN-major ("transposed") bf16/fp16 operand stored with
+// the 128B swizzle: each 128-byte row holds 64 consecutive elements of the M or N dimension for
+// one k, rows are consecutive k, as TMA writes a row-major [k][n] tile with an inner box of 64
+// elements. The typical use is B = V in O = P * V, with V stored [key][d]. PTX ISA, "Matrix
+// Descriptor Format" and "Canonical Layouts", MN-major with 128B swizzling:
+//   leading byte offset = distance between consecutive 64-element blocks of the MN dimension
+//                         (`mn_block_stride_bytes`, e.g. the next TMA box; needed for N > 64),
+//   stride byte offset  = distance between consecutive groups of 8 k-rows (1024 bytes),
+//   base offset 0 (tile 1024-byte aligned), layout type 1.
+// To step k by 16 rows add 16 * 128 = 2048 bytes to `smem_address` (stays 1024-aligned).
+__device__ __forceinline__ u64 make_smem_desc_sw128_mn(u32 smem_address,
+                                                       u32 mn_block_stride_bytes) {
+  u64 desc = 0;
+  desc |= static_cast<u64>((smem_address & 0x3FFFFu) >> 4);
+  desc |= static_cast<u64>((mn_block_stride_bytes & 0x3FFFFu) >> 4) << 16;
+  desc |= static_cast<u64>(1024 >> 4) << 32;
+  desc |= static_cast<u64>(1) << 62;
+  return desc;
+}
+
+// D[64x128] (fp32) = A[64x16] * B[16x128] + (scale_d ? D : 0), A and B bf16 in shared memory
+// (SS form), both K-major with make_smem_desc_sw128 (A rows = output rows, B rows = output
+// columns: D = A * B^T, e.g. S = Q * K^T). Accumulator layout as for wgmma_m64n128k16_rs_bf16.
+__device__ __forceinline__ void wgmma_m64n128k16_ss_bf16(float (&d)[64], u64 desc_a, u64 desc_b,
+                                                         int scale_d) {
+  asm volatile(
+      "{\n\t.reg .pred p;\n\t"
+      "setp.ne.b32 p, %66, 0;\n\t"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, "
+      "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, "
+      "%38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, "
+      "%56, %57, %58, %59, %60, %61, %62, %63}, "
+      "%64, %65, p, 1, 1, 0, 0;\n\t}"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
+        "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+        "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),
+        "+f"(d[63])
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+}
+
+// D[64x128] (fp32) = A[64x16] * B[16x128] + (scale_d ? D : 0), A bf16 in REGISTERS (fragment
+// layout as for wgmma_m64n128k16_rs_bf16) and B bf16 in shared memory MN-major
+// (make_smem_desc_sw128_mn; the instruction's imm-trans-b = 1). Use: O += P * V with P the
+// softmax probabilities converted in registers from an S accumulator (for k-step t of 16 keys:
+// a[i] = pack_bf16x2(s[8t + 2i], s[8t + 2i + 1]), i = 0..3) and V stored [key][d].
+__device__ __forceinline__ void wgmma_m64n128k16_rs_bf16_mn_b(float (&d)[64], const u32 (&a)[4],
+                                                              u64 desc_b, int scale_d) {
+  asm volatile(
+      "{\n\t.reg .pred p;\n\t"
+      "setp.ne.b32 p, %69, 0;\n\t"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, "
+      "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, "
+      "%38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, "
+      "%56, %57, %58, %59, %60, %61, %62, %63}, "
+      "{%64, %65, %66, %67}, %68, p, 1, 1, 1;\n\t}"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
+        "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+        "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),
+        "+f"(d[63])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d));
+}
+
+// 2^x with the special-function unit (ex2.approx.ftz.f32: about 2 ulp, subnormal results
+// flushed to 0; 2^-inf = +0, which is what a masked logit must contribute). Softmax kernels
+// fold log2(e) into the logit scale so that each probability is one FFMA plus one ex2.
+__device__ __forceinline__ float exp2_approx(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// =============================================================================================
+// End of the attention forward additions.
+// =============================================================================================
+
 }  // namespace sm90
 }  // namespace ptxbench
 
