@@ -340,9 +340,19 @@ std::vector<NamedStatement> BuildStatements() {
       // worker_registered tells "register again" from "nothing to do" without another
       // round trip (most lease calls of idle workers find nothing: 27,000 of 33,600 in one
       // bench/scheduler_bench run).
+      // One statement, run outside an explicit transaction (Store::LeaseJob): PostgreSQL
+      // runs it atomically in its own implicit transaction, so a lease costs one round trip
+      // instead of four (BEGIN, set actor, this, COMMIT). The audit actor ($3) is therefore
+      // set here, by the actor CTE that worker depends on: it runs before the UPDATEs below,
+      // and their AFTER triggers read it at the end of the statement. transaction-local
+      // ('true'): it ends with the implicit transaction. Measured with bench/scheduler_bench
+      // (docs/results/2026-11-30-scheduler-bench.json, "all_runs").
       {kLeaseJob, R"sql(
-        WITH RECURSIVE worker AS (
-          SELECT id, arch, compile_only FROM workers WHERE id = $1::uuid AND state = 'active'),
+        WITH RECURSIVE actor AS MATERIALIZED (
+          SELECT set_config('ptxbench.actor', $3, true) AS name),
+        worker AS (
+          SELECT w.id, w.arch, w.compile_only FROM workers w CROSS JOIN actor a
+          WHERE w.id = $1::uuid AND w.state = 'active' AND a.name IS NOT NULL),
         gpu_heads AS (
           (SELECT j.tenant, j.submission_seq, j.kind FROM jobs j
            WHERE NOT (SELECT compile_only FROM worker) AND j.state = 'queued'
@@ -427,8 +437,12 @@ std::vector<NamedStatement> BuildStatements() {
                    JOIN sources src ON src.sha256 = s.source_sha256) ON true)sql"},
       // First statement of ReportStage, CompleteJob and FailJob: takes the submission's
       // lock (and only that: FOR UPDATE OF s) before the job is touched, per the protocol.
+      // It also sets the audit actor ($2), saving the separate set_config round trip that
+      // Transact would send on these hot paths (one of six per CompleteJob); when it returns
+      // no row nothing is written, so nothing needs an actor.
       {kLockSubmissionOfJob, R"sql(
-        SELECT s.id::text AS submission_id, s.state AS submission_state, s.scope, j.kind
+        SELECT s.id::text AS submission_id, s.state AS submission_state, s.scope, j.kind,
+               set_config('ptxbench.actor', $2, true) AS actor
         FROM jobs j JOIN submissions s ON s.id = j.submission_id
         WHERE j.id = $1::uuid
         FOR UPDATE OF s)sql"},

@@ -23,6 +23,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -524,6 +525,25 @@ class Store::Impl {
   // case after a database restart: every idle pooled connection is dead).
   template <typename Fn>
   absl::Status Transact(const std::string& operation, const std::string& actor, Fn&& fn) {
+    return Run<pqxx::work>(operation, actor, std::forward<Fn>(fn));
+  }
+
+  // Runs `fn(tx)` without BEGIN/COMMIT: each statement is its own implicit transaction. Only
+  // for operations of ONE statement, which PostgreSQL then runs atomically in a single round
+  // trip instead of three (BEGIN, statement, COMMIT), or four with the actor. Writes that need
+  // an audit actor set it inside the statement (see kLeaseJob). A connection found dead is
+  // replaced and the operation rerun once even if the statement may have run: reads are
+  // idempotent, and a lease taken by a statement whose answer was lost expires and is
+  // requeued by the reaper like any lost lease.
+  template <typename Fn>
+  absl::Status AutoCommit(const std::string& operation, Fn&& fn) {
+    return Run<pqxx::nontransaction>(operation, "", std::forward<Fn>(fn));
+  }
+
+  // Transact and AutoCommit: the retry loop, for either kind of pqxx transaction.
+  template <typename Tx, typename Fn>
+  absl::Status Run(const std::string& operation, const std::string& actor, Fn&& fn) {
+    constexpr bool kExplicitTransaction = std::is_same_v<Tx, pqxx::work>;
     bool replaced_dead_connection = false;
     for (int attempt = 1;; ++attempt) {
       auto connection = pool_.Acquire();
@@ -533,8 +553,8 @@ class Store::Impl {
       PgFailure failure;
       bool began = false;
       try {
-        pqxx::work tx(*conn);
-        began = true;
+        Tx tx(*conn);
+        began = kExplicitTransaction;
         if (!actor.empty()) tx.exec_prepared(q::kSetActor, actor);
         status = fn(tx);
         if (status.ok()) tx.commit();
@@ -872,7 +892,7 @@ absl::Status Store::CreateToken(const TokenRow& token, const std::string& secret
 absl::StatusOr<TokenRow> Store::FindTokenBySecretHash(const std::string& secret_sha256) {
   ASSIGN_OR_RETURN(std::string digest, NormalizeSha256(secret_sha256));
   TokenRow token;
-  RETURN_IF_ERROR(impl_->Transact("FindTokenBySecretHash", "", [&](pqxx::work& tx) {
+  RETURN_IF_ERROR(impl_->AutoCommit("FindTokenBySecretHash", [&](pqxx::nontransaction& tx) {
     pqxx::result rows = tx.exec_prepared(q::kFindTokenBySecret, digest);
     if (rows.empty()) return absl::NotFoundError("no active token has this secret");
     token.token_id = rows[0]["token_id"].as<std::string>();
@@ -984,7 +1004,7 @@ absl::StatusOr<SubmissionRow> Store::CreateSubmission(const NewSubmission& submi
 absl::StatusOr<int64_t> Store::CountRecentSubmissions(const std::string& tenant,
                                                       absl::Duration window) {
   int64_t count = 0;
-  RETURN_IF_ERROR(impl_->Transact("CountRecentSubmissions", "", [&](pqxx::work& tx) {
+  RETURN_IF_ERROR(impl_->AutoCommit("CountRecentSubmissions", [&](pqxx::nontransaction& tx) {
     count = tx.exec_prepared1(q::kCountRecentSubmissions, tenant, Micros(window))[0].as<int64_t>();
     return absl::OkStatus();
   }));
@@ -993,7 +1013,7 @@ absl::StatusOr<int64_t> Store::CountRecentSubmissions(const std::string& tenant,
 
 absl::StatusOr<int64_t> Store::CountUnfinishedSubmissions(const std::string& tenant) {
   int64_t count = 0;
-  RETURN_IF_ERROR(impl_->Transact("CountUnfinishedSubmissions", "", [&](pqxx::work& tx) {
+  RETURN_IF_ERROR(impl_->AutoCommit("CountUnfinishedSubmissions", [&](pqxx::nontransaction& tx) {
     count = tx.exec_prepared1(q::kCountUnfinishedSubmissions, tenant)[0].as<int64_t>();
     return absl::OkStatus();
   }));
@@ -1004,7 +1024,7 @@ absl::StatusOr<SubmissionRow> Store::GetSubmission(const std::string& id,
                                                    const std::string& tenant) {
   RETURN_IF_ERROR(CheckUuid("submission id", id));
   SubmissionRow row;
-  RETURN_IF_ERROR(impl_->Transact("GetSubmission", "", [&](pqxx::work& tx) {
+  RETURN_IF_ERROR(impl_->AutoCommit("GetSubmission", [&](pqxx::nontransaction& tx) {
     pqxx::result rows = tx.exec_prepared(q::kGetSubmission, id, tenant);
     if (rows.empty()) return absl::NotFoundError(absl::StrCat("submission ", id, " not found"));
     row = SubmissionFromRow(rows[0]);
@@ -1071,7 +1091,7 @@ absl::StatusOr<std::vector<StageEventRow>> Store::ListStageEvents(const std::str
                                                                   int64_t after_seq) {
   RETURN_IF_ERROR(CheckUuid("submission id", submission_id));
   std::vector<StageEventRow> events;
-  RETURN_IF_ERROR(impl_->Transact("ListStageEvents", "", [&](pqxx::work& tx) {
+  RETURN_IF_ERROR(impl_->AutoCommit("ListStageEvents", [&](pqxx::nontransaction& tx) {
     events.clear();
     pqxx::result rows = tx.exec_prepared(q::kListStageEvents, submission_id, after_seq);
     if (rows.empty()) {
@@ -1174,7 +1194,7 @@ absl::StatusOr<int64_t> Store::CountCapableWorkers(const std::string& arch, cons
   RETURN_IF_ERROR(CheckOneOf("arch", arch, kArchs));
   RETURN_IF_ERROR(CheckOneOf("job kind", kind, kJobKinds));
   int64_t count = 0;
-  RETURN_IF_ERROR(impl_->Transact("CountCapableWorkers", "", [&](pqxx::work& tx) {
+  RETURN_IF_ERROR(impl_->AutoCommit("CountCapableWorkers", [&](pqxx::nontransaction& tx) {
     count = tx.exec_prepared1(q::kCountCapableWorkers, arch, kind, Micros(recent))[0].as<int64_t>();
     return absl::OkStatus();
   }));
@@ -1187,10 +1207,11 @@ absl::StatusOr<int64_t> Store::CountCapableWorkers(const std::string& arch, cons
 absl::StatusOr<std::optional<LeasedJobRow>> Store::LeaseJob(const std::string& worker_id) {
   RETURN_IF_ERROR(CheckUuid("worker_id", worker_id));
   std::optional<LeasedJobRow> job;
-  RETURN_IF_ERROR(impl_->Transact("LeaseJob", WorkerActor(worker_id), [&](pqxx::work& tx) {
+  // One statement in one round trip; it sets its audit actor itself (queries.cc, kLeaseJob).
+  RETURN_IF_ERROR(impl_->AutoCommit("LeaseJob", [&](pqxx::nontransaction& tx) {
     job.reset();
-    const pqxx::row row =
-        tx.exec_prepared1(q::kLeaseJob, worker_id, Micros(impl_->options().lease_duration));
+    const pqxx::row row = tx.exec_prepared1(
+        q::kLeaseJob, worker_id, Micros(impl_->options().lease_duration), WorkerActor(worker_id));
     if (row["job_id"].is_null()) {
       if (!row["worker_registered"].as<bool>()) {
         return absl::NotFoundError(
@@ -1272,8 +1293,10 @@ absl::Status Store::ReportStage(const LeaseRef& lease, const std::string& stage,
   RETURN_IF_ERROR(CheckLeaseRef(lease));
   RETURN_IF_ERROR(CheckOneOf("stage", stage, kReportableStages));
   const std::string payload = result_json.empty() ? "{}" : result_json;
-  return impl_->Transact("ReportStage", WorkerActor(lease.worker_id), [&](pqxx::work& tx) {
-    pqxx::result locked = tx.exec_prepared(q::kLockSubmissionOfJob, lease.job_id);
+  // No actor for Transact: kLockSubmissionOfJob, the first statement, sets it.
+  return impl_->Transact("ReportStage", "", [&](pqxx::work& tx) {
+    pqxx::result locked =
+        tx.exec_prepared(q::kLockSubmissionOfJob, lease.job_id, WorkerActor(lease.worker_id));
     if (locked.empty()) return impl_->LeaseLost(tx, lease);
     if (tx.exec_prepared(q::kCheckLease, lease.job_id, lease.worker_id, lease.attempt).empty()) {
       return impl_->LeaseLost(tx, lease);
@@ -1304,8 +1327,10 @@ absl::Status Store::CompleteJob(const LeaseRef& lease, const VerdictRow& verdict
     return absl::InvalidArgumentError(
         absl::StrCat("speedup must be a finite number >= 0 (got ", verdict.speedup, ")"));
   }
-  return impl_->Transact("CompleteJob", WorkerActor(lease.worker_id), [&](pqxx::work& tx) {
-    pqxx::result locked = tx.exec_prepared(q::kLockSubmissionOfJob, lease.job_id);
+  // No actor for Transact: kLockSubmissionOfJob, the first statement, sets it.
+  return impl_->Transact("CompleteJob", "", [&](pqxx::work& tx) {
+    pqxx::result locked =
+        tx.exec_prepared(q::kLockSubmissionOfJob, lease.job_id, WorkerActor(lease.worker_id));
     if (locked.empty()) return impl_->LeaseLost(tx, lease);
     const std::string submission_id = locked[0]["submission_id"].as<std::string>();
     const std::string kind = locked[0]["kind"].as<std::string>();
@@ -1350,9 +1375,11 @@ absl::StatusOr<bool> Store::FailJob(const LeaseRef& lease, const std::string& ki
         CheckOneOf("kernel failure verdict class", kernel_verdict_class, kKernelFailureClasses));
   }
   bool will_retry = false;
-  RETURN_IF_ERROR(impl_->Transact("FailJob", WorkerActor(lease.worker_id), [&](pqxx::work& tx) {
+  // No actor for Transact: kLockSubmissionOfJob, the first statement, sets it.
+  RETURN_IF_ERROR(impl_->Transact("FailJob", "", [&](pqxx::work& tx) {
     will_retry = false;
-    pqxx::result locked = tx.exec_prepared(q::kLockSubmissionOfJob, lease.job_id);
+    pqxx::result locked =
+        tx.exec_prepared(q::kLockSubmissionOfJob, lease.job_id, WorkerActor(lease.worker_id));
     if (locked.empty()) return impl_->LeaseLost(tx, lease);
     const std::string submission_id = locked[0]["submission_id"].as<std::string>();
     if (kind == "kernel") {
