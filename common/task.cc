@@ -261,6 +261,7 @@ const std::set<std::string>& PlaceholderNames() {
                                                                                "target_families",
                                                                                "hardware",
                                                                                "contract",
+                                                                               "arch_contract",
                                                                                "templates",
                                                                                "template_includes",
                                                                                "scratch_cap_bytes"};
@@ -316,6 +317,13 @@ absl::Status CheckPromptPlaceholders(const std::string& display_path, const std:
           display_path, ":", LineOf(text, placeholder.begin), ": placeholder '{{", placeholder.name,
           "}}' at knowledge level 'none', which gets no template headers"));
     }
+    if (level != "contract" && placeholder.name == "arch_contract") {
+      return absl::InvalidArgumentError(
+          absl::StrCat(display_path, ":", LineOf(text, placeholder.begin),
+                       ": placeholder '{{arch_contract}}' "
+                       "at knowledge level '",
+                       level, "'; the architecture rules belong to level 'contract'"));
+    }
   }
   return absl::OkStatus();
 }
@@ -332,8 +340,8 @@ absl::Status LoadTensors(const FieldErrors& errors, const json& root, Task& task
     const std::string field = Index("tensors", i);
     const json& entry = (*tensors)[i];
     if (!entry.is_object()) return errors.Error(field, "expected an object");
-    RETURN_IF_ERROR(
-        CheckKeys(errors, entry, field, {"name", "role", "dtype", "shape", "distribution"}));
+    RETURN_IF_ERROR(CheckKeys(errors, entry, field,
+                              {"name", "role", "dtype", "shape", "distribution", "derived"}));
     TensorSpec spec;
     ASSIGN_OR_RETURN(spec.name, GetString(errors, entry, field, "name"));
     if (!IsIdentifier(spec.name)) {
@@ -400,6 +408,21 @@ absl::Status LoadTensors(const FieldErrors& errors, const json& root, Task& task
         return errors.Error(Join(field, "distribution"),
                             absl::StrCat("'", distribution, "' is not 'normal' or 'spiky'"));
       }
+    }
+    ASSIGN_OR_RETURN(const json* derived, GetObject(errors, entry, field, "derived", false));
+    if (derived != nullptr) {
+      const std::string derived_field = Join(field, "derived");
+      if (spec.role != TensorRole::kInput) {
+        return errors.Error(derived_field, "only inputs can be derived");
+      }
+      if (!distribution.empty()) {
+        return errors.Error(derived_field, "a derived input has no distribution");
+      }
+      RETURN_IF_ERROR(CheckKeys(errors, *derived, derived_field, {"operation", "output"}));
+      DerivedInput from;
+      ASSIGN_OR_RETURN(from.operation, GetString(errors, *derived, derived_field, "operation"));
+      ASSIGN_OR_RETURN(from.output, GetString(errors, *derived, derived_field, "output"));
+      spec.derived = std::move(from);
     }
     task.tensors.push_back(std::move(spec));
   }
@@ -584,6 +607,66 @@ absl::StatusOr<std::vector<SourceRef>> LoadSourceRefs(const FieldErrors& errors,
   return refs;
 }
 
+// A derived input names an operation of the task's baseline library that a derived input may
+// use, one of its outputs with this tensor's dtype and shape, and the operation's inputs exist as
+// drawn (not derived) inputs of the task with the operation's dtypes and shapes.
+absl::Status CheckDerivedInputs(const FieldErrors& errors, const Task& task) {
+  auto find_tensor = [&](const std::string& name) -> const TensorSpec* {
+    for (const TensorSpec& t : task.tensors) {
+      if (t.name == name) return &t;
+    }
+    return nullptr;
+  };
+  auto describe = [](DType dtype, const std::vector<std::string>& shape) {
+    return absl::StrCat(DTypeName(dtype), " [", absl::StrJoin(shape, ", "), "]");
+  };
+  for (size_t i = 0; i < task.tensors.size(); ++i) {
+    const TensorSpec& tensor = task.tensors[i];
+    if (!tensor.derived.has_value()) continue;
+    const std::string field = Join(Index("tensors", i), "derived");
+    const OperationSignature* op =
+        FindDerivableOperation(task.baseline_library, tensor.derived->operation);
+    if (op == nullptr) {
+      return errors.Error(Join(field, "operation"),
+                          absl::StrCat("'", tensor.derived->operation, "' is not an operation of ",
+                                       task.baseline_library, " that can derive an input"));
+    }
+    const OperationSignature::Tensor* produced = nullptr;
+    std::vector<std::string> output_names;
+    for (const OperationSignature::Tensor& out : op->outputs) {
+      output_names.push_back(out.name);
+      if (out.name == tensor.derived->output) produced = &out;
+    }
+    if (produced == nullptr) {
+      return errors.Error(
+          Join(field, "output"),
+          absl::StrCat("'", tensor.derived->output, "' is not an output of ", op->operation,
+                       " (outputs: ", absl::StrJoin(output_names, ", "), ")"));
+    }
+    if (produced->dtype != tensor.dtype || produced->shape != tensor.shape) {
+      return errors.Error(
+          field, absl::StrCat(op->operation, " output ", produced->name, " is ",
+                              describe(produced->dtype, produced->shape), ", the tensor is ",
+                              describe(tensor.dtype, tensor.shape)));
+    }
+    for (const OperationSignature::Tensor& in : op->inputs) {
+      const TensorSpec* source = find_tensor(in.name);
+      if (source == nullptr || source->role != TensorRole::kInput || source->derived) {
+        return errors.Error(Join(field, "operation"),
+                            absl::StrCat(op->operation, " reads '", in.name,
+                                         "', which is not a drawn input of the task"));
+      }
+      if (source->dtype != in.dtype || source->shape != in.shape) {
+        return errors.Error(
+            Join(field, "operation"),
+            absl::StrCat(op->operation, " reads ", in.name, " as ", describe(in.dtype, in.shape),
+                         ", the task has ", describe(source->dtype, source->shape)));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 // Every expression of the task evaluates for every workload: shapes to positive sizes whose
 // byte counts fit in int64, roofline terms to positive numbers, scalars to finite numbers.
 absl::Status CheckWorkloadExpressions(const FieldErrors& errors, const Task& task) {
@@ -654,8 +737,13 @@ std::string RenderTensors(const Task& task) {
       "| tensor | role | dtype | shape (outermost first, row-major, contiguous) |\n"
       "|---|---|---|---|\n";
   for (const TensorSpec& t : task.tensors) {
-    absl::StrAppend(&out, "| ", t.name, " | ", t.role == TensorRole::kInput ? "input" : "output",
-                    " | ", DTypeName(t.dtype), " | [", absl::StrJoin(t.shape, ", "), "] |\n");
+    std::string role = t.role == TensorRole::kInput ? "input" : "output";
+    if (t.derived.has_value()) {
+      absl::StrAppend(&role, " (computed by the harness: ", t.derived->output, " of ",
+                      t.derived->operation, ")");
+    }
+    absl::StrAppend(&out, "| ", t.name, " | ", role, " | ", DTypeName(t.dtype), " | [",
+                    absl::StrJoin(t.shape, ", "), "] |\n");
   }
   return out;
 }
@@ -704,6 +792,17 @@ std::string RenderTargetFamilies(const Task& task, const std::string& arch) {
       "Each family must EXECUTE at runtime with its predicate on; instructions that are "
       "present in the code but never run earn no credit.\n");
   return out;
+}
+
+// The common architecture rules, then the arch's own; empty for a task loaded without them.
+std::string RenderArchContract(const Task& task, const std::string& arch) {
+  auto common = task.files.find(kArchContractCommonPath);
+  auto own = task.files.find(ArchContractPath(arch));
+  if (common == task.files.end() || own == task.files.end()) return "";
+  std::string out = common->second;
+  if (!out.empty() && out.back() != '\n') out.push_back('\n');
+  if (!out.empty()) out.push_back('\n');
+  return out + own->second;
 }
 
 std::string RenderTemplateIncludes(const std::map<std::string, std::string>& headers) {
@@ -766,6 +865,32 @@ const Workload& Task::TimedWorkload() const {
 const ArchSpec* Task::FindArch(const std::string& arch) const {
   auto it = arches.find(arch);
   return it == arches.end() ? nullptr : &it->second;
+}
+
+std::string ArchContractPath(const std::string& arch) {
+  return absl::StrCat("../_shared/contract/arch_", arch, ".md");
+}
+
+const OperationSignature* FindDerivableOperation(const std::string& library,
+                                                 const std::string& operation) {
+  // The cuDNN SDPA forward (worker/engine/gpu/cudnn_sdpa_baseline.cc), in the tensor order of the
+  // forward attention tasks: Q, K, V -> O and the natural-log log-sum-exp of each query row.
+  static const std::vector<OperationSignature>* const kOperations = [] {
+    const std::vector<std::string> bhsd = {"B", "H", "S", "D"};
+    auto* ops = new std::vector<OperationSignature>;
+    for (const char* name : {"sdpa_fwd_bf16", "sdpa_fwd_bf16_causal"}) {
+      ops->push_back(
+          {"cudnn",
+           name,
+           {{"Q", DType::kBF16, bhsd}, {"K", DType::kBF16, bhsd}, {"V", DType::kBF16, bhsd}},
+           {{"O", DType::kBF16, bhsd}, {"LSE", DType::kFP32, {"B", "H", "S"}}}});
+    }
+    return ops;
+  }();
+  for (const OperationSignature& op : *kOperations) {
+    if (op.library == library && op.operation == operation) return &op;
+  }
+  return nullptr;
 }
 
 const std::vector<std::string>& KnowledgeLevels() {
@@ -904,6 +1029,7 @@ absl::StatusOr<Task> LoadTask(const std::string& task_dir) {
   if (*scratch_cap < 0) return errors.Error("scratch_cap_bytes", "must not be negative");
   task.scratch_cap_bytes = *scratch_cap;
 
+  RETURN_IF_ERROR(CheckDerivedInputs(errors, task));
   RETURN_IF_ERROR(LoadArches(errors, root, task));
   RETURN_IF_ERROR(CheckWorkloadExpressions(errors, task));
 
@@ -962,9 +1088,22 @@ absl::StatusOr<Task> LoadTask(const std::string& task_dir) {
   RETURN_IF_ERROR(
       files.Read(kContractPath, "", "the submission contract every prompt includes", task.files));
 
+  bool uses_arch_contract = false;
   for (const std::string& level : KnowledgeLevels()) {
     const std::string& path = task.prompt_paths[level];
-    RETURN_IF_ERROR(CheckPromptPlaceholders(files.Display(path), level, task.files.at(path)));
+    const std::string& text = task.files.at(path);
+    RETURN_IF_ERROR(CheckPromptPlaceholders(files.Display(path), level, text));
+    for (const Placeholder& placeholder : FindPlaceholders(text)) {
+      if (placeholder.name == "arch_contract") uses_arch_contract = true;
+    }
+  }
+  if (uses_arch_contract) {
+    RETURN_IF_ERROR(files.Read(kArchContractCommonPath, "",
+                               "the architecture rules common to every arch", task.files));
+    for (const auto& [arch, spec] : task.arches) {
+      RETURN_IF_ERROR(files.Read(ArchContractPath(arch), "",
+                                 absl::StrCat("the architecture rules of ", arch), task.files));
+    }
   }
 
   // version_hash: SHA-256 over (path, length, content) of every file in path order, then the
@@ -1042,6 +1181,7 @@ absl::StatusOr<std::string> RenderPrompt(const Task& task, const std::string& ar
       {"target_families", RenderTargetFamilies(task, arch)},
       {"hardware", hardware},
       {"contract", task.files.at(kContractPath)},
+      {"arch_contract", RenderArchContract(task, arch)},
       {"templates", with_templates ? RenderTemplates(headers) : ""},
       {"template_includes", with_templates ? RenderTemplateIncludes(headers) : ""},
       {"scratch_cap_bytes", std::to_string(task.scratch_cap_bytes)},

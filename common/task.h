@@ -26,13 +26,43 @@ enum class TensorRole { kInput, kOutput };
 // N(0,1) + N(0,100)·Bernoulli(0.001) of the original benchmark's attention backward.
 enum class Distribution { kNormal, kSpiky };
 
+// An input the harness computes instead of drawing it: output `output` of the operation
+// `operation` of the task's baseline library, run on the task's tensors that carry the names of
+// the operation's inputs, after those were drawn and before the candidate or the reference runs.
+// The bits are those of the library on the device, the same in every process (the backward
+// attention tasks get O and LSE from the library's forward pass this way).
+struct DerivedInput {
+  std::string operation;  // e.g. "sdpa_fwd_bf16_causal".
+  std::string output;     // The operation's output this tensor receives, e.g. "LSE".
+};
+
 struct TensorSpec {
   std::string name;
   TensorRole role = TensorRole::kInput;
   DType dtype = DType::kBF16;
   std::vector<std::string> shape;  // Axis names or expressions, outermost first (row-major).
   Distribution distribution = Distribution::kNormal;
+  std::optional<DerivedInput> derived;  // Inputs only; drawn at random when absent.
 };
+
+// What a baseline operation reads and writes, by name, for the operations a derived input may
+// name. Shapes are axis expressions of the task (the operation's tensors must be declared with
+// exactly these shapes and dtypes).
+struct OperationSignature {
+  struct Tensor {
+    std::string name;
+    DType dtype;
+    std::vector<std::string> shape;
+  };
+  std::string library;
+  std::string operation;
+  std::vector<Tensor> inputs;
+  std::vector<Tensor> outputs;
+};
+
+// The signature of `library`/`operation` if a derived input may use it, else nullptr.
+const OperationSignature* FindDerivableOperation(const std::string& library,
+                                                 const std::string& operation);
 
 struct Workload {
   std::string name;
@@ -116,6 +146,13 @@ const std::vector<std::string>& KnowledgeLevels();
 
 // Where the submission contract served in every prompt lives, relative to a task folder.
 inline constexpr char kContractPath[] = "../_shared/contract/submission.md";
+
+// The architecture rules a prompt places with {{arch_contract}} (knowledge level contract only):
+// the rules common to every arch, then the file of the prompt's arch alone, so a Hopper prompt
+// carries no Blackwell rules and the other way round. Read (and hashed) only for tasks whose
+// prompts use the placeholder.
+inline constexpr char kArchContractCommonPath[] = "../_shared/contract/arch_common.md";
+std::string ArchContractPath(const std::string& arch);  // "../_shared/contract/arch_sm_90a.md"
 
 // Hardware parameters of an arch as the prompt states them; InvalidArgument for unknown arches.
 absl::StatusOr<std::string> HardwareParametersText(const std::string& arch);

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <string>
 
+#include "common/expr.h"
 #include "common/target_families.h"
 
 namespace ptxbench {
@@ -382,6 +383,200 @@ TEST_CASE("Every task of the repository loads and renders for every arch and lev
       }
     }
   }
+}
+
+// A private copy of the repository's tasks/_shared and one of its tasks, for edits.
+class RepositoryTaskCopy {
+ public:
+  explicit RepositoryTaskCopy(const std::string& id) : id_(id) {
+    char pattern[] = "/tmp/ptxbench_task_test_XXXXXX";
+    root_ = mkdtemp(pattern);
+    fs::create_directories(root_ / "tasks");
+    fs::copy(SourceDir() + "/tasks/_shared", root_ / "tasks" / "_shared",
+             fs::copy_options::recursive);
+    fs::copy(SourceDir() + "/tasks/" + id, root_ / "tasks" / id, fs::copy_options::recursive);
+    original_ = json::parse(ReadFile(dir() / "task.json"));
+  }
+  ~RepositoryTaskCopy() {
+    std::error_code ec;
+    fs::remove_all(root_, ec);
+  }
+  fs::path dir() const { return root_ / "tasks" / id_; }
+  std::string LoadWith(const std::function<void(json&)>& edit) const {
+    json definition = original_;
+    edit(definition);
+    WriteFile(dir() / "task.json", definition.dump(2));
+    auto task = LoadTask(dir().string());
+    return task.ok() ? "" : std::string(task.status().message());
+  }
+
+ private:
+  std::string id_;
+  fs::path root_;
+  json original_;
+};
+
+TEST_CASE("The attention tasks follow the shared contract") {
+  auto catalog = TaskCatalog::Load(SourceDir() + "/tasks");
+  REQUIRE(catalog.ok());
+  for (const char* id :
+       {"mha_with_lse_d128", "mha_with_lse_d128_causal", "mha_bwd_d128", "mha_bwd_d128_causal"}) {
+    INFO(id);
+    const Task* task = catalog->Find(id);
+    REQUIRE(task != nullptr);
+    const bool bwd = std::string(id).find("bwd") != std::string::npos;
+    const bool causal = std::string(id).find("causal") != std::string::npos;
+    CHECK(task->axes == std::vector<std::string>{"B", "H", "S", "D"});
+    CHECK(task->baseline_library == "cudnn");
+    CHECK(task->baseline_operation ==
+          std::string(bwd ? "sdpa_bwd_bf16" : "sdpa_fwd_bf16") + (causal ? "_causal" : ""));
+    const Workload& timed = task->TimedWorkload();
+    CHECK(timed.axes ==
+          std::map<std::string, int64_t>{{"B", 4}, {"H", 48}, {"S", 4096}, {"D", 128}});
+    CHECK(timed.trials == (bwd ? 1 : 3));
+    for (const Workload& w : task->workloads) {
+      CHECK(w.axes.at("D") == 128);
+      CHECK(w.axes.at("S") % 128 == 0);
+    }
+    // scale = 1/sqrt(D), passed to kernels as a float.
+    auto scale = EvalRealExpr(task->scalars.at("scale"), timed.axes);
+    REQUIRE(scale.ok());
+    CHECK(*scale == Approx(0.08838834764831845).epsilon(1e-15));
+    std::vector<std::string> names;
+    for (const TensorSpec& t : task->tensors) names.push_back(t.name);
+    if (bwd) {
+      CHECK(names == std::vector<std::string>{"Q", "K", "V", "O", "dO", "LSE", "dQ", "dK", "dV"});
+      CHECK(task->tolerance.rule == Tolerance::Rule::kRelativeNorm);
+      CHECK(task->scratch_cap_bytes == 1073741824);
+      const std::string fwd = causal ? "sdpa_fwd_bf16_causal" : "sdpa_fwd_bf16";
+      REQUIRE(task->tensors[3].derived.has_value());
+      CHECK(task->tensors[3].derived->operation == fwd);
+      CHECK(task->tensors[3].derived->output == "O");
+      REQUIRE(task->tensors[5].derived.has_value());
+      CHECK(task->tensors[5].derived->output == "LSE");
+      CHECK(task->tensors[5].dtype == DType::kFP32);
+      for (int i : {0, 1, 2, 4}) {
+        CHECK(task->tensors[i].distribution == Distribution::kSpiky);
+        CHECK_FALSE(task->tensors[i].derived.has_value());
+      }
+      auto prompt = RenderPrompt(*task, "sm_90a", "none");
+      REQUIRE(prompt.ok());
+      CHECK(prompt->find("| LSE | input (computed by the harness: LSE of " + fwd + ") | fp32 |") !=
+            std::string::npos);
+    } else {
+      CHECK(names == std::vector<std::string>{"Q", "K", "V", "O", "LSE"});
+      CHECK(task->tolerance.rule == Tolerance::Rule::kAllClose);
+      CHECK(task->tolerance.atol == 0.01);
+      CHECK(task->tolerance.rtol == 0.01);
+      CHECK(task->tolerance.matched_ratio == 1.0);
+      CHECK(task->scratch_cap_bytes == 268435456);
+    }
+    auto flops = EvalRealExpr(task->flops_expr, timed.axes);
+    REQUIRE(flops.ok());
+    const double forward_flops = 4.0 * 4 * 48 * 4096.0 * 4096 * 128 / (causal ? 2 : 1);
+    CHECK(*flops == Approx(forward_flops * (bwd ? 2.5 : 1)));
+    CHECK(task->FindArch("sm_100a")->runtime_unverified);
+  }
+}
+
+TEST_CASE("The contract level carries the architecture rules of its arch only") {
+  auto catalog = TaskCatalog::Load(SourceDir() + "/tasks");
+  REQUIRE(catalog.ok());
+  const Task* task = catalog->Find("mha_bwd_d128_causal");
+  REQUIRE(task != nullptr);
+  const std::string common = ReadFile(SourceDir() + "/tasks/_shared/contract/arch_common.md");
+  const std::string hopper = ReadFile(SourceDir() + "/tasks/_shared/contract/arch_sm_90a.md");
+  const std::string blackwell = ReadFile(SourceDir() + "/tasks/_shared/contract/arch_sm_100a.md");
+  REQUIRE(hopper.find("imm-trans-b = 1") != std::string::npos);
+  REQUIRE(blackwell.find("tcgen05.alloc") != std::string::npos);
+  CHECK(task->files.count(kArchContractCommonPath) == 1);
+  CHECK(task->files.count(ArchContractPath("sm_100a")) == 1);
+
+  auto sm90 = RenderPrompt(*task, "sm_90a", "contract");
+  REQUIRE(sm90.ok());
+  CHECK(Count(*sm90, common) == 1);
+  CHECK(Count(*sm90, hopper) == 1);
+  CHECK(sm90->find(blackwell) == std::string::npos);
+  CHECK(sm90->find("### sm_100a (Blackwell)") == std::string::npos);
+  CHECK(sm90->find("{{arch_contract}}") == std::string::npos);
+  auto sm100 = RenderPrompt(*task, "sm_100a", "contract");
+  REQUIRE(sm100.ok());
+  CHECK(Count(*sm100, common) == 1);
+  CHECK(Count(*sm100, blackwell) == 1);
+  CHECK(sm100->find(hopper) == std::string::npos);
+  CHECK(sm100->find("### sm_90a (Hopper)") == std::string::npos);
+  for (const char* level : {"none", "templates"}) {
+    auto lower = RenderPrompt(*task, "sm_90a", level);
+    REQUIRE(lower.ok());
+    CHECK(lower->find(hopper) == std::string::npos);
+    CHECK(lower->find(common) == std::string::npos);
+  }
+
+  // The fragments are part of the version hash.
+  RepositoryTaskCopy copy("mha_bwd_d128_causal");
+  auto before = LoadTask(copy.dir().string());
+  REQUIRE(before.ok());
+  WriteFile(copy.dir() / ".." / "_shared" / "contract" / "arch_sm_100a.md", blackwell + "x\n");
+  auto after = LoadTask(copy.dir().string());
+  REQUIRE(after.ok());
+  CHECK(after->version_hash != before->version_hash);
+  fs::remove(copy.dir() / ".." / "_shared" / "contract" / "arch_sm_90a.md");
+  auto missing = LoadTask(copy.dir().string());
+  REQUIRE_FALSE(missing.ok());
+  CHECK(std::string(missing.status().message())
+            .find("arch_sm_90a.md: file not found (the "
+                  "architecture rules of sm_90a)") != std::string::npos);
+}
+
+TEST_CASE("The architecture rules are a placeholder of the contract level only") {
+  TaskCopy copy;
+  WriteFile(copy.dir() / "prompts" / "templates.md", "{{title}}\n{{arch_contract}}\n");
+  const std::string message = copy.LoadWith([](json&) {});
+  CHECK(message.find("prompts/templates.md:2: placeholder '{{arch_contract}}' at knowledge "
+                     "level 'templates'; the architecture rules belong to level 'contract'") !=
+        std::string::npos);
+}
+
+TEST_CASE("Derived inputs are validated at load, naming the field") {
+  RepositoryTaskCopy copy("mha_bwd_d128");
+  const std::string file = (copy.dir() / "task.json").string();
+  CHECK(copy.LoadWith([](json&) {}) == "");
+  auto expect = [&](const std::function<void(json&)>& edit, const std::string& field_and_problem) {
+    INFO(field_and_problem);
+    CHECK(copy.LoadWith(edit) == file + ": " + field_and_problem);
+  };
+  expect([](json& d) { d["tensors"][3]["derived"]["operation"] = "sdpa_fwd_fp8"; },
+         "field 'tensors[3].derived.operation': 'sdpa_fwd_fp8' is not an operation of cudnn that "
+         "can derive an input");
+  expect([](json& d) { d["tensors"][5]["derived"]["output"] = "Stats"; },
+         "field 'tensors[5].derived.output': 'Stats' is not an output of sdpa_fwd_bf16 (outputs: "
+         "O, LSE)");
+  expect([](json& d) { d["tensors"][5]["derived"]["output"] = "O"; },
+         "field 'tensors[5].derived': sdpa_fwd_bf16 output O is bf16 [B, H, S, D], the tensor is "
+         "fp32 [B, H, S]");
+  expect([](json& d) { d["tensors"][3]["derived"].erase("output"); },
+         "field 'tensors[3].derived.output': missing");
+  expect([](json& d) { d["tensors"][3]["derived"]["seed"] = 1; },
+         "field 'tensors[3].derived.seed': unknown field (allowed: operation, output)");
+  expect([](json& d) { d["tensors"][3]["distribution"] = "normal"; },
+         "field 'tensors[3].derived': a derived input has no distribution");
+  expect([](json& d) { d["tensors"][6]["derived"] = d["tensors"][3]["derived"]; },
+         "field 'tensors[6].derived': only inputs can be derived");
+  expect([](json& d) { d["tensors"][1]["name"] = "Kt"; },
+         "field 'tensors[3].derived.operation': sdpa_fwd_bf16 reads 'K', which is not a drawn "
+         "input of the task");
+  expect([](json& d) { d["tensors"][0]["dtype"] = "fp16"; },
+         "field 'tensors[3].derived.operation': sdpa_fwd_bf16 reads Q as bf16 [B, H, S, D], the "
+         "task has fp16 [B, H, S, D]");
+  expect(
+      [](json& d) {
+        d["baseline"] = {{"library", "cublaslt"}, {"operation", "x"}};
+      },
+      "field 'tensors[3].derived.operation': 'sdpa_fwd_bf16' is not an operation of cublaslt "
+      "that can derive an input");
+  CHECK(FindDerivableOperation("cudnn", "sdpa_bwd_bf16") == nullptr);
+  REQUIRE(FindDerivableOperation("cudnn", "sdpa_fwd_bf16_causal") != nullptr);
+  CHECK(FindDerivableOperation("cudnn", "sdpa_fwd_bf16_causal")->outputs[1].name == "LSE");
 }
 
 TEST_CASE("Hardware parameters state the figures of each arch") {
