@@ -1,0 +1,119 @@
+-- 0004_leaderboard_views: read-only views for leaderboards and the Grafana dashboards
+-- (deploy/grafana/dashboards/ptxbench-leaderboard.json). Views, not tables: they read the
+-- indexed key columns of verdicts and submissions, so a leaderboard can never disagree with the
+-- verdicts it summarises, and reverting this migration loses no data.
+--
+-- Definitions (docs/operations.md, "Dashboards"):
+--   * A result is a submission with its final verdict. Cancelled submissions are no result.
+--     Infrastructure failures are kept apart: they are counted, but no rate's denominator holds
+--     them, since they say nothing about the kernel (docs/architecture.md).
+--   * A trajectory (session) is the submissions of one tenant with one session id; a
+--     submission without a session id is a trajectory of its own.
+--   * At turn limit L a trajectory counts only its submissions with turn_index <= L; it is TIC
+--     (correct, compiled) at L when any of those is.
+--   * Speedups are averaged geometrically, over TIC results only: a speedup is a ratio, and a
+--     kernel that is not TIC has no meaningful time.
+
+CREATE VIEW leaderboard_results AS
+SELECT s.id AS submission_id,
+       s.tenant,
+       s.model,
+       coalesce(nullif(s.session_id, ''), s.id::text) AS trajectory,
+       s.turn_index,
+       s.knowledge_level,
+       s.task_id,
+       s.arch,
+       s.language,
+       s.scope,
+       v.verdict_class,
+       v.verdict_class = 'infrastructure_failure' AS infrastructure_failure,
+       v.compiled,
+       v.correct,
+       v.tic,
+       v.speedup,
+       s.created_at,
+       v.finished_at
+FROM submissions s
+JOIN verdicts v ON v.submission_id = s.id
+WHERE v.verdict_class <> 'cancelled';
+
+-- Per-submission rates by model, task, arch, knowledge level and scope; the dashboards add up
+-- the counts over whichever columns a panel does not show.
+CREATE VIEW leaderboard AS
+SELECT model,
+       task_id,
+       arch,
+       knowledge_level,
+       scope,
+       count(*) FILTER (WHERE NOT infrastructure_failure) AS results,
+       count(*) FILTER (WHERE infrastructure_failure) AS infrastructure_failures,
+       count(*) FILTER (WHERE compiled AND NOT infrastructure_failure) AS compiled,
+       count(*) FILTER (WHERE correct) AS correct,
+       count(*) FILTER (WHERE tic) AS tic,
+       (count(*) FILTER (WHERE compiled AND NOT infrastructure_failure))::float8
+         / nullif(count(*) FILTER (WHERE NOT infrastructure_failure), 0) AS compile_rate,
+       (count(*) FILTER (WHERE correct))::float8
+         / nullif(count(*) FILTER (WHERE NOT infrastructure_failure), 0) AS correct_rate,
+       (count(*) FILTER (WHERE tic))::float8
+         / nullif(count(*) FILTER (WHERE NOT infrastructure_failure), 0) AS tic_rate,
+       exp(avg(ln(speedup)) FILTER (WHERE tic AND speedup > 0)) AS tic_speedup_geomean,
+       max(speedup) FILTER (WHERE tic) AS tic_speedup_max,
+       max(finished_at) AS last_result_at
+FROM leaderboard_results
+GROUP BY model, task_id, arch, knowledge_level, scope;
+
+-- Per-trajectory success within a turn budget: one row per group and turn limit, from 0 to the
+-- largest turn index recorded. Every trajectory of a group counts at every limit: one with no
+-- submission within the limit failed at it, and one that stopped early (solved at turn 2) still
+-- counts as solved at every larger limit, as it would in an agent run with that budget.
+CREATE VIEW leaderboard_by_turn_limit AS
+WITH limits AS (
+  SELECT generate_series(0, coalesce(max(turn_index), 0)) AS turn_limit
+  FROM leaderboard_results
+),
+trajectories AS (
+  SELECT l.turn_limit, r.model, r.task_id, r.arch, r.knowledge_level, r.scope, r.tenant,
+         r.trajectory,
+         coalesce(bool_or(r.compiled AND NOT r.infrastructure_failure)
+                    FILTER (WHERE r.turn_index <= l.turn_limit), false) AS compiled,
+         coalesce(bool_or(r.correct) FILTER (WHERE r.turn_index <= l.turn_limit), false)
+           AS correct,
+         coalesce(bool_or(r.tic) FILTER (WHERE r.turn_index <= l.turn_limit), false) AS tic,
+         max(r.speedup) FILTER (WHERE r.tic AND r.turn_index <= l.turn_limit)
+           AS best_tic_speedup
+  FROM limits l
+  CROSS JOIN leaderboard_results r
+  GROUP BY l.turn_limit, r.model, r.task_id, r.arch, r.knowledge_level, r.scope, r.tenant,
+           r.trajectory
+)
+SELECT turn_limit, model, task_id, arch, knowledge_level, scope,
+       count(*) AS trajectories,
+       count(*) FILTER (WHERE compiled) AS compiled,
+       count(*) FILTER (WHERE correct) AS correct,
+       count(*) FILTER (WHERE tic) AS tic,
+       (count(*) FILTER (WHERE compiled))::float8 / count(*) AS compile_rate,
+       (count(*) FILTER (WHERE correct))::float8 / count(*) AS correct_rate,
+       (count(*) FILTER (WHERE tic))::float8 / count(*) AS tic_rate,
+       exp(avg(ln(best_tic_speedup)) FILTER (WHERE best_tic_speedup > 0))
+         AS tic_speedup_geomean
+FROM trajectories
+GROUP BY turn_limit, model, task_id, arch, knowledge_level, scope;
+
+-- Rates over time, by the UTC day a verdict was reached.
+CREATE VIEW leaderboard_daily AS
+SELECT date_trunc('day', finished_at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' AS day,
+       model, arch, knowledge_level, scope,
+       count(*) FILTER (WHERE NOT infrastructure_failure) AS results,
+       count(*) FILTER (WHERE infrastructure_failure) AS infrastructure_failures,
+       count(*) FILTER (WHERE compiled AND NOT infrastructure_failure) AS compiled,
+       count(*) FILTER (WHERE correct) AS correct,
+       count(*) FILTER (WHERE tic) AS tic,
+       (count(*) FILTER (WHERE compiled AND NOT infrastructure_failure))::float8
+         / nullif(count(*) FILTER (WHERE NOT infrastructure_failure), 0) AS compile_rate,
+       (count(*) FILTER (WHERE correct))::float8
+         / nullif(count(*) FILTER (WHERE NOT infrastructure_failure), 0) AS correct_rate,
+       (count(*) FILTER (WHERE tic))::float8
+         / nullif(count(*) FILTER (WHERE NOT infrastructure_failure), 0) AS tic_rate,
+       exp(avg(ln(speedup)) FILTER (WHERE tic AND speedup > 0)) AS tic_speedup_geomean
+FROM leaderboard_results
+GROUP BY 1, model, arch, knowledge_level, scope;
