@@ -57,6 +57,19 @@ extern "C" __global__ void blackwell_header_smoke(const __grid_constant__ CUtens
   bw::tcgen05_wait_st();
   bw::st_global_v4(out + 4 * threadIdx.x, bw::pack_bf16x2(1.0f, 2.0f),
                    bw::pack_bf16x2_bits(r8[0], r16[1]), r32[2], bw::lane_index());
+  // Attention additions.
+  bw::named_barrier_sync(1, 64);
+  bw::st_shared_v4(bw::smem_u32(tile) + 16 * threadIdx.x, r8[0], r8[1], r8[2], r8[3]);
+  bw::u32 loaded[4];
+  bw::ld_global_nc_v4(out + 4 * threadIdx.x, loaded);
+  const float x = bw::exp2_approx(bw::bf16_lo_to_float(loaded[0])) +
+                  bw::log2_approx(bw::bf16_hi_to_float(loaded[1]));
+  bw::red_add_global_v4_f32(reinterpret_cast<float*>(out) + 4 * threadIdx.x, x, x, x, x);
+  if (threadIdx.x == 0) {
+    bw::mma_f16_ss(tmem, bw::make_smem_desc_mnmajor_sw128(bw::smem_u32(tile), 16384),
+                   bw::make_smem_desc_mnmajor_sw128(bw::smem_u32(tile) + 2048, 16384),
+                   bw::make_idesc_f16(128, 128, true, true, true, true), false);
+  }
   bw::tcgen05_fence_before_thread_sync();
   __syncthreads();
   if (bw::warp_index() == 1) {

@@ -466,6 +466,81 @@ __device__ __forceinline__ void st_global_v4(void* ptr, u32 a, u32 b, u32 c, u32
                : "memory");
 }
 
+// =============================================================================================
+// Additions for the attention tasks (mha_with_lse_d128*, mha_bwd_d128*). Added after the GEMM
+// helpers above and changing none of them.
+// =============================================================================================
+
+// Shared-memory descriptor for an MN-major operand (M or N contiguous in memory) stored with the
+// 128B swizzle, as TMA writes a [K rows][64 MN elements] box of a row-major tensor whose
+// contiguous dimension is the MMA's M or N (e.g. V in O = P * V, where N = head dim).
+// Canonical MN-major SW128 layout (PTX ISA, "Shared Memory Matrix Layout"; the same form as
+// Hopper's wgmma): one 128-byte row holds 64 consecutive MN elements of one K index, 8 K rows make
+// a 1024-byte swizzle atom. The two offsets swap roles relative to the K-major case:
+//   LBO = byte distance between consecutive 64-element MN spans (here: the next TMA box),
+//   SBO = byte distance between consecutive groups of 8 K rows (1024 for dense 128-byte rows).
+// Advance along K by whole 8-row groups (16 K = 2048 bytes for dense rows), which keeps every
+// start address 1024-byte aligned, so the base offset stays 0.
+__device__ __forceinline__ u64 make_smem_desc_mnmajor_sw128(u32 smem_address,
+                                                            u32 mn_span_byte_offset) {
+  return make_smem_desc(smem_address, mn_span_byte_offset, 1024, kSwizzle128B);
+}
+
+// Barrier for a subset of the block's warps (bar.sync with an id other than 0, which
+// __syncthreads uses). `thread_count` is a multiple of 32 and every participating warp executes
+// it with all lanes.
+__device__ __forceinline__ void named_barrier_sync(u32 barrier_id, u32 thread_count) {
+  asm volatile("bar.sync %0, %1;" ::"r"(barrier_id), "r"(thread_count) : "memory");
+}
+
+// 16-byte shared-memory store at a shared-state-space address (16-byte aligned).
+__device__ __forceinline__ void st_shared_v4(u32 smem_address, u32 a, u32 b, u32 c, u32 d) {
+  asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(smem_address), "r"(a), "r"(b),
+               "r"(c), "r"(d)
+               : "memory");
+}
+
+// 16-byte global load through the non-coherent path; only for data no kernel of the launch
+// writes (inputs).
+__device__ __forceinline__ void ld_global_nc_v4(const void* ptr, u32 (&r)[4]) {
+  asm volatile("ld.global.nc.v4.b32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "l"(ptr));
+}
+
+// 2^x and log2(x) on the special-function unit (ex2/lg2.approx: about 2 ulp, 2^-inf = +0).
+// Softmax kernels work in base 2 with the logits pre-multiplied by log2(e).
+__device__ __forceinline__ float exp2_approx(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+__device__ __forceinline__ float log2_approx(float x) {
+  float y;
+  asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// Low / high bf16 of a packed pair (as written by pack_bf16x2) widened to fp32: bf16 is the upper
+// half of an fp32, so widening is a shift.
+__device__ __forceinline__ float bf16_lo_to_float(u32 packed) {
+  return __uint_as_float(packed << 16);
+}
+
+__device__ __forceinline__ float bf16_hi_to_float(u32 packed) {
+  return __uint_as_float(packed & 0xFFFF0000u);
+}
+
+// Four fp32 atomic additions to 16 consecutive bytes in one instruction (red.global.add.v4.f32,
+// PTX ISA 8.1+, sm_90+); `ptr` must be 16-byte aligned. No return value, relaxed, GPU scope.
+__device__ __forceinline__ void red_add_global_v4_f32(float* ptr, float a, float b, float c,
+                                                      float d) {
+  asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(ptr), "f"(a), "f"(b), "f"(c),
+               "f"(d)
+               : "memory");
+}
+
 }  // namespace sm100
 }  // namespace ptxbench
 
