@@ -1,8 +1,11 @@
+// clang-format off
 /* PTXBENCH_PLAN {"launches":[{"kernel":"mha_fwd_tcgen05","grid":["B*H","S/128"],"block":["192"],"cluster":[],"dynamic_shared_bytes":"197632","args":[{"tensor_map":"tmQ"},{"tensor_map":"tmK"},{"tensor_map":"tmV"},{"tensor":"O"},{"tensor":"LSE"},{"scalar":"S"},{"scalar":"scale"}]}],"scratch":[],"tensor_maps":[{"name":"tmQ","tensor":"Q","dims":["D","B*H*S"],"box":["64","128"],"element_strides":[],"swizzle":"128B","interleave":"none","l2_promotion":"256B","oob_fill":"zero"},{"name":"tmK","tensor":"K","dims":["D","B*H*S"],"box":["64","128"],"element_strides":[],"swizzle":"128B","interleave":"none","l2_promotion":"256B","oob_fill":"zero"},{"name":"tmV","tensor":"V","dims":["D","B*H*S"],"box":["64","128"],"element_strides":[],"swizzle":"128B","interleave":"none","l2_promotion":"256B","oob_fill":"zero"}]} */
+// clang-format on
 //
 // Attention forward with log-sum-exp on Blackwell (sm_100a): O = softmax(scale * Q K^T) V and
 // LSE = m + ln(l) per row, Q/K/V/O [B, H, S, 128] bf16, LSE [B, H, S] fp32, S a multiple of 128.
-// The causal task's solution (sm100a_tcgen05_fwd_causal.cu) is this file with kCausal = true.
+// mha_*_d128 and mha_*_d128_causal carry this same file except for the value of kCausal
+// (tools/blackwell-check/census.sh checks that the two copies differ in that line only).
 //
 // STATUS: compiles for sm_100a (NVRTC + ptxas, tools/blackwell-check) but has NEVER RUN: no
 // Blackwell GPU was available when it was written. The task marks sm_100a runtime_unverified.
@@ -67,10 +70,10 @@ enum : int {
   kChunk = 32,  // Columns per tcgen05.ld.32x32b.x32.
 };
 enum : u32 {
-  kBoxBytes = 128 * 64 * 2,     // One TMA box: 128 rows x 64 bf16 (128 bytes, one swizzle row).
-  kTileBytes = 2 * kBoxBytes,   // 128 x 128 bf16.
+  kBoxBytes = 128 * 64 * 2,    // One TMA box: 128 rows x 64 bf16 (128 bytes, one swizzle row).
+  kTileBytes = 2 * kBoxBytes,  // 128 x 128 bf16.
   kQOffset = 0,
-  kStageOffset = kTileBytes,    // Stage s: K at kStageOffset + s * 2 * kTileBytes, V after it.
+  kStageOffset = kTileBytes,  // Stage s: K at kStageOffset + s * 2 * kTileBytes, V after it.
   kPOffset = kStageOffset + 4 * kTileBytes,
   kSmemBytes = kPOffset + kTileBytes,
   kTmemColumns = 512,
@@ -90,7 +93,8 @@ __device__ __forceinline__ u32 tile_chunk_offset(u32 row, u32 chunk16) {
 }  // namespace
 
 extern "C" __global__ void __launch_bounds__(kThreads, 1)
-    mha_fwd_tcgen05(const __grid_constant__ CUtensorMap tmQ, const __grid_constant__ CUtensorMap tmK,
+    mha_fwd_tcgen05(const __grid_constant__ CUtensorMap tmQ,
+                    const __grid_constant__ CUtensorMap tmK,
                     const __grid_constant__ CUtensorMap tmV, u16* O, float* LSE, int S,
                     float scale) {
   __shared__ alignas(8) u64 q_full;
