@@ -276,7 +276,11 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
                          kIdescMM, k > 0);
         }
         bw::tcgen05_commit(&dq_full);
-        bw::tcgen05_commit(&qdo_empty);
+        if (i + 1 < num_q_blocks) {
+          // Frees Q / dO for the next block. Only when there is one, so no asynchronous arrival
+          // is still in flight when the CTA exits.
+          bw::tcgen05_commit(&qdo_empty);
+        }
       }
     }
     __syncwarp();

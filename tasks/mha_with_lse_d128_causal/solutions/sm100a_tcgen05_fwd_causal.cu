@@ -217,7 +217,11 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
                            kIdescPV, /*accumulate=*/prev > 0 || k > 0);
           }
           bw::tcgen05_commit(&o_done);
-          bw::tcgen05_commit(&kv_empty[stage]);
+          if (prev + 2 < num_kv_blocks) {
+            // Frees the stage for block prev + 2. Only when that block exists, so no
+            // asynchronous arrival is still in flight when the CTA exits.
+            bw::tcgen05_commit(&kv_empty[stage]);
+          }
         }
       }
     }
