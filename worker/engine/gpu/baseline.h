@@ -1,6 +1,6 @@
 // The frontier-library baseline of a task: what the reference outputs come from, and what the
 // candidate is timed against. Each library sits behind this interface in its own .cc
-// (cublaslt_baseline.cc; cuDNN SDPA later); their headers never leak.
+// (cublaslt_baseline.cc, cudnn_sdpa_baseline.cc); their headers never leak.
 #ifndef PTXBENCH_WORKER_ENGINE_GPU_BASELINE_H_
 #define PTXBENCH_WORKER_ENGINE_GPU_BASELINE_H_
 
@@ -34,13 +34,22 @@ absl::StatusOr<std::unique_ptr<Baseline>> CreateBaseline(
     const std::string& library, const std::string& operation,
     const std::map<std::string, int64_t>& axes);
 
-// Versions of every baseline library linked into this build ({"cublaslt": 130100}): part of the
-// reference cache key.
+// Versions of every baseline library linked into this build ({"cublaslt": 130100, "cudnn":
+// 91900}): part of the reference cache key.
 nlohmann::json BaselineLibraryVersions();
 
 // Implemented in cublaslt_baseline.cc.
 absl::StatusOr<std::unique_ptr<Baseline>> CreateCublasLtGemm(
     const std::string& operation, const std::map<std::string, int64_t>& axes);
+
+// Implemented in cudnn_sdpa_baseline.cc: "sdpa_fwd_bf16[_causal]" (inputs Q, K, V; outputs O
+// and LSE, the natural-log log-sum-exp of each scaled row) and "sdpa_bwd_bf16[_causal]" (inputs
+// Q, K, V, O, dO, LSE; outputs dQ, dK, dV), all [B, H, S, D] bf16 with LSE [B, H, S] fp32 and
+// scale 1/sqrt(D). Plans are built once per operation and shape in a process.
+absl::StatusOr<std::unique_ptr<Baseline>> CreateCudnnSdpa(
+    const std::string& operation, const std::map<std::string, int64_t>& axes);
+// cudnnGetVersion() of the library loaded at run time (91900 for 9.19.0).
+int64_t CudnnVersion();
 
 }  // namespace ptxbench::gpu
 

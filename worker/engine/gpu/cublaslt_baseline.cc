@@ -129,13 +129,14 @@ absl::StatusOr<std::unique_ptr<Baseline>> CreateCublasLtGemm(
 }
 
 nlohmann::json BaselineLibraryVersions() {
-  return nlohmann::json{{"cublaslt", cublasLtGetVersion()}};
+  return nlohmann::json{{"cublaslt", cublasLtGetVersion()}, {"cudnn", CudnnVersion()}};
 }
 
 absl::StatusOr<std::unique_ptr<Baseline>> CreateBaseline(
     const std::string& library, const std::string& operation,
     const std::map<std::string, int64_t>& axes) {
   if (library == "cublaslt") return CreateCublasLtGemm(operation, axes);
+  if (library == "cudnn") return CreateCudnnSdpa(operation, axes);
   return absl::UnimplementedError(
       absl::StrCat("baseline library '", library, "' is not implemented in this build"));
 }

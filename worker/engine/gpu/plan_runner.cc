@@ -63,6 +63,12 @@ absl::StatusOr<std::vector<WorkloadTensor>> ResolveTensors(const Task& task,
       t.elements *= static_cast<uint64_t>(*value);
     }
     t.bytes = t.elements * static_cast<uint64_t>(BuiltinDTypeBytes(t.dtype));
+    if (spec.derived.has_value()) {
+      t.derived_library = task.baseline_library;
+      t.derived_operation = spec.derived->operation;
+      t.derived_output = spec.derived->output;
+      t.axes = workload.axes;
+    }
     out.push_back(std::move(t));
   }
   return out;
@@ -74,6 +80,11 @@ absl::StatusOr<TensorSet> TensorSet::Allocate(std::vector<WorkloadTensor> tensor
     ASSIGN_OR_RETURN(DeviceBuffer b, DeviceBuffer::Allocate(t.bytes));
     set.buffers_.push_back(std::move(b));
   }
+  for (const WorkloadTensor& t : tensors) {
+    if (t.derived_operation.empty()) continue;
+    ASSIGN_OR_RETURN(set.derived_, DerivedInputs::Create(tensors, t.axes));
+    break;
+  }
   set.tensors_ = std::move(tensors);
   return set;
 }
@@ -81,11 +92,11 @@ absl::StatusOr<TensorSet> TensorSet::Allocate(std::vector<WorkloadTensor> tensor
 absl::Status TensorSet::GenerateInputs(Builtins& builtins, uint64_t seed, cudaStream_t stream) {
   for (size_t i = 0; i < tensors_.size(); ++i) {
     const WorkloadTensor& t = tensors_[i];
-    if (t.output) continue;
+    if (t.output || !t.derived_operation.empty()) continue;
     RETURN_IF_ERROR(builtins.Generate(buffers_[i].get(), t.elements, t.dtype, t.distribution, seed,
                                       static_cast<uint32_t>(t.task_index), stream));
   }
-  return absl::OkStatus();
+  return derived_.Fill(buffers_, stream);
 }
 
 absl::Status TensorSet::PoisonOutputs(Builtins& builtins, cudaStream_t stream) {

@@ -6,11 +6,13 @@
 #include <cuda.h>
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "common/task.h"
+#include "worker/engine/gpu/derived_inputs.h"
 #include "worker/engine/gpu/runtime.h"
 #include "worker/engine/plan.h"
 
@@ -27,6 +29,12 @@ struct WorkloadTensor {
   std::vector<int64_t> shape;  // Row-major, outermost first.
   uint64_t elements = 0;
   uint64_t bytes = 0;
+  // A derived input (TensorSpec::derived): output `derived_output` of the baseline library's
+  // `derived_operation`, computed on the workload's axes instead of drawn.
+  std::string derived_library;
+  std::string derived_operation;
+  std::string derived_output;
+  std::map<std::string, int64_t> axes;  // The workload's, for the derivation.
 };
 
 // The task's tensors with their shapes evaluated for one workload.
@@ -41,7 +49,8 @@ class TensorSet {
   TensorSet(TensorSet&&) = default;
   TensorSet& operator=(TensorSet&&) = default;
 
-  // Inputs from (seed, tensor index): the same bits in every process.
+  // Inputs from (seed, tensor index): the same bits in every process. Derived inputs are then
+  // computed from the drawn ones (derived_inputs.h).
   absl::Status GenerateInputs(Builtins& builtins, uint64_t seed, cudaStream_t stream);
   // Outputs overwritten with the dtype's NaN poison.
   absl::Status PoisonOutputs(Builtins& builtins, cudaStream_t stream);
@@ -52,7 +61,9 @@ class TensorSet {
   absl::StatusOr<std::string> DownloadOutput(size_t output_ordinal, cudaStream_t stream) const;
   // The same, without running any kernel (host generation, copies only): for a process where
   // the submission's kernel must be the first kernel to execute (evaluator.cc, instrument
-  // fallback). Values match GenerateInputs to within a rounding step, not bit for bit.
+  // fallback). Values match GenerateInputs to within a rounding step, not bit for bit; derived
+  // inputs are drawn like the others here (running the library would be a kernel before the
+  // submission's).
   absl::Status UploadInputsFromHost(uint64_t seed, cudaStream_t stream);
   absl::Status PoisonOutputsByCopy(cudaStream_t stream);
   // Zeroes every buffer (the baseline's outputs are cleared before they are freed).
@@ -67,6 +78,7 @@ class TensorSet {
  private:
   std::vector<WorkloadTensor> tensors_;
   std::vector<DeviceBuffer> buffers_;
+  DerivedInputs derived_;
 };
 
 // One plan bound to one TensorSet: scratch buffers, tensor maps and argument slots are built
