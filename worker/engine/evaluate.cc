@@ -23,11 +23,9 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/expr.h"
-#include "common/sha256.h"
 #include "common/status.h"
 #include "worker/engine/gpu/compare.h"
 #include "worker/engine/gpu/philox.h"
-#include "worker/engine/gpu/poison.h"
 #include "worker/engine/gpu/protocol.h"
 #include "worker/engine/gpu/target_analysis.h"
 #include "worker/engine/sandbox.h"
@@ -61,49 +59,6 @@ absl::StatusOr<uint64_t> RandomU64() {
   close(fd);
   if (n != sizeof v) return absl::InternalError("short read from /dev/urandom");
   return v;
-}
-
-gpu::ElementType ElementTypeOf(DType d) {
-  switch (d) {
-    case DType::kBF16:
-      return gpu::ElementType::kBF16;
-    case DType::kFP16:
-      return gpu::ElementType::kFP16;
-    case DType::kFP32:
-      return gpu::ElementType::kFP32;
-    case DType::kFP8E4M3:
-      return gpu::ElementType::kFP8E4M3;
-    case DType::kInt32:
-      return gpu::ElementType::kInt32;
-  }
-  return gpu::ElementType::kFP32;
-}
-
-uint32_t PoisonOf(DType d) {
-  switch (d) {
-    case DType::kBF16:
-      return gpu::kPoisonBF16;
-    case DType::kFP16:
-      return gpu::kPoisonFP16;
-    case DType::kFP32:
-      return gpu::kPoisonFP32;
-    case DType::kFP8E4M3:
-      return gpu::kPoisonFP8E4M3;
-    case DType::kInt32:
-      return gpu::kPoisonInt32;
-  }
-  return gpu::kPoisonFP32;
-}
-
-gpu::ToleranceRule RuleOf(const Tolerance& t) {
-  gpu::ToleranceRule r;
-  r.kind = t.rule == Tolerance::Rule::kRelativeNorm ? gpu::ToleranceRule::Kind::kRelativeNorm
-                                                    : gpu::ToleranceRule::Kind::kAllClose;
-  r.atol = t.atol;
-  r.rtol = t.rtol;
-  r.matched_ratio = t.matched_ratio;
-  r.max_relative_norm = t.max_relative_norm;
-  return r;
 }
 
 struct OutputSpec {
@@ -225,11 +180,14 @@ class Evaluation {
   // ---- references
   absl::Status RequestReference(const std::string& workload, uint64_t seed);
   absl::StatusOr<json> AwaitReference(const std::string& workload, uint64_t seed);
-  absl::StatusOr<std::string> ReferencePath(const std::string& workload, uint64_t seed,
-                                            const std::string& tensor);
+  // Has the reference process compare `outputs` (as handed over by the process `owner`) with
+  // its reference, on the GPU. When it cannot map the owner's buffers (CUDA IPC refused), the
+  // owner writes them to files under `prefix` and the evaluation goes on with files.
   absl::StatusOr<gpu::CompareReport> CompareWithReference(const std::string& workload,
                                                           uint64_t seed, const json& outputs,
-                                                          json* detail);
+                                                          json* detail, Sandbox* owner,
+                                                          const std::string& prefix,
+                                                          bool keep_reference = false);
 
   // ---- stages
   absl::StatusOr<std::optional<Verdict>> CompileStage();
@@ -254,7 +212,6 @@ class Evaluation {
   std::string evaluator_;
   std::string work_;
   std::string reference_dir_;
-  std::string cache_dir_;
   std::string compile_dir_;
   std::string candidate_dir_;
   bool root_ = false;
@@ -268,8 +225,9 @@ class Evaluation {
   double sassmap_spawned_at_ = 0;
   std::map<std::pair<std::string, uint64_t>, json> references_;
   std::set<std::pair<std::string, uint64_t>> reference_requested_;
-  std::set<std::pair<std::string, uint64_t>> reference_cached_;
-  std::set<std::pair<std::string, uint64_t>> public_seeds_;
+  // How candidate outputs reach the reference process: "ipc" (mapped on the device) until the
+  // reference process reports it cannot map them, then "file".
+  std::string transfer_ = "ipc";
   double kernel_seconds_ = 0;  // Time spent inside the submission's and baseline's launches.
   json seeds_ = json::object();
 };
@@ -304,9 +262,6 @@ absl::Status Evaluation::Setup() {
   ASSIGN_OR_RETURN(work_, CreatePrivateDir(root, "ptxbench-eval-"));
   // The supervisor's own directories stay 0700 root-owned: sandboxes (nobody) cannot enter.
   ASSIGN_OR_RETURN(reference_dir_, CreatePrivateDir(work_, "reference-"));
-  cache_dir_ = opt_.reference_cache_dir.empty() ? root + "/ptxbench-reference-cache"
-                                                : opt_.reference_cache_dir;
-  mkdir(cache_dir_.c_str(), 0700);
   chmod(work_.c_str(), 0711);  // Sandboxes traverse to their own subdirectory only.
   return absl::OkStatus();
 }
@@ -424,6 +379,12 @@ StepResult Evaluation::Await(Sandbox& s, const std::string& expected, double tim
       r.event = std::move(event);
       return r;
     }
+    if (name == "reference" && &s == reference_.get()) {
+      // A queued reference finished while a comparison was awaited: keep it.
+      auto seed = ParseU64(event["seed"]);
+      if (seed.ok()) references_[{event.value("workload", std::string()), *seed}] = event;
+      continue;
+    }
     if (name == "error") {
       r.outcome = Outcome::kInfrastructure;
       r.message = absl::StrCat(what, ": ", event.value("kind", std::string()), ": ",
@@ -469,46 +430,14 @@ Verdict Evaluation::Finish(VerdictClass c, const std::string& message) {
 
 // ------------------------------------------------------------------ references
 
-absl::StatusOr<std::string> Evaluation::ReferencePath(const std::string& workload, uint64_t seed,
-                                                      const std::string& tensor) {
-  auto key = std::make_pair(workload, seed);
-  if (reference_cached_.count(key)) {
-    return absl::StrCat(cache_dir_, "/", workload, ".", U64(seed), ".", tensor, ".bin");
-  }
-  return absl::StrCat(reference_dir_, "/", workload, ".", U64(seed), ".", tensor, ".bin");
-}
-
 absl::Status Evaluation::RequestReference(const std::string& workload, uint64_t seed) {
   auto key = std::make_pair(workload, seed);
   if (reference_requested_.count(key)) return absl::OkStatus();
   reference_requested_.insert(key);
-  // Public seeds' references are cached; cache_dir_ already names the key (task version,
-  // device, library versions, generator version) once the reference process is ready.
-  bool cached = false;
-  if (seeds_.contains("public_cache_dir") && public_seeds_.count(key)) {
-    const Workload* w = nullptr;
-    for (const Workload& x : task_.workloads) {
-      if (x.name == workload) w = &x;
-    }
-    if (w == nullptr) return absl::InternalError("unknown workload " + workload);
-    ASSIGN_OR_RETURN(auto outputs, OutputsOf(task_, *w));
-    cached = true;
-    for (const OutputSpec& o : outputs) {
-      std::string p = absl::StrCat(cache_dir_, "/", workload, ".", U64(seed), ".", o.name, ".bin");
-      struct stat st;
-      if (stat(p.c_str(), &st) != 0 ||
-          static_cast<uint64_t>(st.st_size) != o.elements * DTypeBytes(o.dtype)) {
-        cached = false;
-      }
-    }
-  }
-  if (cached) reference_cached_.insert(key);
-  return reference_->Send(
-      {{"cmd", "reference"},
-       {"workload", workload},
-       {"seed", U64(seed)},
-       {"compute", !cached},
-       {"prefix", absl::StrCat(reference_dir_, "/", workload, ".", U64(seed))}});
+  // Computed on the device and kept there until compared: recomputing (0.8 ms for the timed
+  // GEMM) costs less than reading a cached 117 MB file back, so nothing is cached across
+  // evaluations any more.
+  return reference_->Send({{"cmd", "reference"}, {"workload", workload}, {"seed", U64(seed)}});
 }
 
 absl::StatusOr<json> Evaluation::AwaitReference(const std::string& workload, uint64_t seed) {
@@ -525,11 +454,44 @@ absl::StatusOr<json> Evaluation::AwaitReference(const std::string& workload, uin
   return references_[key];
 }
 
-absl::StatusOr<gpu::CompareReport> Evaluation::CompareWithReference(const std::string& workload,
-                                                                    uint64_t seed,
-                                                                    const json& outputs,
-                                                                    json* detail) {
+absl::StatusOr<gpu::CompareReport> Evaluation::CompareWithReference(
+    const std::string& workload, uint64_t seed, const json& outputs_in, json* detail,
+    Sandbox* owner, const std::string& prefix, bool keep_reference) {
   ASSIGN_OR_RETURN(json ref, AwaitReference(workload, seed));
+  (void)ref;
+  json outputs = outputs_in;
+  json event;
+  for (int attempt = 0;; ++attempt) {
+    RETURN_IF_ERROR(reference_->Send({{"cmd", "compare"},
+                                      {"workload", workload},
+                                      {"seed", U64(seed)},
+                                      {"outputs", outputs},
+                                      {"keep", keep_reference}}));
+    StepResult r = Await(*reference_, "compare", 600, "comparison");
+    if (r.outcome != Outcome::kOk) {
+      return absl::InternalError(absl::StrCat("reference process failed: ", r.message));
+    }
+    event = std::move(r.event);
+    if (!event.contains("ipc_failed")) break;
+    // CUDA IPC refused between the two processes: files from now on.
+    std::string why = event.value("ipc_failed", std::string());
+    report_["output_transfer"] = {{"mode", "file"}, {"ipc_refused", why}};
+    transfer_ = "file";
+    if (owner == nullptr || attempt > 0) {
+      return absl::InternalError(absl::StrCat("the reference process cannot map outputs: ", why));
+    }
+    RETURN_IF_ERROR(owner->Send({{"cmd", "save_outputs"}, {"prefix", prefix}}));
+    StepResult saved = Await(*owner, "outputs", opt_.trial_timeout_seconds, "saving outputs");
+    if (saved.outcome != Outcome::kOk) {
+      return absl::InternalError(
+          absl::StrCat("saving outputs after a refused mapping: ", saved.message));
+    }
+    outputs = saved.event["outputs"];
+  }
+  for (const json& f : outputs) {
+    // Outputs are large; the report keeps what matters.
+    if (f.contains("path")) unlink(f.value("path", std::string()).c_str());
+  }
   const Workload* w = nullptr;
   for (const Workload& x : task_.workloads) {
     if (x.name == workload) w = &x;
@@ -539,24 +501,16 @@ absl::StatusOr<gpu::CompareReport> Evaluation::CompareWithReference(const std::s
   gpu::CompareReport worst;
   worst.pass = true;
   json per_tensor = json::object();
+  const json tensors = event.value("tensors", json::object());
   for (const OutputSpec& o : specs) {
-    std::string got_path;
-    for (const json& f : outputs) {
-      if (f.value("tensor", std::string()) == o.name) got_path = f.value("path", std::string());
+    if (!tensors.contains(o.name)) {
+      return absl::InternalError("the reference process did not compare " + o.name);
     }
-    if (got_path.empty()) return absl::InternalError("evaluator wrote no file for " + o.name);
-    ASSIGN_OR_RETURN(std::string ref_path, ReferencePath(workload, seed, o.name));
-    ASSIGN_OR_RETURN(std::string got, gpu::ReadFileBytes(got_path));
-    ASSIGN_OR_RETURN(std::string expected, gpu::ReadFileBytes(ref_path));
-    uint64_t bytes = o.elements * DTypeBytes(o.dtype);
-    if (got.size() != bytes || expected.size() != bytes) {
-      return absl::InternalError(absl::StrFormat("output %s: %d bytes, reference %d, expected %d",
-                                                 o.name, got.size(), expected.size(), bytes));
+    ASSIGN_OR_RETURN(gpu::CompareReport r, gpu::CompareReportFromJson(tensors[o.name]));
+    if (r.elements != o.elements) {
+      return absl::InternalError(absl::StrFormat("output %s: %d elements compared, expected %d",
+                                                 o.name, r.elements, o.elements));
     }
-    gpu::CompareReport r =
-        gpu::CompareOutputs(got.data(), expected.data(), o.elements, ElementTypeOf(o.dtype),
-                            o.shape, RuleOf(task_.tolerance), PoisonOf(o.dtype));
-    unlink(got_path.c_str());  // Outputs are large; the report keeps what matters.
     if (r.reference_nonfinite > 0 || r.reference_norm == 0) {
       return absl::InternalError(absl::StrCat("reference for ", workload, "/", U64(seed), "/",
                                               o.name, " is degenerate: ", r.reason));
@@ -570,6 +524,7 @@ absl::StatusOr<gpu::CompareReport> Evaluation::CompareWithReference(const std::s
     }
   }
   (*detail)["tensors"] = per_tensor;
+  (*detail)["reference_process_seconds"] = event.value("seconds", 0.0);
   return worst;
 }
 
@@ -769,18 +724,7 @@ absl::StatusOr<std::optional<Verdict>> Evaluation::CorrectnessStage() {
         absl::StrCat("compiled; correctness, target-instruction and timing stages were SKIPPED: ",
                      unavailable_reason_)));
   }
-  // Reference cache for public seeds, keyed by everything that can change the library's bits
-  // (not the device's UUID or clocks).
-  std::string key_text = absl::StrCat(
-      task_.version_hash, "|", device_.value("name", std::string()), "|",
-      device_.value("compute_capability", std::string()), "|", device_.value("runtime_version", 0),
-      "|", device_.value("library_versions", json::object()).dump(), "|gen", gpu::kGeneratorVersion,
-      "|", task_.baseline_library, "/", task_.baseline_operation);
-  cache_dir_ = absl::StrCat(cache_dir_, "/", Sha256Hex(key_text).substr(0, 24));
-  mkdir(cache_dir_.c_str(), 0700);
-  seeds_["public_cache_dir"] = cache_dir_;
-
-  // Seeds: public (fixed per task and workload, cacheable) then secret (fresh per evaluation).
+  // Seeds: public (fixed per task and workload) then secret (fresh per evaluation).
   std::vector<const Workload*> order;
   for (const Workload& w : task_.workloads) order.push_back(&w);
   std::map<std::string, uint64_t> size_of;
@@ -807,7 +751,6 @@ absl::StatusOr<std::optional<Verdict>> Evaluation::CorrectnessStage() {
     for (int i = 0; i < opt_.public_seeds; ++i) {
       uint64_t s = Mix64(HashText(task_.id + "/" + w->name) + static_cast<uint64_t>(i));
       trials.push_back({w->name, s, true});
-      public_seeds_.insert({w->name, s});
       ws.push_back({{"seed", U64(s)}, {"kind", "public"}});
     }
     for (int i = 0; i < std::max(1, w->trials); ++i) {
@@ -843,20 +786,34 @@ absl::StatusOr<std::optional<Verdict>> Evaluation::CorrectnessStage() {
       {{"mode", "candidate"}, {"ready_seconds", Now() - c0}, {"isolation", isolation}});
 
   json results = json::array();
-  // Every trial is queued at once: the candidate runs trial i+1 while its output of trial i is
-  // compared here (a failed evaluation just kills the process with the rest of its queue).
-  int index = 0;
-  for (const Trial& t : trials) {
-    std::string prefix = absl::StrCat(candidate_dir_, "/trial", index++);
-    RETURN_IF_ERROR(candidate_->Send(
-        {{"cmd", "trial"}, {"workload", t.workload}, {"seed", U64(t.seed)}, {"prefix", prefix}}));
-  }
-  if (opt_.run_timing) {
-    // Baseline handle, its buffers and NVML, set up once the trials are done, while the
-    // supervisor still compares and the instrumented runs go on.
-    RETURN_IF_ERROR(candidate_->Send({{"cmd", "prepare_timing"}, {"workload", timed}}));
-  }
-  for (const Trial& t : trials) {
+  // With files, every trial is queued at once: the candidate runs trial i+1 while its output of
+  // trial i is compared (a failed evaluation just kills the process with the rest of its queue).
+  // With CUDA IPC the reference process reads the candidate's own output buffers, so trial i+1
+  // is sent once trial i is compared (a round trip of a few milliseconds).
+  size_t sent = 0;
+  bool prepare_sent = false;
+  auto trial_prefix = [&](size_t k) { return absl::StrCat(candidate_dir_, "/trial", k); };
+  auto send_trials = [&](size_t done) -> absl::Status {
+    const size_t want = transfer_ == "ipc" ? std::min(done + 1, trials.size()) : trials.size();
+    for (; sent < want; ++sent) {
+      const Trial& t = trials[sent];
+      RETURN_IF_ERROR(candidate_->Send({{"cmd", "trial"},
+                                        {"workload", t.workload},
+                                        {"seed", U64(t.seed)},
+                                        {"prefix", trial_prefix(sent)},
+                                        {"transfer", transfer_}}));
+    }
+    if (sent == trials.size() && !prepare_sent && opt_.run_timing) {
+      // Baseline handle, its buffers and NVML, set up once the trials are done, while the
+      // supervisor still compares and the instrumented runs go on.
+      RETURN_IF_ERROR(candidate_->Send({{"cmd", "prepare_timing"}, {"workload", timed}}));
+      prepare_sent = true;
+    }
+    return absl::OkStatus();
+  };
+  for (size_t k = 0; k < trials.size(); ++k) {
+    const Trial& t = trials[k];
+    RETURN_IF_ERROR(send_trials(k));
     double w0 = Now();
     StepResult step = Await(*candidate_, "trial", opt_.trial_timeout_seconds,
                             absl::StrCat("correctness trial (workload ", t.workload, ")"));
@@ -869,22 +826,10 @@ absl::StatusOr<std::optional<Verdict>> Evaluation::CorrectnessStage() {
     const double candidate_wait = Now() - w0;
     ASSIGN_OR_RETURN(json ref, AwaitReference(t.workload, t.seed));
     const double reference_wait = Now() - w0 - candidate_wait;
-    // Public references computed just now go into the cache for the next evaluations.
-    if (t.is_public && !reference_cached_.count({t.workload, t.seed}) && ref.contains("outputs")) {
-      bool moved = true;
-      for (const json& f : ref["outputs"]) {
-        std::string from = f.value("path", std::string());
-        std::string to = absl::StrCat(cache_dir_, "/", t.workload, ".", U64(t.seed), ".",
-                                      f.value("tensor", std::string()), ".bin");
-        if (rename(from.c_str(), to.c_str()) != 0) moved = false;
-      }
-      if (moved) reference_cached_.insert({t.workload, t.seed});
-    }
     json trial = {{"workload", t.workload},
                   {"seed", U64(t.seed)},
                   {"seed_kind", t.is_public ? "public" : "secret"},
-                  {"kernel_ms", step.event.value("kernel_ms", 0.0)},
-                  {"reference_cached", ref.contains("outputs") ? false : true}};
+                  {"kernel_ms", step.event.value("kernel_ms", 0.0)}};
     if (step.event["input_hash_before"] != ref["input_hash"]) {
       return absl::InternalError(absl::StrCat(
           "candidate and reference processes generated different inputs for ", t.workload, " seed ",
@@ -903,9 +848,12 @@ absl::StatusOr<std::optional<Verdict>> Evaluation::CorrectnessStage() {
     }
     json cmp_detail;
     double c0 = Now();
+    const bool by_ipc = transfer_ == "ipc";
     ASSIGN_OR_RETURN(gpu::CompareReport cmp,
-                     CompareWithReference(t.workload, t.seed, step.event["outputs"], &cmp_detail));
+                     CompareWithReference(t.workload, t.seed, step.event["outputs"], &cmp_detail,
+                                          candidate_.get(), trial_prefix(k)));
     trial["compare"] = cmp_detail;
+    trial["transfer"] = by_ipc && transfer_ == "ipc" ? "ipc" : "file";
     trial["pass"] = cmp.pass;
     trial["seconds"] = {{"candidate_process", step.event.value("seconds", 0.0)},
                         {"waiting_for_candidate", candidate_wait},
@@ -973,6 +921,7 @@ absl::StatusOr<std::optional<Verdict>> Evaluation::TargetStage() {
       r["launch_index"] = launch_index;
       r["host_inputs"] = host_inputs;
       r["output_prefix"] = dir + "/instrumented";
+      r["transfer"] = transfer_;
       ASSIGN_OR_RETURN(std::string path, WriteRequest(dir, "request.json", r));
       ASSIGN_OR_RETURN(auto sandbox, Spawn("instrument", path, dir,
                                            opt_.instrument_timeout_seconds + 30, !keep_root));
@@ -1012,8 +961,11 @@ absl::StatusOr<std::optional<Verdict>> Evaluation::TargetStage() {
           return absl::InternalError(
               "instrumented run generated different inputs than the reference");
         }
+        // The reference is kept: every kernel of the plan gets an instrumented run on this seed.
         ASSIGN_OR_RETURN(gpu::CompareReport cmp,
-                         CompareWithReference(timed, seed, step.event["outputs"], &cmp_detail));
+                         CompareWithReference(timed, seed, step.event["outputs"], &cmp_detail,
+                                              sandbox.get(), dir + "/instrumented", true));
+        (void)sandbox->Send({{"cmd", "quit"}});  // Its exported outputs are no longer needed.
         summary["compare"] = cmp_detail;
         run_details.push_back(summary);
         if (step.event["input_hash_after"] != step.event["input_hash_before"]) {
@@ -1090,7 +1042,8 @@ absl::StatusOr<std::optional<Verdict>> Evaluation::TimingStage() {
               {"warmup_seconds", opt_.timing.warmup_seconds},
               {"check_every", opt_.timing.check_every},
               {"max_checks", opt_.timing.max_checks},
-              {"check_prefix", candidate_dir_ + "/timed-check"}};
+              {"check_prefix", candidate_dir_ + "/timed-check"},
+              {"transfer", transfer_}};
   // The checked samples sit at secret positions the supervisor knows too: their references are
   // queued now and computed while the timing loop runs.
   const uint64_t check_seed = SecretSeed("timing/check", 0);
@@ -1117,8 +1070,8 @@ absl::StatusOr<std::optional<Verdict>> Evaluation::TimingStage() {
   for (const json& c : step.event.value("checks", json::array())) {
     ASSIGN_OR_RETURN(uint64_t seed, ParseU64(c["seed"]));
     json cmp_detail;
-    ASSIGN_OR_RETURN(gpu::CompareReport cmp,
-                     CompareWithReference(timed.name, seed, c["outputs"], &cmp_detail));
+    ASSIGN_OR_RETURN(gpu::CompareReport cmp, CompareWithReference(timed.name, seed, c["outputs"],
+                                                                  &cmp_detail, nullptr, ""));
     checks.push_back({{"sample", c["sample"]},
                       {"seed", c["seed"]},
                       {"pass", cmp.pass},

@@ -100,3 +100,119 @@ extern "C" __global__ void ptxbench_health(int* out, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) out[i] = i * 3 + 1;
 }
+
+// ---------------------------------------------------------------- output comparison
+// The rule of compare.cc's CompareOutputs, element for element in double precision, so the GPU
+// and the CPU oracle agree exactly on counts and maxima (the sums differ only by summation
+// order). Block b owns the contiguous range [b*chunk, min((b+1)*chunk, count)) and writes one
+// CompareBlockResult; the host adds the blocks in order (deterministic), and finds the first
+// mismatches in the first blocks that have any.
+
+// Mirrors runtime.cc's CompareBlockResult (64 bytes).
+struct CompareBlockResult {
+  unsigned long long mismatched, nonfinite, unwritten, reference_nonfinite;
+  double max_abs, max_rel, err_sq, ref_sq;
+};
+
+namespace {
+
+__device__ __forceinline__ double DecodeE4M3(uint32_t b) {
+  int sign = (b >> 7) & 1, exponent = (b >> 3) & 0xF, mantissa = b & 0x7;
+  double v;
+  if (exponent == 0xF && mantissa == 0x7) {
+    v = __longlong_as_double(0x7FF8000000000000ll);  // NaN: e4m3 has no Inf.
+  } else if (exponent == 0) {
+    v = ldexp(static_cast<double>(mantissa), -9);
+  } else {
+    v = ldexp(static_cast<double>(mantissa | 0x8), exponent - 10);
+  }
+  return sign ? -v : v;
+}
+
+__device__ __forceinline__ uint32_t RawElement(const void* data, uint64_t i, int dtype) {
+  switch (dtype) {
+    case kBF16:
+    case kFP16: return static_cast<const uint16_t*>(data)[i];
+    case kFP8E4M3: return static_cast<const uint8_t*>(data)[i];
+    default: return static_cast<const uint32_t*>(data)[i];
+  }
+}
+
+__device__ __forceinline__ double DecodeRaw(uint32_t bits, int dtype) {
+  switch (dtype) {
+    case kBF16: return static_cast<double>(__uint_as_float(bits << 16));
+    case kFP16: return static_cast<double>(__half2float(__ushort_as_half(static_cast<unsigned short>(bits))));
+    case kFP32: return static_cast<double>(__uint_as_float(bits));
+    case kFP8E4M3: return DecodeE4M3(bits);
+    default: return static_cast<double>(static_cast<int32_t>(bits));
+  }
+}
+
+}  // namespace
+
+extern "C" __global__ void __launch_bounds__(256)
+    ptxbench_compare(const void* got, const void* expected, uint64_t count, int dtype,
+                     uint32_t poison_bits, double atol, double rtol, uint64_t chunk,
+                     CompareBlockResult* results) {
+  const uint64_t begin = blockIdx.x * chunk;
+  const uint64_t end = begin + chunk < count ? begin + chunk : count;
+  unsigned long long mismatched = 0, nonfinite = 0, unwritten = 0, reference_nonfinite = 0;
+  double max_abs = 0, max_rel = 0, err_sq = 0, ref_sq = 0;
+  for (uint64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
+    const uint32_t got_bits = RawElement(got, i, dtype);
+    const uint32_t expected_bits = RawElement(expected, i, dtype);
+    const double g = DecodeRaw(got_bits, dtype);
+    const double e = DecodeRaw(expected_bits, dtype);
+    if (!isfinite(e)) {
+      ++reference_nonfinite;
+      continue;
+    }
+    ref_sq += e * e;
+    if (!isfinite(g)) {
+      ++nonfinite;
+      if (dtype != kInt32 && got_bits == poison_bits) ++unwritten;
+      continue;
+    }
+    if (dtype == kInt32 && got_bits == poison_bits && expected_bits != poison_bits) ++unwritten;
+    const double d = fabs(g - e);
+    err_sq += d * d;
+    max_abs = fmax(max_abs, d);
+    if (e != 0) max_rel = fmax(max_rel, d / fabs(e));
+    if (d > atol && d > rtol * fabs(e)) ++mismatched;
+  }
+  // Fixed-shape tree reduction: the same grid gives the same bits every run.
+  __shared__ unsigned long long counts[4][256];
+  __shared__ double values[4][256];
+  const unsigned t = threadIdx.x;
+  counts[0][t] = mismatched;
+  counts[1][t] = nonfinite;
+  counts[2][t] = unwritten;
+  counts[3][t] = reference_nonfinite;
+  values[0][t] = max_abs;
+  values[1][t] = max_rel;
+  values[2][t] = err_sq;
+  values[3][t] = ref_sq;
+  __syncthreads();
+  for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
+    if (t < half) {
+      for (int k = 0; k < 4; ++k) counts[k][t] += counts[k][t + half];
+      values[0][t] = fmax(values[0][t], values[0][t + half]);
+      values[1][t] = fmax(values[1][t], values[1][t + half]);
+      values[2][t] += values[2][t + half];
+      values[3][t] += values[3][t + half];
+    }
+    __syncthreads();
+  }
+  if (t == 0) {
+    CompareBlockResult r;
+    r.mismatched = counts[0][0];
+    r.nonfinite = counts[1][0];
+    r.unwritten = counts[2][0];
+    r.reference_nonfinite = counts[3][0];
+    r.max_abs = values[0][0];
+    r.max_rel = values[1][0];
+    r.err_sq = values[2][0];
+    r.ref_sq = values[3][0];
+    results[blockIdx.x] = r;
+  }
+}

@@ -2,11 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/status.h"
 
 namespace ptxbench::gpu {
 namespace {
@@ -51,6 +54,10 @@ struct Partial {
   std::vector<Mismatch> first;
 };
 
+constexpr size_t kMaxReported = kMaxReportedMismatches;
+
+}  // namespace
+
 std::vector<int64_t> Coordinates(uint64_t index, const std::vector<int64_t>& shape) {
   std::vector<int64_t> c(shape.size(), 0);
   for (size_t d = shape.size(); d-- > 0;) {
@@ -60,10 +67,6 @@ std::vector<int64_t> Coordinates(uint64_t index, const std::vector<int64_t>& sha
   }
   return c;
 }
-
-constexpr size_t kMaxReported = 8;
-
-}  // namespace
 
 int ElementBytes(ElementType type) {
   switch (type) {
@@ -126,6 +129,73 @@ nlohmann::json ToJson(const CompareReport& r) {
                         {"relative_norm", r.relative_norm},
                         {"reference_norm", r.reference_norm},
                         {"first_mismatches", first}};
+}
+
+namespace {
+
+absl::Status Field(const nlohmann::json& j, const char* key, nlohmann::json::value_t kind) {
+  if (!j.contains(key)) return absl::InvalidArgumentError(absl::StrCat("compare report: no ", key));
+  const nlohmann::json& v = j[key];
+  bool ok = kind == nlohmann::json::value_t::number_float ? v.is_number() : v.type() == kind;
+  if (kind == nlohmann::json::value_t::number_unsigned) ok = v.is_number_integer();
+  if (!ok) return absl::InvalidArgumentError(absl::StrCat("compare report: bad ", key));
+  return absl::OkStatus();
+}
+
+// ToJson writes a non-finite value as text ("nan", "-inf"): strtod reads those back.
+double NumberOrText(const nlohmann::json& v) {
+  if (v.is_number()) return v.get<double>();
+  if (v.is_string()) return std::strtod(v.get<std::string>().c_str(), nullptr);
+  if (v.is_null()) return std::numeric_limits<double>::infinity();
+  return std::numeric_limits<double>::quiet_NaN();
+}
+
+}  // namespace
+
+absl::StatusOr<CompareReport> CompareReportFromJson(const nlohmann::json& j) {
+  using T = nlohmann::json::value_t;
+  if (!j.is_object()) return absl::InvalidArgumentError("compare report: not an object");
+  CompareReport r;
+  for (const char* key :
+       {"elements", "mismatched", "nonfinite", "unwritten", "reference_nonfinite"}) {
+    RETURN_IF_ERROR(Field(j, key, T::number_unsigned));
+  }
+  for (const char* key :
+       {"max_abs_error", "max_rel_error", "matched_ratio", "relative_norm", "reference_norm"}) {
+    // nlohmann writes an infinite double as null (relative_norm of a zero reference).
+    if (j.contains(key) && (j[key].is_string() || j[key].is_null())) continue;
+    RETURN_IF_ERROR(Field(j, key, T::number_float));
+  }
+  RETURN_IF_ERROR(Field(j, "pass", T::boolean));
+  RETURN_IF_ERROR(Field(j, "reason", T::string));
+  RETURN_IF_ERROR(Field(j, "first_mismatches", T::array));
+  r.pass = j["pass"].get<bool>();
+  r.reason = j["reason"].get<std::string>();
+  r.elements = j["elements"].get<uint64_t>();
+  r.mismatched = j["mismatched"].get<uint64_t>();
+  r.nonfinite = j["nonfinite"].get<uint64_t>();
+  r.unwritten = j["unwritten"].get<uint64_t>();
+  r.reference_nonfinite = j["reference_nonfinite"].get<uint64_t>();
+  r.max_abs_error = NumberOrText(j["max_abs_error"]);
+  r.max_rel_error = NumberOrText(j["max_rel_error"]);
+  r.matched_ratio = NumberOrText(j["matched_ratio"]);
+  r.relative_norm = NumberOrText(j["relative_norm"]);
+  r.reference_norm = NumberOrText(j["reference_norm"]);
+  for (const nlohmann::json& m : j["first_mismatches"]) {
+    if (!m.is_object() || !m.contains("index") || !m["index"].is_number_integer() ||
+        !m.contains("coordinates") || !m["coordinates"].is_array() || !m.contains("kind") ||
+        !m["kind"].is_string()) {
+      return absl::InvalidArgumentError("compare report: bad first_mismatches entry");
+    }
+    Mismatch x;
+    x.index = m["index"].get<uint64_t>();
+    x.coordinates = m["coordinates"].get<std::vector<int64_t>>();
+    x.got = NumberOrText(m.value("got", nlohmann::json()));
+    x.expected = NumberOrText(m.value("expected", nlohmann::json()));
+    x.kind = m["kind"].get<std::string>();
+    r.first_mismatches.push_back(std::move(x));
+  }
+  return r;
 }
 
 CompareReport CompareOutputs(const void* got, const void* expected, uint64_t count,
@@ -193,6 +263,15 @@ CompareReport CompareOutputs(const void* got, const void* expected, uint64_t cou
       if (r.first_mismatches.size() < kMaxReported) r.first_mismatches.push_back(std::move(m));
     }
   }
+  FinishCompareReport(rule, err_sq, ref_sq, &r);
+  return r;
+}
+
+void FinishCompareReport(const ToleranceRule& rule, double err_sq, double ref_sq,
+                         CompareReport* report) {
+  CompareReport& r = *report;
+  const uint64_t count = r.elements;
+  r.reason.clear();
   r.reference_norm = std::sqrt(ref_sq);
   r.relative_norm = ref_sq > 0 ? std::sqrt(err_sq / ref_sq) : (err_sq > 0 ? INFINITY : 0.0);
   uint64_t bad = r.mismatched + r.nonfinite;
@@ -217,7 +296,6 @@ CompareReport CompareOutputs(const void* got, const void* expected, uint64_t cou
         r.mismatched, count, rule.atol, rule.rtol, r.matched_ratio, rule.matched_ratio);
   }
   r.pass = r.reason.empty();
-  return r;
 }
 
 }  // namespace ptxbench::gpu

@@ -1,6 +1,8 @@
-// Output comparison against the library reference, run by the supervisor on the CPU: the
-// process that ran candidate code never holds the reference. Multi-threaded; one bf16 output of
-// the timed GEMM (8192×7168, 117 MB) takes tens of milliseconds.
+// Output comparison against the library reference. The evaluation compares on the GPU, in the
+// reference process (Builtins::Compare, builtin_kernels.cu): the process that ran candidate code
+// never holds the reference. CompareOutputs below is the same rule on the CPU: the test oracle
+// of the GPU kernel, the fake evaluator's comparison, and what the GPU side runs on the few
+// element ranges that hold the first mismatches. Multi-threaded.
 #ifndef PTXBENCH_WORKER_ENGINE_GPU_COMPARE_H_
 #define PTXBENCH_WORKER_ENGINE_GPU_COMPARE_H_
 
@@ -8,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
 
 namespace ptxbench::gpu {
@@ -53,6 +56,21 @@ struct CompareReport {
   std::vector<Mismatch> first_mismatches;  // The lowest indices, at most 8.
 };
 nlohmann::json ToJson(const CompareReport& report);
+// The inverse of ToJson (a report sent by the reference process); InvalidArgument names the
+// first missing or mistyped field.
+absl::StatusOr<CompareReport> CompareReportFromJson(const nlohmann::json& json);
+
+// Row-major multi-index of element `index` in `shape`.
+std::vector<int64_t> Coordinates(uint64_t index, const std::vector<int64_t>& shape);
+
+// Completes a report whose counts, maxima and first mismatches are set, from the sums of squared
+// errors and squared references over finite elements: norms, matched ratio, reason and verdict.
+// One function for the CPU and GPU comparisons, so both judge alike.
+void FinishCompareReport(const ToleranceRule& rule, double err_sq, double ref_sq,
+                         CompareReport* report);
+
+// The lowest-index mismatches a report lists.
+inline constexpr size_t kMaxReportedMismatches = 8;
 
 // `got` and `expected` hold `count` elements of `type`; `shape` (row-major) gives coordinates;
 // `poison` is the 32-bit pattern written over outputs before the run (its low element bits

@@ -296,6 +296,45 @@ absl::StatusOr<CUfunction> Module::Function(const std::string& name) const {
   return f;
 }
 
+absl::StatusOr<std::string> ExportIpcHandle(const void* device_pointer) {
+  cudaIpcMemHandle_t handle;
+  PTXBENCH_CUDA_TRY(cudaIpcGetMemHandle(&handle, const_cast<void*>(device_pointer)));
+  static_assert(sizeof handle.reserved == 64);
+  std::string hex;
+  for (char c : handle.reserved)
+    absl::StrAppend(&hex, absl::Hex(static_cast<unsigned char>(c), absl::kZeroPad2));
+  return hex;
+}
+
+absl::StatusOr<ImportedBuffer> ImportedBuffer::Open(const std::string& hex) {
+  cudaIpcMemHandle_t handle;
+  if (hex.size() != 2 * sizeof handle.reserved) {
+    return absl::InvalidArgumentError(absl::StrCat("IPC handle of ", hex.size(), " hex digits"));
+  }
+  for (size_t i = 0; i < sizeof handle.reserved; ++i) {
+    unsigned value = 0;
+    if (std::sscanf(hex.c_str() + 2 * i, "%2x", &value) != 1) {
+      return absl::InvalidArgumentError("IPC handle is not hexadecimal");
+    }
+    handle.reserved[i] = static_cast<char>(value);
+  }
+  ImportedBuffer b;
+  PTXBENCH_CUDA_TRY(cudaIpcOpenMemHandle(&b.ptr_, handle, cudaIpcMemLazyEnablePeerAccess));
+  return b;
+}
+
+ImportedBuffer& ImportedBuffer::operator=(ImportedBuffer&& other) noexcept {
+  if (this != &other) {
+    if (ptr_ != nullptr) cudaIpcCloseMemHandle(ptr_);
+    ptr_ = std::exchange(other.ptr_, nullptr);
+  }
+  return *this;
+}
+
+ImportedBuffer::~ImportedBuffer() {
+  if (ptr_ != nullptr) cudaIpcCloseMemHandle(ptr_);
+}
+
 absl::Status SynchronizeDevice() {
   PTXBENCH_CUDA_TRY(cudaDeviceSynchronize());
   PTXBENCH_CUDA_TRY(cudaGetLastError());
@@ -342,6 +381,7 @@ absl::StatusOr<std::unique_ptr<Builtins>> Builtins::Load(const DeviceInfo& devic
   ASSIGN_OR_RETURN(b->hash_, b->module_.Function("ptxbench_hash"));
   ASSIGN_OR_RETURN(b->flush_fn_, b->module_.Function("ptxbench_flush"));
   ASSIGN_OR_RETURN(b->health_, b->module_.Function("ptxbench_health"));
+  ASSIGN_OR_RETURN(b->compare_, b->module_.Function("ptxbench_compare"));
   ASSIGN_OR_RETURN(b->hash_result_, DeviceBuffer::Allocate(sizeof(unsigned long long)));
   // Twice the L2 (62.9 MB on the H200 -> 120 MB, overwritten in 38 us there, 2026-11-30).
   size_t flush_bytes = static_cast<size_t>(std::max<int64_t>(device.l2_bytes, 1 << 20)) * 2;
@@ -395,6 +435,110 @@ absl::Status Builtins::FlushL2(cudaStream_t stream) {
   ASSIGN_OR_RETURN(const DriverApi* api, Driver());
   PTXBENCH_CU_TRY(api->CtxResetPersistingL2Cache());
   return absl::OkStatus();
+}
+
+namespace {
+
+// builtin_kernels.cu's per-block result of ptxbench_compare.
+struct CompareBlockResult {
+  unsigned long long mismatched, nonfinite, unwritten, reference_nonfinite;
+  double max_abs, max_rel, err_sq, ref_sq;
+};
+static_assert(sizeof(CompareBlockResult) == 64);
+
+int DTypeCode(ElementType type) {
+  switch (type) {
+    case ElementType::kBF16:
+      return static_cast<int>(BuiltinDType::kBF16);
+    case ElementType::kFP16:
+      return static_cast<int>(BuiltinDType::kFP16);
+    case ElementType::kFP32:
+      return static_cast<int>(BuiltinDType::kFP32);
+    case ElementType::kFP8E4M3:
+      return static_cast<int>(BuiltinDType::kFP8E4M3);
+    case ElementType::kInt32:
+      return static_cast<int>(BuiltinDType::kInt32);
+  }
+  return static_cast<int>(BuiltinDType::kFP32);
+}
+
+}  // namespace
+
+absl::StatusOr<CompareReport> Builtins::Compare(const void* got, const void* expected,
+                                                uint64_t count, ElementType type,
+                                                const std::vector<int64_t>& shape,
+                                                const ToleranceRule& rule, uint32_t poison,
+                                                cudaStream_t stream) {
+  CompareReport r;
+  r.elements = count;
+  if (count == 0) {
+    FinishCompareReport(rule, 0, 0, &r);
+    return r;
+  }
+  // 8 blocks of 256 threads per SM keep HBM busy (the compare reads 2 x 117 MB for the timed
+  // GEMM); a block gets at least 4096 elements so the per-block results stay few.
+  const uint64_t max_blocks = static_cast<uint64_t>(sm_count_) * 8;
+  const uint64_t blocks = std::max<uint64_t>(1, std::min(max_blocks, (count + 4095) / 4096));
+  uint64_t chunk = (count + blocks - 1) / blocks;
+  const size_t result_bytes = blocks * sizeof(CompareBlockResult);
+  if (compare_results_.bytes() < result_bytes) {
+    compare_results_.Reset();
+    ASSIGN_OR_RETURN(compare_results_, DeviceBuffer::Allocate(result_bytes));
+  }
+  const int bytes = ElementBytes(type);
+  uint32_t poison_bits = bytes == 4 ? poison : (poison & ((1u << (8 * bytes)) - 1));
+  int dtype = DTypeCode(type);
+  double atol = rule.atol, rtol = rule.rtol;
+  void* results = compare_results_.get();
+  void* args[] = {const_cast<void**>(&got),
+                  const_cast<void**>(&expected),
+                  &count,
+                  &dtype,
+                  &poison_bits,
+                  &atol,
+                  &rtol,
+                  &chunk,
+                  &results};
+  RETURN_IF_ERROR(Launch(compare_, static_cast<unsigned>(blocks), 256, args, stream));
+  std::vector<CompareBlockResult> host(blocks);
+  PTXBENCH_CUDA_TRY(
+      cudaMemcpyAsync(host.data(), results, result_bytes, cudaMemcpyDeviceToHost, stream));
+  PTXBENCH_CUDA_TRY(cudaStreamSynchronize(stream));
+  double err_sq = 0, ref_sq = 0;
+  for (const CompareBlockResult& b : host) {
+    r.mismatched += b.mismatched;
+    r.nonfinite += b.nonfinite;
+    r.unwritten += b.unwritten;
+    r.reference_nonfinite += b.reference_nonfinite;
+    r.max_abs_error = std::max(r.max_abs_error, b.max_abs);
+    r.max_rel_error = std::max(r.max_rel_error, b.max_rel);
+    err_sq += b.err_sq;
+    ref_sq += b.ref_sq;
+  }
+  // The first mismatches: the CPU rule on the ranges of the first blocks that hold any (a
+  // block's range is at most ~56 K elements for the timed GEMM).
+  for (uint64_t b = 0; b < blocks && r.first_mismatches.size() < kMaxReportedMismatches; ++b) {
+    if (host[b].mismatched + host[b].nonfinite == 0) continue;
+    const uint64_t begin = b * chunk, end = std::min(count, begin + chunk);
+    std::string got_host((end - begin) * bytes, '\0'), expected_host((end - begin) * bytes, '\0');
+    PTXBENCH_CUDA_TRY(cudaMemcpyAsync(got_host.data(),
+                                      static_cast<const char*>(got) + begin * bytes,
+                                      got_host.size(), cudaMemcpyDeviceToHost, stream));
+    PTXBENCH_CUDA_TRY(cudaMemcpyAsync(expected_host.data(),
+                                      static_cast<const char*>(expected) + begin * bytes,
+                                      expected_host.size(), cudaMemcpyDeviceToHost, stream));
+    PTXBENCH_CUDA_TRY(cudaStreamSynchronize(stream));
+    CompareReport part = CompareOutputs(got_host.data(), expected_host.data(), end - begin, type,
+                                        {}, rule, poison, 1);
+    for (Mismatch& m : part.first_mismatches) {
+      if (r.first_mismatches.size() >= kMaxReportedMismatches) break;
+      m.index += begin;
+      m.coordinates = Coordinates(m.index, shape);
+      r.first_mismatches.push_back(std::move(m));
+    }
+  }
+  FinishCompareReport(rule, err_sq, ref_sq, &r);
+  return r;
 }
 
 absl::Status Builtins::HealthCheck() {

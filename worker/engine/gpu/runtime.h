@@ -15,9 +15,11 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
+#include "worker/engine/gpu/compare.h"
 
 namespace ptxbench::gpu {
 
@@ -139,6 +141,29 @@ class Module {
   CUmodule module_ = nullptr;
 };
 
+// CUDA IPC between the evaluator's processes: the candidate process exports its output buffers
+// and the reference process maps them to compare on the GPU, so outputs never cross the host.
+// Only that direction: the process running submitted code never maps anything of another.
+// A handle travels as 128 hex digits. `device_pointer` must be the start of a cudaMalloc
+// allocation (DeviceBuffer::get()).
+absl::StatusOr<std::string> ExportIpcHandle(const void* device_pointer);
+
+// A buffer of another process mapped into this one; unmapped on destruction.
+class ImportedBuffer {
+ public:
+  static absl::StatusOr<ImportedBuffer> Open(const std::string& hex_handle);
+  ImportedBuffer() = default;
+  ImportedBuffer(ImportedBuffer&& other) noexcept : ptr_(std::exchange(other.ptr_, nullptr)) {}
+  ImportedBuffer& operator=(ImportedBuffer&& other) noexcept;
+  ImportedBuffer(const ImportedBuffer&) = delete;
+  ImportedBuffer& operator=(const ImportedBuffer&) = delete;
+  ~ImportedBuffer();
+  const void* get() const { return ptr_; }
+
+ private:
+  void* ptr_ = nullptr;
+};
+
 // Checks that no kernel fault is pending: a sticky error returned by cudaGetLastError or a
 // synchronize, mapped by cuda_check.h (kAborted for faults).
 absl::Status SynchronizeDevice();
@@ -163,6 +188,15 @@ class Builtins {
   absl::Status FlushL2(cudaStream_t stream);
   // Runs a tiny known kernel and checks its output.
   absl::Status HealthCheck();
+  // compare.h's CompareOutputs on two device buffers of `count` elements, on the GPU: the same
+  // counts, maxima, first mismatches (lowest indices) and verdict; the sums of squares are added
+  // in another order (relative differences ~1e-15). Synchronizes `stream`. Nothing but the
+  // per-block results and, on a failure, the few ranges holding the first mismatches comes to
+  // the host.
+  absl::StatusOr<CompareReport> Compare(const void* got, const void* expected, uint64_t count,
+                                        ElementType type, const std::vector<int64_t>& shape,
+                                        const ToleranceRule& rule, uint32_t poison,
+                                        cudaStream_t stream);
   size_t flush_bytes() const { return flush_.bytes(); }
 
  private:
@@ -171,7 +205,8 @@ class Builtins {
                       cudaStream_t stream);
   Module module_;
   CUfunction generate_ = nullptr, fill32_ = nullptr, hash_ = nullptr, flush_fn_ = nullptr,
-             health_ = nullptr;
+             health_ = nullptr, compare_ = nullptr;
+  DeviceBuffer compare_results_;  // One 64-byte result per block of the compare kernel.
   DeviceBuffer flush_;
   DeviceBuffer hash_result_;
   int flush_value_ = 0;

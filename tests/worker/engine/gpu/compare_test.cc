@@ -155,5 +155,55 @@ TEST_CASE("results do not depend on the number of threads", "[compare]") {
   CHECK(one.first_mismatches[0].index == many.first_mismatches[0].index);
 }
 
+TEST_CASE("a report survives its JSON round trip, non-finite values included", "[compare]") {
+  auto expected = Bf16Vector({1.0f, 2.0f, 3.0f, 4.0f});
+  auto got = Bf16Vector({1.0f, std::nanf(""), -INFINITY, 4.5f});
+  got[0] = static_cast<uint16_t>(kPoisonBF16 & 0xFFFF);
+  CompareReport r = CompareOutputs(got.data(), expected.data(), 4, ElementType::kBF16, {2, 2},
+                                   AllClose(), kPoisonBF16, 1);
+  REQUIRE(r.first_mismatches.size() == 4);
+  auto back = CompareReportFromJson(nlohmann::json::parse(ToJson(r).dump()));
+  REQUIRE(back.ok());
+  CHECK(ToJson(*back) == ToJson(r));
+  CHECK(std::isnan(back->first_mismatches[1].got));
+  CHECK(back->first_mismatches[2].got == -INFINITY);
+  CHECK(back->first_mismatches[0].kind == "unwritten");
+  CHECK(back->first_mismatches[3].coordinates == std::vector<int64_t>{1, 1});
+
+  // An all-zero reference: relative norm infinite (JSON null), read back as such.
+  std::vector<float> zero(3, 0.0f), one(3, 1.0f);
+  CompareReport z = CompareOutputs(one.data(), zero.data(), 3, ElementType::kFP32, {3}, AllClose(),
+                                   kPoisonFP32, 1);
+  auto zb = CompareReportFromJson(nlohmann::json::parse(ToJson(z).dump()));
+  REQUIRE(zb.ok());
+  CHECK(std::isinf(zb->relative_norm));
+
+  nlohmann::json broken = ToJson(r);
+  broken.erase("mismatched");
+  auto bad = CompareReportFromJson(broken);
+  REQUIRE_FALSE(bad.ok());
+  CHECK(std::string(bad.status().message()).find("mismatched") != std::string::npos);
+  CHECK_FALSE(CompareReportFromJson(nlohmann::json::array()).ok());
+}
+
+TEST_CASE("FinishCompareReport judges from counts and sums alone", "[compare]") {
+  CompareReport r;
+  r.elements = 1000;
+  r.mismatched = 3;
+  ToleranceRule rule = AllClose();
+  rule.matched_ratio = 0.997;
+  FinishCompareReport(rule, 4.0, 16.0, &r);
+  CHECK(r.pass);
+  CHECK(r.matched_ratio == Approx(0.997));
+  CHECK(r.relative_norm == Approx(0.5));
+  CHECK(r.reference_norm == Approx(4.0));
+  rule.matched_ratio = 0.9975;
+  FinishCompareReport(rule, 4.0, 16.0, &r);
+  CHECK_FALSE(r.pass);
+  r.unwritten = r.nonfinite = 1;
+  FinishCompareReport(rule, 4.0, 16.0, &r);
+  CHECK(r.reason.find("never written") != std::string::npos);
+}
+
 }  // namespace
 }  // namespace ptxbench::gpu

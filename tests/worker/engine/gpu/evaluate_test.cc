@@ -181,8 +181,8 @@ struct FakeSetup {
     const char* fake_env = std::getenv("PTXBENCH_FAKE_EVALUATOR");
     std::string fake = fake_env && *fake_env ? fake_env : PTXBENCH_FAKE_EVALUATOR_PATH;
     REQUIRE(symlink(real.c_str(), (dir + "/ptxbench-evaluator").c_str()) == 0);
-    for (const char* b :
-         {"pass", "wrong", "wrong_timed", "fault", "hang", "mutate", "no_records", "too_fast"}) {
+    for (const char* b : {"pass", "wrong", "wrong_timed", "fault", "hang", "mutate", "no_records",
+                          "too_fast", "no_ipc"}) {
       REQUIRE(symlink(fake.c_str(), (dir + "/fake-evaluator-" + b).c_str()) == 0);
     }
     tasks = dir + "/tasks";
@@ -242,14 +242,43 @@ TEST_CASE("fake GPU: a correct kernel passes every stage in order", "[evaluate][
   for (const auto& p : v->report["processes"]) sassmap_seen |= p.value("mode", "") == "sassmap";
   CHECK(sassmap_seen);
   CHECK(v->report["seeds"].contains("instrument"));
-  // The public references are cached: a second evaluation reuses them.
+  // Outputs went to the reference process by (stand-in) CUDA IPC, one trial at a time, and every
+  // comparison came back from it.
+  for (const auto& t : stages[1].detail["trials"]) {
+    CHECK(t.value("transfer", "") == "ipc");
+    CHECK(t["compare"]["tensors"]["C"]["pass"] == true);
+    CHECK(t["compare"]["tensors"]["C"]["elements"] == (t["workload"] == "timed" ? 256 : 128) * 192);
+  }
+  CHECK_FALSE(v->report.contains("output_transfer"));
+  // Public seeds are the same in every evaluation; secret ones are not.
   std::vector<StageReport> again;
   auto v2 = RunFake("pass", &again);
   REQUIRE(v2.ok());
   CHECK(v2->verdict_class == VerdictClass::kPass);
-  bool cached = false;
-  for (const auto& t : again[1].detail["trials"]) cached |= t.value("reference_cached", false);
-  CHECK(cached);
+  CHECK(again[1].detail["trials"][0]["seed_kind"] == "public");
+  CHECK(again[1].detail["trials"][0]["seed"] == stages[1].detail["trials"][0]["seed"]);
+}
+
+TEST_CASE("fake GPU: when the reference process cannot map outputs, files take over",
+          "[evaluate][fake]") {
+  std::vector<StageReport> stages;
+  auto v = RunFake("no_ipc", &stages);
+  INFO(v.status().message());
+  REQUIRE(v.ok());
+  INFO(v->message);
+  CHECK(v->verdict_class == VerdictClass::kPass);
+  REQUIRE(stages.size() == 4);
+  CHECK(v->report["output_transfer"]["mode"] == "file");
+  CHECK(v->report["output_transfer"]["ipc_refused"].get<std::string>().find("fake") !=
+        std::string::npos);
+  const auto& trials = stages[1].detail["trials"];
+  REQUIRE(trials.size() == 14);
+  for (const auto& t : trials) {
+    CHECK(t.value("transfer", "") == "file");
+    CHECK(t["pass"] == true);
+  }
+  CHECK(stages[3].detail["checks"].size() >= 2);
+  for (const auto& c : stages[3].detail["checks"]) CHECK(c["pass"] == true);
 }
 
 TEST_CASE("fake GPU: every failure path gives its verdict or an infrastructure error",

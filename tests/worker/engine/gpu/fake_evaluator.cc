@@ -3,10 +3,13 @@
 // analysis, timing checks, timeouts, faults, refusals) runs end to end on a machine without a
 // GPU. compile mode is the real evaluator's (exec'd from the same directory); the GPU modes
 // write deterministic outputs: output element i for seed s is a function of (s, i), in both the
-// "reference" and the "candidate" process, unless the behaviour says otherwise.
+// "reference" and the "candidate" process, unless the behaviour says otherwise. The reference
+// process compares on the CPU (compare.h, the GPU kernel's oracle). Outputs handed over "by IPC"
+// are files here too, named in the "ipc" field.
 //
 // The behaviour comes from the program's own name, fake-evaluator-<behaviour> (sandboxes get a
-// minimal environment): pass, wrong, wrong_timed, fault, hang, mutate, no_records, too_fast.
+// minimal environment): pass, wrong, wrong_timed, fault, hang, mutate, no_records, too_fast,
+// no_ipc (the reference process cannot map outputs: the supervisor falls back to files).
 #include <unistd.h>
 
 #include <cmath>
@@ -19,7 +22,9 @@
 #include "common/expr.h"
 #include "common/task.h"
 #include "nlohmann/json.hpp"
+#include "worker/engine/gpu/compare.h"
 #include "worker/engine/gpu/philox.h"
+#include "worker/engine/gpu/poison.h"
 #include "worker/engine/gpu/protocol.h"
 
 namespace {
@@ -31,6 +36,8 @@ std::string behaviour;
 
 void Emit(const json& event) { (void)ptxbench::gpu::WriteJsonLine(3, event); }
 
+uint64_t U(const json& v) { return *ptxbench::gpu::ParseU64(v); }
+
 uint16_t Element(uint64_t seed, uint64_t i) {
   float f = std::sin(static_cast<float>((seed % 1000) + i % 977)) * 4.0f + 0.5f;
   uint32_t bits;
@@ -38,9 +45,10 @@ uint16_t Element(uint64_t seed, uint64_t i) {
   return static_cast<uint16_t>(bits >> 16);
 }
 
-// Writes every output tensor of `workload` for `seed` to "<prefix>.<tensor>.bin".
+// Writes every output tensor of `workload` for `seed` to "<prefix>.<tensor>.bin"; describes them
+// under `field` ("path", or "ipc" for the stand-in of a CUDA IPC hand-over).
 json WriteOutputs(const ptxbench::Task& task, const std::string& workload, uint64_t seed,
-                  const std::string& prefix, bool corrupt) {
+                  const std::string& prefix, bool corrupt, const std::string& field = "path") {
   json files = json::array();
   const ptxbench::Workload* w = nullptr;
   for (const auto& x : task.workloads) {
@@ -57,9 +65,53 @@ json WriteOutputs(const ptxbench::Task& task, const std::string& workload, uint6
     std::string path = prefix + "." + t.name + ".bin";
     (void)ptxbench::gpu::WriteFileBytes(
         path, std::string(reinterpret_cast<const char*>(data.data()), n * 2));
-    files.push_back({{"tensor", t.name}, {"path", path}, {"bytes", n * 2}});
+    files.push_back({{"tensor", t.name}, {field, path}, {"bytes", n * 2}});
   }
   return files;
+}
+
+std::string Field(const json& cmd) {
+  return cmd.value("transfer", std::string()) == "ipc" ? "ipc" : "path";
+}
+
+// The reference process's "compare": the reference regenerated, the candidate's files read back.
+json Compare(const ptxbench::Task& task, const json& cmd) {
+  json event = {{"event", "compare"}, {"workload", cmd["workload"]}, {"seed", cmd["seed"]}};
+  const ptxbench::Workload* w = nullptr;
+  for (const auto& x : task.workloads) {
+    if (x.name == cmd["workload"]) w = &x;
+  }
+  ptxbench::gpu::ToleranceRule rule;
+  rule.atol = task.tolerance.atol;
+  rule.rtol = task.tolerance.rtol;
+  rule.matched_ratio = task.tolerance.matched_ratio;
+  json tensors = json::object();
+  for (const ptxbench::TensorSpec& t : task.tensors) {
+    if (t.role != ptxbench::TensorRole::kOutput) continue;
+    std::vector<int64_t> shape;
+    uint64_t n = 1;
+    for (const std::string& d : t.shape) {
+      shape.push_back(*ptxbench::EvalIntExpr(d, w->axes));
+      n *= static_cast<uint64_t>(shape.back());
+    }
+    std::string path;
+    for (const json& o : cmd["outputs"]) {
+      if (o.value("tensor", std::string()) != t.name) continue;
+      if (o.contains("ipc") && behaviour == "no_ipc") {
+        return {{"event", "compare"}, {"ipc_failed", "fake: cudaErrorMapBufferObjectFailed"}};
+      }
+      path = o.value(o.contains("ipc") ? "ipc" : "path", std::string());
+    }
+    std::string got = *ptxbench::gpu::ReadFileBytes(path);
+    std::vector<uint16_t> expected(n);
+    for (uint64_t i = 0; i < n; ++i) expected[i] = Element(U(cmd["seed"]), i);
+    tensors[t.name] = ptxbench::gpu::ToJson(ptxbench::gpu::CompareOutputs(
+        got.data(), expected.data(), n, ptxbench::gpu::ElementType::kBF16, shape, rule,
+        ptxbench::gpu::kPoisonBF16, 1));
+  }
+  event["tensors"] = tensors;
+  event["seconds"] = 0.001;
+  return event;
 }
 
 json Device() {
@@ -69,8 +121,6 @@ json Device() {
           {"memory_bus_bits", 6144},     {"runtime_version", 13000},
           {"driver_version", 13000},     {"uuid", "GPU-fake"}};
 }
-
-uint64_t U(const json& v) { return *ptxbench::gpu::ParseU64(v); }
 
 std::string InputHash(uint64_t seed, uint64_t key) { return ptxbench::gpu::U64(Mix64(seed ^ key)); }
 
@@ -125,17 +175,31 @@ int main(int argc, char** argv) {
                   {"records", records},
                   {"host_inputs", request.value("host_inputs", false)},
                   {"instrumented_seconds", 0.01}};
-    if (!request.value("host_inputs", false)) {
-      event["outputs"] =
-          WriteOutputs(*task, request["workload"], seed, request["output_prefix"], false);
+    const bool host_inputs = request.value("host_inputs", false);
+    if (!host_inputs) {
+      event["outputs"] = WriteOutputs(*task, request["workload"], seed, request["output_prefix"],
+                                      false, Field(request));
       event["input_hash_before"] = event["input_hash_after"] = InputHash(seed, key);
     }
     Emit(event);
+    if (Field(request) == "ipc" && !host_inputs) {
+      // Like the real one: alive until the supervisor is done with the outputs.
+      ptxbench::gpu::LineReader in(0);
+      while (true) {
+        auto line = in.ReadLine(-1);
+        if (!line.ok() || !line->has_value()) return 0;
+        json cmd = json::parse(**line, nullptr, false);
+        if (cmd.value("cmd", std::string()) != "save_outputs") return 0;
+        Emit({{"event", "outputs"},
+              {"outputs", WriteOutputs(*task, request["workload"], seed, cmd["prefix"], false)}});
+      }
+    }
     return 0;
   }
   bool reference = mode == "reference";
   Emit({{"event", "ready"}, {"device", Device()}});
   ptxbench::gpu::LineReader in(0);
+  json last_trial;
   while (true) {
     auto line = in.ReadLine(-1);
     if (!line.ok() || !line->has_value()) return 0;
@@ -144,15 +208,18 @@ int main(int argc, char** argv) {
     if (name == "quit") return 0;
     if (name == "reference") {
       uint64_t seed = U(cmd["seed"]);
-      json event = {{"event", "reference"},
-                    {"workload", cmd["workload"]},
-                    {"seed", cmd["seed"]},
-                    {"input_hash", InputHash(seed, key)}};
-      if (cmd.value("compute", true)) {
-        event["outputs"] = WriteOutputs(*task, cmd["workload"], seed, cmd["prefix"], false);
-      }
-      Emit(event);
+      Emit({{"event", "reference"},
+            {"workload", cmd["workload"]},
+            {"seed", cmd["seed"]},
+            {"input_hash", InputHash(seed, key)}});
+    } else if (name == "compare" && reference) {
+      Emit(Compare(*task, cmd));
+    } else if (name == "save_outputs" && !reference) {
+      Emit({{"event", "outputs"},
+            {"outputs", WriteOutputs(*task, last_trial["workload"], U(last_trial["seed"]),
+                                     cmd["prefix"], behaviour == "wrong")}});
     } else if (name == "trial" && !reference) {
+      last_trial = cmd;
       uint64_t seed = U(cmd["seed"]);
       if (behaviour == "hang") sleep(1000);
       if (behaviour == "fault") {
@@ -169,8 +236,8 @@ int main(int argc, char** argv) {
                      behaviour == "mutate" ? InputHash(seed + 1, key) : InputHash(seed, key)},
                     {"kernel_ms", 0.5},
                     {"seconds", 0.01}};
-      event["outputs"] =
-          WriteOutputs(*task, cmd["workload"], seed, cmd["prefix"], behaviour == "wrong");
+      event["outputs"] = WriteOutputs(*task, cmd["workload"], seed, cmd["prefix"],
+                                      behaviour == "wrong", Field(cmd));
       Emit(event);
     } else if (name == "time") {
       uint64_t base = U(cmd["candidate_seed_base"]), position = U(cmd["check_position_seed"]);
@@ -186,14 +253,14 @@ int main(int argc, char** argv) {
                           {"outputs", WriteOutputs(*task, cmd["workload"], seed,
                                                    cmd["check_prefix"].get<std::string>() + "." +
                                                        std::to_string(i),
-                                                   behaviour == "wrong_timed")}});
+                                                   behaviour == "wrong_timed", Field(cmd))}});
       }
       uint64_t last = ptxbench::gpu::SampleSeed(base, n - 1);
       checks.push_back({{"sample", n - 1},
                         {"seed", ptxbench::gpu::U64(last)},
                         {"outputs", WriteOutputs(*task, cmd["workload"], last,
                                                  cmd["check_prefix"].get<std::string>() + ".last",
-                                                 behaviour == "wrong_timed")}});
+                                                 behaviour == "wrong_timed", Field(cmd))}});
       double cand = behaviour == "too_fast" ? 1e-6 : 0.8;
       json side = {{"n", n}, {"median_ms", cand}};
       Emit({{"event", "timing"},

@@ -1,0 +1,251 @@
+// The GPU comparison (Builtins::Compare, builtin_kernels.cu) against its oracle, the CPU
+// comparison of compare.h, on crafted buffers: every element format, poison, NaN, Inf,
+// non-finite references, values on the tolerance boundary, mismatches spread over many blocks
+// (the first eight must be the lowest indices), both rules, and a timed-GEMM-sized output
+// (label "gpu": scripts/gpu-test runs it on the GPU machine).
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "worker/engine/gpu/compare.h"
+#include "worker/engine/gpu/poison.h"
+#include "worker/engine/gpu/runtime.h"
+
+namespace ptxbench::gpu {
+namespace {
+
+struct CompareFixture {
+  DeviceInfo device;
+  std::unique_ptr<Builtins> builtins;
+  Stream stream;
+  CompareFixture() {
+    auto d = InitDevice(0);
+    INFO(d.status().message());
+    REQUIRE(d.ok());
+    device = *d;
+    auto b = Builtins::Load(device);
+    INFO(b.status().message());
+    REQUIRE(b.ok());
+    builtins = std::move(*b);
+    auto s = Stream::Create();
+    REQUIRE(s.ok());
+    stream = std::move(*s);
+  }
+};
+
+CompareFixture& G() {
+  static CompareFixture f;
+  return f;
+}
+
+DeviceBuffer Upload(const void* data, size_t bytes) {
+  auto b = DeviceBuffer::Allocate(bytes);
+  REQUIRE(b.ok());
+  if (bytes > 0) {
+    REQUIRE(cudaMemcpy(b->get(), data, bytes, cudaMemcpyHostToDevice) == cudaSuccess);
+  }
+  return std::move(*b);
+}
+
+bool SameNumber(double a, double b) { return (std::isnan(a) && std::isnan(b)) || a == b; }
+
+// Runs both comparisons and checks that they agree field by field.
+CompareReport CheckAgainstHost(const void* got, const void* expected, uint64_t count,
+                               ElementType type, const std::vector<int64_t>& shape,
+                               const ToleranceRule& rule, uint32_t poison) {
+  const size_t bytes = count * ElementBytes(type);
+  DeviceBuffer g = Upload(got, bytes), e = Upload(expected, bytes);
+  auto gpu =
+      G().builtins->Compare(g.get(), e.get(), count, type, shape, rule, poison, G().stream.get());
+  INFO(gpu.status().message());
+  REQUIRE(gpu.ok());
+  CompareReport host = CompareOutputs(got, expected, count, type, shape, rule, poison, 4);
+  CHECK(gpu->pass == host.pass);
+  CHECK(gpu->reason == host.reason);
+  CHECK(gpu->elements == host.elements);
+  CHECK(gpu->mismatched == host.mismatched);
+  CHECK(gpu->nonfinite == host.nonfinite);
+  CHECK(gpu->unwritten == host.unwritten);
+  CHECK(gpu->reference_nonfinite == host.reference_nonfinite);
+  CHECK(gpu->max_abs_error == host.max_abs_error);
+  CHECK(gpu->max_rel_error == host.max_rel_error);
+  CHECK(gpu->matched_ratio == host.matched_ratio);
+  CHECK(gpu->reference_norm == Approx(host.reference_norm).epsilon(1e-12));
+  CHECK(gpu->relative_norm == Approx(host.relative_norm).epsilon(1e-9).margin(1e-300));
+  REQUIRE(gpu->first_mismatches.size() == host.first_mismatches.size());
+  for (size_t i = 0; i < host.first_mismatches.size(); ++i) {
+    const Mismatch &a = gpu->first_mismatches[i], &b = host.first_mismatches[i];
+    INFO("mismatch #" << i << " host index " << b.index);
+    CHECK(a.index == b.index);
+    CHECK(a.coordinates == b.coordinates);
+    CHECK(a.kind == b.kind);
+    CHECK(SameNumber(a.got, b.got));
+    CHECK(SameNumber(a.expected, b.expected));
+  }
+  return *gpu;
+}
+
+uint16_t Bf16(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  return static_cast<uint16_t>((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16);
+}
+
+TEST_CASE("GPU compare: bf16 with poison, NaN, Inf and mismatches across blocks",
+          "[gpu][compare]") {
+  // 3 M + 17 elements: many blocks, a ragged last one.
+  const uint64_t n = 3000017;
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  std::vector<uint16_t> expected(n), got(n);
+  for (uint64_t i = 0; i < n; ++i) {
+    expected[i] = Bf16(normal(rng));
+    got[i] = expected[i];
+    // Small differences (one bf16 step) on some elements: inside or just outside tolerance.
+    if (i % 5 == 0) got[i] = static_cast<uint16_t>(expected[i] + 1);
+  }
+  // Crafted failures, the first eight by index in different blocks.
+  const uint16_t poison = static_cast<uint16_t>(kPoisonBF16 & 0xFFFF);
+  got[5] = poison;
+  got[70001] = Bf16(std::nanf(""));
+  got[70002] = Bf16(INFINITY);
+  got[900000] = Bf16(-INFINITY);
+  got[1234567] = static_cast<uint16_t>(expected[1234567] ^ 0x4000);
+  got[2000000] = poison;
+  got[2500000] = static_cast<uint16_t>(expected[2500000] ^ 0x0100);
+  got[2999999] = static_cast<uint16_t>(expected[2999999] ^ 0x4000);
+  got[n - 1] = poison;
+  got[n - 2] = static_cast<uint16_t>(expected[n - 2] ^ 0x4000);
+  CompareReport r = CheckAgainstHost(got.data(), expected.data(), n, ElementType::kBF16,
+                                     {1000003, 3}, ToleranceRule{}, kPoisonBF16);
+  CHECK_FALSE(r.pass);
+  CHECK(r.unwritten == 3);
+  CHECK(r.first_mismatches.size() == kMaxReportedMismatches);
+  CHECK(r.first_mismatches[0].index == 5);
+  CHECK(r.first_mismatches[0].kind == "unwritten");
+
+  // A non-finite reference element is reported as such, never compared.
+  expected[17] = Bf16(std::nanf(""));
+  CompareReport ref_bad = CheckAgainstHost(got.data(), expected.data(), n, ElementType::kBF16,
+                                           {static_cast<int64_t>(n)}, ToleranceRule{}, kPoisonBF16);
+  CHECK(ref_bad.reference_nonfinite == 1);
+}
+
+TEST_CASE("GPU compare: values on the atol/rtol boundary, fp32 and fp16", "[gpu][compare]") {
+  // fp32: errors just below, at and just above atol = rtol·|ref| = 0.01 (ref 1.0), and cases
+  // where only one of the two bounds is exceeded.
+  std::vector<float> e, g;
+  for (int k = 0; k < 50000; ++k) {
+    float ref = 1.0f + static_cast<float>(k % 13) * 0.25f;
+    float step = std::nextafter(0.01f * ref, 1.0f) - 0.01f * ref;
+    float delta = 0.01f * ref + static_cast<float>(k % 3 - 1) * step;
+    e.push_back(ref);
+    g.push_back(ref + ((k % 2) ? delta : -delta));
+  }
+  e.push_back(100.0f);  // |err| 0.5 > atol but <= rtol·|ref|: matches.
+  g.push_back(100.5f);
+  e.push_back(0.0f);  // Zero reference: only atol applies.
+  g.push_back(0.011f);
+  e.push_back(0.5f);
+  g.push_back(std::nanf(""));
+  ToleranceRule rule;
+  CompareReport r = CheckAgainstHost(g.data(), e.data(), e.size(), ElementType::kFP32,
+                                     {static_cast<int64_t>(e.size())}, rule, kPoisonFP32);
+  CHECK(r.mismatched > 0);
+  rule.matched_ratio = 0.0;
+  CheckAgainstHost(g.data(), e.data(), e.size(), ElementType::kFP32,
+                   {static_cast<int64_t>(e.size())}, rule, kPoisonFP32);
+
+  // fp16, subnormals included; poison and an unwritten tail.
+  std::vector<uint16_t> he(70000), hg(70000);
+  for (size_t i = 0; i < he.size(); ++i) {
+    he[i] = static_cast<uint16_t>((i * 2654435761u) & 0x7BFF);  // finite, any exponent
+    hg[i] = static_cast<uint16_t>(he[i] + ((i % 11) == 0 ? 3 : 0));
+  }
+  for (size_t i = 69990; i < he.size(); ++i) hg[i] = static_cast<uint16_t>(kPoisonFP16 & 0xFFFF);
+  CheckAgainstHost(hg.data(), he.data(), he.size(), ElementType::kFP16, {700, 100}, ToleranceRule{},
+                   kPoisonFP16);
+}
+
+TEST_CASE("GPU compare: e4m3 and int32", "[gpu][compare]") {
+  std::vector<uint8_t> fe(40000), fg(40000);
+  for (size_t i = 0; i < fe.size(); ++i) {
+    fe[i] = static_cast<uint8_t>(i % 255 == 0x7F ? 0x10 : i % 255);  // avoid the NaN code in refs
+    if ((fe[i] & 0x7F) == 0x7F) fe[i] = 0x11;
+    fg[i] = static_cast<uint8_t>((i % 17 == 0) ? fe[i] ^ 0x01 : fe[i]);
+  }
+  fg[123] = 0xFF;  // the poison: unwritten
+  fg[124] = 0x7F;  // NaN
+  CheckAgainstHost(fg.data(), fe.data(), fe.size(), ElementType::kFP8E4M3, {200, 200},
+                   ToleranceRule{}, kPoisonFP8E4M3);
+  std::vector<int32_t> ie(30000), ig(30000);
+  for (size_t i = 0; i < ie.size(); ++i) {
+    ie[i] = static_cast<int32_t>(i * 7919 % 1000) - 500;
+    ig[i] = ie[i] + ((i % 1001 == 0) ? 1 : 0);
+  }
+  ig[29999] = static_cast<int32_t>(kPoisonInt32);
+  CheckAgainstHost(ig.data(), ie.data(), ie.size(), ElementType::kInt32, {30000}, ToleranceRule{},
+                   kPoisonInt32);
+}
+
+TEST_CASE("GPU compare: relative-norm rule, tiny and empty outputs", "[gpu][compare]") {
+  std::vector<float> e(100), g(100);
+  for (int i = 0; i < 100; ++i) {
+    e[i] = static_cast<float>(i % 7) - 3.0f;
+    g[i] = e[i] + ((i == 5) ? 0.5f : 0.0f);
+  }
+  ToleranceRule rule;
+  rule.kind = ToleranceRule::Kind::kRelativeNorm;
+  rule.max_relative_norm = 0.05;
+  CHECK(
+      CheckAgainstHost(g.data(), e.data(), 100, ElementType::kFP32, {100}, rule, kPoisonFP32).pass);
+  rule.max_relative_norm = 0.001;
+  CHECK_FALSE(
+      CheckAgainstHost(g.data(), e.data(), 100, ElementType::kFP32, {100}, rule, kPoisonFP32).pass);
+  auto empty = G().builtins->Compare(nullptr, nullptr, 0, ElementType::kBF16, {0}, ToleranceRule{},
+                                     kPoisonBF16, G().stream.get());
+  REQUIRE(empty.ok());
+  CHECK_FALSE(empty->pass);
+  CHECK(empty->reason == "empty output");
+}
+
+TEST_CASE("GPU compare: a timed-GEMM output (8192 x 7168 bf16), GPU against CPU time",
+          "[gpu][compare]") {
+  const uint64_t n = 8192ull * 7168;
+  std::vector<uint16_t> e(n), g(n);
+  for (uint64_t i = 0; i < n; ++i) {
+    e[i] = Bf16(std::sin(static_cast<float>(i % 100003)) * 20.0f);
+    g[i] = (i % 4099 == 0) ? static_cast<uint16_t>(e[i] ^ 1) : e[i];
+  }
+  DeviceBuffer gd = Upload(g.data(), n * 2), ed = Upload(e.data(), n * 2);
+  using Clock = std::chrono::steady_clock;
+  double best_gpu = 1e9;
+  CompareReport gpu;
+  for (int rep = 0; rep < 5; ++rep) {
+    auto t0 = Clock::now();
+    auto r = G().builtins->Compare(gd.get(), ed.get(), n, ElementType::kBF16, {8192, 7168},
+                                   ToleranceRule{}, kPoisonBF16, G().stream.get());
+    best_gpu = std::min(best_gpu, std::chrono::duration<double>(Clock::now() - t0).count());
+    REQUIRE(r.ok());
+    gpu = *r;
+  }
+  auto t1 = Clock::now();
+  CompareReport host = CompareOutputs(g.data(), e.data(), n, ElementType::kBF16, {8192, 7168},
+                                      ToleranceRule{}, kPoisonBF16);
+  double host_seconds = std::chrono::duration<double>(Clock::now() - t1).count();
+  CHECK(gpu.pass == host.pass);
+  CHECK(gpu.mismatched == host.mismatched);
+  CHECK(gpu.max_abs_error == host.max_abs_error);
+  CHECK(gpu.max_rel_error == host.max_rel_error);
+  CHECK(gpu.relative_norm == Approx(host.relative_norm).epsilon(1e-9));
+  // Reported for docs/measurement.md (scripts/gpu-test keeps the Catch2 XML).
+  WARN("compare of 58.7 M bf16 elements: GPU " << best_gpu * 1e3 << " ms (best of 5), CPU "
+                                               << host_seconds * 1e3 << " ms");
+  CHECK(best_gpu < host_seconds);
+}
+
+}  // namespace
+}  // namespace ptxbench::gpu
