@@ -467,6 +467,143 @@ __device__ __forceinline__ u32 pack_bf16x2(float lo, float hi) {
   return packed;
 }
 
+// ---------------------------------------------------------------------------------------------
+// Attention backward helpers (added for tasks/mha_bwd_d128*; used by their sm90a solutions).
+// Transposed (MN-major) wgmma operands, the 64-column shapes, vector reductions to global fp32
+// and the fast exp2.
+// ---------------------------------------------------------------------------------------------
+
+// Shared-memory matrix descriptor for an MN-major ("transposed") bf16 operand stored with the
+// 128B swizzle: each 128-byte row holds 64 consecutive M (or N) elements of ONE k, rows are
+// consecutive k, and 8 rows (1024 bytes) form a swizzle atom. This is exactly what TMA writes
+// for a row-major [k][mn] tensor with an inner box of 64 elements, so a tile loaded for the
+// K-major use (rows = M/N) serves unchanged as the transposed operand of another product.
+//   leading byte offset = `mn_atom_stride_bytes`: from MN elements 0..63 to 64..127 (the next
+//                         64-element box); unused when the instruction's M or N is 64
+//   stride byte offset  = 1024: from k rows 0..7 to k rows 8..15
+// To step K by 16 rows, add 16 * 128 = 2048 bytes to `smem_address`. The tile must start
+// 1024-byte aligned (base offset 0), as for make_smem_desc_sw128. Pass the transpose flag 1 for
+// this operand to the wgmma below (only bf16/fp16 operands in shared memory can be transposed).
+__device__ __forceinline__ u64 make_smem_desc_sw128_mn(u32 smem_address, u32 mn_atom_stride_bytes) {
+  u64 desc = 0;
+  desc |= static_cast<u64>((smem_address & 0x3FFFFu) >> 4);
+  desc |= static_cast<u64>((mn_atom_stride_bytes & 0x3FFFFu) >> 4) << 16;
+  desc |= static_cast<u64>(1024 >> 4) << 32;
+  desc |= static_cast<u64>(1) << 62;
+  return desc;
+}
+
+// D[64x64] (fp32, registers) = A[64x16] * B[16x64] + (scale_d ? D : 0), A and B bf16 in shared
+// memory. kTransA / kTransB = 0: the operand is K-major (make_smem_desc_sw128); 1: MN-major
+// (make_smem_desc_sw128_mn). Accumulator layout as for the N=256 form, j < 8.
+template <int kTransA, int kTransB>
+__device__ __forceinline__ void wgmma_m64n64k16_ss_bf16_t(float (&d)[32], u64 desc_a, u64 desc_b,
+                                                          int scale_d) {
+  asm volatile(
+      "{\n\t.reg .pred p;\n\t"
+      "setp.ne.b32 p, %34, 0;\n\t"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+      "%32, %33, p, 1, 1, %35, %36;\n\t}"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(kTransA), "n"(kTransB));
+}
+
+// D[64x128] (fp32, registers) = A[64x16] * B[16x128] + (scale_d ? D : 0), A and B bf16 in shared
+// memory, each K-major (0) or MN-major (1) as the template says. Accumulator layout as for the
+// N=256 form, j < 16.
+template <int kTransA, int kTransB>
+__device__ __forceinline__ void wgmma_m64n128k16_ss_bf16_t(float (&d)[64], u64 desc_a, u64 desc_b,
+                                                           int scale_d) {
+  asm volatile(
+      "{\n\t.reg .pred p;\n\t"
+      "setp.ne.b32 p, %66, 0;\n\t"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+      "%64, %65, p, 1, 1, %67, %68;\n\t}"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
+        "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+        "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),
+        "+f"(d[63])
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(kTransA), "n"(kTransB));
+}
+
+// The RS form of wgmma_m64n128k16_rs_bf16 with B K-major (kTransB = 0) or MN-major (1). With A
+// in registers, a product whose A is a transposed accumulator (P^T, dS^T in attention backward)
+// is best computed so that A is an accumulator of this warpgroup: an m64nNk16 fp32 accumulator
+// of 64 rows converts to A fragments of the next product with no data movement. For k-step t
+// (A columns 16t..16t+15) the fragment is
+//   a[0] = pack_bf16x2(acc[8t+0], acc[8t+1])   a[1] = pack_bf16x2(acc[8t+2], acc[8t+3])
+//   a[2] = pack_bf16x2(acc[8t+4], acc[8t+5])   a[3] = pack_bf16x2(acc[8t+6], acc[8t+7])
+template <int kTransB>
+__device__ __forceinline__ void wgmma_m64n128k16_rs_bf16_t(float (&d)[64], const u32 (&a)[4],
+                                                           u64 desc_b, int scale_d) {
+  asm volatile(
+      "{\n\t.reg .pred p;\n\t"
+      "setp.ne.b32 p, %69, 0;\n\t"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+      "{%64, %65, %66, %67}, %68, p, 1, 1, %70;\n\t}"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
+        "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+        "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),
+        "+f"(d[63])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(kTransB));
+}
+
+// Copies `bytes` (a multiple of 16) from global memory at `gmem_src` (16-byte aligned) to this
+// CTA's shared memory at `smem_dst` (16-byte aligned) with the bulk copy engine (the non-tensor
+// form of cp.async.bulk, no tensor map) and signals the byte count as complete_tx on `bar`, like
+// tma_load_2d. For small per-tile vectors (row statistics) that ride on a tile's barrier.
+__device__ __forceinline__ void bulk_load_g2s(void* smem_dst, const void* gmem_src, u32 bytes,
+                                              u64* bar) {
+  asm volatile(
+      "{\n\t.reg .u64 g;\n\t"
+      "cvta.to.global.u64 g, %1;\n\t"
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [g], %2, "
+      "[%3];\n\t}" ::"r"(smem_u32(smem_dst)),
+      "l"(reinterpret_cast<u64>(gmem_src)), "r"(bytes), "r"(smem_u32(bar))
+      : "memory");
+}
+
+// Two fp32 atomic additions to consecutive global words (one 8-byte vector reduction, sm_90):
+// addr[0] += x, addr[1] += y. `addr` must be 8-byte aligned and point to global memory. The
+// result is not returned, so no round trip to L2 is waited for.
+__device__ __forceinline__ void red_add_v2_f32(float* addr, float x, float y) {
+  asm volatile("red.global.add.v2.f32 [%0], {%1, %2};" ::"l"(addr), "f"(x), "f"(y) : "memory");
+}
+
+// 2^x with the special-function unit (ex2.approx.ftz: relative error about 2^-22; -inf gives
+// +0). exp(z) = exp2(z * log2(e)).
+__device__ __forceinline__ float exp2_approx(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
 }  // namespace sm90
 }  // namespace ptxbench
 
