@@ -29,28 +29,29 @@ namespace {
 
 constexpr int kD = 128;
 
-#define CU(call)                                                                    \
-  do {                                                                              \
-    CUresult r_ = (call);                                                           \
-    if (r_ != CUDA_SUCCESS) {                                                       \
-      const char* s_ = nullptr;                                                     \
-      cuGetErrorString(r_, &s_);                                                    \
-      std::printf("CUDA_ERROR %s at %s:%d (%s)\n", s_ ? s_ : "?", __FILE__, __LINE__, \
-                  #call);                                                           \
-      std::exit(3);                                                                 \
-    }                                                                               \
+#define CU(call)                                                                              \
+  do {                                                                                        \
+    CUresult r_ = (call);                                                                     \
+    if (r_ != CUDA_SUCCESS) {                                                                 \
+      const char* s_ = nullptr;                                                               \
+      cuGetErrorString(r_, &s_);                                                              \
+      std::printf("CUDA_ERROR %s at %s:%d (%s)\n", s_ ? s_ : "?", __FILE__, __LINE__, #call); \
+      std::exit(3);                                                                           \
+    }                                                                                         \
   } while (0)
-#define RT(call)                                                                     \
-  do {                                                                               \
-    cudaError_t e_ = (call);                                                         \
-    if (e_ != cudaSuccess) {                                                         \
-      std::printf("CUDA_ERROR %s at %s:%d (%s)\n", cudaGetErrorString(e_), __FILE__, \
-                  __LINE__, #call);                                                  \
-      std::exit(3);                                                                  \
-    }                                                                                \
+#define RT(call)                                                                               \
+  do {                                                                                         \
+    cudaError_t e_ = (call);                                                                   \
+    if (e_ != cudaSuccess) {                                                                   \
+      std::printf("CUDA_ERROR %s at %s:%d (%s)\n", cudaGetErrorString(e_), __FILE__, __LINE__, \
+                  #call);                                                                      \
+      std::exit(3);                                                                            \
+    }                                                                                          \
   } while (0)
 
-__device__ float Bf16ToFloat(unsigned short b) { return __uint_as_float(static_cast<unsigned>(b) << 16); }
+__device__ float Bf16ToFloat(unsigned short b) {
+  return __uint_as_float(static_cast<unsigned>(b) << 16);
+}
 __device__ unsigned short FloatToBf16(float f) {
   unsigned u = __float_as_uint(f);
   if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fff;
@@ -78,7 +79,8 @@ __device__ float Normal(unsigned long long key) {
 // Spiky: N(0,1) plus, with probability 0.001, N(0, 100) (standard deviation 10).
 __global__ void GenSpiky(unsigned short* out, long long n, unsigned long long seed) {
   for (long long i = blockIdx.x * 256ll + threadIdx.x; i < n; i += 256ll * gridDim.x) {
-    const unsigned long long key = Mix(seed * 0x100000001b3ull + static_cast<unsigned long long>(i));
+    const unsigned long long key =
+        Mix(seed * 0x100000001b3ull + static_cast<unsigned long long>(i));
     float v = Normal(key);
     if (Uniform(Mix(key + 7)) < 0.001f) v += 10.f * Normal(key + 13);
     out[i] = FloatToBf16(v);
@@ -113,9 +115,9 @@ __device__ float Dot(const unsigned short* a, const unsigned short* b) {
 
 // Reference forward for query row blockIdx.x of head heads[blockIdx.y]; 128 threads, S floats
 // of dynamic shared memory.
-__global__ void RefForward(const unsigned short* Q, const unsigned short* K, const unsigned short* V,
-                           unsigned short* O, float* LSE, int S, const int* heads, float scale,
-                           int causal) {
+__global__ void RefForward(const unsigned short* Q, const unsigned short* K,
+                           const unsigned short* V, unsigned short* O, float* LSE, int S,
+                           const int* heads, float scale, int causal) {
   extern __shared__ float p[];
   __shared__ float red[4];
   const int i = blockIdx.x;
@@ -142,8 +144,8 @@ __global__ void RefForward(const unsigned short* Q, const unsigned short* K, con
 }
 
 // For heads not referenced: LSE_i = scale * (|q_i|^2 + max_j |k_j|^2) / 2 >= every s_ij.
-__global__ void LseBound(const unsigned short* Q, const unsigned short* K, float* LSE, long long rows,
-                         float scale) {
+__global__ void LseBound(const unsigned short* Q, const unsigned short* K, float* LSE,
+                         long long rows, float scale) {
   const long long r = blockIdx.x * 128ll + threadIdx.x;
   if (r >= rows) return;
   float qq = 0.f;
@@ -257,7 +259,7 @@ std::map<std::string, std::string> ParseArgs(int argc, char** argv) {
       std::printf("SETUP_ERROR bad argument %s\n", argv[i]);
       std::exit(2);
     }
-    a[std::string(argv[i], eq)] = eq + 1;
+    a[std::string(argv[i], static_cast<size_t>(eq - argv[i]))] = eq + 1;
   }
   return a;
 }
@@ -270,8 +272,7 @@ CUtensorMap MakeMap(void* base, long long rows, CUtensorMapSwizzle swizzle) {
   cuuint32_t es[2] = {1, 1};
   CU(cuTensorMapEncodeTiled(&m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, base, dims, strides, box, es,
                             CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
-                            CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
-                            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
+                            CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
   return m;
 }
 
@@ -285,7 +286,8 @@ int main(int argc, char** argv) {
   const int block = args.count("block") ? std::atoi(args["block"].c_str()) : 128;
   const int smem = args.count("smem") ? std::atoi(args["smem"].c_str()) : 108608;
   const int iters = args.count("iters") ? std::atoi(args["iters"].c_str()) : 0;
-  const unsigned long long seed = args.count("seed") ? std::strtoull(args["seed"].c_str(), nullptr, 10) : 1;
+  const unsigned long long seed =
+      args.count("seed") ? std::strtoull(args["seed"].c_str(), nullptr, 10) : 1;
   if (!args.count("cubin") || !args.count("shapes")) {
     std::printf("SETUP_ERROR need cubin= and shapes=\n");
     return 2;
@@ -371,7 +373,8 @@ int main(int argc, char** argv) {
     RT(cudaGetLastError());
     RT(cudaDeviceSynchronize());
 
-    const CUtensorMapSwizzle sw = swizzle128 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE;
+    const CUtensorMapSwizzle sw =
+        swizzle128 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE;
     CUtensorMap tmQ = MakeMap(Q, rows, sw), tmK = MakeMap(K, rows, sw), tmV = MakeMap(V, rows, sw),
                 tmdO = MakeMap(dO, rows, sw);
     // Scalars from 64-bit storage on purpose: the kernels declare int, the driver copies 4 bytes.
@@ -416,12 +419,14 @@ int main(int argc, char** argv) {
       bad[t] = h[2];
       mx[t] = h[3];
     }
-    const bool ok = rel[0] <= 1e-2 && rel[1] <= 1e-2 && rel[2] <= 1e-2 && bad[0] + bad[1] + bad[2] == 0;
+    const bool ok =
+        rel[0] <= 1e-2 && rel[1] <= 1e-2 && rel[2] <= 1e-2 && bad[0] + bad[1] + bad[2] == 0;
     if (!ok) ++failures;
-    std::printf("[%s] %s heads_checked=%zu rel_norm dQ=%.3e dK=%.3e dV=%.3e max_abs_err dQ=%.3g dK=%.3g "
-                "dV=%.3g nonfinite=%.0f/%.0f/%.0f %s\n",
-                label.c_str(), shape.c_str(), heads.size(), rel[0], rel[1], rel[2], mx[0], mx[1], mx[2],
-                bad[0], bad[1], bad[2], ok ? "PASS" : "FAIL");
+    std::printf(
+        "[%s] %s heads_checked=%zu rel_norm dQ=%.3e dK=%.3e dV=%.3e max_abs_err dQ=%.3g dK=%.3g "
+        "dV=%.3g nonfinite=%.0f/%.0f/%.0f %s\n",
+        label.c_str(), shape.c_str(), heads.size(), rel[0], rel[1], rel[2], mx[0], mx[1], mx[2],
+        bad[0], bad[1], bad[2], ok ? "PASS" : "FAIL");
     if (iters > 0) {
       cudaEvent_t e0, e1;
       RT(cudaEventCreate(&e0));
