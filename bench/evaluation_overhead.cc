@@ -1,0 +1,204 @@
+// bench/evaluation_overhead: what one evaluation costs beyond the kernels it runs. Evaluates a
+// task's reference solution N times through Evaluate(), exactly as a worker does, on the local
+// GPU, and reports the median wall time per stage, the time spent inside the submission's and
+// the baseline's launches, and overhead = wall - kernel time, against the 3 s target.
+//
+//   evaluation_overhead --tasks-dir tasks [--task gemm_n7168_k5120] [--solution PATH]
+//                       [--repeat 5] [--evaluator PATH] [--output FILE]
+//
+// The last line printed is one JSON object (like bench/scheduler_bench); --output writes it
+// too, indented. Exit 0 when every evaluation passed (the figures are reported either way).
+// scripts/gpu-test runs it on the GPU machine.
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "common/task.h"
+#include "common/verdict.h"
+#include "nlohmann/json.hpp"
+#include "worker/engine/evaluate.h"
+
+namespace {
+
+using json = nlohmann::json;
+
+// The target of issue #3: at most 3 s of overhead per evaluation of the timed GEMM.
+constexpr double kTargetOverheadSeconds = 3.0;
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+double Now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+json Spread(const std::vector<double>& v) {
+  if (v.empty()) return json();
+  return {{"median", Median(v)},
+          {"min", *std::min_element(v.begin(), v.end())},
+          {"max", *std::max_element(v.begin(), v.end())},
+          {"values", v}};
+}
+
+// Per-trial compare round trips and the timing stage's split, for where the rest goes.
+void CollectDetail(const ptxbench::Verdict& v, std::map<std::string, std::vector<double>>* into) {
+  double compare = 0, waiting_reference = 0, waiting_candidate = 0;
+  for (const ptxbench::StageReport& s : v.stages) {
+    if (s.stage == ptxbench::Stage::kCorrectness) {
+      for (const json& t : s.detail.value("trials", json::array())) {
+        const json seconds = t.value("seconds", json::object());
+        compare += seconds.value("compare", 0.0);
+        waiting_reference += seconds.value("waiting_for_reference", 0.0);
+        waiting_candidate += seconds.value("waiting_for_candidate", 0.0);
+      }
+    }
+    if (s.stage == ptxbench::Stage::kTiming && s.detail.contains("timing")) {
+      const json& t = s.detail["timing"];
+      (*into)["timing_process_seconds"].push_back(t.value("seconds", 0.0));
+      (*into)["timing_check_seconds"].push_back(t.value("check_seconds", 0.0));
+      (*into)["timing_sampling_seconds"].push_back(
+          t.value("result", json::object()).value("sampling_seconds", 0.0));
+      (*into)["timing_warmup_seconds"].push_back(
+          t.value("result", json::object()).value("warmup_seconds", 0.0));
+    }
+  }
+  (*into)["correctness_compare_seconds"].push_back(compare);
+  (*into)["correctness_waiting_for_reference_seconds"].push_back(waiting_reference);
+  (*into)["correctness_waiting_for_candidate_seconds"].push_back(waiting_candidate);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string tasks_dir = "tasks", task_id = "gemm_n7168_k5120", solution, evaluator, output;
+  int repeat = 5;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
+    if (a == "--tasks-dir") {
+      tasks_dir = next();
+    } else if (a == "--task") {
+      task_id = next();
+    } else if (a == "--solution") {
+      solution = next();
+    } else if (a == "--repeat") {
+      repeat = std::max(1, std::atoi(next().c_str()));
+    } else if (a == "--evaluator") {
+      evaluator = next();
+    } else if (a == "--output") {
+      output = next();
+    } else {
+      std::cerr << "evaluation_overhead: unknown flag " << a << "\n";
+      return 2;
+    }
+  }
+  auto task = ptxbench::LoadTask(tasks_dir + "/" + task_id);
+  if (!task.ok()) {
+    std::cerr << "evaluation_overhead: " << task.status().message() << "\n";
+    return 2;
+  }
+  std::string arch = "sm_90a";
+  if (solution.empty()) {
+    for (const ptxbench::SourceRef& s : task->solutions) {
+      if (s.arch == arch && s.expect == "pass") {
+        solution = task->dir + "/" + s.path;
+        break;
+      }
+    }
+  }
+  std::string source = Slurp(solution);
+  if (source.empty()) {
+    std::cerr << "evaluation_overhead: no solution source at '" << solution << "'\n";
+    return 2;
+  }
+  ptxbench::engine::EngineOptions options;
+  options.evaluator_path = evaluator;
+
+  std::map<std::string, std::vector<double>> stage_seconds, detail;
+  std::vector<double> wall, kernel, overhead, speedup;
+  json runs = json::array();
+  bool all_pass = true;
+  json transfer = "ipc";
+  for (int i = 0; i < repeat; ++i) {
+    ptxbench::engine::EvaluationRequest r;
+    r.task = &*task;
+    r.arch = arch;
+    r.source = source;
+    double t0 = Now();
+    auto v = ptxbench::engine::Evaluate(r, options, nullptr);
+    double seconds = Now() - t0;
+    if (!v.ok()) {
+      runs.push_back({{"error", std::string(v.status().message())}});
+      all_pass = false;
+      std::cerr << "evaluation " << i << ": " << v.status().message() << "\n";
+      continue;
+    }
+    const json w = v->report.value("wall", json::object());
+    const double k = w.value("kernel_seconds", 0.0);
+    wall.push_back(seconds);
+    kernel.push_back(k);
+    overhead.push_back(seconds - k);
+    speedup.push_back(v->speedup);
+    json stages = json::object();
+    for (const ptxbench::StageReport& s : v->stages) {
+      stage_seconds[ptxbench::StageName(s.stage)].push_back(s.seconds);
+      stages[ptxbench::StageName(s.stage)] = s.seconds;
+    }
+    CollectDetail(*v, &detail);
+    if (v->report.contains("output_transfer")) transfer = v->report["output_transfer"];
+    if (v->verdict_class != ptxbench::VerdictClass::kPass) all_pass = false;
+    runs.push_back({{"verdict", ptxbench::VerdictClassName(v->verdict_class)},
+                    {"wall_seconds", seconds},
+                    {"kernel_seconds", k},
+                    {"stages", stages},
+                    {"speedup", v->speedup},
+                    {"processes", v->report.value("processes", json::array())}});
+    std::cerr << absl::StrFormat("evaluation %d: %s, %.3f s wall, %.3f s in kernels\n", i,
+                                 ptxbench::VerdictClassName(v->verdict_class), seconds, k);
+  }
+  json stages = json::object();
+  for (const auto& [name, values] : stage_seconds) stages[name] = Spread(values);
+  json where = json::object();
+  for (const auto& [name, values] : detail) where[name] = Spread(values);
+  const double median_overhead = Median(overhead);
+  json result = {{"benchmark", "evaluation_overhead"},
+                 {"task", task_id},
+                 {"solution", solution.substr(solution.rfind('/') + 1)},
+                 {"evaluations", repeat},
+                 {"all_pass", all_pass},
+                 {"output_transfer", transfer},
+                 {"wall_seconds", Spread(wall)},
+                 {"kernel_seconds", Spread(kernel)},
+                 {"overhead_seconds", Spread(overhead)},
+                 {"stage_seconds", stages},
+                 {"detail_seconds", where},
+                 {"speedup", Spread(speedup)},
+                 {"speedup_max_over_min",
+                  speedup.empty() ? 0.0
+                                  : *std::max_element(speedup.begin(), speedup.end()) /
+                                        *std::min_element(speedup.begin(), speedup.end())},
+                 {"target_overhead_seconds", kTargetOverheadSeconds},
+                 {"target_met", !overhead.empty() && median_overhead <= kTargetOverheadSeconds},
+                 {"runs", runs}};
+  if (!output.empty()) std::ofstream(output) << result.dump(2) << "\n";
+  std::cout << result.dump() << std::endl;
+  return all_pass ? 0 : 1;
+}
