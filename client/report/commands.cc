@@ -1,0 +1,179 @@
+#include "client/report/commands.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include "absl/status/status.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "client/cli.h"
+#include "client/report/export.h"
+#include "client/report/metrics.h"
+#include "client/report/render.h"
+#include "common/cli_args.h"
+
+namespace ptxbench::client {
+namespace {
+
+using report::ExportOptions;
+using report::ReportOptions;
+
+absl::Status WriteText(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) return absl::InternalError(absl::StrCat("cannot write ", path));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<int>> ParseIntList(const std::string& flag, const std::string& text) {
+  std::vector<int> values;
+  for (absl::string_view part : absl::StrSplit(text, ',')) {
+    int value = 0;
+    if (!absl::SimpleAtoi(part, &value)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", flag, ": '", std::string(part), "' is not an integer"));
+    }
+    values.push_back(value);
+  }
+  return values;
+}
+
+absl::StatusOr<std::vector<double>> ParseDoubleList(const std::string& flag,
+                                                    const std::string& text) {
+  std::vector<double> values;
+  for (absl::string_view part : absl::StrSplit(text, ',')) {
+    double value = 0;
+    if (!absl::SimpleAtod(part, &value)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", flag, ": '", std::string(part), "' is not a number"));
+    }
+    values.push_back(value);
+  }
+  return values;
+}
+
+std::string JsonLine(const nlohmann::json& value) {
+  return value.dump(-1, ' ', /*ensure_ascii=*/false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace
+
+int ReportCommand(const std::vector<std::string>& raw, std::ostream& out, std::ostream& err) {
+  const std::vector<FlagSpec> specs = {
+      {"out", true, "folder for report.md, report.html and report.json (default: first RUN_DIR)"},
+      {"limits", true, "turn limits for the TIC rate, comma-separated", "1,4,8"},
+      {"fast-p", true, "speedup thresholds p of fast_p, comma-separated", "0.5,1.0,1.2"},
+      {"no-files", false, "print the table only; write nothing"},
+  };
+  auto usage = [&](const std::string& problem) {
+    err << "ptxbench report: " << problem << "\n"
+        << "usage: ptxbench report [flags] RUN_DIR...\n"
+        << FlagHelp(specs);
+    return kExitUsage;
+  };
+  auto args = ParseArgs(raw, specs);
+  if (!args.ok()) return usage(std::string(args.status().message()));
+  if (args->positional().empty()) return usage("at least one RUN_DIR is needed");
+  ReportOptions options;
+  auto limits = ParseIntList("limits", args->Get("limits"));
+  if (!limits.ok()) return usage(std::string(limits.status().message()));
+  auto fast_p = ParseDoubleList("fast-p", args->Get("fast-p"));
+  if (!fast_p.ok()) return usage(std::string(fast_p.status().message()));
+  options.turn_limits = *limits;
+  options.fast_p = *fast_p;
+
+  auto trajectories = report::LoadTrajectories(args->positional());
+  if (!trajectories.ok()) {
+    err << "ptxbench report: " << trajectories.status().message() << "\n";
+    return kExitUsage;
+  }
+  auto built = report::BuildReport(*trajectories, options);
+  if (!built.ok()) return usage(std::string(built.status().message()));
+  out << report::RenderTable(*built);
+  if (args->GetBool("no-files")) return kExitPass;
+
+  const std::string dir = args->Get("out", args->positional().front());
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  const std::vector<std::pair<std::string, std::string>> files = {
+      {dir + "/report.md", report::RenderMarkdown(*built)},
+      {dir + "/report.html", report::RenderHtml(*built)},
+      {dir + "/report.json", report::ReportJson(*built).dump(2) + "\n"},
+  };
+  for (const auto& [path, text] : files) {
+    if (absl::Status status = WriteText(path, text); !status.ok()) {
+      err << "ptxbench report: " << status.message() << "\n";
+      return kExitInfrastructure;
+    }
+    out << "wrote " << path << "\n";
+  }
+  return kExitPass;
+}
+
+int ExportCommand(const std::vector<std::string>& raw, std::ostream& out, std::ostream& err) {
+  const std::vector<FlagSpec> specs = {
+      {"format", true,
+       "kernelgen (system, task, TIC kernel) or fixit (failed kernel, feedback, "
+       "repaired kernel)"},
+      {"out", true, "the JSONL file to write"},
+      {"summary", true, "summary JSON file (default: OUT with .summary.json)"},
+      {"max-per-class", true, "at most this many rows per (task, failure class); 0: no cap", "0"},
+      {"assistant", true, "assistant message: reply (whole reply) or source (code block only)",
+       "reply"},
+      {"metadata", false, "add a \"metadata\" object (task, arch, model, file, turns, class)"},
+  };
+  auto usage = [&](const std::string& problem) {
+    err << "ptxbench export: " << problem << "\n"
+        << "usage: ptxbench export --format kernelgen|fixit --out FILE [flags] RUN_DIR...\n"
+        << FlagHelp(specs);
+    return kExitUsage;
+  };
+  auto args = ParseArgs(raw, specs);
+  if (!args.ok()) return usage(std::string(args.status().message()));
+  if (args->positional().empty()) return usage("at least one RUN_DIR is needed");
+  if (!args->Has("format")) return usage("--format is required");
+  if (!args->Has("out")) return usage("--out is required");
+  ExportOptions options;
+  auto format = report::ParseExportFormat(args->Get("format"));
+  if (!format.ok()) return usage(std::string(format.status().message()));
+  options.format = *format;
+  auto content = report::ParseAssistantContent(args->Get("assistant"));
+  if (!content.ok()) return usage(std::string(content.status().message()));
+  options.content = *content;
+  auto cap = args->GetInt("max-per-class", 0);
+  if (!cap.ok()) return usage(std::string(cap.status().message()));
+  if (*cap < 0) return usage("--max-per-class must not be negative");
+  options.max_per_class = static_cast<int>(*cap);
+  options.metadata = args->GetBool("metadata");
+
+  auto trajectories = report::LoadTrajectories(args->positional());
+  if (!trajectories.ok()) {
+    err << "ptxbench export: " << trajectories.status().message() << "\n";
+    return kExitUsage;
+  }
+  report::ExportResult result = report::BuildExport(*trajectories, options);
+  std::string rows;
+  for (const nlohmann::json& row : result.rows) rows += JsonLine(row) + "\n";
+  const std::string out_path = args->Get("out");
+  std::string summary_path = args->Get("summary");
+  if (summary_path.empty()) {
+    const std::string stem = out_path.size() > 6 && out_path.substr(out_path.size() - 6) == ".jsonl"
+                                 ? out_path.substr(0, out_path.size() - 6)
+                                 : out_path;
+    summary_path = stem + ".summary.json";
+  }
+  for (const auto& [path, text] : std::vector<std::pair<std::string, std::string>>{
+           {out_path, rows}, {summary_path, result.summary.dump(2) + "\n"}}) {
+    if (absl::Status status = WriteText(path, text); !status.ok()) {
+      err << "ptxbench export: " << status.message() << "\n";
+      return kExitInfrastructure;
+    }
+  }
+  out << report::RenderExportSummary(result.summary) << "wrote " << out_path << " and "
+      << summary_path << "\n";
+  return kExitPass;
+}
+
+}  // namespace ptxbench::client

@@ -1,0 +1,96 @@
+// The benchmark's figures from trajectory files: per (model, task, arch, knowledge) group, the
+// TIC rate at turn limits, correctness, fast_p, speedups and tokens. Every definition, with its
+// formula, is in docs/metrics.md; this file is their only implementation.
+#ifndef PTXBENCH_CLIENT_REPORT_METRICS_H_
+#define PTXBENCH_CLIENT_REPORT_METRICS_H_
+
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "client/trajectory.h"
+#include "nlohmann/json.hpp"
+
+namespace ptxbench::client::report {
+
+struct GroupKey {
+  std::string model;
+  std::string task;
+  std::string arch;
+  std::string knowledge;
+
+  bool operator<(const GroupKey& other) const {
+    return std::tie(model, task, arch, knowledge) <
+           std::tie(other.model, other.task, other.arch, other.knowledge);
+  }
+  bool operator==(const GroupKey& other) const {
+    return std::tie(model, task, arch, knowledge) ==
+           std::tie(other.model, other.task, other.arch, other.knowledge);
+  }
+};
+
+struct ReportOptions {
+  std::vector<int> turn_limits = {1, 4, 8};
+  std::vector<double> fast_p = {0.5, 1.0, 1.2};
+};
+
+// A rate with its numerator and denominator, so that tables can show either.
+struct Rate {
+  int hits = 0;
+  int total = 0;
+  double value() const { return total == 0 ? 0 : static_cast<double>(hits) / total; }
+};
+
+struct GroupMetrics {
+  GroupKey key;
+  int trajectories = 0;
+  int unfinished = 0;  // Without an end record (still running, or interrupted).
+  int min_budget = 0;  // Smallest and largest run.turns among the trajectories.
+  int max_budget = 0;
+  // One per ReportOptions::turn_limits; empty when some trajectory's budget is below the limit
+  // (a shorter run cannot say what it would have done at that turn).
+  std::vector<std::optional<Rate>> tic_at_limit;
+  // TIC rate at every limit k = 1 .. min_budget (the plot's curve).
+  std::vector<Rate> tic_curve;
+  Rate correct;                       // At least one correct charged turn.
+  Rate compiled;                      // At least one charged turn that compiled.
+  std::vector<Rate> fast_p;           // One per ReportOptions::fast_p, over each whole trajectory.
+  std::vector<double> tic_speedups;   // Every TIC turn's speedup > 0, in file order.
+  int tic_turns_without_speedup = 0;  // TIC turns whose verdict has no speedup (not timed).
+  std::optional<double> geomean_speedup;  // Over tic_speedups.
+  std::optional<double> best_speedup;
+  int charged_turns = 0;
+  int infra_failed_turns = 0;
+  int runtime_unverified_turns = 0;  // Charged turns whose verdict is runtime_unverified.
+  double input_tokens_per_turn = 0;  // Means over charged turns.
+  double output_tokens_per_turn = 0;
+  double reasoning_tokens_per_turn = 0;
+};
+
+struct Report {
+  ReportOptions options;
+  std::vector<GroupMetrics> groups;  // Sorted by key.
+  int files = 0;
+  std::vector<std::string> warnings;  // Torn lines, unfinished trajectories, duplicates.
+};
+
+// Every trajectory file under the folders (recursively), read whole. The first malformed file
+// fails the load with an error naming its file and line.
+absl::StatusOr<std::vector<Trajectory>> LoadTrajectories(const std::vector<std::string>& dirs);
+
+// The figures of docs/metrics.md. INVALID_ARGUMENT for options out of range (a turn limit < 1,
+// a p <= 0). A file whose (group, trajectory index, started_at) repeats an earlier one's is a
+// copy of the same trajectory: it is skipped with a warning.
+absl::StatusOr<Report> BuildReport(const std::vector<Trajectory>& trajectories,
+                                   const ReportOptions& options);
+
+nlohmann::json ReportJson(const Report& report);
+
+// "fast_0.5", "fast_1.0", "fast_1.2": the column and JSON key of a fast_p threshold.
+std::string FastPLabel(double p);
+
+}  // namespace ptxbench::client::report
+
+#endif  // PTXBENCH_CLIENT_REPORT_METRICS_H_
