@@ -12,6 +12,9 @@
 // with grid (S / block_m, B*H). It does not parse launch plans; the plan facts come as
 //   cand=LABEL:CUBIN:BLOCK_M:THREADS:DYNAMIC_SMEM:BOX_ROWS     (repeatable)
 //   causal=0|1 shapes=4x48x4096,1x2x128 trials=2 time_iters=20 (timing on shapes with S>=4096)
+//   cudnn_dir=DIR   trial 0 reads Q, K, V and cuDNN's O and LSE from DIR (fwd_cudnn_ref.py) and
+//                   also compares each candidate with cuDNN's output (VS_CUDNN lines), which is
+//                   what the engine compares with, and cuDNN with the fp32 reference
 // Output: RESULT lines per (candidate, shape, trial), TIMING lines. Exit status: 0 all correct,
 // 1 some mismatch, 2 launch/runtime error, 3 setup error.
 #include <cuda.h>
@@ -172,11 +175,11 @@ __device__ float ToFloat<float>(float x) {
   return x;
 }
 
-template <typename T>
-__global__ void Compare(const T* out, const float* ref, long long n, Stats* st) {
+template <typename T, typename R>
+__global__ void Compare(const T* out, const R* ref, long long n, Stats* st) {
   for (long long i = blockIdx.x * 256LL + threadIdx.x; i < n; i += gridDim.x * 256LL) {
     const float o = ToFloat(out[i]);
-    const float r = ref[i];
+    const float r = ToFloat(ref[i]);
     const float err = fabsf(o - r);
     const bool finite = isfinite(o);
     if (!finite) atomicAdd(&st->nonfinite, 1ULL);
@@ -187,6 +190,43 @@ __global__ void Compare(const T* out, const float* ref, long long n, Stats* st) 
     if (finite) atomicMax(&st->max_err_bits, __float_as_uint(err));
     if (sizeof(T) == 4 && i % 97 == 0 && finite && r != 0.0f) atomicAdd(&st->ratio_sum, o / r);
   }
+}
+
+// Compares O (bf16) and LSE (fp32) with a reference pair under the task rule and prints one line.
+template <typename R>
+bool CompareAndPrint(const char* tag, const std::string& label, const Shape& shape, int causal,
+                     int trial, const __nv_bfloat16* o, const float* lse, const R* o_ref,
+                     const float* lse_ref, Stats* st, float ref_ms, cudaStream_t stream) {
+  const long long elems = shape.rows() * kD;
+  Stats init[2] = {{0, 0, ~0ULL, 0, 0.0}, {0, 0, ~0ULL, 0, 0.0}};
+  CHECK_CUDA(cudaMemcpy(st, init, sizeof(init), cudaMemcpyHostToDevice));
+  Compare<<<1024, 256, 0, stream>>>(o, o_ref, elems, &st[0]);
+  Compare<<<1024, 256, 0, stream>>>(lse, lse_ref, shape.rows(), &st[1]);
+  Stats got[2];
+  CHECK_CUDA(cudaMemcpy(got, st, sizeof(got), cudaMemcpyDeviceToHost));
+  float max_o, max_l;
+  std::memcpy(&max_o, &got[0].max_err_bits, 4);
+  std::memcpy(&max_l, &got[1].max_err_bits, 4);
+  const bool ok = got[0].fails == 0 && got[1].fails == 0;
+  const long long sampled = (shape.rows() + 96) / 97;
+  std::printf(
+      "%s %s %dx%dx%d causal=%d trial=%d %s O_fail=%llu O_nonfinite=%llu O_maxerr=%.3g "
+      "O_first_fail=%lld LSE_fail=%llu LSE_maxerr=%.3g LSE_mean_ratio=%.4f ref_ms=%.1f\n",
+      tag, label.c_str(), shape.b, shape.h, shape.s, causal, trial, ok ? "PASS" : "FAIL",
+      got[0].fails, got[0].nonfinite, max_o,
+      got[0].fails ? static_cast<long long>(got[0].first_fail) : -1LL, got[1].fails, max_l,
+      got[1].ratio_sum / sampled, ref_ms);
+  std::fflush(stdout);
+  return ok;
+}
+
+// Reads `bytes` bytes of a raw file into device memory; false if the file is short or missing.
+bool LoadToDevice(const std::string& path, void* dst, size_t bytes) {
+  std::ifstream in(path, std::ios::binary);
+  std::vector<char> buffer(bytes);
+  if (!in.read(buffer.data(), static_cast<std::streamsize>(bytes))) return false;
+  CHECK_CUDA(cudaMemcpy(dst, buffer.data(), bytes, cudaMemcpyHostToDevice));
+  return true;
 }
 
 std::vector<std::string> Split(const std::string& s, char sep) {
@@ -224,6 +264,7 @@ int main(int argc, char** argv) {
   std::vector<Candidate> cands;
   std::vector<Shape> shapes;
   int causal = 0, trials = 1, time_iters = 0;
+  std::string cudnn_dir;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     const size_t eq = arg.find('=');
@@ -250,6 +291,8 @@ int main(int argc, char** argv) {
       }
     } else if (key == "causal") {
       causal = std::stoi(value);
+    } else if (key == "cudnn_dir") {
+      cudnn_dir = value;
     } else if (key == "trials") {
       trials = std::stoi(value);
     } else if (key == "time_iters") {
@@ -296,12 +339,34 @@ int main(int argc, char** argv) {
     CHECK_CUDA(cudaMalloc(&o_ref, elems * 4));
     CHECK_CUDA(cudaMalloc(&lse_ref, shape.rows() * 4));
     CHECK_CUDA(cudaMalloc(&st, 2 * sizeof(Stats)));
+    __nv_bfloat16* o_cudnn = nullptr;
+    float* lse_cudnn = nullptr;
+    if (!cudnn_dir.empty()) {
+      CHECK_CUDA(cudaMalloc(&o_cudnn, elems * 2));
+      CHECK_CUDA(cudaMalloc(&lse_cudnn, shape.rows() * 4));
+    }
     CUtensorMap maps_by_rows[2][3];  // box rows 64 and 128
     for (int t = 0; t < trials; ++t) {
       const unsigned long long seed = 1000 + 10 * t + shape.s;
       FillNormal<<<1024, 256, 0, stream>>>(q, elems, seed);
       FillNormal<<<1024, 256, 0, stream>>>(k, elems, seed + 1);
       FillNormal<<<1024, 256, 0, stream>>>(v, elems, seed + 2);
+      // With cudnn_dir, trial 0 takes its inputs and a second reference (cuDNN's O and LSE,
+      // the engine's reference) from fwd_cudnn_ref.py's files.
+      bool have_cudnn = false;
+      if (!cudnn_dir.empty() && t == 0) {
+        char prefix[256];
+        std::snprintf(prefix, sizeof(prefix), "%s/%dx%dx%d_c%d_", cudnn_dir.c_str(), shape.b,
+                      shape.h, shape.s, causal);
+        const std::string pre = prefix;
+        CHECK_CUDA(cudaStreamSynchronize(stream));
+        have_cudnn = LoadToDevice(pre + "q.bin", q, elems * 2) &&
+                     LoadToDevice(pre + "k.bin", k, elems * 2) &&
+                     LoadToDevice(pre + "v.bin", v, elems * 2) &&
+                     LoadToDevice(pre + "o.bin", o_cudnn, elems * 2) &&
+                     LoadToDevice(pre + "lse.bin", lse_cudnn, shape.rows() * 4);
+        if (!have_cudnn) std::printf("NOTE no cuDNN files for %s\n", prefix);
+      }
       cudaEvent_t r0, r1;
       CHECK_CUDA(cudaEventCreate(&r0));
       CHECK_CUDA(cudaEventCreate(&r1));
@@ -312,6 +377,10 @@ int main(int argc, char** argv) {
       CHECK_CUDA(cudaStreamSynchronize(stream));
       float ref_ms = 0;
       CHECK_CUDA(cudaEventElapsedTime(&ref_ms, r0, r1));
+      if (have_cudnn) {
+        CompareAndPrint("CUDNN_VS_FP32", "cudnn", shape, causal, t, o_cudnn, lse_cudnn, o_ref,
+                        lse_ref, st, ref_ms, stream);
+      }
       for (int b = 0; b < 2; ++b) {
         for (int m = 0; m < 3; ++m) {
           maps_by_rows[b][m] = EncodeMap(m == 0 ? q : m == 1 ? k : v, shape, b == 0 ? 64 : 128);
@@ -328,26 +397,12 @@ int main(int argc, char** argv) {
           std::fflush(stdout);
           return 2;
         }
-        Stats init[2] = {{0, 0, ~0ULL, 0, 0.0}, {0, 0, ~0ULL, 0, 0.0}};
-        CHECK_CUDA(cudaMemcpy(st, init, sizeof(init), cudaMemcpyHostToDevice));
-        Compare<<<1024, 256, 0, stream>>>(o, o_ref, elems, &st[0]);
-        Compare<<<1024, 256, 0, stream>>>(lse, lse_ref, shape.rows(), &st[1]);
-        Stats got[2];
-        CHECK_CUDA(cudaMemcpy(got, st, sizeof(got), cudaMemcpyDeviceToHost));
-        float max_o, max_l;
-        std::memcpy(&max_o, &got[0].max_err_bits, 4);
-        std::memcpy(&max_l, &got[1].max_err_bits, 4);
-        const bool ok = got[0].fails == 0 && got[1].fails == 0;
-        all_ok = all_ok && ok;
-        const long long sampled = (shape.rows() + 96) / 97;
-        std::printf(
-            "RESULT %s %dx%dx%d causal=%d trial=%d %s O_fail=%llu O_nonfinite=%llu O_maxerr=%.3g "
-            "O_first_fail=%lld LSE_fail=%llu LSE_maxerr=%.3g LSE_mean_ratio=%.4f ref_ms=%.1f\n",
-            c.label.c_str(), shape.b, shape.h, shape.s, causal, t, ok ? "PASS" : "FAIL",
-            got[0].fails, got[0].nonfinite, max_o,
-            got[0].fails ? static_cast<long long>(got[0].first_fail) : -1LL, got[1].fails, max_l,
-            got[1].ratio_sum / sampled, ref_ms);
-        std::fflush(stdout);
+        all_ok &= CompareAndPrint("RESULT", c.label, shape, causal, t, o, lse, o_ref, lse_ref, st,
+                                  ref_ms, stream);
+        if (have_cudnn) {
+          all_ok &= CompareAndPrint("VS_CUDNN", c.label, shape, causal, t, o, lse, o_cudnn,
+                                    lse_cudnn, st, 0.0f, stream);
+        }
       }
     }
     if (time_iters > 0 && shape.s >= 4096) {
@@ -388,6 +443,8 @@ int main(int argc, char** argv) {
     cudaFree(o_ref);
     cudaFree(lse_ref);
     cudaFree(st);
+    cudaFree(o_cudnn);
+    cudaFree(lse_cudnn);
   }
   return all_ok ? 0 : 1;
 }

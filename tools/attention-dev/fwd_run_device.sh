@@ -2,6 +2,10 @@
 # One device call's worth of checks for the mha_with_lse_d128(_causal) sm_90a solutions and
 # decoys. Run on the H200 from the repository root with .dev-fwd/ carried (built by
 # tools/attention-dev/fwd_build.sh). Writes its log under $OUT.
+# usage: fwd_run_device.sh          SASS census, correctness against the fp32 reference on every
+#                                   task workload, timing, memcheck, cuDNN timing through torch
+#        fwd_run_device.sh cudnn    correctness against cuDNN's own O and LSE (the engine's
+#                                   reference) on every workload, timing again
 set -u
 OUT=${OUT:-/tmp/attn-fwd-out}
 mkdir -p "$OUT"
@@ -20,10 +24,25 @@ for c in $D/*.cubin; do
     "$(grep -c 'MUFU.EX2' "$OUT/sass_$n.txt")"
 done
 tar czf "$OUT/sass.tgz" -C "$OUT" $(cd "$OUT" && ls sass_*.txt) && rm -f "$OUT"/sass_*.txt
-SOL="128:384:164920:128"
+SOL="128:384:230480:128"
 DEC="64:128:82968:64"
 SHAPES=1x2x128,1x3x384,2x4x1024,4x48x4096
-run() { echo "\$ attn_fwd_dev $*"; timeout "${TMO:-150}" $DEV "$@"; echo "rc=$?"; }
+run() { echo "\$ attn_fwd_dev $*"; timeout "${TMO:-60}" $DEV "$@"; echo "rc=$?"; }
+if [ "${1:-}" = cudnn ]; then
+  # Second call: the engine compares with cuDNN's output, not with an fp32 reference; check the
+  # solutions (and the decoy that must pass the comparison) against cuDNN's O and LSE.
+  echo "== cuDNN outputs as the reference (torch's cuDNN SDPA with its LSE output)"
+  timeout 90 python3 tools/attention-dev/fwd_cudnn_ref.py /tmp/cudnn_ref $SHAPES 0,1
+  for m in 0 1; do
+    t=$([ $m = 0 ] && echo fwd || echo causal)
+    run causal=$m shapes=$SHAPES trials=1 time_iters=20 cudnn_dir=/tmp/cudnn_ref \
+      cand=solution:$D/${t}_solutions_sm90a_fa_wgmma_tma.cubin:$SOL \
+      cand=decoy_wgmma_branch_never_taken:$D/${t}_decoys_wgmma_branch_never_taken.cubin:$DEC
+  done
+  nvidia-smi --query-gpu=clocks.sm,power.draw,temperature.gpu --format=csv,noheader
+  echo "== done"
+  exit 0
+fi
 echo "== non-causal"
 run causal=0 shapes=$SHAPES trials=2 time_iters=20 \
   cand=solution:$D/fwd_solutions_sm90a_fa_wgmma_tma.cubin:$SOL \
@@ -38,11 +57,11 @@ run causal=1 shapes=$SHAPES trials=2 time_iters=20 \
 echo "== compute-sanitizer memcheck (solutions, small shapes)"
 for m in 0 1; do
   f=$([ $m = 0 ] && echo fwd || echo causal)_solutions_sm90a_fa_wgmma_tma.cubin
-  timeout 120 compute-sanitizer --tool memcheck $DEV causal=$m shapes=1x2x128,1x3x384 trials=1 \
+  timeout 60 compute-sanitizer --tool memcheck $DEV causal=$m shapes=1x2x128,1x3x384 trials=1 \
     cand=solution:$D/$f:$SOL 2>&1 | tail -4
 done
 echo "== cuDNN through torch"
 PY=python3  # the image's python3 holds torch (KINDS.md)
-timeout 120 $PY tools/attention-dev/fwd_cudnn_time.py 20
+timeout 60 $PY tools/attention-dev/fwd_cudnn_time.py 20
 nvidia-smi --query-gpu=clocks.sm,power.draw,temperature.gpu --format=csv,noheader
 echo "== done"
