@@ -1,13 +1,18 @@
 // GPU tests of the evaluator's runtime layer (label "gpu": scripts/gpu-test runs them on the
 // GPU machine; CPU CI excludes them). Each case checks one property the evaluation relies on.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "common/status.h"
+#include "common/task.h"
 #include "worker/engine/gpu/baseline.h"
 #include "worker/engine/gpu/philox.h"
+#include "worker/engine/gpu/plan_runner.h"
 #include "worker/engine/gpu/runtime.h"
 #include "worker/engine/gpu/timing.h"
 
@@ -219,6 +224,346 @@ TEST_CASE("interleaved timing of the baseline against itself gives a ratio near 
   CHECK(checks >= 1);
   CHECK(!result->stop_reason.empty());
   CHECK(result->candidate.count >= 20);
+}
+
+// ---------------------------------------------------------------------------------------------
+// cuDNN SDPA baselines (cudnn_sdpa_baseline.cc) against an fp64-accumulated host reference of
+// the attention tasks' definitions, and derived inputs.
+
+struct Attention {
+  int b = 1, h = 2, s = 128, d = 128;
+  bool causal = false;
+  size_t Elements() const { return size_t(b) * h * s * d; }
+  size_t Rows() const { return size_t(b) * h * s; }
+  std::map<std::string, int64_t> Axes() const { return {{"B", b}, {"H", h}, {"S", s}, {"D", d}}; }
+  float Scale() const { return static_cast<float>(1.0 / std::sqrt(double(d))); }
+};
+
+std::vector<float> DownloadAsFloat(const DeviceBuffer& buffer, size_t count, bool bf16) {
+  std::vector<float> out(count);
+  if (bf16) {
+    std::vector<uint16_t> host = DownloadBf16(buffer, count);
+    for (size_t i = 0; i < count; ++i) out[i] = Bf16ToFloat(host[i]);
+  } else {
+    REQUIRE(cudaMemcpy(out.data(), buffer.get(), count * 4, cudaMemcpyDeviceToHost) == cudaSuccess);
+  }
+  return out;
+}
+
+// O and LSE of the task definition from Q, K, V.
+void HostForward(const Attention& a, const std::vector<float>& q, const std::vector<float>& k,
+                 const std::vector<float>& v, std::vector<double>& o, std::vector<double>& lse) {
+  o.assign(a.Elements(), 0);
+  lse.assign(a.Rows(), 0);
+  std::vector<double> logits(a.s);
+  for (size_t bh = 0; bh < size_t(a.b) * a.h; ++bh) {
+    const size_t base = bh * a.s * a.d;
+    for (int i = 0; i < a.s; ++i) {
+      const int keys = a.causal ? i + 1 : a.s;
+      double max = -INFINITY;
+      for (int j = 0; j < keys; ++j) {
+        double dot = 0;
+        for (int x = 0; x < a.d; ++x) dot += double(q[base + i * a.d + x]) * k[base + j * a.d + x];
+        logits[j] = dot * a.Scale();
+        max = std::max(max, logits[j]);
+      }
+      double sum = 0;
+      for (int j = 0; j < keys; ++j) sum += std::exp(logits[j] - max);
+      const double row_lse = max + std::log(sum);
+      lse[bh * a.s + i] = row_lse;
+      for (int j = 0; j < keys; ++j) {
+        const double p = std::exp(logits[j] - row_lse);
+        for (int x = 0; x < a.d; ++x) o[base + i * a.d + x] += p * v[base + j * a.d + x];
+      }
+    }
+  }
+}
+
+// dQ, dK, dV of the task definition from Q, K, V, O, dO and LSE (as given to the kernel).
+void HostBackward(const Attention& a, const std::vector<float>& q, const std::vector<float>& k,
+                  const std::vector<float>& v, const std::vector<float>& o,
+                  const std::vector<float>& d_o, const std::vector<float>& lse,
+                  std::vector<double>& dq, std::vector<double>& dk, std::vector<double>& dv) {
+  dq.assign(a.Elements(), 0);
+  dk.assign(a.Elements(), 0);
+  dv.assign(a.Elements(), 0);
+  for (size_t bh = 0; bh < size_t(a.b) * a.h; ++bh) {
+    const size_t base = bh * a.s * a.d;
+    for (int i = 0; i < a.s; ++i) {
+      double delta = 0;
+      for (int x = 0; x < a.d; ++x)
+        delta += double(d_o[base + i * a.d + x]) * o[base + i * a.d + x];
+      const int keys = a.causal ? i + 1 : a.s;
+      for (int j = 0; j < keys; ++j) {
+        double dot = 0, dp = 0;
+        for (int x = 0; x < a.d; ++x) {
+          dot += double(q[base + i * a.d + x]) * k[base + j * a.d + x];
+          dp += double(d_o[base + i * a.d + x]) * v[base + j * a.d + x];
+        }
+        const double p = std::exp(dot * a.Scale() - lse[bh * a.s + i]);
+        const double ds = p * (dp - delta) * a.Scale();
+        for (int x = 0; x < a.d; ++x) {
+          dv[base + j * a.d + x] += p * d_o[base + i * a.d + x];
+          dq[base + i * a.d + x] += ds * k[base + j * a.d + x];
+          dk[base + j * a.d + x] += ds * q[base + i * a.d + x];
+        }
+      }
+    }
+  }
+}
+
+double RelativeNorm(const std::vector<float>& got, const std::vector<double>& ref) {
+  double err = 0, norm = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    err += (got[i] - ref[i]) * (got[i] - ref[i]);
+    norm += ref[i] * ref[i];
+  }
+  return std::sqrt(err / norm);
+}
+
+// Elements failing allclose(atol, rtol) as the task's tolerance states it.
+size_t AllCloseFailures(const std::vector<float>& got, const std::vector<double>& ref, double atol,
+                        double rtol) {
+  size_t failures = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    const double err = std::abs(got[i] - ref[i]);
+    if (!std::isfinite(got[i]) || (err > atol && err > rtol * std::abs(ref[i]))) ++failures;
+  }
+  return failures;
+}
+
+struct AttentionBuffers {
+  DeviceBuffer q, k, v, o, lse, d_o, dq, dk, dv;
+  explicit AttentionBuffers(const Attention& a) {
+    for (DeviceBuffer* b : {&q, &k, &v, &o, &d_o, &dq, &dk, &dv}) {
+      *b = std::move(*DeviceBuffer::Allocate(a.Elements() * 2));
+    }
+    lse = std::move(*DeviceBuffer::Allocate(a.Rows() * 4));
+  }
+};
+
+struct AttentionErrors {
+  size_t o_failures = 0;
+  double lse_max_abs = 0;
+  double dq = 0, dk = 0, dv = 0;  // Relative norms.
+};
+
+// Forward then backward through cuDNN on one draw, both compared with the host reference.
+AttentionErrors CheckAttention(const Attention& a, int distribution, uint64_t seed) {
+  Fixture& f = F();
+  cudaStream_t s = f.stream.get();
+  AttentionBuffers x(a);
+  REQUIRE(
+      f.builtins->Generate(x.q.get(), a.Elements(), BuiltinDType::kBF16, distribution, seed, 0, s)
+          .ok());
+  REQUIRE(
+      f.builtins->Generate(x.k.get(), a.Elements(), BuiltinDType::kBF16, distribution, seed, 1, s)
+          .ok());
+  REQUIRE(
+      f.builtins->Generate(x.v.get(), a.Elements(), BuiltinDType::kBF16, distribution, seed, 2, s)
+          .ok());
+  REQUIRE(
+      f.builtins->Generate(x.d_o.get(), a.Elements(), BuiltinDType::kBF16, distribution, seed, 4, s)
+          .ok());
+  const std::string suffix = a.causal ? "_causal" : "";
+  auto fwd = CreateBaseline("cudnn", "sdpa_fwd_bf16" + suffix, a.Axes());
+  INFO(fwd.status().message());
+  REQUIRE(fwd.ok());
+  absl::Status run = (*fwd)->Run({x.q.get(), x.k.get(), x.v.get()}, {x.o.get(), x.lse.get()}, s);
+  INFO(run.message());
+  REQUIRE(run.ok());
+  REQUIRE(SynchronizeDevice().ok());
+  auto q = DownloadAsFloat(x.q, a.Elements(), true), k = DownloadAsFloat(x.k, a.Elements(), true),
+       v = DownloadAsFloat(x.v, a.Elements(), true), o = DownloadAsFloat(x.o, a.Elements(), true),
+       d_o = DownloadAsFloat(x.d_o, a.Elements(), true),
+       lse = DownloadAsFloat(x.lse, a.Rows(), false);
+  std::vector<double> ref_o, ref_lse, dq, dk, dv;
+  HostForward(a, q, k, v, ref_o, ref_lse);
+  AttentionErrors e;
+  e.o_failures = AllCloseFailures(o, ref_o, 0.01, 0.01);
+  for (size_t i = 0; i < lse.size(); ++i) {
+    e.lse_max_abs = std::max(e.lse_max_abs, std::abs(lse[i] - ref_lse[i]));
+  }
+  WARN("cudnn sdpa forward S=" << a.s << (a.causal ? " causal" : "") << " dist=" << distribution
+                               << " seed=" << seed << ": O allclose failures " << e.o_failures
+                               << ", O rel-norm " << RelativeNorm(o, ref_o) << ", LSE max abs err "
+                               << e.lse_max_abs << "; " << (*fwd)->Describe().dump());
+
+  auto bwd = CreateBaseline("cudnn", "sdpa_bwd_bf16" + suffix, a.Axes());
+  INFO(bwd.status().message());
+  REQUIRE(bwd.ok());
+  run = (*bwd)->Run({x.q.get(), x.k.get(), x.v.get(), x.o.get(), x.d_o.get(), x.lse.get()},
+                    {x.dq.get(), x.dk.get(), x.dv.get()}, s);
+  INFO(run.message());
+  REQUIRE(run.ok());
+  REQUIRE(SynchronizeDevice().ok());
+  HostBackward(a, q, k, v, o, d_o, lse, dq, dk, dv);
+  e.dq = RelativeNorm(DownloadAsFloat(x.dq, a.Elements(), true), dq);
+  e.dk = RelativeNorm(DownloadAsFloat(x.dk, a.Elements(), true), dk);
+  e.dv = RelativeNorm(DownloadAsFloat(x.dv, a.Elements(), true), dv);
+  WARN("cudnn sdpa backward S=" << a.s << (a.causal ? " causal" : "") << " dist=" << distribution
+                                << " seed=" << seed << ": rel-norm dQ " << e.dq << " dK " << e.dk
+                                << " dV " << e.dv << "; " << (*bwd)->Describe().dump());
+  return e;
+}
+
+TEST_CASE("cuDNN SDPA forward and backward match the task definitions", "[gpu][cudnn]") {
+  for (int s : {128, 384}) {
+    for (bool causal : {false, true}) {
+      Attention a;
+      a.s = s;
+      a.h = s == 384 ? 3 : 2;
+      a.causal = causal;
+      AttentionErrors e = CheckAttention(a, kDistNormal, 7);
+      CHECK(e.o_failures == 0);     // The forward tasks' tolerance, allclose 1e-2.
+      CHECK(e.lse_max_abs < 1e-3);  // fp32 statistics of a 128..384-term sum.
+      CHECK(e.dq < 0.01);
+      CHECK(e.dk < 0.01);
+      CHECK(e.dv < 0.01);
+    }
+  }
+}
+
+TEST_CASE("cuDNN SDPA backward error on spiky inputs (the backward tasks' tolerance)",
+          "[gpu][cudnn]") {
+  double worst = 0;
+  for (int s : {128, 384}) {
+    for (bool causal : {false, true}) {
+      for (uint64_t seed : {11, 12, 13}) {
+        Attention a;
+        a.s = s;
+        a.h = 3;
+        a.causal = causal;
+        AttentionErrors e = CheckAttention(a, kDistSpiky, seed);
+        worst = std::max({worst, e.dq, e.dk, e.dv});
+      }
+    }
+  }
+  WARN("cudnn sdpa backward, spiky inputs: worst relative norm over dQ/dK/dV " << worst);
+  // task.json's max_relative_norm must leave room for a correct kernel of similar accuracy: the
+  // candidate is compared with cuDNN, whose own error adds up to this much.
+  CHECK(worst < 0.005);
+}
+
+TEST_CASE("derived inputs are the library's forward pass, identical in every draw",
+          "[gpu][cudnn]") {
+  Fixture& f = F();
+  const char* source = std::getenv("PTXBENCH_SOURCE_DIR");
+  auto task = LoadTask(std::string(source != nullptr ? source : PTXBENCH_SOURCE_DIR_DEFAULT) +
+                       "/tasks/mha_bwd_d128_causal");
+  INFO(task.status().message());
+  REQUIRE(task.ok());
+  const Workload* odd = nullptr;
+  for (const Workload& w : task->workloads) {
+    if (w.name == "odd_blocks") odd = &w;
+  }
+  REQUIRE(odd != nullptr);
+  auto tensors = ResolveTensors(*task, *odd);
+  REQUIRE(tensors.ok());
+  auto first = TensorSet::Allocate(*tensors);
+  auto second = TensorSet::Allocate(*tensors);
+  INFO(first.status().message());
+  REQUIRE(first.ok());
+  REQUIRE(second.ok());
+  cudaStream_t s = f.stream.get();
+  REQUIRE(first->GenerateInputs(*f.builtins, 21, s).ok());
+  REQUIRE(second->GenerateInputs(*f.builtins, 21, s).ok());
+  auto h1 = first->HashInputs(*f.builtins, 5, s);
+  auto h2 = second->HashInputs(*f.builtins, 5, s);
+  REQUIRE(h1.ok());
+  CHECK(*h1 == *h2);
+  REQUIRE(second->GenerateInputs(*f.builtins, 22, s).ok());
+  CHECK(*second->HashInputs(*f.builtins, 5, s) != *h1);
+
+  // O (tensor 3) and LSE (tensor 5) are the causal forward pass of Q, K, V (tensors 0..2).
+  Attention a;
+  a.h = 3;
+  a.s = 384;
+  a.causal = true;
+  auto read = [&](int index, bool bf16, size_t count) {
+    std::vector<float> out(count);
+    if (bf16) {
+      std::vector<uint16_t> host(count);
+      REQUIRE(cudaMemcpy(host.data(), first->pointer(index), count * 2, cudaMemcpyDeviceToHost) ==
+              cudaSuccess);
+      for (size_t i = 0; i < count; ++i) out[i] = Bf16ToFloat(host[i]);
+    } else {
+      REQUIRE(cudaMemcpy(out.data(), first->pointer(index), count * 4, cudaMemcpyDeviceToHost) ==
+              cudaSuccess);
+    }
+    return out;
+  };
+  REQUIRE(SynchronizeDevice().ok());
+  std::vector<double> ref_o, ref_lse;
+  HostForward(a, read(0, true, a.Elements()), read(1, true, a.Elements()),
+              read(2, true, a.Elements()), ref_o, ref_lse);
+  CHECK(AllCloseFailures(read(3, true, a.Elements()), ref_o, 0.01, 0.01) == 0);
+  std::vector<float> lse = read(5, false, a.Rows());
+  double worst = 0;
+  for (size_t i = 0; i < lse.size(); ++i) worst = std::max(worst, std::abs(lse[i] - ref_lse[i]));
+  CHECK(worst < 1e-3);
+}
+
+TEST_CASE("cuDNN SDPA times on the attention tasks' timed workload", "[gpu][cudnn]") {
+  Fixture& f = F();
+  cudaStream_t s = f.stream.get();
+  Attention a;
+  a.b = 4;
+  a.h = 48;
+  a.s = 4096;
+  AttentionBuffers x(a);
+  for (auto [buffer, index] : {std::pair{&x.q, 0}, {&x.k, 1}, {&x.v, 2}, {&x.d_o, 4}}) {
+    REQUIRE(
+        f.builtins
+            ->Generate(buffer->get(), a.Elements(), BuiltinDType::kBF16, kDistNormal, 3, index, s)
+            .ok());
+  }
+  for (bool backward : {false, true}) {
+    for (bool causal : {false, true}) {
+      const std::string op =
+          std::string(backward ? "sdpa_bwd_bf16" : "sdpa_fwd_bf16") + (causal ? "_causal" : "");
+      auto baseline = CreateBaseline("cudnn", op, a.Axes());
+      INFO(op << ": " << baseline.status().message());
+      REQUIRE(baseline.ok());
+      // The backward reads O and LSE of the forward with the same mask.
+      if (backward) {
+        auto fwd =
+            CreateBaseline("cudnn", causal ? "sdpa_fwd_bf16_causal" : "sdpa_fwd_bf16", a.Axes());
+        REQUIRE(fwd.ok());
+        REQUIRE((*fwd)->Run({x.q.get(), x.k.get(), x.v.get()}, {x.o.get(), x.lse.get()}, s).ok());
+      }
+      auto run = [&]() {
+        if (!backward) {
+          return (*baseline)->Run({x.q.get(), x.k.get(), x.v.get()}, {x.o.get(), x.lse.get()}, s);
+        }
+        return (*baseline)->Run(
+            {x.q.get(), x.k.get(), x.v.get(), x.o.get(), x.d_o.get(), x.lse.get()},
+            {x.dq.get(), x.dk.get(), x.dv.get()}, s);
+      };
+      for (int i = 0; i < 3; ++i) REQUIRE(run().ok());
+      std::vector<double> ms;
+      for (int i = 0; i < 15; ++i) {
+        REQUIRE(f.builtins->FlushL2(s).ok());
+        auto start = Event::Create();
+        auto end = Event::Create();
+        REQUIRE(cudaEventRecord(start->get(), s) == cudaSuccess);
+        REQUIRE(run().ok());
+        REQUIRE(cudaEventRecord(end->get(), s) == cudaSuccess);
+        auto elapsed = ElapsedMs(*start, *end);
+        REQUIRE(elapsed.ok());
+        ms.push_back(*elapsed);
+      }
+      std::sort(ms.begin(), ms.end());
+      const double median = ms[ms.size() / 2];
+      const double flops =
+          (causal ? 2.0 : 4.0) * a.b * a.h * double(a.s) * a.s * a.d * (backward ? 2.5 : 1.0);
+      WARN("cudnn " << op << " B=4 H=48 S=4096 D=128: median " << median << " ms (min "
+                    << ms.front() << ", max " << ms.back() << ", n " << ms.size() << "), "
+                    << flops / (median * 1e-3) / 1e12 << " TFLOP/s; "
+                    << (*baseline)->Describe().dump());
+      CHECK(median > 0);
+    }
+  }
 }
 
 }  // namespace
