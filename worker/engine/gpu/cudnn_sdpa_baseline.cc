@@ -511,11 +511,18 @@ absl::StatusOr<std::shared_ptr<Plan>> BuildPlan(cudnnHandle_t handle, bool backw
     }
     cudnnBackendDestroyDescriptor(engine);
   }
-  std::vector<char> json(1 << 14, '\0');
+  // The plan's own description (engine and knob choices), for the audit report; optional. Its
+  // size is asked first: a fixed 16 KiB buffer was refused as too small on the H200 (9.14).
+  int64_t json_chars = 0;
   if (cudnnBackendGetAttribute(plan->plan.get(), CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION,
-                               CUDNN_TYPE_CHAR, static_cast<int64_t>(json.size()), &count,
-                               json.data()) == CUDNN_STATUS_SUCCESS) {
-    plan->plan_json.assign(json.data(), strnlen(json.data(), json.size()));
+                               CUDNN_TYPE_CHAR, 0, &json_chars, nullptr) == CUDNN_STATUS_SUCCESS &&
+      json_chars > 0 && json_chars < (int64_t{1} << 22)) {
+    std::vector<char> json(static_cast<size_t>(json_chars) + 1, '\0');
+    if (cudnnBackendGetAttribute(plan->plan.get(), CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION,
+                                 CUDNN_TYPE_CHAR, json_chars, &count,
+                                 json.data()) == CUDNN_STATUS_SUCCESS) {
+      plan->plan_json.assign(json.data(), strnlen(json.data(), json.size()));
+    }
   }
   ASSIGN_OR_RETURN(
       plan->workspace,
