@@ -4,6 +4,7 @@
 #include <map>
 
 #include "client/report/commands.h"
+#include "client/run/run_command.h"
 #include "client/submission_commands.h"
 #include "client/suite_command.h"
 #include "worker/engine/gpu/local_eval.h"
@@ -21,6 +22,7 @@ const char kUsage[] =
     "  watch    follow a submission's stage events until its verdict\n"
     "  suite    submit every reference solution and decoy of the tasks; check their verdicts\n"
     "  eval     evaluate a kernel on this machine's GPU, no server (compile only without a GPU)\n"
+    "  run      let a model write kernels over several turns with the verdicts as feedback\n"
     "  report   TIC rates, fast_p, speedups and tokens of trajectory files (table, md, html)\n"
     "  export   fine-tuning JSONL (kernelgen or fixit) from trajectory files\n"
     "exit codes: 0 pass, 1 verdict not a pass, 2 usage or input error, 3 infrastructure\n";
@@ -36,6 +38,7 @@ int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
       {"eval", ::ptxbench::engine::RunLocalEval},
       {"report", ReportCommand},
       {"export", ExportCommand},
+      {"run", run::RunCommand},
   };
   if (args.empty() || args[0] == "help" || args[0] == "--help" || args[0] == "-h") {
     (args.empty() ? err : out) << kUsage;

@@ -1,0 +1,209 @@
+#include "client/run/embedded_stack.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+
+namespace ptxbench::client::run {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string ReadText(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::string Tail(const std::string& path, size_t lines) {
+  std::vector<std::string> all = absl::StrSplit(ReadText(path), '\n');
+  const size_t from = all.size() > lines ? all.size() - lines : 0;
+  std::string out;
+  for (size_t i = from; i < all.size(); ++i) absl::StrAppend(&out, all[i], "\n");
+  return out;
+}
+
+// A folder of the source tree: ./<name> when run from a checkout, else the checkout this
+// binary was built from (as ptxbench-server finds its own defaults).
+std::string DefaultDir(const std::string& name) {
+  if (fs::is_directory(name)) return fs::absolute(name).string();
+#ifdef PTXBENCH_SOURCE_DIR
+  const std::string built_from = absl::StrCat(PTXBENCH_SOURCE_DIR, "/", name);
+  if (fs::is_directory(built_from)) return built_from;
+#endif
+  return fs::absolute(name).string();
+}
+
+// fork + exec with the output appended to `log_path`. The child gets SIGTERM when this
+// process dies (PR_SET_PDEATHSIG), so a killed `ptxbench run` leaves no stack behind; the
+// parent's SIGTERM is what ptxbench-server and ptxbench-worker take as a graceful stop.
+absl::StatusOr<pid_t> Spawn(const std::vector<std::string>& argv, const std::string& log_path) {
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid < 0) return absl::InternalError(absl::StrCat("fork failed for ", argv[0]));
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent) _exit(1);  // The parent died before prctl took effect.
+    const int fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd >= 0) {
+      dup2(fd, STDOUT_FILENO);
+      dup2(fd, STDERR_FILENO);
+      close(fd);
+    }
+    const int null_fd = open("/dev/null", O_RDONLY);
+    if (null_fd >= 0) dup2(null_fd, STDIN_FILENO);
+    std::vector<char*> args;
+    for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+bool Alive(pid_t pid) {
+  int status = 0;
+  return waitpid(pid, &status, WNOHANG) == 0;
+}
+
+// SIGTERM, then SIGKILL when the process has not ended within `grace`.
+void Terminate(pid_t pid, std::chrono::seconds grace) {
+  kill(pid, SIGTERM);
+  const auto deadline = std::chrono::steady_clock::now() + grace;
+  int status = 0;
+  while (waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+// The first line of the log containing `needle`, waiting while `pid` lives.
+std::string WaitForLine(const std::string& log_path, const std::string& needle, pid_t pid,
+                        std::chrono::seconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    for (const absl::string_view line : absl::StrSplit(ReadText(log_path), '\n')) {
+      if (line.find(needle) != absl::string_view::npos) return std::string(line);
+    }
+    if (!Alive(pid)) return "";
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return "";
+}
+
+bool GpuPresent() {
+  // `nvidia-smi -L` lists the GPUs the driver sees; it is absent or fails on machines without.
+  return std::system("nvidia-smi -L >/dev/null 2>&1") == 0;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<EmbeddedStack>> EmbeddedStack::Start(const StackOptions& in) {
+  std::unique_ptr<EmbeddedStack> stack(new EmbeddedStack(in));
+  StackOptions& options = stack->options_;
+  if (options.bin_dir.empty()) {
+    options.bin_dir = fs::read_symlink("/proc/self/exe").parent_path().string();
+  }
+  if (options.tasks_dir.empty()) options.tasks_dir = DefaultDir("tasks");
+  if (options.migrations_dir.empty()) options.migrations_dir = DefaultDir("migrations");
+  const std::string server = options.bin_dir + "/ptxbench-server";
+  const std::string worker = options.bin_dir + "/ptxbench-worker";
+  for (const std::string& program : {server, worker}) {
+    if (access(program.c_str(), X_OK) != 0) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "no server given (--server or PTXBENCH_SERVER) and ", program,
+          " is missing: the embedded stack needs ptxbench-server and ptxbench-worker next to "
+          "ptxbench"));
+    }
+  }
+  std::error_code error;
+  fs::create_directories(options.data_dir, error);
+  if (error) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("cannot create ", options.data_dir, ": ", error.message()));
+  }
+  const std::string server_log = options.data_dir + "/server.log";
+  auto pid = Spawn({server, "serve", "--data-dir", options.data_dir, "--tasks-dir",
+                    options.tasks_dir, "--migrations-dir", options.migrations_dir, "--listen",
+                    "127.0.0.1:0", "--metrics-listen", "off"},
+                   server_log);
+  if (!pid.ok()) return pid.status();
+  stack->server_pid_ = *pid;
+  // The first start initialises the PostgreSQL cluster (initdb: a few seconds).
+  const std::string serving =
+      WaitForLine(server_log, "ptxbench-server serving grpc=", *pid, std::chrono::seconds(180));
+  if (serving.empty()) {
+    return absl::UnavailableError(absl::StrCat("ptxbench-server did not start; the end of ",
+                                               server_log, ":\n", Tail(server_log, 20)));
+  }
+  const size_t at = serving.find("grpc=") + 5;
+  stack->address_ = serving.substr(at, serving.find(' ', at) - at);
+
+  const std::string cpu_log = options.data_dir + "/worker-cpu.log";
+  auto cpu = Spawn({worker, "--compile-only", "--server", stack->address_, "--tasks-dir",
+                    options.tasks_dir, "--hostname", "ptxbench-run-cpu"},
+                   cpu_log);
+  if (!cpu.ok()) return cpu.status();
+  stack->worker_pids_.push_back(*cpu);
+  if (WaitForLine(cpu_log, "registered with", *cpu, std::chrono::seconds(60)).empty()) {
+    return absl::UnavailableError(
+        absl::StrCat("the compile-only worker did not register; the end "
+                     "of ",
+                     cpu_log, ":\n", Tail(cpu_log, 20)));
+  }
+  if (!options.use_gpu || !GpuPresent()) {
+    stack->gpu_note_ = options.use_gpu ? "no GPU on this machine" : "GPU worker not asked for";
+    return stack;
+  }
+  const std::string gpu_log = options.data_dir + "/worker-gpu.log";
+  auto gpu = Spawn({worker, "--gpu", "0", "--server", stack->address_, "--tasks-dir",
+                    options.tasks_dir, "--hostname", "ptxbench-run-gpu"},
+                   gpu_log);
+  if (!gpu.ok()) return gpu.status();
+  const std::string registered =
+      WaitForLine(gpu_log, "registered with", *gpu, std::chrono::seconds(120));
+  if (registered.empty()) {
+    stack->gpu_note_ = absl::StrCat("GPU present but not usable: ", Tail(gpu_log, 1));
+    if (Alive(*gpu)) Terminate(*gpu, std::chrono::seconds(10));
+    return stack;
+  }
+  stack->worker_pids_.push_back(*gpu);
+  // "worker W: registered with ADDR (sm_90a, lease 30 s)".
+  const size_t open = registered.find(" (sm_");
+  if (open != std::string::npos) {
+    stack->gpu_arch_ = registered.substr(open + 2, registered.find(',', open) - open - 2);
+  }
+  return stack;
+}
+
+absl::Status EmbeddedStack::Stop() {
+  // Workers first, so none is left reconnecting to a server that is gone.
+  for (pid_t pid : worker_pids_) kill(pid, SIGTERM);
+  for (pid_t pid : worker_pids_) Terminate(pid, std::chrono::seconds(60));
+  worker_pids_.clear();
+  if (server_pid_ > 0) {
+    Terminate(server_pid_, std::chrono::seconds(60));
+    server_pid_ = -1;
+  }
+  return absl::OkStatus();
+}
+
+EmbeddedStack::~EmbeddedStack() { (void)Stop(); }
+
+}  // namespace ptxbench::client::run

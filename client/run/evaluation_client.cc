@@ -1,0 +1,134 @@
+#include "client/run/evaluation_client.h"
+
+#include <google/protobuf/util/json_util.h>
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "ptxbench/v1/vendor.grpc.pb.h"
+
+namespace ptxbench::client::run {
+namespace {
+
+absl::Status FromGrpc(const grpc::Status& status, const std::string& what) {
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                      absl::StrCat(what, ": ", status.error_message()));
+}
+
+class GrpcEvaluationClient : public EvaluationClient {
+ public:
+  GrpcEvaluationClient(std::shared_ptr<grpc::Channel> channel, ConnectionOptions options)
+      : stub_(v1::SubmissionService::NewStub(channel)), options_(std::move(options)) {}
+
+  absl::StatusOr<TaskPrompt> GetTask(const std::string& task, v1::Arch arch,
+                                     v1::KnowledgeLevel knowledge) override {
+    grpc::ClientContext context;
+    Authorize(&context, options_);
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+    v1::GetTaskRequest request;
+    request.set_task_id(task);
+    request.set_arch(arch);
+    request.set_knowledge_level(knowledge);
+    v1::GetTaskResponse response;
+    grpc::Status status = stub_->GetTask(&context, request, &response);
+    if (!status.ok()) return FromGrpc(status, absl::StrCat("GetTask ", task));
+    return TaskPrompt{response.prompt(), response.task().version_hash()};
+  }
+
+  absl::StatusOr<EvaluationOutcome> Evaluate(const SubmitSpec& spec,
+                                             absl::Duration verdict_timeout) override {
+    v1::SubmitRequest request;
+    request.set_task_id(spec.task);
+    request.set_arch(spec.arch);
+    request.set_knowledge_level(spec.knowledge);
+    request.set_language(spec.language == "ptx" ? v1::SOURCE_LANGUAGE_PTX
+                                                : v1::SOURCE_LANGUAGE_CUDA);
+    request.set_source(spec.source);
+    request.set_model(spec.model);
+    request.set_session_id(spec.session_id);
+    request.set_turn_index(spec.turn_index);
+    request.set_scope(spec.compile_only ? v1::EVALUATION_SCOPE_COMPILE_ONLY
+                                        : v1::EVALUATION_SCOPE_FULL);
+    request.set_idempotency_key(spec.idempotency_key);
+    EvaluationOutcome outcome;
+    if (!spec.launch_plan_json.empty()) {
+      auto parsed = google::protobuf::util::JsonStringToMessage(spec.launch_plan_json,
+                                                                request.mutable_launch_plan());
+      if (!parsed.ok()) {
+        outcome.rejected = true;
+        outcome.rejection =
+            absl::StrCat("the launch plan JSON block is not a launch plan: ", parsed.ToString());
+        return outcome;
+      }
+    }
+    {
+      grpc::ClientContext context;
+      Authorize(&context, options_);
+      context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+      v1::SubmitResponse response;
+      grpc::Status status = stub_->Submit(&context, request, &response);
+      if (status.error_code() == grpc::StatusCode::INVALID_ARGUMENT) {
+        outcome.rejected = true;
+        outcome.rejection = status.error_message();
+        return outcome;
+      }
+      if (!status.ok()) return FromGrpc(status, "Submit");
+      outcome.submission_id = response.submission().id();
+    }
+    const auto deadline = std::chrono::system_clock::now() +
+                          std::chrono::milliseconds(absl::ToInt64Milliseconds(verdict_timeout));
+    {
+      grpc::ClientContext context;
+      Authorize(&context, options_);
+      context.set_deadline(deadline);
+      v1::WatchSubmissionRequest watch;
+      watch.set_submission_id(outcome.submission_id);
+      auto reader = stub_->WatchSubmission(&context, watch);
+      v1::StageEvent event;
+      bool done = false;
+      while (reader->Read(&event)) done = done || event.has_verdict();
+      grpc::Status status = reader->Finish();
+      if (!status.ok()) {
+        return FromGrpc(status, absl::StrCat("watching submission ", outcome.submission_id));
+      }
+      if (!done) {
+        return absl::UnavailableError(
+            absl::StrCat("the watch of ", outcome.submission_id, " ended without a verdict"));
+      }
+    }
+    grpc::ClientContext context;
+    Authorize(&context, options_);
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+    v1::GetSubmissionRequest get;
+    get.set_submission_id(outcome.submission_id);
+    v1::Submission submission;
+    grpc::Status status = stub_->GetSubmission(&context, get, &submission);
+    if (!status.ok()) return FromGrpc(status, "GetSubmission");
+    if (submission.state() == v1::SUBMISSION_STATE_CANCELLED) {
+      return absl::AbortedError(
+          absl::StrCat("submission ", outcome.submission_id, " was cancelled"));
+    }
+    if (submission.state() != v1::SUBMISSION_STATE_FINISHED) {
+      return absl::UnavailableError(
+          absl::StrCat("submission ", outcome.submission_id, " has no verdict yet"));
+    }
+    outcome.verdict = submission.verdict();
+    return outcome;
+  }
+
+ private:
+  std::unique_ptr<v1::SubmissionService::Stub> stub_;
+  ConnectionOptions options_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<EvaluationClient>> EvaluationClient::Connect(
+    const ConnectionOptions& options) {
+  auto channel = Dial(options);
+  if (!channel.ok()) return channel.status();
+  return std::unique_ptr<EvaluationClient>(new GrpcEvaluationClient(*channel, options));
+}
+
+}  // namespace ptxbench::client::run

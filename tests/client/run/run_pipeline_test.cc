@@ -1,0 +1,407 @@
+// `ptxbench run` end to end on a CPU machine: the real ptxbench binary against the real
+// ptxbench-server over a fresh PostgreSQL database, with real compile-only ptxbench-worker
+// processes; only the model APIs are local HTTP stubs (stub_http_server.h). Submissions are
+// compile-only, since CI has no GPU.
+#include <signal.h>
+#include <stdlib.h>
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "client/trajectory.h"
+#include "tests/client/run/stub_http_server.h"
+#include "tests/support/pg_fixture.h"
+#include "tests/support/process.h"
+
+namespace ptxbench::testing {
+namespace {
+
+const std::string kBin = PTXBENCH_BIN_DIR;
+const std::string kSource = PTXBENCH_SOURCE_DIR_FOR_TESTS;
+const std::string kTask = "gemm_n7168_k5120";
+
+std::string ReadText(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::string TaskFile(const std::string& relative) {
+  return absl::StrCat(kSource, "/tasks/", kTask, "/", relative);
+}
+
+// A model reply holding one task file in a fenced block, with prose around it.
+std::string ReplyWith(const std::string& relative) {
+  return absl::StrCat("Here is my kernel.\n\n```cuda\n", ReadText(TaskFile(relative)),
+                      "```\n\nIt uses wgmma and TMA.");
+}
+
+// A compile error NVRTC reports as `identifier "accum" is undefined`.
+const char kBroken[] = "decoys/compile_error_syntax.cu";
+const char kFixed[] = "solutions/sm90a_wgmma_tma.cu";
+
+StubResponse OpenAi(const std::string& content) {
+  return StubResponse{200, OpenAiChatBody(content, 5000, 1500, 700), {}, 0};
+}
+
+// The server and a compile-only worker, real processes, on a fresh database.
+class Stack {
+ public:
+  Stack() {
+    auto database = TestDatabase::Create(/*migrate=*/false);
+    REQUIRE(database.ok());
+    database_ = std::move(*database);
+    dir_ = MakeTempDir("ptxbench-run-test-");
+    server_ =
+        ChildProcess::Start({kBin + "/ptxbench-server", "serve", "--database-url", database_->url(),
+                             "--listen", "127.0.0.1:0", "--metrics-listen", "off", "--tasks-dir",
+                             kSource + "/tasks", "--migrations-dir", kSource + "/migrations"},
+                            dir_ + "/server.log");
+    REQUIRE(server_ != nullptr);
+    auto line = server_->WaitForLogLine("ptxbench-server serving grpc=", absl::Seconds(60));
+    INFO(server_->Log());
+    REQUIRE(line.has_value());
+    const size_t at = line->find("grpc=") + 5;
+    address_ = line->substr(at, line->find(' ', at) - at);
+    worker_ =
+        ChildProcess::Start({kBin + "/ptxbench-worker", "--compile-only", "--server", address_,
+                             "--tasks-dir", kSource + "/tasks", "--hostname", "run-test-worker"},
+                            dir_ + "/worker.log");
+    REQUIRE(worker_ != nullptr);
+    REQUIRE(worker_->WaitForLogLine("registered with", absl::Seconds(30)).has_value());
+  }
+  ~Stack() { std::filesystem::remove_all(dir_); }
+
+  // The arguments of a compile-only `ptxbench run` against this stack.
+  std::vector<std::string> RunArgs(const std::string& model, const std::string& base_url,
+                                   const std::string& out, int turns, int trajectories) const {
+    return {kBin + "/ptxbench",
+            "run",
+            "--server",
+            address_,
+            "--model",
+            model,
+            "--base-url",
+            base_url,
+            "--task",
+            kTask,
+            "--arch",
+            "sm_90a",
+            "--knowledge",
+            "none",
+            "--turns",
+            std::to_string(turns),
+            "--trajectories",
+            std::to_string(trajectories),
+            "--concurrency",
+            "2",
+            "--compile-only",
+            "--retries",
+            "3",
+            "--retry-base-seconds",
+            "0.01",
+            "--out",
+            out};
+  }
+
+  std::string Sql(const std::string& sql) {
+    auto value = database_->Scalar(sql);
+    INFO(sql);
+    REQUIRE(value.ok());
+    return value->value_or("NULL");
+  }
+
+  const std::string& dir() const { return dir_; }
+
+ private:
+  std::unique_ptr<TestDatabase> database_;
+  std::string dir_;
+  std::unique_ptr<ChildProcess> server_;
+  std::unique_ptr<ChildProcess> worker_;
+  std::string address_;
+};
+
+client::Trajectory ReadRun(const std::string& out, const std::string& model, int index) {
+  client::RunConfig config;
+  config.model = model;
+  config.task = kTask;
+  config.arch = "sm_90a";
+  config.knowledge = "none";
+  config.trajectory_index = index;
+  auto trajectory = client::ReadTrajectory(client::TrajectoryPath(out, config));
+  INFO(client::TrajectoryPath(out, config));
+  REQUIRE(trajectory.ok());
+  return *trajectory;
+}
+
+std::string SessionOf(const std::string& out, const client::Trajectory& trajectory) {
+  return std::filesystem::path(trajectory.path).lexically_relative(out).string() + "@" +
+         trajectory.header.started_at;
+}
+
+std::string Quoted(const std::string& text) { return "'" + text + "'"; }
+
+TEST_CASE("run: a compile error, its log as feedback, then the fix; turns linked in the database") {
+  Stack stack;
+  StubHttpServer model([](const StubRequest& request) {
+    return OpenAi(ReplyWith(TurnOfRequest(request) == 1 ? kBroken : kFixed));
+  });
+  const std::string out = stack.dir() + "/out";
+  CommandResult r = RunCommand(stack.RunArgs("openai:stub-model", model.url() + "/v1", out, 2, 2),
+                               absl::Seconds(180));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(absl::StrContains(r.output, "2 trajectories"));
+  CHECK(absl::StrContains(r.output, "4 turns run, 0 already done"));
+  for (int index : {0, 1}) {
+    client::Trajectory t = ReadRun(out, "openai:stub-model", index);
+    CHECK(t.header.run.provider == "openai");
+    CHECK(t.header.run.turns == 2);
+    CHECK(t.header.run.context_policy == "full");
+    CHECK_FALSE(t.header.run.task_version.empty());
+    REQUIRE(t.turns.size() == 2);
+    const client::TurnRecord& first = t.turns[0];
+    CHECK(first.turn == 1);
+    CHECK(first.extracted);
+    CHECK(first.language == "cuda");
+    CHECK(first.source == ReadText(TaskFile(kBroken)));
+    CHECK(first.usage.input_tokens == 5000);
+    CHECK(first.usage.output_tokens == 1500);
+    CHECK(first.usage.reasoning_tokens == 700);
+    REQUIRE(first.verdict.has_value());
+    CHECK(first.verdict->verdict_class == VerdictClass::kCompileError);
+    // The feedback carries the compiler's own words.
+    CHECK(absl::StrContains(first.feedback, "## 1. Compile"));
+    CHECK(absl::StrContains(first.feedback, "identifier \"accum\" is undefined"));
+    CHECK(first.submission_id.size() == 36);
+    const client::TurnRecord& second = t.turns[1];
+    CHECK(second.turn == 2);
+    REQUIRE(second.verdict.has_value());
+    CHECK(second.verdict->verdict_class == VerdictClass::kCompiled);
+    // The second prompt is the conversation: task, reply 1, feedback 1 with the compile log.
+    REQUIRE(second.prompt_messages.size() == 4);
+    CHECK(second.prompt_messages[2].content == ReplyWith(kBroken));
+    CHECK(absl::StrContains(second.prompt_messages[3].content, "is undefined"));
+    REQUIRE(t.end.has_value());
+    CHECK(t.end->reason == client::EndReason::kTurnLimit);
+    const std::string session = Quoted(SessionOf(out, t));
+    CHECK(stack.Sql("SELECT count(*) FROM submissions WHERE session_id = " + session) == "2");
+    CHECK(stack.Sql("SELECT id::text FROM submissions WHERE session_id = " + session +
+                    " AND turn_index = 1") == second.submission_id);
+    CHECK(stack.Sql("SELECT DISTINCT model FROM submissions WHERE session_id = " + session) ==
+          "openai:stub-model");
+  }
+  // Every turn-2 request carried the compile log of turn 1.
+  int second_turns = 0;
+  for (const StubRequest& request : model.requests()) {
+    if (TurnOfRequest(request) != 2) continue;
+    ++second_turns;
+    CHECK(absl::StrContains(request.body, "is undefined"));
+  }
+  CHECK(second_turns == 2);
+}
+
+TEST_CASE("run: no code in a reply is feedback and a charged turn; a 429 first is not charged") {
+  Stack stack;
+  std::atomic<int> calls{0};
+  StubHttpServer model([&](const StubRequest& request) {
+    if (++calls == 1) {
+      return StubResponse{429, R"({"error": {"message": "rate limited"}})", {"Retry-After: 0"}, 0};
+    }
+    return OpenAi(TurnOfRequest(request) == 1 ? "I would rather explain the algorithm in words."
+                                              : ReplyWith(kFixed));
+  });
+  const std::string out = stack.dir() + "/out";
+  CommandResult r =
+      RunCommand(stack.RunArgs("openai:m", model.url(), out, 2, 1), absl::Seconds(120));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  client::Trajectory t = ReadRun(out, "openai:m", 0);
+  REQUIRE(t.turns.size() == 2);
+  const client::TurnRecord& first = t.turns[0];
+  CHECK_FALSE(first.infra_failed);
+  CHECK_FALSE(first.extracted);
+  CHECK(first.submission_id.empty());
+  CHECK_FALSE(first.verdict.has_value());
+  CHECK(absl::StrContains(first.feedback, "no fenced code block"));
+  REQUIRE(first.infra_failures.size() == 1);
+  CHECK(absl::StrContains(first.infra_failures[0].what, "429"));
+  CHECK(t.turns[1].turn == 2);
+  CHECK(absl::StrContains(t.turns[1].prompt_messages.back().content, "no fenced code block"));
+  CHECK(t.charged_turns() == 2);
+  CHECK(model.requests().size() == 3);
+  CHECK(stack.Sql("SELECT count(*) FROM submissions WHERE session_id = " +
+                  Quoted(SessionOf(out, t))) == "1");
+}
+
+TEST_CASE("run: 500s past the retry budget are infrastructure, not charged; the rerun resumes") {
+  Stack stack;
+  StubHttpServer model([](const StubRequest& request) {
+    if (TurnOfRequest(request) == 2) {
+      return StubResponse{500, R"({"error": {"message": "internal error"}})", {}, 0};
+    }
+    return OpenAi(ReplyWith(kBroken));
+  });
+  const std::string out = stack.dir() + "/out";
+  const auto args = stack.RunArgs("openai:m", model.url(), out, 2, 1);
+  CommandResult r = RunCommand(args, absl::Seconds(120));
+  INFO(r.output);
+  CHECK(r.exit_code == 3);
+  CHECK(absl::StrContains(r.output, "stopped by infrastructure 1"));
+  CHECK(absl::StrContains(r.output, "not charged"));
+  client::Trajectory stopped = ReadRun(out, "openai:m", 0);
+  REQUIRE(stopped.turns.size() == 2);
+  CHECK_FALSE(stopped.turns[0].infra_failed);
+  CHECK(stopped.turns[1].infra_failed);
+  CHECK(stopped.turns[1].turn == 2);
+  REQUIRE_FALSE(stopped.turns[1].infra_failures.empty());
+  CHECK(absl::StrContains(stopped.turns[1].infra_failures.back().what, "HTTP 500"));
+  CHECK(stopped.turns[1].infra_failures.back().attempts == 3);
+  CHECK(stopped.charged_turns() == 1);
+  CHECK_FALSE(stopped.finished());
+
+  const size_t before = model.requests().size();
+  CHECK(before == 4);  // Turn 1 once, turn 2 three times.
+  model.set_handler([](const StubRequest& request) {
+    return OpenAi(ReplyWith(TurnOfRequest(request) == 1 ? kBroken : kFixed));
+  });
+  CommandResult resumed = RunCommand(args, absl::Seconds(120));
+  INFO(resumed.output);
+  REQUIRE(resumed.exit_code == 0);
+  CHECK(absl::StrContains(resumed.output, "1 turns run, 1 already done"));
+  const std::vector<StubRequest> requests = model.requests();
+  REQUIRE(requests.size() == before + 1);
+  CHECK(TurnOfRequest(requests.back()) == 2);
+  client::Trajectory done = ReadRun(out, "openai:m", 0);
+  REQUIRE(done.turns.size() == 3);
+  CHECK(done.turns[2].turn == 2);
+  CHECK_FALSE(done.turns[2].infra_failed);
+  REQUIRE(done.turns[2].verdict.has_value());
+  CHECK(done.turns[2].verdict->verdict_class == VerdictClass::kCompiled);
+  REQUIRE(done.end.has_value());
+  CHECK(done.end->reason == client::EndReason::kTurnLimit);
+}
+
+TEST_CASE("run: a client killed mid-run resumes with the same command, finished turns kept") {
+  Stack stack;
+  StubHttpServer model([](const StubRequest& request) {
+    StubResponse response = OpenAi(ReplyWith(TurnOfRequest(request) == 1 ? kBroken : kFixed));
+    // Turn 2 hangs until the client is killed.
+    if (TurnOfRequest(request) == 2) response.delay_seconds = 120;
+    return response;
+  });
+  const std::string out = stack.dir() + "/out";
+  const auto args = stack.RunArgs("openai:m", model.url(), out, 3, 1);
+  auto client = ChildProcess::Start(args, stack.dir() + "/client.log");
+  REQUIRE(client != nullptr);
+  const absl::Time deadline = absl::Now() + absl::Seconds(60);
+  auto waiting_for_turn_two = [&] {
+    for (const StubRequest& request : model.requests()) {
+      if (TurnOfRequest(request) == 2) return true;
+    }
+    return false;
+  };
+  while (!waiting_for_turn_two()) {
+    INFO(client->Log());
+    REQUIRE(absl::Now() < deadline);
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  client->Signal(SIGKILL);
+  REQUIRE(client->Wait(absl::Seconds(10)).has_value());
+  client::Trajectory killed = ReadRun(out, "openai:m", 0);
+  REQUIRE(killed.turns.size() == 1);
+  CHECK_FALSE(killed.finished());
+
+  const size_t before = model.requests().size();
+  model.set_handler([](const StubRequest& request) {
+    return OpenAi(ReplyWith(TurnOfRequest(request) == 1 ? kBroken : kFixed));
+  });
+  CommandResult resumed = RunCommand(args, absl::Seconds(120));
+  INFO(resumed.output);
+  REQUIRE(resumed.exit_code == 0);
+  CHECK(absl::StrContains(resumed.output, "2 turns run, 1 already done"));
+  const std::vector<StubRequest> requests = model.requests();
+  REQUIRE(requests.size() == before + 2);
+  for (size_t i = before; i < requests.size(); ++i) CHECK(TurnOfRequest(requests[i]) >= 2);
+  client::Trajectory done = ReadRun(out, "openai:m", 0);
+  REQUIRE(done.turns.size() == 3);
+  CHECK(done.turns[0].submission_id == killed.turns[0].submission_id);
+  CHECK(done.end.has_value());
+  const std::string session = Quoted(SessionOf(out, done));
+  CHECK(stack.Sql("SELECT count(*) FROM submissions WHERE session_id = " + session +
+                  " AND turn_index = 0") == "1");
+  CHECK(stack.Sql("SELECT count(*) FROM submissions WHERE session_id = " + session) == "3");
+}
+
+TEST_CASE("run: the anthropic provider drives a run; key from ANTHROPIC_API_KEY") {
+  Stack stack;
+  StubHttpServer model([](const StubRequest&) {
+    return StubResponse{
+        200, AnthropicMessageBody(ReplyWith(kFixed), "thinking...", 3000, 900), {}, 0};
+  });
+  setenv("ANTHROPIC_API_KEY", "ak-run-test", 1);
+  const std::string out = stack.dir() + "/out";
+  CommandResult r = RunCommand(stack.RunArgs("anthropic:claude-stub", model.url(), out, 1, 1),
+                               absl::Seconds(120));
+  unsetenv("ANTHROPIC_API_KEY");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  REQUIRE(model.requests().size() == 1);
+  CHECK(model.requests()[0].path == "/v1/messages");
+  CHECK(model.requests()[0].headers.at("x-api-key") == "ak-run-test");
+  client::Trajectory t = ReadRun(out, "anthropic:claude-stub", 0);
+  CHECK(t.header.run.provider == "anthropic");
+  REQUIRE(t.turns.size() == 1);
+  CHECK(t.turns[0].usage.input_tokens == 3000);
+  CHECK(t.turns[0].usage.output_tokens == 900);
+  REQUIRE(t.turns[0].verdict.has_value());
+  CHECK(t.turns[0].verdict->verdict_class == VerdictClass::kCompiled);
+}
+
+TEST_CASE("run: replay with no server given starts the embedded stack and stops it") {
+  const std::string dir = MakeTempDir("ptxbench-run-replay-");
+  // As root, the embedded PostgreSQL runs as 'postgres', which must reach its data folder.
+  std::filesystem::permissions(
+      dir, std::filesystem::perms::owner_all | std::filesystem::perms::group_read |
+               std::filesystem::perms::group_exec | std::filesystem::perms::others_read |
+               std::filesystem::perms::others_exec);
+  const std::string replay = dir + "/replay/" + kTask + "/sm_90a/traj-00";
+  std::filesystem::create_directories(replay);
+  std::filesystem::copy_file(TaskFile(kBroken), replay + "/turn-01.cu");
+  std::ofstream(replay + "/turn-02.md") << ReplyWith(kFixed);
+  unsetenv("PTXBENCH_SERVER");
+  const std::string out = dir + "/out";
+  CommandResult r =
+      RunCommand({kBin + "/ptxbench", "run", "--model", "replay:" + dir + "/replay", "--task",
+                  kTask, "--arch", "sm_90a", "--turns", "5", "--trajectories", "1",
+                  "--compile-only", "--out", out, "--tasks-dir", kSource + "/tasks"},
+                 absl::Seconds(300));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(absl::StrContains(r.output, "starting the embedded stack"));
+  client::Trajectory t = ReadRun(out, "replay:" + dir + "/replay", 0);
+  CHECK(t.header.run.provider == "replay");
+  REQUIRE(t.turns.size() == 2);
+  REQUIRE(t.turns[0].verdict.has_value());
+  CHECK(t.turns[0].verdict->verdict_class == VerdictClass::kCompileError);
+  REQUIRE(t.turns[1].verdict.has_value());
+  CHECK(t.turns[1].verdict->verdict_class == VerdictClass::kCompiled);
+  REQUIRE(t.end.has_value());
+  CHECK(t.end->reason == client::EndReason::kTurnLimit);  // The replay had two turns.
+  // The stack stopped cleanly: the server took its SIGTERM as a graceful stop.
+  CHECK(absl::StrContains(ReadText(out + "/stack/server.log"), "stopping"));
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace ptxbench::testing

@@ -1,0 +1,378 @@
+// The parts of `ptxbench run` that need no server: reply extraction, prompts under each
+// context policy, feedback from verdicts, progress lines, and the providers against local
+// HTTP stubs shaped like the real APIs.
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "client/run/extract.h"
+#include "client/run/feedback.h"
+#include "client/run/progress.h"
+#include "client/run/prompt.h"
+#include "client/run/provider.h"
+#include "nlohmann/json.hpp"
+#include "tests/client/run/stub_http_server.h"
+#include "tests/support/process.h"
+
+namespace ptxbench::client::run {
+namespace {
+
+using ::ptxbench::testing::StubHttpServer;
+using ::ptxbench::testing::StubRequest;
+using ::ptxbench::testing::StubResponse;
+
+const char kKernel[] =
+    "/* PTXBENCH_PLAN\n{\"launches\": [{\"kernel\": \"k\", \"grid\": [1], \"block\": [32], "
+    "\"args\": []}]}\n*/\nextern \"C\" __global__ void k() {}\n";
+
+TEST_CASE("extract: the last block with a plan wins; prose and drafts around it are ignored") {
+  const std::string reply = absl::StrCat(
+      "Here is a draft:\n```cuda\n__global__ void draft() {}\n```\nand the final version:\n\n"
+      "```cuda\n",
+      kKernel, "```\nThat should work.");
+  ExtractedSource got = ExtractSource(reply);
+  REQUIRE(got.ok);
+  CHECK(got.source == kKernel);
+  CHECK(got.language == "cuda");
+  CHECK(got.launch_plan_json.empty());
+}
+
+TEST_CASE("extract: reasoning in <think> is skipped, ~~~ fences and ptx modules are found") {
+  const std::string ptx =
+      "/* PTXBENCH_PLAN {\"launches\": []} */\n.version 8.8\n.target sm_90a\n.address_size "
+      "64\n.visible .entry k() { ret; }\n";
+  ExtractedSource got =
+      ExtractSource(absl::StrCat("<think>```cuda\n", kKernel, "```</think>\n~~~\n", ptx, "~~~\n"));
+  REQUIRE(got.ok);
+  CHECK(got.source == ptx);
+  CHECK(got.language == "ptx");
+}
+
+TEST_CASE("extract: a kernel without a plan block takes the plan from a json block") {
+  ExtractedSource got = ExtractSource(
+      "```json\n{\"launches\": [{\"kernel\": \"k\", \"grid\": [1], \"block\": [32]}]}\n```\n"
+      "```cpp\nextern \"C\" __global__ void k() {}\n```\n");
+  REQUIRE(got.ok);
+  CHECK(absl::StrContains(got.source, "__global__"));
+  CHECK(absl::StrContains(got.launch_plan_json, "\"launches\""));
+}
+
+TEST_CASE("extract: no code, no kernel, or a cut-off block -> a problem for the model") {
+  ExtractedSource none = ExtractSource("I am sorry, I cannot write this kernel.");
+  CHECK_FALSE(none.ok);
+  CHECK(absl::StrContains(none.problem, "no fenced code block"));
+  ExtractedSource prose = ExtractSource("```bash\nnvcc -o k k.cu\n```\n");
+  CHECK_FALSE(prose.ok);
+  CHECK(absl::StrContains(prose.problem, "None of the code blocks"));
+  ExtractedSource cut = ExtractSource(absl::StrCat("```cuda\n", kKernel));
+  CHECK_FALSE(cut.ok);
+  CHECK(absl::StrContains(cut.problem, "cut off"));
+}
+
+TEST_CASE("prompt: full keeps the conversation, latest the last pair, single one message") {
+  const std::vector<PastTurn> past = {{"reply one", "source one", "feedback one"},
+                                      {"reply two", "source two", "feedback two"}};
+  auto full = BuildMessages("TASK", past, ContextPolicy::kFull, "sm_90a");
+  REQUIRE(full.size() == 6);
+  CHECK(full[0].role == "system");
+  CHECK(absl::StrContains(full[0].content, "sm_90a"));
+  CHECK(full[1].content == "TASK");
+  CHECK(full[2].role == "assistant");
+  CHECK(full[2].content == "reply one");
+  CHECK(absl::StartsWith(full[3].content, "Feedback on attempt 1:"));
+  CHECK(absl::StrContains(full[5].content, "feedback two"));
+
+  auto latest = BuildMessages("TASK", past, ContextPolicy::kLatest, "sm_90a");
+  REQUIRE(latest.size() == 4);
+  CHECK(latest[2].content == "reply two");
+  CHECK(absl::StartsWith(latest[3].content, "Feedback on attempt 2:"));
+
+  auto single = BuildMessages("TASK", past, ContextPolicy::kSingle, "sm_90a");
+  REQUIRE(single.size() == 2);
+  CHECK(absl::StartsWith(single[1].content, "TASK"));
+  CHECK(absl::StrContains(single[1].content, "source two"));
+  CHECK(absl::StrContains(single[1].content, "feedback two"));
+  CHECK_FALSE(absl::StrContains(single[1].content, "reply one"));
+
+  auto first = BuildMessages("TASK", {}, ContextPolicy::kSingle, "sm_100a");
+  REQUIRE(first.size() == 2);
+  CHECK(first[1].content == "TASK");
+  CHECK_FALSE(ParseContextPolicy("everything").ok());
+}
+
+v1::StageResult Stage(v1::Stage stage, bool ok, const std::string& summary,
+                      const nlohmann::json& detail) {
+  v1::StageResult result;
+  result.set_stage(stage);
+  result.set_ok(ok);
+  result.set_summary(summary);
+  result.set_detail_json(detail.dump());
+  return result;
+}
+
+TEST_CASE("feedback: compile log with resources -> correctness -> target evidence -> speedup") {
+  v1::Verdict verdict;
+  verdict.set_verdict_class(v1::VERDICT_CLASS_TARGET_NOT_EXECUTED);
+  verdict.set_compiled(true);
+  verdict.set_correct(true);
+  verdict.set_speedup(0.035);
+  verdict.set_message("correct, but target family not executed: wgmma");
+  *verdict.add_stages() = Stage(
+      v1::STAGE_COMPILE, true, "compiled (4096-byte cubin)",
+      {{"log", "ptxas info    : Used 90 registers, 8 bytes spill stores, 8 bytes spill loads\n"},
+       {"kernels",
+        {{{"name", "gemm"},
+          {"resources",
+           {{"registers", 90},
+            {"shared_bytes", 49152},
+            {"spill_store_bytes", 8},
+            {"spill_load_bytes", 8},
+            {"stack_frame_bytes", 16}}}}}}});
+  *verdict.add_stages() =
+      Stage(v1::STAGE_CORRECTNESS, true, "2 trials on 1 workloads within tolerance",
+            {{"trials",
+              {{{"workload", "small"},
+                {"seed_kind", "public"},
+                {"pass", true},
+                {"compare",
+                 {{"tensors",
+                   {{"C",
+                     {{"pass", true},
+                      {"max_abs_error", 0.0078},
+                      {"max_rel_error", 0.002},
+                      {"matched_ratio", 1.0}}}}}}}}}}});
+  *verdict.add_stages() = Stage(v1::STAGE_TARGET_INSTRUCTIONS, false, "wgmma not executed",
+                                {{"families",
+                                  {{{"family", "wgmma"},
+                                    {"required", true},
+                                    {"executed", false},
+                                    {"ptx_instructions", 1},
+                                    {"sass_sites", 1},
+                                    {"warp_executions", 0},
+                                    {"thread_pred_on", 0},
+                                    {"examples", {"gemm+0x0260 HGMMA.64x8x16.F32.BF16"}},
+                                    {"explanation", "predicated off"}}}}});
+  *verdict.add_stages() =
+      Stage(v1::STAGE_TIMING, true, "candidate 22.1 ms, cublaslt 0.77 ms", nlohmann::json{});
+  FeedbackOptions options;
+  options.target_speedup = 1.2;
+  const std::string text = VerdictFeedback(verdict, options);
+  INFO(text);
+  const size_t compile = text.find("## 1. Compile");
+  const size_t spill = text.find("8 bytes spill stores");
+  const size_t correctness = text.find("## 3. Correctness");
+  const size_t target = text.find("## 4. Target instructions");
+  const size_t speedup = text.find("## 5. Speedup");
+  REQUIRE(compile != std::string::npos);
+  CHECK(spill != std::string::npos);
+  CHECK(absl::StrContains(text, "kernel gemm: 90 registers, 49152 bytes shared memory"));
+  CHECK(compile < correctness);
+  CHECK(correctness < target);
+  CHECK(target < speedup);
+  CHECK(absl::StrContains(text, "workload small (public seed): pass; C: max abs error 0.0078"));
+  CHECK(absl::StrContains(text, "wgmma (required): NOT executed"));
+  CHECK(absl::StrContains(text, "HGMMA.64x8x16"));
+  CHECK(absl::StrContains(text,
+                          "speedup 0.035 over the library; the target is 1.20 (not "
+                          "reached)"));
+  CHECK_FALSE(absl::StrContains(text, "## 2. Runtime error"));
+}
+
+TEST_CASE("feedback: a runtime error shows the sanitizer report before correctness") {
+  v1::Verdict verdict;
+  verdict.set_verdict_class(v1::VERDICT_CLASS_RUNTIME_ERROR);
+  verdict.set_compiled(true);
+  verdict.set_message("runtime error on workload 'small': cudaErrorIllegalAddress");
+  *verdict.add_stages() = Stage(v1::STAGE_COMPILE, true, "compiled", {{"log", ""}});
+  *verdict.add_stages() =
+      Stage(v1::STAGE_CORRECTNESS, false, "runtime error",
+            {{"workload", "small"},
+             {"compute_sanitizer", "========= Invalid __global__ write of size 2 bytes"}});
+  const std::string text = VerdictFeedback(verdict, FeedbackOptions{});
+  INFO(text);
+  const size_t runtime = text.find("## 2. Runtime error");
+  REQUIRE(runtime != std::string::npos);
+  CHECK(runtime < text.find("## 3. Correctness"));
+  CHECK(absl::StrContains(text, "cudaErrorIllegalAddress"));
+  CHECK(absl::StrContains(text, "Invalid __global__ write"));
+}
+
+TEST_CASE("feedback: a compile error carries the whole compiler log once") {
+  v1::Verdict verdict;
+  verdict.set_verdict_class(v1::VERDICT_CLASS_COMPILE_ERROR);
+  verdict.set_message("compile error (frontend): submission.cu(3): error: x is undefined");
+  *verdict.add_stages() =
+      Stage(v1::STAGE_COMPILE, false, "compile error (frontend)",
+            {{"failure", "frontend"}, {"log", "submission.cu(3): error: x is undefined\n"}});
+  const std::string text = VerdictFeedback(verdict, FeedbackOptions{});
+  INFO(text);
+  CHECK(absl::StrContains(text, "FAILED: compile error (frontend)"));
+  const size_t first = text.find("x is undefined");
+  REQUIRE(first != std::string::npos);
+  CHECK(text.find("x is undefined", first + 1) == std::string::npos);
+}
+
+TEST_CASE("progress: the bar line counts TIC, correct, failed, running and infra stops") {
+  TaskCounts counts;
+  counts.total = 4;
+  counts.tic = 1;
+  counts.correct = 1;
+  counts.failed = 0;
+  counts.running = 2;
+  counts.infrastructure = 1;
+  counts.turns_done = 7;
+  const std::string line = Progress::Line("gemm", counts, 8);
+  CHECK(absl::StrContains(line, "[####....] 2/4  TIC 1  correct 1  failed 0  running 2"));
+  CHECK(absl::StrContains(line, "infra-stopped 1"));
+  CHECK(absl::StrContains(line, "turns 7"));
+}
+
+TEST_CASE("openai provider: request shape, reply, usage with reasoning tokens") {
+  StubHttpServer stub([](const StubRequest&) {
+    return StubResponse{200, testing::OpenAiChatBody("hello", 1200, 300, 120), {}, 0};
+  });
+  ProviderOptions options;
+  options.spec = "openai:stub-model";
+  options.base_url = stub.url() + "/v1/";
+  options.api_key = "sk-test";
+  options.temperature = 0.5;
+  options.max_tokens = 2048;
+  auto provider = MakeProvider(options);
+  REQUIRE(provider.ok());
+  auto reply = (*provider)->Complete({{"system", "S"}, {"user", "U"}}, CallContext{});
+  REQUIRE(reply.ok());
+  CHECK(reply->text == "hello");
+  CHECK(reply->usage.input_tokens == 1200);
+  CHECK(reply->usage.output_tokens == 300);
+  CHECK(reply->usage.reasoning_tokens == 120);
+  REQUIRE(stub.requests().size() == 1);
+  const StubRequest request = stub.requests()[0];
+  CHECK(request.path == "/v1/chat/completions");
+  CHECK(request.headers.at("authorization") == "Bearer sk-test");
+  auto body = nlohmann::json::parse(request.body);
+  CHECK(body["model"] == "stub-model");
+  CHECK(body["messages"].size() == 2);
+  CHECK(body["messages"][0]["role"] == "system");
+  CHECK(body["temperature"] == 0.5);
+  CHECK(body["max_tokens"] == 2048);
+}
+
+TEST_CASE("providers: 429 and 5xx are transient (Retry-After kept), 401 and 400 are not") {
+  int status = 429;
+  StubHttpServer stub([&](const StubRequest&) {
+    return StubResponse{status, R"({"error": {"message": "slow down"}})", {"Retry-After: 7"}, 0};
+  });
+  ProviderOptions options;
+  options.spec = "openai:m";
+  options.base_url = stub.url();
+  auto provider = MakeProvider(options);
+  REQUIRE(provider.ok());
+  auto limited = (*provider)->Complete({{"user", "U"}}, CallContext{});
+  REQUIRE_FALSE(limited.ok());
+  CHECK(IsTransient(limited.status()));
+  CHECK(absl::StrContains(limited.status().message(), "slow down"));
+  REQUIRE(RetryAfterSeconds(limited.status()).has_value());
+  CHECK(*RetryAfterSeconds(limited.status()) == 7);
+  for (int code : {500, 502, 503, 529}) {
+    status = code;
+    CHECK(IsTransient((*provider)->Complete({{"user", "U"}}, CallContext{}).status()));
+  }
+  for (int code : {400, 401, 403, 404}) {
+    status = code;
+    CHECK_FALSE(IsTransient((*provider)->Complete({{"user", "U"}}, CallContext{}).status()));
+  }
+}
+
+TEST_CASE("providers: an unreachable server or a slow one is transient; bad specs are refused") {
+  ProviderOptions options;
+  options.spec = "openai:m";
+  {
+    StubHttpServer closed([](const StubRequest&) { return StubResponse{}; });
+    options.base_url = closed.url();
+  }  // The port is closed now.
+  auto unreachable = MakeProvider(options).value()->Complete({{"user", "U"}}, CallContext{});
+  REQUIRE_FALSE(unreachable.ok());
+  CHECK(IsTransient(unreachable.status()));
+
+  StubHttpServer slow([](const StubRequest&) {
+    return StubResponse{200, testing::OpenAiChatBody("late", 1, 1, 0), {}, 5};
+  });
+  options.base_url = slow.url();
+  options.timeout_seconds = 0.3;
+  auto timed_out = MakeProvider(options).value()->Complete({{"user", "U"}}, CallContext{});
+  REQUIRE_FALSE(timed_out.ok());
+  CHECK(absl::IsDeadlineExceeded(timed_out.status()));
+
+  options.spec = "gpt-5";
+  CHECK(absl::StrContains(MakeProvider(options).status().message(), "PROVIDER:MODEL"));
+  options.spec = "mistral:large";
+  CHECK(absl::StrContains(MakeProvider(options).status().message(), "unknown provider"));
+}
+
+TEST_CASE("anthropic provider: system apart, version header, thinking and text blocks") {
+  StubHttpServer stub([](const StubRequest&) {
+    return StubResponse{
+        200, testing::AnthropicMessageBody("the answer", "let me think", 900, 400), {}, 0};
+  });
+  ProviderOptions options;
+  options.spec = "anthropic:claude-stub";
+  options.base_url = stub.url();
+  options.api_key = "ak-test";
+  options.thinking_budget = 4096;
+  auto provider = MakeProvider(options);
+  REQUIRE(provider.ok());
+  auto reply = (*provider)->Complete(
+      {{"system", "S"}, {"user", "U1"}, {"assistant", "A1"}, {"user", "U2"}}, CallContext{});
+  REQUIRE(reply.ok());
+  CHECK(reply->text == "the answer");
+  CHECK(reply->reasoning == "let me think");
+  CHECK(reply->usage.input_tokens == 900);
+  CHECK(reply->usage.output_tokens == 400);
+  REQUIRE(stub.requests().size() == 1);
+  const StubRequest request = stub.requests()[0];
+  CHECK(request.path == "/v1/messages");
+  CHECK(request.headers.at("x-api-key") == "ak-test");
+  CHECK(request.headers.at("anthropic-version") == "2023-06-01");
+  auto body = nlohmann::json::parse(request.body);
+  CHECK(body["system"] == "S");
+  REQUIRE(body["messages"].size() == 3);
+  CHECK(body["messages"][0]["role"] == "user");
+  CHECK(body["thinking"]["budget_tokens"] == 4096);
+  CHECK(body["max_tokens"].get<int64_t>() > 4096);
+}
+
+TEST_CASE("replay provider: files by task, arch, trajectory and turn; then exhausted") {
+  const std::string dir = testing::MakeTempDir("ptxbench-replay-");
+  const std::string traj = dir + "/gemm/sm_90a/traj-03";
+  std::filesystem::create_directories(traj);
+  std::ofstream(traj + "/turn-01.cu") << kKernel;
+  std::ofstream(traj + "/turn-02.md") << "prose\n```cuda\n" << kKernel << "```\n";
+  ProviderOptions options;
+  options.spec = "replay:" + dir;
+  auto provider = MakeProvider(options);
+  REQUIRE(provider.ok());
+  CallContext context{"gemm", "sm_90a", "none", 3, 1};
+  auto first = (*provider)->Complete({}, context);
+  REQUIRE(first.ok());
+  ExtractedSource extracted = ExtractSource(first->text);
+  REQUIRE(extracted.ok);
+  CHECK(extracted.source == kKernel);
+  context.turn = 2;
+  auto second = (*provider)->Complete({}, context);
+  REQUIRE(second.ok());
+  CHECK(absl::StartsWith(second->text, "prose\n"));
+  context.turn = 3;
+  auto third = (*provider)->Complete({}, context);
+  REQUIRE_FALSE(third.ok());
+  CHECK(absl::IsOutOfRange(third.status()));
+  CHECK(absl::StartsWith(third.status().message(), kReplayExhausted));
+  options.spec = "replay:" + dir + "/missing";
+  CHECK_FALSE(MakeProvider(options).ok());
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace ptxbench::client::run
