@@ -7,7 +7,8 @@
                       or kubeval is packaged for Debian or npm); the compose file with
                       docker-compose's own schema (`docker-compose config`); Dockerfiles, Grafana
                       provisioning and dashboards, Prometheus targets, and the references between
-                      all of them (ports, Secret names, uids, mounted paths)
+                      all of them (ports, Secret names, uids, mounted paths); shellcheck on the
+                      shell scripts
   --check systemd     systemd-analyze verify of the units, in a scratch root holding the real
                       binaries at the paths the units name
 
@@ -16,7 +17,6 @@ Exit 77 (skipped) only when the program a group needs is not installed.
 
 import argparse
 import glob
-import json
 import os
 import re
 import shutil
@@ -307,8 +307,9 @@ def check_compose(root, deploy):
     worker = open(f"{folder}/worker.Dockerfile").read()
     if not re.search(r"^FROM nvidia/cuda:13\.\S*runtime", worker, re.M):
         error("worker.Dockerfile is not based on a CUDA 13 runtime image")
-    run_tool(["bash", "-n", f"{deploy}/slurm/ptxbench-workers.sbatch"])
-    run_tool(["sh", "-n", f"{folder}/postgres-init/10-grafana-reader.sh"])
+    scripts = [f"{deploy}/slurm/ptxbench-workers.sbatch",
+               f"{folder}/postgres-init/10-grafana-reader.sh"]
+    run_tool(["shellcheck", *scripts])
 
 
 def check_grafana_and_targets(root, deploy):
@@ -342,7 +343,7 @@ def check_grafana_and_targets(root, deploy):
 
 
 def check_manifests(root, deploy):
-    need("yamllint")
+    need("yamllint", "shellcheck")
     run_tool(["yamllint", "--strict", "-c", f"{deploy}/.yamllint.yml", deploy])
     count = 0
     for path in glob.glob(f"{deploy}/**/*.y*ml", recursive=True):

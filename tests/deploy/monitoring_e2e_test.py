@@ -14,7 +14,6 @@ Skipped (exit 77) only when the prometheus binary is missing; scripts/install-de
 
 import argparse
 import datetime
-import glob
 import json
 import os
 import shutil

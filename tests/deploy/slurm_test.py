@@ -16,7 +16,6 @@ import re
 import shutil
 import socket
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import deploy_support as ds  # noqa: E402
