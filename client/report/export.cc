@@ -137,8 +137,8 @@ class Builder {
             {"weight", weight}};
   }
 
-  void Emit(const Trajectory& t, const std::string& failure_class, std::vector<std::string> hashes,
-            json messages, std::vector<int> turns) {
+  void Emit(const Trajectory& t, const std::string& failure_class,
+            const std::vector<std::string>& hashes, json messages, std::vector<int> turns) {
     const RunConfig& run = t.header.run;
     // The same kernel (or the same failed/repaired pair) of the same task and arch, from
     // whichever trajectory, is one row: repeats would weigh it twice in training.
