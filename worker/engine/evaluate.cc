@@ -148,6 +148,7 @@ class Evaluation {
       : req_(request), opt_(options), on_stage_(on_stage), cancel_(cancel), task_(*request.task) {}
 
   ~Evaluation() {
+    instrument_ready_.clear();
     reference_.reset();
     candidate_.reset();
     sassmap_.reset();
@@ -189,6 +190,19 @@ class Evaluation {
                                                           const std::string& prefix,
                                                           bool keep_reference = false);
 
+  // ---- instrumented processes (one per distinct kernel of the plan)
+  struct InstrumentProcess {
+    std::unique_ptr<Sandbox> sandbox;
+    std::string dir;
+    json request;
+    double spawned_at = 0;
+    bool waited_for_go = false;
+  };
+  absl::StatusOr<InstrumentProcess> SpawnInstrument(const std::string& kernel, size_t launch_index,
+                                                    bool host_inputs, bool wait_for_go);
+  // The distinct kernels of the timed plan with the index of their first launch.
+  std::vector<std::pair<std::string, size_t>> DistinctKernels() const;
+
   // ---- stages
   absl::StatusOr<std::optional<Verdict>> CompileStage();
   absl::StatusOr<std::optional<Verdict>> CorrectnessStage();
@@ -222,6 +236,8 @@ class Evaluation {
   double reference_spawned_at_ = 0;
   std::unique_ptr<Sandbox> candidate_;
   std::unique_ptr<Sandbox> sassmap_;  // Static SASS family map, computed beside correctness.
+  // Instrumented processes started beside the correctness stage, set up and waiting for "go".
+  std::map<std::string, InstrumentProcess> instrument_ready_;
   double sassmap_spawned_at_ = 0;
   std::map<std::pair<std::string, uint64_t>, json> references_;
   std::set<std::pair<std::string, uint64_t>> reference_requested_;
@@ -777,6 +793,13 @@ absl::StatusOr<std::optional<Verdict>> Evaluation::CorrectnessStage() {
   ASSIGN_OR_RETURN(
       candidate_, Spawn("candidate", cpath, candidate_dir_, opt_.evaluation_timeout_seconds, true));
   json isolation = ToJson(candidate_->isolation());
+  // The instrumented processes start now as well and set up (CUDA, CUPTI, module, buffers:
+  // ~0.5 s on the H200) while the trials run; they wait for "go" from TargetStage. One that
+  // cannot be started here is started there.
+  for (const auto& [kernel, launch_index] : DistinctKernels()) {
+    auto p = SpawnInstrument(kernel, launch_index, false, true);
+    if (p.ok()) instrument_ready_[kernel] = std::move(*p);
+  }
   StepResult ready = Await(*candidate_, "ready", 120, "candidate start-up");
   if (ready.outcome != Outcome::kOk) {
     return Done(
@@ -885,12 +908,7 @@ absl::StatusOr<std::optional<Verdict>> Evaluation::CorrectnessStage() {
   return std::optional<Verdict>();
 }
 
-absl::StatusOr<std::optional<Verdict>> Evaluation::TargetStage() {
-  double t0 = Now();
-  const ArchSpec* arch = task_.FindArch(req_.arch);
-  std::vector<std::string> required = arch ? arch->target_families : std::vector<std::string>();
-  const std::string timed = task_.TimedWorkload().name;
-  ASSIGN_OR_RETURN(uint64_t seed, ParseU64(seeds_["instrument"]));
+std::vector<std::pair<std::string, size_t>> Evaluation::DistinctKernels() const {
   // One process per distinct kernel: CUPTI instruments only the first kernel function that runs
   // under patching in a process (docs/results/2026-11-30-h200-device-probe-1.log).
   std::vector<std::pair<std::string, size_t>> kernels;
@@ -902,7 +920,46 @@ absl::StatusOr<std::optional<Verdict>> Evaluation::TargetStage() {
     }
     ++i;
   }
-  bool keep_root = root_ && ProfilingNeedsAdmin();
+  return kernels;
+}
+
+absl::StatusOr<Evaluation::InstrumentProcess> Evaluation::SpawnInstrument(const std::string& kernel,
+                                                                          size_t launch_index,
+                                                                          bool host_inputs,
+                                                                          bool wait_for_go) {
+  InstrumentProcess p;
+  p.spawned_at = Now();
+  p.waited_for_go = wait_for_go;
+  ASSIGN_OR_RETURN(p.dir, ModuleDir("instrument-"));
+  ASSIGN_OR_RETURN(uint64_t seed, ParseU64(seeds_["instrument"]));
+  json r = BaseRequest(p.dir);
+  r["cubin_path"] = p.dir + "/module.cubin";
+  r["ptx_path"] = p.dir + "/module.ptx";
+  r["workload"] = task_.TimedWorkload().name;
+  r["seed"] = U64(seed);
+  r["kernel"] = kernel;
+  r["launch_index"] = launch_index;
+  r["host_inputs"] = host_inputs;
+  r["output_prefix"] = p.dir + "/instrumented";
+  r["transfer"] = transfer_;
+  r["wait_for_go"] = wait_for_go;
+  p.request = r;
+  ASSIGN_OR_RETURN(std::string path, WriteRequest(p.dir, "request.json", r));
+  const bool keep_root = root_ && ProfilingNeedsAdmin();
+  // A process waiting for "go" may wait through the whole correctness stage.
+  const double wall =
+      opt_.instrument_timeout_seconds + 30 + (wait_for_go ? opt_.evaluation_timeout_seconds : 0);
+  ASSIGN_OR_RETURN(p.sandbox, Spawn("instrument", path, p.dir, wall, !keep_root));
+  return p;
+}
+
+absl::StatusOr<std::optional<Verdict>> Evaluation::TargetStage() {
+  double t0 = Now();
+  const ArchSpec* arch = task_.FindArch(req_.arch);
+  std::vector<std::string> required = arch ? arch->target_families : std::vector<std::string>();
+  const std::string timed = task_.TimedWorkload().name;
+  ASSIGN_OR_RETURN(uint64_t seed, ParseU64(seeds_["instrument"]));
+  const std::vector<std::pair<std::string, size_t>> kernels = DistinctKernels();
   std::vector<json> runs;
   json run_details = json::array();
   for (const auto& [kernel, launch_index] : kernels) {
@@ -911,27 +968,29 @@ absl::StatusOr<std::optional<Verdict>> Evaluation::TargetStage() {
     // its process (inputs generated on the host), which the H200 probe showed CUPTI covers.
     for (int attempt = 0; attempt < 2; ++attempt) {
       const bool host_inputs = attempt == 1;
-      double k0 = Now();
-      ASSIGN_OR_RETURN(std::string dir, ModuleDir("instrument-"));
-      json r = BaseRequest(dir);
-      r["cubin_path"] = dir + "/module.cubin";
-      r["ptx_path"] = dir + "/module.ptx";
-      r["workload"] = timed;
-      r["seed"] = U64(seed);
-      r["launch_index"] = launch_index;
-      r["host_inputs"] = host_inputs;
-      r["output_prefix"] = dir + "/instrumented";
-      r["transfer"] = transfer_;
-      ASSIGN_OR_RETURN(std::string path, WriteRequest(dir, "request.json", r));
-      ASSIGN_OR_RETURN(auto sandbox, Spawn("instrument", path, dir,
-                                           opt_.instrument_timeout_seconds + 30, !keep_root));
+      InstrumentProcess p;
+      auto ready = instrument_ready_.find(kernel);
+      if (!host_inputs && ready != instrument_ready_.end()) {
+        // Started beside the correctness stage and waiting: its start-up is already paid.
+        p = std::move(ready->second);
+        instrument_ready_.erase(ready);
+        p.request["transfer"] = transfer_;
+        RETURN_IF_ERROR(p.sandbox->Send({{"cmd", "go"}, {"transfer", transfer_}}));
+      } else {
+        ASSIGN_OR_RETURN(p, SpawnInstrument(kernel, launch_index, host_inputs, false));
+      }
+      const double k0 = p.spawned_at;
+      const std::string& dir = p.dir;
+      std::unique_ptr<Sandbox>& sandbox = p.sandbox;
       json isolation = ToJson(sandbox->isolation());
       StepResult step = Await(*sandbox, "instrument", opt_.instrument_timeout_seconds,
                               absl::StrCat("instrumented run of ", kernel));
       processes_.push_back({{"mode", "instrument"},
                             {"kernel", kernel},
                             {"host_inputs", host_inputs},
-                            {"seconds", Now() - k0},
+                            {"started_early", p.waited_for_go},
+                            {"seconds_since_spawn", Now() - k0},
+                            {"seconds", Now() - (p.waited_for_go ? t0 : k0)},
                             {"isolation", isolation}});
       if (step.outcome != Outcome::kOk) {
         if (step.outcome == Outcome::kInfrastructure) {

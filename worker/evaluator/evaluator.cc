@@ -968,12 +968,25 @@ int InstrumentMode(const json& request) {
   const std::string workload = Str(request, "workload");
   const size_t launch_index = request.value("launch_index", 0);
   const bool host_inputs = request.value("host_inputs", false);
+  std::string transfer = Str(request, "transfer");
+  gpu::LineReader commands(STDIN_FILENO);
   absl::StatusOr<json> result = [&]() -> absl::StatusOr<json> {
     RETURN_IF_ERROR(UseWorkload(c, workload));
     RETURN_IF_ERROR(ReloadModule(c));
     RETURN_IF_ERROR(c.launcher.Bind(c.module));
     if (launch_index >= c.launcher.launch_count()) {
       return absl::InternalError("launch_index past the plan");
+    }
+    if (request.value("wait_for_go", false)) {
+      // Started beside the correctness stage: CUDA, CUPTI, the module and the buffers are set
+      // up; nothing of the submission runs before the supervisor's "go" (~0.5 s of start-up
+      // off the critical path). End of input: the evaluation ended before this stage.
+      ASSIGN_OR_RETURN(auto line, commands.ReadLine(-1));
+      if (!line.has_value()) return json();
+      json go = json::parse(*line, nullptr, false);
+      if (go.is_discarded() || Str(go, "cmd") != "go") return json();
+      if (go.contains("transfer")) transfer = Str(go, "transfer");
+      t0 = Now();
     }
     cudaStream_t s = c.gpu.stream.get();
     uint64_t before = 0;
@@ -1002,8 +1015,8 @@ int InstrumentMode(const json& request) {
                   {"chip", (*session)->chip()},   {"instrumented_seconds", instrumented_seconds}};
     if (!host_inputs) {
       ASSIGN_OR_RETURN(uint64_t after, c.set.HashInputs(*c.gpu.builtins, c.hash_key, s));
-      ASSIGN_OR_RETURN(event["outputs"], HandOverOutputs(c.set, Str(request, "transfer"),
-                                                         Str(request, "output_prefix"), s));
+      ASSIGN_OR_RETURN(event["outputs"],
+                       HandOverOutputs(c.set, transfer, Str(request, "output_prefix"), s));
       event["input_hash_before"] = U64(before);
       event["input_hash_after"] = U64(after);
     }
@@ -1026,11 +1039,11 @@ int InstrumentMode(const json& request) {
     return event;
   }();
   if (!result.ok()) return FailFromStatus(result.status(), "instrumented run");
+  if (result->is_null()) return kExitOk;  // Never told to go.
   Emit(*result);
-  if (Str(request, "transfer") == "ipc" && !host_inputs) {
+  if (transfer == "ipc" && !host_inputs) {
     // The exported outputs live as long as this process: wait until the supervisor has had
     // them compared ("quit" or end of input); "save_outputs" writes them as files instead.
-    gpu::LineReader commands(STDIN_FILENO);
     while (true) {
       auto line = commands.ReadLine(-1);
       if (!line.ok() || !line->has_value()) return kExitOk;

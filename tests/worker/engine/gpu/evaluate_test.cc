@@ -250,6 +250,10 @@ TEST_CASE("fake GPU: a correct kernel passes every stage in order", "[evaluate][
     CHECK(t["compare"]["tensors"]["C"]["elements"] == (t["workload"] == "timed" ? 256 : 128) * 192);
   }
   CHECK_FALSE(v->report.contains("output_transfer"));
+  // The instrumented process was started beside the correctness stage and told to go.
+  REQUIRE(stages[2].detail["runs"].size() == 1);
+  CHECK(stages[2].detail["runs"][0]["waited_for_go"] == true);
+  CHECK(stages[2].detail["runs"][0]["compare"]["tensors"]["C"]["pass"] == true);
   // Public seeds are the same in every evaluation; secret ones are not.
   std::vector<StageReport> again;
   auto v2 = RunFake("pass", &again);

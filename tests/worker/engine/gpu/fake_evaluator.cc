@@ -163,6 +163,17 @@ int main(int argc, char** argv) {
   uint64_t key = U(request.value("hash_key", json("0")));
   if (mode == "instrument") {
     uint64_t seed = U(request["seed"]);
+    std::string transfer = request.value("transfer", std::string());
+    ptxbench::gpu::LineReader instrument_in(0);  // One reader: it buffers past a line.
+    if (request.value("wait_for_go", false)) {
+      auto line = instrument_in.ReadLine(-1);
+      if (!line.ok() || !line->has_value()) return 0;
+      json go = json::parse(**line, nullptr, false);
+      if (go.value("cmd", std::string()) != "go") return 0;
+      transfer = go.value("transfer", transfer);
+      request["transfer"] = transfer;
+      request["started_after_go"] = true;
+    }
     json records = json::array();
     if (behaviour != "no_records") {
       records.push_back({"gemm_kernel", 256, 512, 4096, 512, 0});
@@ -174,7 +185,8 @@ int main(int argc, char** argv) {
                   {"launch_index", request.value("launch_index", 0)},
                   {"records", records},
                   {"host_inputs", request.value("host_inputs", false)},
-                  {"instrumented_seconds", 0.01}};
+                  {"instrumented_seconds", 0.01},
+                  {"waited_for_go", request.value("started_after_go", false)}};
     const bool host_inputs = request.value("host_inputs", false);
     if (!host_inputs) {
       event["outputs"] = WriteOutputs(*task, request["workload"], seed, request["output_prefix"],
@@ -184,9 +196,8 @@ int main(int argc, char** argv) {
     Emit(event);
     if (Field(request) == "ipc" && !host_inputs) {
       // Like the real one: alive until the supervisor is done with the outputs.
-      ptxbench::gpu::LineReader in(0);
       while (true) {
-        auto line = in.ReadLine(-1);
+        auto line = instrument_in.ReadLine(-1);
         if (!line.ok() || !line->has_value()) return 0;
         json cmd = json::parse(**line, nullptr, false);
         if (cmd.value("cmd", std::string()) != "save_outputs") return 0;
