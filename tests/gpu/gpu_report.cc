@@ -1,12 +1,15 @@
 // ptxbench-gpu-report: full evaluations on the local GPU, written as one JSON report
 // (scripts/gpu-test runs it; docs/measurement.md quotes it).
 //
-//   ptxbench-gpu-report --tasks-dir tasks --task gemm_n7168_k5120 --out report.json
-//                       [--repeat 5] [--evaluator PATH] [--skip-validation]
+//   ptxbench-gpu-report --tasks-dir tasks --out report.json [--task ID]... [--repeat 5]
+//                       [--extras-task gemm_n7168_k5120 | --extras-task none]
+//                       [--evaluator PATH] [--skip-validation] [--only-path PATH]
 //
-// 1. Task validation: every solution and decoy of the task, evaluated through Evaluate()
-//    exactly as a worker would, against the verdict task.json expects.
-// 2. A two-kernel plan (a trivial first kernel, then the reference GEMM): the target stage must
+// 1. Task validation: every solution and decoy of every task under --tasks-dir (or of the
+//    --task ones), evaluated through Evaluate() exactly as a worker would, against the verdict
+//    task.json expects. A task without solutions or decoys yet is listed with none.
+// 2. On the --extras-task (the GEMM by default):
+//    a two-kernel plan (a trivial first kernel, then the reference GEMM): the target stage must
 //    instrument the GEMM in its own process after the first kernel ran (CUPTI records only the
 //    first kernel function a process patches).
 // 3. Stability: the reference solution over --repeat separate evaluations: speedup and absolute
@@ -136,6 +139,8 @@ std::string TwoKernelPlan(const std::string& source) {
 
 int main(int argc, char** argv) {
   std::string tasks_dir = "tasks", task_id = "gemm_n7168_k5120", out_path = "gpu-report.json";
+  std::vector<std::string> only_tasks;  // --task; empty: every task.
+  std::string only_path;                // --only-path: validate only sources with this path.
   std::string evaluator;
   int repeat = 5;
   bool skip_validation = false;
@@ -145,6 +150,8 @@ int main(int argc, char** argv) {
     if (a == "--tasks-dir")
       tasks_dir = next();
     else if (a == "--task")
+      only_tasks.push_back(next());
+    else if (a == "--extras-task")
       task_id = next();
     else if (a == "--out")
       out_path = next();
@@ -152,6 +159,8 @@ int main(int argc, char** argv) {
       repeat = std::atoi(next().c_str());
     else if (a == "--evaluator")
       evaluator = next();
+    else if (a == "--only-path")
+      only_path = next();
     else if (a == "--skip-validation")
       skip_validation = true;
     else {
@@ -159,23 +168,37 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  auto task = ptxbench::LoadTask(tasks_dir + "/" + task_id);
-  if (!task.ok()) {
-    std::cerr << task.status().message() << "\n";
+  auto catalog = ptxbench::TaskCatalog::Load(tasks_dir);
+  if (!catalog.ok()) {
+    std::cerr << catalog.status().message() << "\n";
+    return 2;
+  }
+  for (const std::string& id : only_tasks) {
+    if (catalog->Find(id) == nullptr) {
+      std::cerr << "no task " << id << " under " << tasks_dir << "\n";
+      return 2;
+    }
+  }
+  const bool extras = task_id != "none" && !task_id.empty();
+  const ptxbench::Task* task = extras ? catalog->Find(task_id) : nullptr;
+  if (extras && task == nullptr) {
+    std::cerr << "no task " << task_id << " under " << tasks_dir << " for the extras\n";
     return 2;
   }
   ptxbench::engine::EngineOptions options;
   options.evaluator_path = evaluator;
   options.trial_timeout_seconds = 20;  // The hang decoy need not take a minute here.
-  json report = {{"task", task_id}, {"task_version_hash", task->version_hash}};
+  json report = {{"task", extras ? json(task_id) : json()},
+                 {"task_version_hash", extras ? json(task->version_hash) : json()}};
   auto health = ptxbench::engine::HealthProbe(options);
   report["health"] = health.ok() ? *health : json(std::string(health.status().message()));
   bool all_ok = health.ok();
 
-  auto evaluate = [&](const std::string& arch, const std::string& source,
-                      const std::string& plan) -> std::pair<absl::StatusOr<Verdict>, double> {
+  auto evaluate_task = [&](const ptxbench::Task& on, const std::string& arch,
+                           const std::string& source,
+                           const std::string& plan) -> std::pair<absl::StatusOr<Verdict>, double> {
     ptxbench::engine::EvaluationRequest r;
-    r.task = &*task;
+    r.task = &on;
     r.arch = arch;
     r.source = source;
     r.launch_plan_json = plan;
@@ -183,31 +206,61 @@ int main(int argc, char** argv) {
     auto v = ptxbench::engine::Evaluate(r, options, nullptr);
     return {std::move(v), Now() - t0};
   };
+  auto evaluate = [&](const std::string& arch, const std::string& source, const std::string& plan) {
+    return evaluate_task(*task, arch, source, plan);
+  };
 
-  // 1. Task validation.
+  // 1. Task validation, every task (rows of all tasks also flattened into "validation").
   json validation = json::array();
+  json per_task = json::array();
   if (!skip_validation) {
-    std::vector<ptxbench::SourceRef> refs = task->solutions;
-    refs.insert(refs.end(), task->decoys.begin(), task->decoys.end());
-    for (const ptxbench::SourceRef& ref : refs) {
-      auto [v, seconds] = evaluate(ref.arch, Slurp(task->dir + "/" + ref.path), "");
-      json row = {{"path", ref.path}, {"arch", ref.arch}, {"expect", ref.expect}};
-      if (!v.ok()) {
-        row["error"] = std::string(v.status().message());
-        row["match"] = false;
-      } else {
-        row.update(Summarize(*v, seconds));
-        row["match"] = ptxbench::VerdictClassName(v->verdict_class) == ref.expect;
+    for (const ptxbench::Task& t : catalog->tasks()) {
+      if (!only_tasks.empty() &&
+          std::find(only_tasks.begin(), only_tasks.end(), t.id) == only_tasks.end()) {
+        continue;
       }
-      all_ok = all_ok && row["match"].get<bool>();
-      std::cout << absl::StrFormat("%-45s expect %-20s got %-20s %6.1f s %s\n", ref.path,
-                                   ref.expect, row.value("verdict", std::string("ERROR")), seconds,
-                                   row["match"].get<bool>() ? "ok" : "MISMATCH")
-                << std::flush;
-      validation.push_back(row);
+      std::vector<ptxbench::SourceRef> refs = t.solutions;
+      refs.insert(refs.end(), t.decoys.begin(), t.decoys.end());
+      bool task_ok = true;
+      json rows = json::array();
+      for (const ptxbench::SourceRef& ref : refs) {
+        if (!only_path.empty() && ref.path != only_path) continue;
+        auto [v, seconds] = evaluate_task(t, ref.arch, Slurp(t.dir + "/" + ref.path), "");
+        json row = {{"task", t.id}, {"path", ref.path}, {"arch", ref.arch}, {"expect", ref.expect}};
+        if (!v.ok()) {
+          row["error"] = std::string(v.status().message());
+          row["match"] = false;
+        } else {
+          row.update(Summarize(*v, seconds));
+          row["match"] = ptxbench::VerdictClassName(v->verdict_class) == ref.expect;
+        }
+        task_ok = task_ok && row["match"].get<bool>();
+        std::cout << absl::StrFormat("%-26s %-45s expect %-20s got %-20s %6.1f s %s\n", t.id,
+                                     ref.path, ref.expect,
+                                     row.value("verdict", std::string("ERROR")), seconds,
+                                     row["match"].get<bool>() ? "ok" : "MISMATCH")
+                  << std::flush;
+        rows.push_back(row);
+        validation.push_back(row);
+      }
+      if (refs.empty()) std::cout << t.id << ": no solutions or decoys yet\n" << std::flush;
+      all_ok = all_ok && task_ok;
+      per_task.push_back({{"task", t.id},
+                          {"task_version_hash", t.version_hash},
+                          {"sources", refs.size()},
+                          {"all_match", task_ok},
+                          {"validation", rows}});
     }
   }
   report["validation"] = validation;
+  report["tasks"] = per_task;
+  if (!extras) {
+    report["all_expectations_met"] = all_ok;
+    std::ofstream(out_path) << report.dump(2) << "\n";
+    std::cout << "report written to " << out_path
+              << "; all expectations met: " << (all_ok ? "yes" : "NO") << "\n";
+    return all_ok ? 0 : 1;
+  }
 
   const ptxbench::SourceRef* main_solution = nullptr;
   for (const ptxbench::SourceRef& s : task->solutions) {
