@@ -16,6 +16,7 @@ import argparse
 import datetime
 import json
 import os
+import re
 import shutil
 import sys
 import time
@@ -106,6 +107,18 @@ def check_promql(prometheus, dashboards, start):
                 if "allValue" not in var:
                     ds.fail(f"{name}: variable {var['name']} has no allValue")
                 variables[var["name"]] = var["allValue"]
+                # label_values(SELECTOR, LABEL): what Grafana asks /api/v1/label/LABEL/values.
+                match = re.fullmatch(r"label_values\((.+),\s*(\w+)\)", var["definition"])
+                if not match:
+                    errors.append(f"{name}: variable {var['name']}: {var['definition']} is not "
+                                  "label_values(selector, label)")
+                    continue
+                answer = prometheus.api(f"label/{match.group(2)}/values",
+                                        **{"match[]": match.group(1), "start": f"{start:.3f}"})
+                checked += 1
+                if answer.get("status") != "success" or not answer["data"]:
+                    errors.append(f"{name}: variable {var['name']} ({var['definition']}) has "
+                                  f"no value: {answer}")
         for title, target in ds.targets(dashboard, ds.PROMETHEUS_UID):
             expr = target["expr"].replace("$__rate_interval", "1m").replace("$__interval", "1s")
             for var, value in variables.items():
