@@ -54,8 +54,9 @@ absl::StatusOr<std::vector<double>> ParseDoubleList(const std::string& flag,
   return values;
 }
 
-std::string JsonLine(const nlohmann::json& value) {
-  return value.dump(-1, ' ', /*ensure_ascii=*/false, nlohmann::json::error_handler_t::replace);
+std::string JsonLine(const nlohmann::ordered_json& value) {
+  return value.dump(-1, ' ', /*ensure_ascii=*/false,
+                    nlohmann::ordered_json::error_handler_t::replace);
 }
 
 }  // namespace
@@ -155,7 +156,7 @@ int ExportCommand(const std::vector<std::string>& raw, std::ostream& out, std::o
   }
   report::ExportResult result = report::BuildExport(*trajectories, options);
   std::string rows;
-  for (const nlohmann::json& row : result.rows) rows += JsonLine(row) + "\n";
+  for (const nlohmann::ordered_json& row : result.rows) rows += JsonLine(row) + "\n";
   const std::string out_path = args->Get("out");
   std::string summary_path = args->Get("summary");
   if (summary_path.empty()) {

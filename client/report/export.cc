@@ -15,6 +15,7 @@ namespace ptxbench::client::report {
 namespace {
 
 using json = nlohmann::json;
+using row_json = nlohmann::ordered_json;
 
 const ChatMessage* FirstWithRole(const std::vector<ChatMessage>& messages,
                                  const std::string& role) {
@@ -76,14 +77,14 @@ class Builder {
       ++without_task_prompt_;
       return;
     }
-    json prefix = json::array();
+    row_json prefix = row_json::array();
     if (system != nullptr) prefix.push_back({{"role", "system"}, {"content", system->content}});
     prefix.push_back({{"role", "user"}, {"content", task->content}});
 
     if (options_.format == ExportFormat::kKernelGen) {
       for (const TurnRecord* turn : charged) {
         if (!IsTic(*turn) || !turn->extracted) continue;
-        json messages = prefix;
+        row_json messages = prefix;
         messages.push_back(Assistant(*turn, 1));
         Emit(t, "pass", {SourceHash(*turn)}, std::move(messages), {turn->turn});
       }
@@ -94,7 +95,7 @@ class Builder {
       const TurnRecord& repaired = *charged[i + 1];
       if (!IsKernelFailure(failed) || failed.feedback.empty()) continue;
       if (!IsTic(repaired) || !repaired.extracted) continue;
-      json messages = prefix;
+      row_json messages = prefix;
       messages.push_back(Assistant(failed, 0));
       messages.push_back({{"role", "user"}, {"content", failed.feedback}});
       messages.push_back(Assistant(repaired, 1));
@@ -131,14 +132,14 @@ class Builder {
   }
 
  private:
-  json Assistant(const TurnRecord& turn, int weight) const {
+  row_json Assistant(const TurnRecord& turn, int weight) const {
     return {{"role", "assistant"},
             {"content", AssistantText(turn, options_.content)},
             {"weight", weight}};
   }
 
   void Emit(const Trajectory& t, const std::string& failure_class,
-            const std::vector<std::string>& hashes, json messages, std::vector<int> turns) {
+            const std::vector<std::string>& hashes, row_json messages, std::vector<int> turns) {
     const RunConfig& run = t.header.run;
     // The same kernel (or the same failed/repaired pair) of the same task and arch, from
     // whichever trajectory, is one row: repeats would weigh it twice in training.
@@ -152,7 +153,7 @@ class Builder {
       return;
     }
     ++count;
-    json row = {{"messages", std::move(messages)}};
+    row_json row = {{"messages", std::move(messages)}};
     if (options_.metadata) {
       row["metadata"] = {{"task", run.task},           {"arch", run.arch}, {"model", run.model},
                          {"knowledge", run.knowledge}, {"file", t.path},   {"turns", turns},
@@ -162,7 +163,7 @@ class Builder {
   }
 
   const ExportOptions& options_;
-  std::vector<json> rows_;
+  std::vector<row_json> rows_;
   std::set<std::tuple<std::string, std::string, std::vector<std::string>>> seen_;
   std::map<std::pair<std::string, std::string>, int> counts_;  // (task, class) -> rows.
   int trajectories_ = 0;

@@ -33,7 +33,8 @@ struct ExportOptions {
 };
 
 struct ExportResult {
-  std::vector<nlohmann::json> rows;
+  // Keys in the order people read them ("role" before "content", "messages" first).
+  std::vector<nlohmann::ordered_json> rows;
   // {"format", "rows", "per_task": {task: {class: n}}, "excluded": {...}}.
   nlohmann::json summary;
 };

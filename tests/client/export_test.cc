@@ -65,6 +65,8 @@ std::vector<json> Export(const std::vector<std::string>& flags, const std::strin
   std::ifstream rows_in(dir + "/rows.jsonl");
   std::vector<json> rows;
   for (std::string line; std::getline(rows_in, line);) {
+    // "messages" first, and each message's "role" before its "content", as people read them.
+    CHECK(line.rfind("{\"messages\":[{\"role\":", 0) == 0);
     json row = json::parse(line, nullptr, /*allow_exceptions=*/false);
     INFO(line);
     REQUIRE_FALSE(row.is_discarded());
