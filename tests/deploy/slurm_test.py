@@ -3,10 +3,11 @@
 from Debian's packages, on loopback, with a slurm.conf generated in a temporary folder (no
 munge: auth/none; no cgroups: proctrack/linuxproc). The batch job runs the script's workers in
 compile-only mode against a real ptxbench-server; a submission gets its verdict from them; then
-`scancel --batch --signal=TERM` drains the workers and the job ends COMPLETED.
+`scancel --batch --signal=TERM` drains the workers and the job ends COMPLETED. Then a job with
+--gres=gpu:2 (two gres GPUs backed by stand-in device files) must start one worker per
+allocated GPU; without a real GPU those refuse to start and the job fails, as it should.
 
-The script's `#SBATCH --gres` is left to the submitter (this node has no GPU), and the
-daemons run as root (SlurmUser=root), as CI does here. Skipped (77) when slurmctld is missing
+The daemons run as root (SlurmUser=root), as CI does here. Skipped (77) when slurmctld is missing
 or when not root (slurmd must start jobs as the submitting user).
 """
 
@@ -15,6 +16,7 @@ import os
 import re
 import shutil
 import socket
+import stat
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -52,11 +54,12 @@ SchedulerType=sched/builtin
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 ReturnToService=2
+GresTypes=gpu
 SlurmctldTimeout=30
 SlurmdTimeout=30
 MinJobAge=600
 KillWait=60
-NodeName={NODE} NodeHostname={control_host} NodeAddr=127.0.0.1 CPUs={cpus} State=UNKNOWN
+NodeName={NODE} NodeHostname={control_host} NodeAddr=127.0.0.1 CPUs={cpus} Gres=gpu:2 State=UNKNOWN
 PartitionName=test Nodes={NODE} Default=YES MaxTime=INFINITE State=UP
 """
 
@@ -91,6 +94,15 @@ def main():
         conf = f"{work}/slurm.conf"
         with open(conf, "w") as f:
             f.write(slurm_conf(work, control_host, ds.free_port(), ds.free_port()))
+        # Two GPUs as Slurm sees them: gres backed by character devices standing in for
+        # /dev/nvidiaN (slurmd wants device nodes; these are /dev/null's, 1:3, and no cgroup
+        # plugin uses them here). The allocation sets CUDA_VISIBLE_DEVICES, which is all the
+        # script's GPU path reads.
+        os.makedirs(f"{work}/dev")
+        for n in range(2):
+            os.mknod(f"{work}/dev/nvidia{n}", stat.S_IFCHR | 0o600, os.makedev(1, 3))
+        with open(f"{work}/gres.conf", "w") as f:
+            f.write(f"NodeName={NODE} Name=gpu File={work}/dev/nvidia[0-1]\n")
         env = dict(os.environ, SLURM_CONF=conf)
         daemons.append(ds.Process(["slurmctld", "-D", "-i", "-f", conf], f"{work}/slurmctld.out",
                                   env=env))
@@ -158,6 +170,27 @@ def main():
         states = database.rows(f"SELECT state FROM workers WHERE hostname LIKE "
                                f"'%-slurm{job_id}-compile%'")
         print(f"slurm job {job_id}: COMPLETED; verdict from {worker}; workers {states}")
+
+        # The GPU path: one worker per allocated GPU. This machine has no GPU, so each worker
+        # refuses to start (it says why), and the job fails, naming both.
+        gpu_job = ds.run([
+            "sbatch", "--parsable", f"--output={work}/gpu-job-%j.log", "--cpus-per-task=1",
+            "--gres=gpu:2",
+            f"--export=ALL,PTXBENCH_SERVER={stack.address},PTXBENCH_BIN_DIR={bin_dir},"
+            f"PTXBENCH_TASKS_DIR={source}/tasks,PTXBENCH_ARCH=sm_90a,"
+            "PTXBENCH_METRICS_PORT_BASE=0",
+            f"{source}/deploy/slurm/ptxbench-workers.sbatch"], env=env).stdout.strip()
+        job_id = gpu_job.split(";")[0]
+        ds.wait_for(f"GPU job {job_id} to end", lambda: job_state() in ("FAILED", "COMPLETED"),
+                    90, interval=0.5)
+        log = open(f"{work}/gpu-job-{job_id}.log").read()
+        expected = ["GPUs of this job: CUDA_VISIBLE_DEVICES=0,1", "started 2 workers (sm_90a)",
+                    "[worker 0] ", "[worker 1] ", "GPU 0 ", "GPU 1 ",
+                    "all workers stopped (status 1)"]
+        missing_lines = [e for e in expected if e not in log]
+        if job_state() != "FAILED" or missing_lines:
+            ds.fail(f"GPU job {job_id} is {job_state()}; its log lacks {missing_lines}:\n{log}")
+        print(f"slurm job {job_id}: 2 GPUs allocated, 2 workers started, FAILED without a GPU")
         return 0
     finally:
         if stack is not None:
