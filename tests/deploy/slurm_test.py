@@ -18,6 +18,9 @@ import shutil
 import socket
 import stat
 import sys
+import urllib.request
+
+import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import deploy_support as ds  # noqa: E402
@@ -62,6 +65,19 @@ KillWait=60
 NodeName={NODE} NodeHostname={control_host} NodeAddr=127.0.0.1 CPUs={cpus} Gres=gpu:2 State=UNKNOWN
 PartitionName=test Nodes={NODE} Default=YES MaxTime=INFINITE State=UP
 """
+
+
+def two_free_ports():
+    """A port P such that P and P + 1 are both free (the script numbers metrics ports)."""
+    for _ in range(50):
+        base = ds.free_port()
+        try:
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", base + 1))
+            return base
+        except OSError:
+            continue
+    ds.fail("no two consecutive free ports")
 
 
 def main():
@@ -120,13 +136,15 @@ def main():
         ds.wait_for("the Slurm node idle", node_idle, 60, interval=0.5)
 
         stack = ds.Stack(source, bin_dir, work, database, metrics=False)
+        port_base = two_free_ports()
+        os.makedirs(f"{work}/targets")
         job_log = f"{work}/job-%j.log"
         submitted = ds.run([
             "sbatch", "--parsable", f"--output={job_log}", "--cpus-per-task=1",
             "--export=ALL,"
             f"PTXBENCH_SERVER={stack.address},PTXBENCH_BIN_DIR={bin_dir},"
             f"PTXBENCH_TASKS_DIR={source}/tasks,PTXBENCH_COMPILE_ONLY_WORKERS=2,"
-            f"PTXBENCH_METRICS_PORT_BASE=0",
+            f"PTXBENCH_METRICS_PORT_BASE={port_base},PTXBENCH_TARGETS_DIR={work}/targets",
             f"{source}/deploy/slurm/ptxbench-workers.sbatch"], env=env)
         job_id = submitted.stdout.strip().split(";")[0]
         if not job_id.isdigit():
@@ -148,6 +166,20 @@ def main():
             ) == "2"
 
         ds.wait_for("the job's two workers registered", registered, 60, interval=0.5)
+        # The Prometheus file_sd file the job writes for its workers (prometheus.yml reads
+        # targets/workers-*.yml): one target per worker, labelled compile_only, serving metrics.
+        targets_file = f"{work}/targets/workers-slurm-{job_id}.yml"
+        ds.wait_for("the job's Prometheus targets file", lambda: os.path.exists(targets_file), 30)
+        with open(targets_file) as f:
+            groups = yaml.safe_load(f)
+        ports = sorted(int(g["targets"][0].rsplit(":", 1)[1]) for g in groups)
+        if ports != [port_base, port_base + 1] or any(
+                g["labels"] != {"arch": "compile_only", "slurm_job": job_id} for g in groups):
+            ds.fail(f"{targets_file} holds {groups}")
+        for port in ports:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+                if "ptxbench_worker_healthy 1" not in r.read().decode():
+                    ds.fail(f"worker metrics on port {port} lack ptxbench_worker_healthy 1")
         task_dir = f"{source}/tasks/{TASK}"
         result = stack.client("submit", "--task", TASK, "--arch", "sm_90a", "--compile-only",
                               "--wait", f"{task_dir}/solutions/sm90a_wgmma_tma.cu")
@@ -162,6 +194,8 @@ def main():
         ds.run(["scancel", "--batch", "--signal=TERM", job_id], env=env)
         ds.wait_for(f"job {job_id} COMPLETED", lambda: job_state() == "COMPLETED", 90,
                     interval=0.5)
+        if os.path.exists(targets_file):
+            ds.fail(f"{targets_file} is left behind after the job")
         log = open(job_log).read()
         for needle in ("started 2 workers (compile_only)", "draining 2 workers",
                        "all workers stopped (status 0)"):
