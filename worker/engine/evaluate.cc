@@ -814,7 +814,11 @@ absl::StatusOr<std::optional<Verdict>> Evaluation::CorrectnessStage() {
   // With CUDA IPC the reference process reads the candidate's own output buffers, so trial i+1
   // is sent once trial i is compared (a round trip of a few milliseconds).
   size_t sent = 0;
-  bool prepare_sent = false;
+  if (opt_.run_timing) {
+    // Baseline handle, its buffers and NVML: the candidate process sets them up on a thread of
+    // their own while the trials run.
+    RETURN_IF_ERROR(candidate_->Send({{"cmd", "prepare_timing"}, {"workload", timed}}));
+  }
   auto trial_prefix = [&](size_t k) { return absl::StrCat(candidate_dir_, "/trial", k); };
   auto send_trials = [&](size_t done) -> absl::Status {
     const size_t want = transfer_ == "ipc" ? std::min(done + 1, trials.size()) : trials.size();
@@ -825,12 +829,6 @@ absl::StatusOr<std::optional<Verdict>> Evaluation::CorrectnessStage() {
                                         {"seed", U64(t.seed)},
                                         {"prefix", trial_prefix(sent)},
                                         {"transfer", transfer_}}));
-    }
-    if (sent == trials.size() && !prepare_sent && opt_.run_timing) {
-      // Baseline handle, its buffers and NVML, set up once the trials are done, while the
-      // supervisor still compares and the instrumented runs go on.
-      RETURN_IF_ERROR(candidate_->Send({{"cmd", "prepare_timing"}, {"workload", timed}}));
-      prepare_sent = true;
     }
     return absl::OkStatus();
   };
@@ -881,6 +879,8 @@ absl::StatusOr<std::optional<Verdict>> Evaluation::CorrectnessStage() {
     trial["seconds"] = {{"candidate_process", step.event.value("seconds", 0.0)},
                         {"waiting_for_candidate", candidate_wait},
                         {"waiting_for_reference", reference_wait},
+                        {"reference_process", ref.value("seconds", 0.0)},
+                        {"reference_setup", ref.value("setup_seconds", 0.0)},
                         {"compare", Now() - c0}};
     results.push_back(trial);
     if (!cmp.pass) {
