@@ -107,9 +107,12 @@ void RuntimeSection(const v1::Verdict& verdict, const FeedbackOptions& options, 
 
 void CorrectnessSection(const v1::Verdict& verdict, std::string* out) {
   const v1::StageResult* stage = FindStage(verdict, v1::STAGE_CORRECTNESS);
-  if (stage == nullptr) return;
-  absl::StrAppend(out, "## 3. Correctness\n", stage->ok() ? "ok: " : "FAILED: ", stage->summary(),
-                  "\n");
+  const bool wrong = verdict.verdict_class() == v1::VERDICT_CLASS_WRONG_RESULT;
+  if (stage == nullptr && !wrong) return;
+  absl::StrAppend(out, "## 3. Correctness\n");
+  if (stage != nullptr) {
+    absl::StrAppend(out, stage->ok() ? "ok: " : "FAILED: ", stage->summary(), "\n");
+  }
   const json detail = Detail(stage);
   if (detail.contains("trials") && detail["trials"].is_array()) {
     for (const json& trial : detail["trials"]) {
@@ -142,7 +145,7 @@ void CorrectnessSection(const v1::Verdict& verdict, std::string* out) {
       }
     }
   }
-  if (verdict.verdict_class() == v1::VERDICT_CLASS_WRONG_RESULT) {
+  if (wrong) {
     absl::StrAppend(out, verdict.message(), "\n");
   }
   absl::StrAppend(out, "\n");

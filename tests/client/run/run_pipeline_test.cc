@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <filesystem>
@@ -12,6 +13,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -19,6 +21,7 @@
 #include "absl/time/clock.h"
 #include "client/trajectory.h"
 #include "tests/client/run/stub_http_server.h"
+#include "tests/server/api/api_test_support.h"
 #include "tests/support/pg_fixture.h"
 #include "tests/support/process.h"
 
@@ -122,6 +125,7 @@ class Stack {
   }
 
   const std::string& dir() const { return dir_; }
+  const std::string& address() const { return address_; }
 
  private:
   std::unique_ptr<TestDatabase> database_;
@@ -341,6 +345,79 @@ TEST_CASE("run: a client killed mid-run resumes with the same command, finished 
   CHECK(stack.Sql("SELECT count(*) FROM submissions WHERE session_id = " + session +
                   " AND turn_index = 0") == "1");
   CHECK(stack.Sql("SELECT count(*) FROM submissions WHERE session_id = " + session) == "3");
+}
+
+// CI has no GPU: this stand-in GPU worker speaks WorkerService like ptxbench-worker and
+// returns scripted verdicts: wrong_result for the first evaluation, then a pass (speedup 1.25).
+class ScriptedGpuWorker {
+ public:
+  explicit ScriptedGpuWorker(const std::string& address)
+      : worker_(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()), "",
+                v1::ARCH_SM_90A, "GPU-scripted") {
+    REQUIRE(worker_.Register().ok());
+    worker_.OpenLease(1);
+    thread_ = std::thread([this] { Serve(); });
+  }
+  ~ScriptedGpuWorker() {
+    stop_ = true;
+    thread_.join();
+    (void)worker_.CloseLease();
+  }
+  int evaluations() const { return evaluations_; }
+
+ private:
+  void Serve() {
+    while (!stop_) {
+      std::optional<v1::LeasedJob> job = worker_.NextJob(absl::Milliseconds(200));
+      if (!job.has_value()) continue;
+      if (job->kind() == v1::JOB_KIND_COMPILE) {
+        (void)worker_.ReportStage(*job, v1::STAGE_COMPILE, true);
+        (void)worker_.Complete(*job, api_test::MakeVerdict(v1::VERDICT_CLASS_COMPILED));
+        continue;
+      }
+      const bool first = ++evaluations_ == 1;
+      v1::Verdict verdict =
+          api_test::MakeVerdict(first ? v1::VERDICT_CLASS_WRONG_RESULT : v1::VERDICT_CLASS_PASS);
+      verdict.set_compiled(true);
+      if (first) {
+        verdict.set_message(
+            "wrong result on workload 'small_square' (public seed): C: max abs error 105.2");
+      }
+      (void)worker_.ReportStage(*job, v1::STAGE_CORRECTNESS, !first);
+      (void)worker_.Complete(*job, verdict);
+    }
+  }
+
+  api_test::FakeWorker worker_;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> evaluations_{0};
+  std::thread thread_;
+};
+
+TEST_CASE("run: full scope stops a trajectory at TIC with the target speedup") {
+  Stack stack;
+  ScriptedGpuWorker gpu(stack.address());
+  StubHttpServer model([](const StubRequest&) { return OpenAi(ReplyWith(kFixed)); });
+  const std::string out = stack.dir() + "/out";
+  std::vector<std::string> args = stack.RunArgs("openai:m", model.url(), out, 4, 1);
+  args.erase(std::find(args.begin(), args.end(), "--compile-only"));
+  args.insert(args.end(), {"--target-speedup", "1.2"});
+  CommandResult r = RunCommand(args, absl::Seconds(180));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(absl::StrContains(r.output, "TIC 1"));
+  client::Trajectory t = ReadRun(out, "openai:m", 0);
+  REQUIRE(t.turns.size() == 2);  // Of 4 allowed: the second turn reached the target.
+  REQUIRE(t.turns[0].verdict.has_value());
+  CHECK(t.turns[0].verdict->verdict_class == VerdictClass::kWrongResult);
+  CHECK(absl::StrContains(t.turns[0].feedback, "max abs error 105.2"));
+  CHECK_FALSE(client::IsTic(t.turns[0]));
+  CHECK(client::IsTic(t.turns[1]));
+  CHECK(t.turns[1].verdict->speedup == Approx(1.25));
+  REQUIRE(t.end.has_value());
+  CHECK(t.end->reason == client::EndReason::kTicReached);
+  CHECK(gpu.evaluations() == 2);
+  CHECK(model.requests().size() == 2);
 }
 
 TEST_CASE("run: the anthropic provider drives a run; key from ANTHROPIC_API_KEY") {
