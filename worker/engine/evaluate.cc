@@ -975,7 +975,8 @@ absl::StatusOr<std::optional<Verdict>> Evaluation::TargetStage() {
         p = std::move(ready->second);
         instrument_ready_.erase(ready);
         p.request["transfer"] = transfer_;
-        RETURN_IF_ERROR(p.sandbox->Send({{"cmd", "go"}, {"transfer", transfer_}}));
+        // A process that died while waiting says why in the Await below.
+        (void)p.sandbox->Send({{"cmd", "go"}, {"transfer", transfer_}});
       } else {
         ASSIGN_OR_RETURN(p, SpawnInstrument(kernel, launch_index, host_inputs, false));
       }
