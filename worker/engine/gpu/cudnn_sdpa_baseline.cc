@@ -619,9 +619,14 @@ class CudnnSdpa final : public Baseline {
                           {"d", p.shape.d},
                           {"scale", p.scale},
                           {"causal", p.causal}};
-    if (!p.plan_json.empty()) {
+    // The plan's description goes along when it is small: Describe() travels with every
+    // reference event and verdict, and cuDNN's text can exceed 16 KiB.
+    constexpr size_t kMaxPlanChars = 4096;
+    if (!p.plan_json.empty() && p.plan_json.size() <= kMaxPlanChars) {
       nlohmann::json parsed = nlohmann::json::parse(p.plan_json, nullptr, false);
       out["plan"] = parsed.is_discarded() ? nlohmann::json(p.plan_json) : parsed;
+    } else if (!p.plan_json.empty()) {
+      out["plan_chars"] = p.plan_json.size();
     }
     if (p.backward) out["extra_workspace_bytes"] = p.delta.bytes() + p.dq_accum.bytes();
     return out;
