@@ -155,7 +155,7 @@ std::string SessionOf(const std::string& out, const client::Trajectory& trajecto
 
 std::string Quoted(const std::string& text) { return "'" + text + "'"; }
 
-TEST_CASE("run: a compile error, its log as feedback, then the fix; turns linked in the database") {
+TEST_CASE("run: a compile error, its log as feedback, then the fix, turns linked in the database") {
   Stack stack;
   StubHttpServer model([](const StubRequest& request) {
     return OpenAi(ReplyWith(TurnOfRequest(request) == 1 ? kBroken : kFixed));
@@ -215,7 +215,7 @@ TEST_CASE("run: a compile error, its log as feedback, then the fix; turns linked
   CHECK(second_turns == 2);
 }
 
-TEST_CASE("run: no code in a reply is feedback and a charged turn; a 429 first is not charged") {
+TEST_CASE("run: no code in a reply is feedback and a charged turn, a 429 first is not charged") {
   Stack stack;
   std::atomic<int> calls{0};
   StubHttpServer model([&](const StubRequest& request) {
@@ -248,7 +248,7 @@ TEST_CASE("run: no code in a reply is feedback and a charged turn; a 429 first i
                   Quoted(SessionOf(out, t))) == "1");
 }
 
-TEST_CASE("run: 500s past the retry budget are infrastructure, not charged; the rerun resumes") {
+TEST_CASE("run: 500s past the retry budget are infrastructure, not charged, the rerun resumes") {
   Stack stack;
   StubHttpServer model([](const StubRequest& request) {
     if (TurnOfRequest(request) == 2) {
@@ -420,7 +420,7 @@ TEST_CASE("run: full scope stops a trajectory at TIC with the target speedup") {
   CHECK(model.requests().size() == 2);
 }
 
-TEST_CASE("run: the anthropic provider drives a run; key from ANTHROPIC_API_KEY") {
+TEST_CASE("run: the anthropic provider drives a run, key from ANTHROPIC_API_KEY") {
   Stack stack;
   StubHttpServer model([](const StubRequest&) {
     return StubResponse{

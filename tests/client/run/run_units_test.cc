@@ -28,7 +28,7 @@ const char kKernel[] =
     "/* PTXBENCH_PLAN\n{\"launches\": [{\"kernel\": \"k\", \"grid\": [1], \"block\": [32], "
     "\"args\": []}]}\n*/\nextern \"C\" __global__ void k() {}\n";
 
-TEST_CASE("extract: the last block with a plan wins; prose and drafts around it are ignored") {
+TEST_CASE("extract: the last block with a plan wins, prose and drafts around it are ignored") {
   const std::string reply = absl::StrCat(
       "Here is a draft:\n```cuda\n__global__ void draft() {}\n```\nand the final version:\n\n"
       "```cuda\n",
@@ -286,7 +286,7 @@ TEST_CASE("providers: 429 and 5xx are transient (Retry-After kept), 401 and 400 
   }
 }
 
-TEST_CASE("providers: an unreachable server or a slow one is transient; bad specs are refused") {
+TEST_CASE("providers: an unreachable server or a slow one is transient, bad specs are refused") {
   ProviderOptions options;
   options.spec = "openai:m";
   {
@@ -344,7 +344,7 @@ TEST_CASE("anthropic provider: system apart, version header, thinking and text b
   CHECK(body["max_tokens"].get<int64_t>() > 4096);
 }
 
-TEST_CASE("replay provider: files by task, arch, trajectory and turn; then exhausted") {
+TEST_CASE("replay provider: files by task, arch, trajectory and turn, then exhausted") {
   const std::string dir = testing::MakeTempDir("ptxbench-replay-");
   const std::string traj = dir + "/gemm/sm_90a/traj-03";
   std::filesystem::create_directories(traj);
