@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -93,18 +94,43 @@ void Terminate(pid_t pid, std::chrono::seconds grace) {
   }
 }
 
-// The first line of the log containing `needle`, waiting while `pid` lives.
-std::string WaitForLine(const std::string& log_path, const std::string& needle, pid_t pid,
-                        std::chrono::seconds timeout) {
+size_t FileSize(const std::string& path) {
+  std::error_code error;
+  const auto size = fs::file_size(path, error);
+  return error ? 0 : static_cast<size_t>(size);
+}
+
+// The first line containing `needle` that the log gained after its first `offset` bytes,
+// waiting while `pid` lives. The logs are appended to across runs on one stack folder: an
+// earlier run's "serving grpc=" line names a port that is gone.
+std::string WaitForLine(const std::string& log_path, size_t offset, const std::string& needle,
+                        pid_t pid, std::chrono::seconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < deadline) {
-    for (const absl::string_view line : absl::StrSplit(ReadText(log_path), '\n')) {
+    const std::string text = ReadText(log_path);
+    for (const absl::string_view line :
+         absl::StrSplit(text.size() > offset ? text.substr(offset) : std::string(), '\n')) {
       if (line.find(needle) != absl::string_view::npos) return std::string(line);
     }
     if (!Alive(pid)) return "";
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   return "";
+}
+
+// A server of an earlier run on this folder may still be stopping (it got SIGTERM when that
+// run was killed). Its embedded PostgreSQL holds owner.lock until the cluster is down
+// (server/embedded_pg/embedded_postgres.h) and a second server refuses the folder meanwhile,
+// so wait for the lock to be free.
+void WaitForEarlierStack(const std::string& data_dir, std::chrono::seconds timeout) {
+  const std::string lock_path = data_dir + "/postgres/owner.lock";
+  const int fd = open(lock_path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;  // No cluster yet.
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (flock(fd, LOCK_EX | LOCK_NB) != 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  close(fd);  // Releases the lock if it was taken.
 }
 
 bool GpuPresent() {
@@ -138,7 +164,9 @@ absl::StatusOr<std::unique_ptr<EmbeddedStack>> EmbeddedStack::Start(const StackO
     return absl::PermissionDeniedError(
         absl::StrCat("cannot create ", options.data_dir, ": ", error.message()));
   }
+  WaitForEarlierStack(options.data_dir, std::chrono::seconds(60));
   const std::string server_log = options.data_dir + "/server.log";
+  const size_t server_log_start = FileSize(server_log);
   auto pid = Spawn({server, "serve", "--data-dir", options.data_dir, "--tasks-dir",
                     options.tasks_dir, "--migrations-dir", options.migrations_dir, "--listen",
                     "127.0.0.1:0", "--metrics-listen", "off"},
@@ -147,7 +175,8 @@ absl::StatusOr<std::unique_ptr<EmbeddedStack>> EmbeddedStack::Start(const StackO
   stack->server_pid_ = *pid;
   // The first start initialises the PostgreSQL cluster (initdb: a few seconds).
   const std::string serving =
-      WaitForLine(server_log, "ptxbench-server serving grpc=", *pid, std::chrono::seconds(180));
+      WaitForLine(server_log, server_log_start, "ptxbench-server serving grpc=", *pid,
+                  std::chrono::seconds(180));
   if (serving.empty()) {
     return absl::UnavailableError(absl::StrCat("ptxbench-server did not start; the end of ",
                                                server_log, ":\n", Tail(server_log, 20)));
@@ -156,12 +185,14 @@ absl::StatusOr<std::unique_ptr<EmbeddedStack>> EmbeddedStack::Start(const StackO
   stack->address_ = serving.substr(at, serving.find(' ', at) - at);
 
   const std::string cpu_log = options.data_dir + "/worker-cpu.log";
+  const size_t cpu_log_start = FileSize(cpu_log);
   auto cpu = Spawn({worker, "--compile-only", "--server", stack->address_, "--tasks-dir",
                     options.tasks_dir, "--hostname", "ptxbench-run-cpu"},
                    cpu_log);
   if (!cpu.ok()) return cpu.status();
   stack->worker_pids_.push_back(*cpu);
-  if (WaitForLine(cpu_log, "registered with", *cpu, std::chrono::seconds(60)).empty()) {
+  if (WaitForLine(cpu_log, cpu_log_start, "registered with", *cpu, std::chrono::seconds(60))
+          .empty()) {
     return absl::UnavailableError(
         absl::StrCat("the compile-only worker did not register; the end "
                      "of ",
@@ -172,12 +203,13 @@ absl::StatusOr<std::unique_ptr<EmbeddedStack>> EmbeddedStack::Start(const StackO
     return stack;
   }
   const std::string gpu_log = options.data_dir + "/worker-gpu.log";
+  const size_t gpu_log_start = FileSize(gpu_log);
   auto gpu = Spawn({worker, "--gpu", "0", "--server", stack->address_, "--tasks-dir",
                     options.tasks_dir, "--hostname", "ptxbench-run-gpu"},
                    gpu_log);
   if (!gpu.ok()) return gpu.status();
   const std::string registered =
-      WaitForLine(gpu_log, "registered with", *gpu, std::chrono::seconds(120));
+      WaitForLine(gpu_log, gpu_log_start, "registered with", *gpu, std::chrono::seconds(120));
   if (registered.empty()) {
     stack->gpu_note_ = absl::StrCat("GPU present but not usable: ", Tail(gpu_log, 1));
     if (Alive(*gpu)) Terminate(*gpu, std::chrono::seconds(10));

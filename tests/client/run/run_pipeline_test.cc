@@ -480,5 +480,61 @@ TEST_CASE("run: replay with no server given starts the embedded stack and stops 
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("run: a killed run takes its embedded stack down, and the rerun resumes on its data") {
+  const std::string dir = MakeTempDir("ptxbench-run-embedded-");
+  std::filesystem::permissions(
+      dir, std::filesystem::perms::owner_all | std::filesystem::perms::group_read |
+               std::filesystem::perms::group_exec | std::filesystem::perms::others_read |
+               std::filesystem::perms::others_exec);
+  StubHttpServer model([](const StubRequest& request) {
+    StubResponse response = OpenAi(ReplyWith(TurnOfRequest(request) == 1 ? kBroken : kFixed));
+    if (TurnOfRequest(request) == 2) response.delay_seconds = 120;  // Killed while waiting.
+    return response;
+  });
+  unsetenv("PTXBENCH_SERVER");
+  const std::string out = dir + "/out";
+  const std::vector<std::string> args = {
+      kBin + "/ptxbench", "run",   "--model", "openai:m",    "--base-url",      model.url(),
+      "--task",           kTask,   "--turns", "2",           "--trajectories",  "1",
+      "--compile-only",   "--out", out,       "--tasks-dir", kSource + "/tasks"};
+  auto client = ChildProcess::Start(args, dir + "/client.log");
+  REQUIRE(client != nullptr);
+  const absl::Time deadline = absl::Now() + absl::Seconds(120);
+  auto turn_two_asked = [&] {
+    for (const StubRequest& request : model.requests()) {
+      if (TurnOfRequest(request) == 2) return true;
+    }
+    return false;
+  };
+  while (!turn_two_asked()) {
+    INFO(client->Log());
+    REQUIRE(absl::Now() < deadline);
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  client->Signal(SIGKILL);
+  REQUIRE(client->Wait(absl::Seconds(10)).has_value());
+  // The stack's programs got SIGTERM when their parent died: the server stops gracefully.
+  const absl::Time stop_deadline = absl::Now() + absl::Seconds(60);
+  while (!absl::StrContains(ReadText(out + "/stack/server.log"), "stopping")) {
+    INFO(ReadText(out + "/stack/server.log"));
+    REQUIRE(absl::Now() < stop_deadline);
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  model.set_handler([](const StubRequest& request) {
+    return OpenAi(ReplyWith(TurnOfRequest(request) == 1 ? kBroken : kFixed));
+  });
+  std::vector<std::string> again = args;
+  CommandResult resumed = RunCommand(again, absl::Seconds(300));
+  INFO(resumed.output);
+  REQUIRE(resumed.exit_code == 0);
+  CHECK(absl::StrContains(resumed.output, "1 turns run, 1 already done"));
+  client::Trajectory t = ReadRun(out, "openai:m", 0);
+  REQUIRE(t.turns.size() == 2);
+  REQUIRE(t.turns[1].verdict.has_value());
+  CHECK(t.turns[1].verdict->verdict_class == VerdictClass::kCompiled);
+  CHECK(t.end.has_value());
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace ptxbench::testing
