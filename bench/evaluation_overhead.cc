@@ -60,7 +60,7 @@ json Spread(const std::vector<double>& v) {
 
 // Per-trial compare round trips and the timing stage's split, for where the rest goes.
 void CollectDetail(const ptxbench::Verdict& v, std::map<std::string, std::vector<double>>* into) {
-  double compare = 0, waiting_reference = 0, waiting_candidate = 0;
+  double compare = 0, waiting_reference = 0, waiting_candidate = 0, reference_setup = 0;
   for (const ptxbench::StageReport& s : v.stages) {
     if (s.stage == ptxbench::Stage::kCorrectness) {
       for (const json& t : s.detail.value("trials", json::array())) {
@@ -68,11 +68,13 @@ void CollectDetail(const ptxbench::Verdict& v, std::map<std::string, std::vector
         compare += seconds.value("compare", 0.0);
         waiting_reference += seconds.value("waiting_for_reference", 0.0);
         waiting_candidate += seconds.value("waiting_for_candidate", 0.0);
+        reference_setup += seconds.value("reference_setup", 0.0);
       }
     }
     if (s.stage == ptxbench::Stage::kTiming && s.detail.contains("timing")) {
       const json& t = s.detail["timing"];
       (*into)["timing_process_seconds"].push_back(t.value("seconds", 0.0));
+      (*into)["timing_setup_seconds"].push_back(t.value("setup_seconds", 0.0));
       (*into)["timing_check_seconds"].push_back(t.value("check_seconds", 0.0));
       (*into)["timing_sampling_seconds"].push_back(
           t.value("result", json::object()).value("sampling_seconds", 0.0));
@@ -83,6 +85,8 @@ void CollectDetail(const ptxbench::Verdict& v, std::map<std::string, std::vector
   (*into)["correctness_compare_seconds"].push_back(compare);
   (*into)["correctness_waiting_for_reference_seconds"].push_back(waiting_reference);
   (*into)["correctness_waiting_for_candidate_seconds"].push_back(waiting_candidate);
+  // Buffers and baseline handles the reference process set up, the library's first use included.
+  (*into)["correctness_reference_setup_seconds"].push_back(reference_setup);
 }
 
 }  // namespace

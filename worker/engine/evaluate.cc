@@ -12,6 +12,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <utility>
@@ -141,6 +142,61 @@ struct StepResult {
   std::string message;  // For non-ok outcomes.
 };
 
+// Reference processes kept warm between evaluations of the same task on the same GPU. Their
+// CUDA context and baseline library handles cost ~1.4 s to set up (H200,
+// docs/results/2026-11-30-h200-evaluation-overhead.json: the first reference of an evaluation
+// came 1.23-2.08 s after the candidate's first trial), which only the first evaluation pays.
+// Trusted code only: it never runs submitted code; between evaluations it holds no reference
+// ("reset") and takes the next evaluation's hash key ("begin").
+struct WarmReference {
+  std::string key;
+  std::unique_ptr<Sandbox> process;
+  std::string dir;          // Its private directory, outside any evaluation's work directory.
+  double wall_seconds = 0;  // Its watchdog.
+};
+
+class ReferencePool {
+ public:
+  static ReferencePool& Get() {
+    static ReferencePool pool;
+    return pool;
+  }
+  // A warm process for `key` that has `needed_seconds` left before its watchdog, if any.
+  std::optional<WarmReference> Take(const std::string& key, double needed_seconds) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = idle_.begin(); it != idle_.end(); ++it) {
+      if (it->key != key) continue;
+      WarmReference w = std::move(*it);
+      idle_.erase(it);
+      if (w.process->elapsed_seconds() + needed_seconds < w.wall_seconds) return w;
+      Discard(w);
+      return std::nullopt;
+    }
+    return std::nullopt;
+  }
+  void Put(WarmReference w) {
+    std::lock_guard<std::mutex> lock(mu_);
+    idle_.push_back(std::move(w));
+    while (idle_.size() > kCapacity) {  // One per GPU and task in steady state.
+      Discard(idle_.front());
+      idle_.erase(idle_.begin());
+    }
+  }
+  ~ReferencePool() {
+    for (WarmReference& w : idle_) Discard(w);
+  }
+
+ private:
+  static constexpr size_t kCapacity = 4;
+  static void Discard(WarmReference& w) {
+    if (w.process) (void)w.process->Send({{"cmd", "quit"}});
+    w.process.reset();  // Kills and reaps what did not quit.
+    if (!w.dir.empty()) RemoveTree(w.dir);
+  }
+  std::mutex mu_;
+  std::vector<WarmReference> idle_;
+};
+
 class Evaluation {
  public:
   Evaluation(const EvaluationRequest& request, const EngineOptions& options,
@@ -149,7 +205,7 @@ class Evaluation {
 
   ~Evaluation() {
     instrument_ready_.clear();
-    reference_.reset();
+    ReleaseReference();
     candidate_.reset();
     sassmap_.reset();
     if (!opt_.keep_work_dir && !work_.empty()) RemoveTree(work_);
@@ -158,6 +214,11 @@ class Evaluation {
   absl::StatusOr<Verdict> Run();
 
  private:
+  absl::StatusOr<Verdict> RunStages();
+  // Starts the reference process (or takes a warm one) beside the compiler.
+  void StartReference();
+  // Hands the reference process back to the pool when it is healthy and drained, else ends it.
+  void ReleaseReference();
   // ---- plumbing
   absl::Status Setup();
   absl::StatusOr<std::string> WriteRequest(const std::string& dir, const std::string& name,
@@ -168,7 +229,7 @@ class Evaluation {
   absl::StatusOr<std::unique_ptr<Sandbox>> Spawn(const std::string& mode,
                                                  const std::string& request_path,
                                                  const std::string& dir, double wall_seconds,
-                                                 bool drop_privileges);
+                                                 bool drop_privileges, bool cancellable = true);
   StepResult Await(Sandbox& s, const std::string& expected, double timeout_seconds,
                    const std::string& what);
   void Report(Stage stage, bool ok, const std::string& summary, json detail, double seconds);
@@ -234,6 +295,12 @@ class Evaluation {
   std::string unavailable_reason_;
   std::unique_ptr<Sandbox> reference_;
   double reference_spawned_at_ = 0;
+  std::string reference_key_;       // Pool key: evaluator, GPU, task version, isolation.
+  std::string reference_pool_dir_;  // Its directory when it may be pooled.
+  double reference_wall_seconds_ = 0;
+  bool reference_reused_ = false;
+  bool reference_failed_ = false;  // Any failure of or around it: never pooled.
+  std::string work_root_;
   std::unique_ptr<Sandbox> candidate_;
   std::unique_ptr<Sandbox> sassmap_;  // Static SASS family map, computed beside correctness.
   // Instrumented processes started beside the correctness stage, set up and waiting for "go".
@@ -275,6 +342,7 @@ absl::Status Evaluation::Setup() {
     const char* tmp = std::getenv("TMPDIR");
     root = tmp && *tmp ? tmp : "/tmp";
   }
+  work_root_ = root;
   ASSIGN_OR_RETURN(work_, CreatePrivateDir(root, "ptxbench-eval-"));
   // The supervisor's own directories stay 0700 root-owned: sandboxes (nobody) cannot enter.
   ASSIGN_OR_RETURN(reference_dir_, CreatePrivateDir(work_, "reference-"));
@@ -315,7 +383,7 @@ absl::StatusOr<std::unique_ptr<Sandbox>> Evaluation::Spawn(const std::string& mo
                                                            const std::string& request_path,
                                                            const std::string& dir,
                                                            double wall_seconds,
-                                                           bool drop_privileges) {
+                                                           bool drop_privileges, bool cancellable) {
   SandboxOptions o;
   o.argv = {evaluator_, mode, "--request", request_path};
   o.private_dir = dir;
@@ -329,7 +397,7 @@ absl::StatusOr<std::unique_ptr<Sandbox>> Evaluation::Spawn(const std::string& mo
   o.limits.wall_seconds = wall_seconds;
   o.isolate_network = opt_.isolate_network;
   o.drop_privileges = drop_privileges && opt_.drop_privileges;
-  o.cancel = cancel_;
+  o.cancel = cancellable ? cancel_ : nullptr;
   return Sandbox::Start(o);
 }
 
@@ -461,6 +529,7 @@ absl::StatusOr<json> Evaluation::AwaitReference(const std::string& workload, uin
   while (!references_.count(key)) {
     StepResult r = Await(*reference_, "reference", 600, "reference computation");
     if (r.outcome != Outcome::kOk) {
+      reference_failed_ = true;
       return absl::InternalError(absl::StrCat("reference process failed: ", r.message));
     }
     ASSIGN_OR_RETURN(uint64_t s, ParseU64(r.event["seed"]));
@@ -485,6 +554,7 @@ absl::StatusOr<gpu::CompareReport> Evaluation::CompareWithReference(
                                       {"keep", keep_reference}}));
     StepResult r = Await(*reference_, "compare", 600, "comparison");
     if (r.outcome != Outcome::kOk) {
+      reference_failed_ = true;
       return absl::InternalError(absl::StrCat("reference process failed: ", r.message));
     }
     event = std::move(r.event);
@@ -555,23 +625,7 @@ absl::StatusOr<std::optional<Verdict>> Evaluation::CompileStage() {
                    Spawn("compile", path, compile_dir_, opt_.compile_timeout_seconds, true));
   json isolation = ToJson(sandbox->isolation());
   // The reference process starts now, beside the compiler: its CUDA start-up overlaps compile.
-  if (!req_.compile_only) {
-    json ref_request = BaseRequest(reference_dir_);
-    ref_request.erase("source");
-    auto ref_path = WriteRequest(reference_dir_, "request.json", ref_request);
-    if (ref_path.ok()) {
-      // Trusted code only (ours and the library's): keeps the supervisor's uid so it can write
-      // the cache; still its own process group, no network, and a watchdog.
-      auto ref =
-          Spawn("reference", *ref_path, reference_dir_, opt_.evaluation_timeout_seconds, false);
-      if (ref.ok()) {
-        reference_ = std::move(*ref);
-        reference_spawned_at_ = Now();
-      } else {
-        unavailable_reason_ = std::string(ref.status().message());
-      }
-    }
-  }
+  if (!req_.compile_only) StartReference();
   StepResult step = Await(*sandbox, "compile", -1, "compile");
   SandboxExit exit = sandbox->Wait();
   processes_.push_back(
@@ -650,6 +704,7 @@ absl::StatusOr<Verdict> Evaluation::RuntimeFailure(Stage stage, const StepResult
   }
   candidate_.reset();
   if (step.outcome == Outcome::kTimeout) {
+    reference_failed_ = true;  // A hung kernel was killed: nothing of this GPU's state is kept.
     // The GPU must still work for the next evaluation: probe it in a fresh process.
     auto health = HealthProbe(opt_);
     detail["health_after_kill"] =
@@ -722,8 +777,9 @@ absl::StatusOr<std::optional<Verdict>> Evaluation::CorrectnessStage() {
       reference_.reset();
     } else {
       device_ = ready.event["device"];
-      processes_.push_back(
-          {{"mode", "reference"}, {"ready_seconds", Now() - reference_spawned_at_}});
+      processes_.push_back({{"mode", "reference"},
+                            {"reused", reference_reused_},
+                            {"ready_seconds", Now() - reference_spawned_at_}});
     }
   }
   if (unavailable_reason_.empty() && device_.value("arch", std::string()) != req_.arch) {
@@ -1179,6 +1235,76 @@ absl::StatusOr<std::optional<Verdict>> Evaluation::TimingStage() {
 }
 
 absl::StatusOr<Verdict> Evaluation::Run() {
+  absl::StatusOr<Verdict> v = RunStages();
+  // An infrastructure error or a cancellation may leave the reference process mid-command.
+  if (!v.ok()) reference_failed_ = true;
+  return v;
+}
+
+void Evaluation::StartReference() {
+  reference_key_ = absl::StrCat(evaluator_, "|", opt_.gpu, "|", task_.dir, "|", task_.version_hash,
+                                "|", opt_.isolate_network);
+  if (opt_.reuse_reference_process) {
+    std::optional<WarmReference> warm =
+        ReferencePool::Get().Take(reference_key_, opt_.evaluation_timeout_seconds + 60);
+    if (warm && warm->process->Send({{"cmd", "begin"}, {"hash_key", U64(hash_key_)}}).ok()) {
+      // It answers "begin" with the "ready" event a fresh one sends.
+      reference_ = std::move(warm->process);
+      reference_pool_dir_ = warm->dir;
+      reference_wall_seconds_ = warm->wall_seconds;
+      reference_spawned_at_ = Now();
+      reference_reused_ = true;
+      return;
+    }
+    if (warm) RemoveTree(warm->dir);  // Its process ended with `warm`.
+  }
+  std::string dir = reference_dir_;
+  double wall = opt_.evaluation_timeout_seconds;
+  if (opt_.reuse_reference_process) {
+    // Outlives this evaluation's work directory; an hour's watchdog, renewed by a fresh process.
+    auto pooled = CreatePrivateDir(work_root_, "ptxbench-reference-");
+    if (pooled.ok()) {
+      dir = reference_pool_dir_ = *pooled;
+      wall = std::max(wall, 3600.0);
+    }
+  }
+  json ref_request = BaseRequest(dir);
+  ref_request.erase("source");
+  auto ref_path = WriteRequest(dir, "request.json", ref_request);
+  if (!ref_path.ok()) {
+    unavailable_reason_ = std::string(ref_path.status().message());
+    return;
+  }
+  // Trusted code only (ours and the library's): keeps the supervisor's uid; still its own
+  // process group, no network, and a watchdog. Not tied to this evaluation's cancel flag: it may
+  // serve the next evaluation (a cancelled evaluation ends it in ReleaseReference).
+  auto ref = Spawn("reference", *ref_path, dir, wall, false, /*cancellable=*/false);
+  if (ref.ok()) {
+    reference_ = std::move(*ref);
+    reference_spawned_at_ = Now();
+    reference_wall_seconds_ = wall;
+  } else {
+    unavailable_reason_ = std::string(ref.status().message());
+  }
+}
+
+void Evaluation::ReleaseReference() {
+  if (reference_ != nullptr && opt_.reuse_reference_process && !reference_failed_ &&
+      !reference_pool_dir_.empty() && reference_->Send({{"cmd", "reset"}}).ok()) {
+    // Drains what is still queued (references of trials never run, a "ready" never read).
+    StepResult r = Await(*reference_, "reset", 30, "reference reset");
+    if (r.outcome == Outcome::kOk) {
+      ReferencePool::Get().Put(
+          {reference_key_, std::move(reference_), reference_pool_dir_, reference_wall_seconds_});
+      return;
+    }
+  }
+  if (reference_ != nullptr) (void)reference_->Send({{"cmd", "quit"}});
+  reference_.reset();
+  if (!reference_pool_dir_.empty()) RemoveTree(reference_pool_dir_);
+}
+
+absl::StatusOr<Verdict> Evaluation::RunStages() {
   t_start_ = Now();
   verdict_.runtime_unverified = false;
   RETURN_IF_ERROR(Setup());
@@ -1197,7 +1323,6 @@ absl::StatusOr<Verdict> Evaluation::Run() {
     if (done) return *done;
   }
   if (candidate_) (void)candidate_->Send({{"cmd", "quit"}});
-  if (reference_) (void)reference_->Send({{"cmd", "quit"}});
   if (!verdict_.target_executed) {
     std::string message;
     for (const StageReport& s : verdict_.stages) {

@@ -601,8 +601,9 @@ int ReferenceMode(const json& request) {
   if (!task.ok()) return Fail(kExitInfrastructure, "infrastructure", task.status());
   auto g = OpenGpu(request);
   if (!g.ok()) return Fail(kExitInfrastructure, "unavailable", g.status());
-  auto hash_key = ParseU64(request.value("hash_key", json("0")));
-  if (!hash_key.ok()) return Fail(kExitInfrastructure, "infrastructure", hash_key.status());
+  auto first_key = ParseU64(request.value("hash_key", json("0")));
+  if (!first_key.ok()) return Fail(kExitInfrastructure, "infrastructure", first_key.status());
+  uint64_t hash_key = *first_key;
   json device = gpu::ToJson(g->device);
   device["library_versions"] = gpu::BaselineLibraryVersions();
   if (auto nvml = gpu::NvmlMonitor::Open(g->device.uuid); nvml.ok()) {
@@ -623,6 +624,22 @@ int ReferenceMode(const json& request) {
     if (!line->has_value()) return kExitOk;
     json cmd = json::parse(**line, nullptr, false);
     if (cmd.is_discarded() || Str(cmd, "cmd") == "quit") return kExitOk;
+    // Kept warm between evaluations (evaluate.cc, ReferencePool): "reset" ends one (no
+    // reference survives it), "begin" starts the next with its own hash key and is answered
+    // like a fresh start. The context, buffers and library handles stay.
+    if (Str(cmd, "cmd") == "reset") {
+      references.clear();
+      Emit({{"event", "reset"}});
+      continue;
+    }
+    if (Str(cmd, "cmd") == "begin") {
+      auto key = ParseU64(cmd.value("hash_key", json("0")));
+      if (!key.ok()) return Fail(kExitInfrastructure, "infrastructure", key.status());
+      hash_key = *key;
+      references.clear();
+      Emit({{"event", "ready"}, {"device", device}, {"reused", true}});
+      continue;
+    }
     double t0 = Now();
     const std::string workload_name = Str(cmd, "workload");
     auto workload = FindWorkload(*task, workload_name);
@@ -666,7 +683,7 @@ int ReferenceMode(const json& request) {
       }
       RETURN_IF_ERROR(set.GenerateInputs(*g->builtins, *seed, g->stream.get()));
       ASSIGN_OR_RETURN(uint64_t input_hash,
-                       set.HashInputs(*g->builtins, *hash_key, g->stream.get()));
+                       set.HashInputs(*g->builtins, hash_key, g->stream.get()));
       json event = {{"event", "reference"},
                     {"workload", workload_name},
                     {"seed", U64(*seed)},

@@ -204,7 +204,8 @@ FakeSetup& Fake() {
   return setup;
 }
 
-absl::StatusOr<Verdict> RunFake(const std::string& behaviour, std::vector<StageReport>* stages) {
+absl::StatusOr<Verdict> RunFake(const std::string& behaviour, std::vector<StageReport>* stages,
+                                uint64_t secret = 777, bool reuse_reference = true) {
   auto task = LoadTask(Fake().tasks + "/gemm_n7168_k5120");
   REQUIRE(task.ok());
   EvaluationRequest r;
@@ -213,7 +214,8 @@ absl::StatusOr<Verdict> RunFake(const std::string& behaviour, std::vector<StageR
   r.source = Slurp(task->dir + "/solutions/sm90a_wgmma_tma.cu");
   EngineOptions o;
   o.evaluator_path = Fake().dir + "/fake-evaluator-" + behaviour;
-  o.secret = 777;
+  o.secret = secret;
+  o.reuse_reference_process = reuse_reference;
   o.trial_timeout_seconds = 2;
   o.sanitizer_on_runtime_error = false;
   return Evaluate(r, o, [&](const StageReport& s) { stages->push_back(s); });
@@ -261,6 +263,41 @@ TEST_CASE("fake GPU: a correct kernel passes every stage in order", "[evaluate][
   CHECK(v2->verdict_class == VerdictClass::kPass);
   CHECK(again[1].detail["trials"][0]["seed_kind"] == "public");
   CHECK(again[1].detail["trials"][0]["seed"] == stages[1].detail["trials"][0]["seed"]);
+}
+
+bool ReferenceReused(const Verdict& v) {
+  for (const auto& p : v.report["processes"]) {
+    if (p.value("mode", "") == "reference") return p.value("reused", false);
+  }
+  return false;
+}
+
+TEST_CASE("fake GPU: the reference process stays warm for the next evaluation of the task",
+          "[evaluate][fake]") {
+  std::vector<StageReport> a, b, c, d;
+  auto first = RunFake("pass", &a, 101);
+  REQUIRE(first.ok());
+  CHECK(first->verdict_class == VerdictClass::kPass);
+  // Another secret, so another hash key: the warm process must hash with the new one, or the
+  // candidate's and the reference's input hashes differ (an infrastructure error).
+  auto second = RunFake("pass", &b, 202);
+  INFO(second.status().message());
+  REQUIRE(second.ok());
+  CHECK(second->verdict_class == VerdictClass::kPass);
+  CHECK(ReferenceReused(*second));
+  // A failed evaluation hands it back too (the verdict is the kernel's, not the process's).
+  auto wrong = RunFake("wrong", &c, 303);
+  REQUIRE(wrong.ok());
+  auto wrong_again = RunFake("wrong", &d, 304);
+  REQUIRE(wrong_again.ok());
+  CHECK(wrong_again->verdict_class == VerdictClass::kWrongResult);
+  CHECK(ReferenceReused(*wrong_again));
+  // Off: a fresh process every time.
+  std::vector<StageReport> e;
+  auto fresh = RunFake("pass", &e, 404, false);
+  REQUIRE(fresh.ok());
+  CHECK(fresh->verdict_class == VerdictClass::kPass);
+  CHECK_FALSE(ReferenceReused(*fresh));
 }
 
 TEST_CASE("fake GPU: when the reference process cannot map outputs, files take over",

@@ -217,7 +217,12 @@ int main(int argc, char** argv) {
     json cmd = json::parse(**line, nullptr, false);
     std::string name = cmd.value("cmd", std::string());
     if (name == "quit") return 0;
-    if (name == "reference") {
+    if (name == "reset" && reference) {
+      Emit({{"event", "reset"}});
+    } else if (name == "begin" && reference) {
+      key = U(cmd["hash_key"]);
+      Emit({{"event", "ready"}, {"device", Device()}, {"reused", true}});
+    } else if (name == "reference") {
       uint64_t seed = U(cmd["seed"]);
       Emit({{"event", "reference"},
             {"workload", cmd["workload"]},
