@@ -4,6 +4,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -249,11 +250,16 @@ class WorkerServiceImpl final : public v1::WorkerService::Service {
     if (submission_id.empty()) return;
     auto row = ctx_->store->GetSubmission(submission_id, "");
     if (!row.ok() || row->state != "finished" || !row->verdict.has_value()) return;
-    ctx_->metrics->RecordVerdict(row->tenant, row->model, row->task_id, row->arch,
-                                 row->verdict->verdict_class);
+    RecordVerdict({row->id, row->tenant, row->model, row->task_id, row->arch,
+                   row->verdict->verdict_class, row->verdict->speedup});
+  }
+
+  void RecordVerdict(const store::FinishedSubmission& finished) {
+    ctx_->metrics->RecordVerdict(finished.tenant, finished.model, finished.task_id, finished.arch,
+                                 finished.verdict_class);
     spdlog::info("verdict submission_id={} tenant={} task={} arch={} verdict={} speedup={}",
-                 row->id, row->tenant, row->task_id, row->arch, row->verdict->verdict_class,
-                 row->verdict->speedup);
+                 finished.id, finished.tenant, finished.task_id, finished.arch,
+                 finished.verdict_class, finished.speedup);
   }
 
   absl::Status DoComplete(RpcScope& rpc, const v1::CompleteRequest& request) {
@@ -264,7 +270,8 @@ class WorkerServiceImpl final : public v1::WorkerService::Service {
     RETURN_IF_ERROR(ValidateVerdict(request.verdict(), "verdict"));
     ASSIGN_OR_RETURN(store::VerdictRow verdict, VerdictToRow(request.verdict()));
     const store::LeaseRef lease = LeaseRefFromProto(request.lease());
-    absl::Status status = ctx_->store->CompleteJob(lease, verdict);
+    std::optional<store::FinishedSubmission> finished;
+    absl::Status status = ctx_->store->CompleteJob(lease, verdict, &finished);
     // Whether completed or lost, the job no longer holds one of this worker's slots.
     auto held = ctx_->jobs->Released(lease.job_id);
     ctx_->leases->WakeWorker(lease.worker_id);
@@ -280,7 +287,7 @@ class WorkerServiceImpl final : public v1::WorkerService::Service {
     }
     spdlog::info("job completed job_id={} worker_id={} attempt={} verdict={}", lease.job_id,
                  lease.worker_id, lease.attempt, verdict.verdict_class);
-    RecordIfFinished(held.has_value() ? held->submission_id : "");
+    if (finished.has_value()) RecordVerdict(*finished);
     return absl::OkStatus();
   }
 

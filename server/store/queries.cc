@@ -191,7 +191,7 @@ std::vector<NamedStatement> BuildStatements() {
           SET state = $2, stage = 'done', finished_at = now(),
               last_event_seq = last_event_seq + 1
           WHERE id = $1::uuid AND state IN ('queued', 'running')
-          RETURNING id, last_event_seq),
+          RETURNING id, last_event_seq, tenant, model, task_id, arch),
         verdict AS (
           INSERT INTO verdicts (submission_id, job_id, verdict_class, compiled, correct,
                                 target_executed, tic, speedup, runtime_unverified, message,
@@ -211,9 +211,12 @@ std::vector<NamedStatement> BuildStatements() {
           INSERT INTO stage_events (submission_id, seq, kind, stage, payload)
           SELECT f.id, f.last_event_seq, 'stage', 'done', v.verdict
           FROM finished f JOIN verdict v ON v.submission_id = f.id)
+        -- The submission's labels come back too: the server's verdict metric needs them
+        -- (Store::CompleteJob's FinishedSubmission), saving a GetSubmission per job.
         SELECT v.verdict::text AS verdict_json,
-               (extract(epoch FROM v.finished_at) * 1000000)::bigint AS finished_us
-        FROM verdict v)sql"},
+               (extract(epoch FROM v.finished_at) * 1000000)::bigint AS finished_us,
+               f.id::text AS id, f.tenant, coalesce(f.model, '') AS model, f.task_id, f.arch
+        FROM verdict v JOIN finished f ON f.id = v.submission_id)sql"},
       // LEFT JOIN from submissions: an unknown submission returns no row (NOT_FOUND), a known
       // one without new events returns one row of NULLs (an empty page).
       {kListStageEvents, R"sql(

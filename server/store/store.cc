@@ -609,17 +609,28 @@ class Store::Impl {
   }
 
   // Finishes a locked, unfinished submission: state, verdict row and "done" event, in the
-  // caller's transaction.
+  // caller's transaction. `finished`, when not null, receives the submission's labels.
   absl::Status FinishWithVerdict(pqxx::work& tx, const std::string& submission_id,
                                  const std::string& job_id, const VerdictRow& verdict,
-                                 const std::string& state) {
-    if (tx.exec_prepared(q::kFinishWithVerdict, submission_id, state, job_id, verdict.verdict_class,
-                         verdict.compiled, verdict.correct, verdict.target_executed, verdict.tic,
-                         verdict.speedup, verdict.runtime_unverified, verdict.message,
-                         verdict.verdict_json)
-            .empty()) {
+                                 const std::string& state,
+                                 std::optional<FinishedSubmission>* finished = nullptr) {
+    pqxx::result rows = tx.exec_prepared(
+        q::kFinishWithVerdict, submission_id, state, job_id, verdict.verdict_class,
+        verdict.compiled, verdict.correct, verdict.target_executed, verdict.tic, verdict.speedup,
+        verdict.runtime_unverified, verdict.message, verdict.verdict_json);
+    if (rows.empty()) {
       return absl::FailedPreconditionError(
           absl::StrCat("submission ", submission_id, " has already finished"));
+    }
+    if (finished != nullptr) {
+      FinishedSubmission& out = finished->emplace();
+      out.id = rows[0]["id"].as<std::string>();
+      out.tenant = rows[0]["tenant"].as<std::string>();
+      out.model = rows[0]["model"].as<std::string>();
+      out.task_id = rows[0]["task_id"].as<std::string>();
+      out.arch = rows[0]["arch"].as<std::string>();
+      out.verdict_class = verdict.verdict_class;
+      out.speedup = verdict.speedup;
     }
     return absl::OkStatus();
   }
@@ -1312,6 +1323,11 @@ absl::Status Store::ReportStage(const LeaseRef& lease, const std::string& stage,
 }
 
 absl::Status Store::CompleteJob(const LeaseRef& lease, const VerdictRow& verdict) {
+  return CompleteJob(lease, verdict, nullptr);
+}
+
+absl::Status Store::CompleteJob(const LeaseRef& lease, const VerdictRow& verdict,
+                                std::optional<FinishedSubmission>* finished) {
   RETURN_IF_ERROR(CheckLeaseRef(lease));
   if (verdict.verdict_class == "infrastructure_failure") {
     return absl::InvalidArgumentError(
@@ -1329,6 +1345,7 @@ absl::Status Store::CompleteJob(const LeaseRef& lease, const VerdictRow& verdict
   }
   // No actor for Transact: kLockSubmissionOfJob, the first statement, sets it.
   return impl_->Transact("CompleteJob", "", [&](pqxx::work& tx) {
+    if (finished != nullptr) finished->reset();
     pqxx::result locked =
         tx.exec_prepared(q::kLockSubmissionOfJob, lease.job_id, WorkerActor(lease.worker_id));
     if (locked.empty()) return impl_->LeaseLost(tx, lease);
@@ -1350,7 +1367,8 @@ absl::Status Store::CompleteJob(const LeaseRef& lease, const VerdictRow& verdict
       return absl::OkStatus();
     }
     try {
-      return impl_->FinishWithVerdict(tx, submission_id, lease.job_id, verdict, "finished");
+      return impl_->FinishWithVerdict(tx, submission_id, lease.job_id, verdict, "finished",
+                                      finished);
     } catch (const pqxx::data_exception& e) {
       return absl::InvalidArgumentError(absl::StrCat("verdict_json is not valid JSON: ", e.what()));
     }

@@ -74,6 +74,17 @@ struct NewSubmission {
   std::string idempotency_key;  // Empty for none; unique per tenant otherwise.
 };
 
+// A submission that has just received its verdict: what metrics and logs label it with.
+struct FinishedSubmission {
+  std::string id;
+  std::string tenant;
+  std::string model;
+  std::string task_id;
+  std::string arch;
+  std::string verdict_class;
+  double speedup = 0;
+};
+
 struct VerdictRow {
   std::string verdict_class;  // VerdictClass name without prefix, lower-case: "pass", ...
   bool compiled = false;
@@ -309,6 +320,11 @@ class Store {
   // "compiled" from an evaluate job. An empty verdict_json stores a minimal one built from the
   // key columns (ptxbench.v1.Verdict JSON).
   absl::Status CompleteJob(const LeaseRef& lease, const VerdictRow& verdict);
+  // The same; when the job's completion finished its submission, `*finished` (if not null)
+  // says which, with the labels the server's verdict metrics need, so that the caller needs
+  // no second query (bench/scheduler_bench: one GetSubmission round trip per job).
+  absl::Status CompleteJob(const LeaseRef& lease, const VerdictRow& verdict,
+                           std::optional<FinishedSubmission>* finished);
   // kind "kernel": the submission finishes with the given verdict class and is never retried.
   // kind "infrastructure": requeued with exponential backoff until
   // max_infrastructure_attempts, then finished as "infrastructure_failure". Returns whether

@@ -217,6 +217,42 @@ TEST_CASE_METHOD(PgFixture, "sixteen concurrent leasers never share a job and le
   REQUIRE(ValueOrFail(store->QueueDepths()).empty());
 }
 
+TEST_CASE_METHOD(PgFixture, "a completion that finishes its submission says which, with its labels",
+                 "[store][queue]") {
+  auto store = ConnectStore(Options());
+  CreateTenants(*store);
+  const WorkerRow compiler = RegisterCompiler(*store, "cpu-1");
+  const WorkerRow gpu = RegisterGpu(*store, "gpu-1", "sm_90a");
+  const SubmissionRow submission = Submit(*store, kAcme);
+
+  // A compile job of a full-scope submission that compiled does not finish it.
+  std::optional<LeasedJobRow> compile = Lease(*store, compiler.worker_id);
+  REQUIRE(compile.has_value());
+  std::optional<FinishedSubmission> finished = FinishedSubmission{};
+  REQUIRE_OK(store->CompleteJob(compile->lease, MakeVerdict("compiled"), &finished));
+  REQUIRE_FALSE(finished.has_value());
+
+  // Its evaluate job does, and the labels are the submission's.
+  std::optional<LeasedJobRow> evaluate = Lease(*store, gpu.worker_id);
+  REQUIRE(evaluate.has_value());
+  VerdictRow pass = MakeVerdict("pass");
+  pass.speedup = 0.97;
+  REQUIRE_OK(store->CompleteJob(evaluate->lease, pass, &finished));
+  REQUIRE(finished.has_value());
+  CHECK(finished->id == submission.id);
+  CHECK(finished->tenant == kAcme);
+  CHECK(finished->model == "test-model");
+  CHECK(finished->task_id == "gemm_n7168_k5120");
+  CHECK(finished->arch == "sm_90a");
+  CHECK(finished->verdict_class == "pass");
+  CHECK(finished->speedup == 0.97);
+
+  // A refused second completion leaves nothing behind.
+  std::optional<FinishedSubmission> again;
+  REQUIRE(IsLeaseLost(store->CompleteJob(evaluate->lease, pass, &again)));
+  REQUIRE_FALSE(again.has_value());
+}
+
 TEST_CASE_METHOD(PgFixture, "a stale worker is fenced out once its lease is reaped and re-leased",
                  "[store][queue]") {
   auto store = ConnectStore(Options(absl::Milliseconds(200), absl::ZeroDuration()));
