@@ -41,7 +41,7 @@ std::string Tail(const std::string& path, size_t lines) {
 std::string DefaultDir(const std::string& name) {
   if (fs::is_directory(name)) return fs::absolute(name).string();
 #ifdef PTXBENCH_SOURCE_DIR
-  const std::string built_from = absl::StrCat(PTXBENCH_SOURCE_DIR, "/", name);
+  std::string built_from = absl::StrCat(PTXBENCH_SOURCE_DIR, "/", name);
   if (fs::is_directory(built_from)) return built_from;
 #endif
   return fs::absolute(name).string();
@@ -66,6 +66,7 @@ absl::StatusOr<pid_t> Spawn(const std::vector<std::string>& argv, const std::str
     const int null_fd = open("/dev/null", O_RDONLY);
     if (null_fd >= 0) dup2(null_fd, STDIN_FILENO);
     std::vector<char*> args;
+    args.reserve(argv.size() + 1);
     for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
     args.push_back(nullptr);
     execv(args[0], args.data());

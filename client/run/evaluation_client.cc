@@ -18,7 +18,7 @@ absl::Status FromGrpc(const grpc::Status& status, const std::string& what) {
 
 class GrpcEvaluationClient : public EvaluationClient {
  public:
-  GrpcEvaluationClient(std::shared_ptr<grpc::Channel> channel, ConnectionOptions options)
+  GrpcEvaluationClient(const std::shared_ptr<grpc::Channel>& channel, ConnectionOptions options)
       : stub_(v1::SubmissionService::NewStub(channel)), options_(std::move(options)) {}
 
   absl::StatusOr<TaskPrompt> GetTask(const std::string& task, v1::Arch arch,

@@ -72,7 +72,7 @@ bool IsTransient(const absl::Status& status) {
   }
 }
 
-absl::Status HttpError(const std::string& what, long status, const std::string& body,
+absl::Status HttpError(const std::string& what, int64_t status, const std::string& body,
                        const std::string& retry_after) {
   const std::string message = absl::StrCat(what, ": HTTP ", status, ": ", ErrorText(body));
   absl::Status error;

@@ -69,7 +69,7 @@ absl::StatusOr<std::unique_ptr<ModelProvider>> MakeProvider(const ProviderOption
 // and timeouts (DEADLINE_EXCEEDED).
 bool IsTransient(const absl::Status& status);
 // The error for an HTTP status that is not 200, keeping the server's Retry-After hint.
-absl::Status HttpError(const std::string& what, long status, const std::string& body,
+absl::Status HttpError(const std::string& what, int64_t status, const std::string& body,
                        const std::string& retry_after);
 // The Retry-After hint (seconds) carried by an error, if any.
 std::optional<double> RetryAfterSeconds(const absl::Status& status);

@@ -89,6 +89,7 @@ class Runner {
     };
     const int threads = std::max(1, std::min(options_.concurrency, static_cast<int>(work.size())));
     std::vector<std::thread> pool;
+    pool.reserve(static_cast<size_t>(threads));
     for (int i = 0; i < threads; ++i) pool.emplace_back(drain);
     for (std::thread& thread : pool) thread.join();
     return summary_;
