@@ -8,14 +8,16 @@
 //
 // Processes of one evaluation (docs/measurement.md explains why):
 //   compile     sandbox, no GPU: NVRTC + ptxas, plan validation, static SASS family map.
-//   reference   trusted, started alongside compile: regenerates inputs from seeds and writes
-//               the library's outputs into a directory the candidate processes cannot read
-//               (public seeds cached across evaluations, keyed by task version, device and
-//               library versions, generator version, workload and seed).
+//   reference   trusted, started alongside compile (or kept warm from the last evaluation of
+//               the task on this GPU): regenerates inputs from seeds, computes the library's
+//               outputs, keeps them on its device, and compares the candidate's outputs with
+//               them on the GPU; it maps the candidate's output buffers (CUDA IPC), never the
+//               other way round.
 //   candidate   sandbox: correctness trials (module reloaded each trial), then the interleaved
-//               timing loop; outputs go to its private directory and are compared here, on the
-//               CPU, outside its address space.
-//   instrument  sandbox, one per distinct kernel of the plan: CUPTI SASS metrics.
+//               timing loop; exports its outputs to the reference process (files in its
+//               private directory where CUDA IPC is refused).
+//   instrument  sandbox, one per distinct kernel of the plan: CUPTI SASS metrics; started
+//               beside the correctness stage, runs when told to.
 // Without a usable GPU (or with a GPU of another arch) only the compile stage runs and the
 // verdict says plainly that the runtime stages were skipped and why.
 #ifndef PTXBENCH_WORKER_ENGINE_EVALUATE_H_

@@ -728,8 +728,8 @@ struct Candidate {
   std::string workload;
   gpu::TensorSet set;
   gpu::PlanLauncher launcher;
-  // What the timing loop needs besides the candidate, prepared ahead ("prepare_timing") while
-  // the supervisor compares the last trials and runs the instrumented processes.
+  // What the timing loop needs besides the candidate, prepared ahead ("prepare_timing", on its
+  // own thread) while the trials run.
   std::string timing_workload;
   gpu::TensorSet baseline_set;
   std::unique_ptr<gpu::Baseline> baseline;
