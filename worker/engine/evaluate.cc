@@ -226,6 +226,11 @@ class Evaluation {
   absl::StatusOr<std::string> NewSandboxDir(const std::string& prefix);
   // A fresh private directory holding copies of the compiled module (module.cubin, module.ptx).
   absl::StatusOr<std::string> ModuleDir(const std::string& prefix);
+  // Copies the compiled module into an existing sandbox directory.
+  absl::Status CopyModule(const std::string& dir);
+  // Starts the candidate process beside the compiler: CUDA and the timing baseline are set up
+  // while the source compiles; CorrectnessStage hands it the module.
+  void StartCandidateEarly();
   absl::StatusOr<std::unique_ptr<Sandbox>> Spawn(const std::string& mode,
                                                  const std::string& request_path,
                                                  const std::string& dir, double wall_seconds,
@@ -302,6 +307,7 @@ class Evaluation {
   bool reference_failed_ = false;  // Any failure of or around it: never pooled.
   std::string work_root_;
   std::unique_ptr<Sandbox> candidate_;
+  double candidate_spawned_at_ = 0;
   std::unique_ptr<Sandbox> sassmap_;  // Static SASS family map, computed beside correctness.
   // Instrumented processes started beside the correctness stage, set up and waiting for "go".
   std::map<std::string, InstrumentProcess> instrument_ready_;
@@ -357,6 +363,11 @@ absl::StatusOr<std::string> Evaluation::NewSandboxDir(const std::string& prefix)
 
 absl::StatusOr<std::string> Evaluation::ModuleDir(const std::string& prefix) {
   ASSIGN_OR_RETURN(std::string dir, NewSandboxDir(prefix));
+  RETURN_IF_ERROR(CopyModule(dir));
+  return dir;
+}
+
+absl::Status Evaluation::CopyModule(const std::string& dir) {
   ASSIGN_OR_RETURN(std::string cubin,
                    gpu::ReadFileBytes(compile_event_.value("cubin_path", std::string())));
   ASSIGN_OR_RETURN(std::string ptx,
@@ -367,7 +378,7 @@ absl::StatusOr<std::string> Evaluation::ModuleDir(const std::string& prefix) {
     chown((dir + "/module.cubin").c_str(), 65534, 65534);
     chown((dir + "/module.ptx").c_str(), 65534, 65534);
   }
-  return dir;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::string> Evaluation::WriteRequest(const std::string& dir,
@@ -624,8 +635,12 @@ absl::StatusOr<std::optional<Verdict>> Evaluation::CompileStage() {
   ASSIGN_OR_RETURN(auto sandbox,
                    Spawn("compile", path, compile_dir_, opt_.compile_timeout_seconds, true));
   json isolation = ToJson(sandbox->isolation());
-  // The reference process starts now, beside the compiler: its CUDA start-up overlaps compile.
-  if (!req_.compile_only) StartReference();
+  // The reference and candidate processes start now, beside the compiler: their CUDA and
+  // library start-up overlaps compile.
+  if (!req_.compile_only) {
+    StartReference();
+    StartCandidateEarly();
+  }
   StepResult step = Await(*sandbox, "compile", -1, "compile");
   SandboxExit exit = sandbox->Wait();
   processes_.push_back(
@@ -839,15 +854,25 @@ absl::StatusOr<std::optional<Verdict>> Evaluation::CorrectnessStage() {
   seeds_["instrument"] = U64(instrument_seed);
   RETURN_IF_ERROR(RequestReference(timed, instrument_seed));
 
-  // The candidate process.
-  double c0 = Now();
-  ASSIGN_OR_RETURN(candidate_dir_, ModuleDir("candidate-"));
-  json creq = BaseRequest(candidate_dir_);
-  creq["cubin_path"] = candidate_dir_ + "/module.cubin";
-  creq["ptx_path"] = candidate_dir_ + "/module.ptx";
-  ASSIGN_OR_RETURN(std::string cpath, WriteRequest(candidate_dir_, "request.json", creq));
-  ASSIGN_OR_RETURN(
-      candidate_, Spawn("candidate", cpath, candidate_dir_, opt_.evaluation_timeout_seconds, true));
+  // The candidate process: started beside the compiler and now given the module, or started
+  // now with it.
+  const bool candidate_early = candidate_ != nullptr;
+  double c0 = candidate_ ? candidate_spawned_at_ : Now();
+  if (candidate_) {
+    RETURN_IF_ERROR(CopyModule(candidate_dir_));
+    // A process that died while waiting says why in the Await below.
+    (void)candidate_->Send({{"cmd", "module"},
+                            {"cubin_path", candidate_dir_ + "/module.cubin"},
+                            {"ptx_path", candidate_dir_ + "/module.ptx"}});
+  } else {
+    ASSIGN_OR_RETURN(candidate_dir_, ModuleDir("candidate-"));
+    json creq = BaseRequest(candidate_dir_);
+    creq["cubin_path"] = candidate_dir_ + "/module.cubin";
+    creq["ptx_path"] = candidate_dir_ + "/module.ptx";
+    ASSIGN_OR_RETURN(std::string cpath, WriteRequest(candidate_dir_, "request.json", creq));
+    ASSIGN_OR_RETURN(candidate_, Spawn("candidate", cpath, candidate_dir_,
+                                       opt_.evaluation_timeout_seconds, true));
+  }
   json isolation = ToJson(candidate_->isolation());
   // The instrumented processes start now as well and set up (CUDA, CUPTI, module, buffers:
   // ~0.5 s on the H200) while the trials run; they wait for "go" from TargetStage. One that
@@ -861,8 +886,10 @@ absl::StatusOr<std::optional<Verdict>> Evaluation::CorrectnessStage() {
     return Done(
         RuntimeFailure(Stage::kCorrectness, ready, {{"isolation", isolation}}, "", 0, Now() - t0));
   }
-  processes_.push_back(
-      {{"mode", "candidate"}, {"ready_seconds", Now() - c0}, {"isolation", isolation}});
+  processes_.push_back({{"mode", "candidate"},
+                        {"started_early", candidate_early},
+                        {"ready_seconds", Now() - c0},
+                        {"isolation", isolation}});
 
   json results = json::array();
   // With files, every trial is queued at once: the candidate runs trial i+1 while its output of
@@ -1286,6 +1313,21 @@ void Evaluation::StartReference() {
   } else {
     unavailable_reason_ = std::string(ref.status().message());
   }
+}
+
+void Evaluation::StartCandidateEarly() {
+  auto dir = NewSandboxDir("candidate-");
+  if (!dir.ok()) return;  // CorrectnessStage starts it then.
+  json creq = BaseRequest(*dir);
+  creq["wait_for_module"] = true;
+  if (opt_.run_timing) creq["timing_workload"] = task_.TimedWorkload().name;
+  auto path = WriteRequest(*dir, "request.json", creq);
+  if (!path.ok()) return;
+  auto sandbox = Spawn("candidate", *path, *dir, opt_.evaluation_timeout_seconds, true);
+  if (!sandbox.ok()) return;
+  candidate_dir_ = *dir;
+  candidate_ = std::move(*sandbox);
+  candidate_spawned_at_ = Now();
 }
 
 void Evaluation::ReleaseReference() {

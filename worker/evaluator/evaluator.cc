@@ -763,14 +763,35 @@ absl::Status PrepareTiming(Candidate& c, const std::string& workload) {
   return absl::OkStatus();
 }
 
-absl::Status OpenCandidate(const json& request, Candidate& c) {
+// The task, the device and the hash key: what needs no compiled module.
+absl::Status OpenCandidateDevice(const json& request, Candidate& c) {
   ASSIGN_OR_RETURN(c.task, LoadCheckedTask(request));
   ASSIGN_OR_RETURN(c.gpu, OpenGpu(request));
+  ASSIGN_OR_RETURN(c.hash_key, ParseU64(request.value("hash_key", json("0"))));
+  return absl::OkStatus();
+}
+
+// The compiled module and the resolved plans (InvalidArgument: PLAN_INVALID).
+absl::Status OpenCandidateModule(const json& request, Candidate& c) {
   ASSIGN_OR_RETURN(c.cubin, gpu::ReadFileBytes(Str(request, "cubin_path")));
   ASSIGN_OR_RETURN(std::string ptx, gpu::ReadFileBytes(Str(request, "ptx_path")));
-  ASSIGN_OR_RETURN(c.hash_key, ParseU64(request.value("hash_key", json("0"))));
   ASSIGN_OR_RETURN(c.plans, ResolvePlans(c.task, request, ptx, nullptr));
   return absl::OkStatus();
+}
+
+absl::Status OpenCandidate(const json& request, Candidate& c) {
+  RETURN_IF_ERROR(OpenCandidateDevice(request, c));
+  return OpenCandidateModule(request, c);
+}
+
+void StartPreparingTiming(Candidate& c, const std::string& workload) {
+  if (c.preparing.valid() || workload.empty()) return;
+  // On its own thread: the baseline library's first handle costs ~1.4 s (reference process,
+  // H200), which the compile and the trials then hide. Errors surface at "time".
+  c.preparing = std::async(std::launch::async, [&c, workload]() {
+    PTXBENCH_CUDA_TRY(cudaSetDevice(c.gpu.device.ordinal));  // Per thread.
+    return PrepareTiming(c, workload);
+  });
 }
 
 // (Re)loads the module: every trial starts from fresh module globals.
@@ -922,12 +943,32 @@ absl::StatusOr<json> RunTiming(Candidate& c, const json& cmd) {
 
 int CandidateMode(const json& request) {
   Candidate c;
-  if (auto s = OpenCandidate(request, c); !s.ok()) {
-    if (s.code() == absl::StatusCode::kInvalidArgument) return FailFromStatus(s, "setup");
-    return Fail(kExitInfrastructure, "infrastructure", s);
+  gpu::LineReader commands(STDIN_FILENO);
+  absl::Status opened;
+  if (request.value("wait_for_module", false)) {
+    // Started beside the compiler: the device and the timing baseline are set up while the
+    // source compiles; the module's paths come with "module" (end of input: it did not compile).
+    opened = OpenCandidateDevice(request, c);
+    if (opened.ok()) {
+      StartPreparingTiming(c, Str(request, "timing_workload"));
+      auto line = commands.ReadLine(-1);
+      if (!line.ok()) return Fail(kExitInfrastructure, "infrastructure", line.status());
+      if (!line->has_value()) return kExitOk;
+      json cmd = json::parse(**line, nullptr, false);
+      if (cmd.is_discarded() || Str(cmd, "cmd") != "module") return kExitOk;
+      json with_module = request;
+      with_module["cubin_path"] = Str(cmd, "cubin_path");
+      with_module["ptx_path"] = Str(cmd, "ptx_path");
+      opened = OpenCandidateModule(with_module, c);
+    }
+  } else {
+    opened = OpenCandidate(request, c);
+  }
+  if (!opened.ok()) {
+    if (opened.code() == absl::StatusCode::kInvalidArgument) return FailFromStatus(opened, "setup");
+    return Fail(kExitInfrastructure, "infrastructure", opened);
   }
   Emit({{"event", "ready"}, {"device", gpu::ToJson(c.gpu.device)}});
-  gpu::LineReader commands(STDIN_FILENO);
   while (true) {
     auto line = commands.ReadLine(-1);
     if (!line.ok()) return Fail(kExitInfrastructure, "infrastructure", line.status());
@@ -951,14 +992,7 @@ int CandidateMode(const json& request) {
       if (!files.ok()) return FailFromStatus(files.status(), "saving outputs");
       Emit({{"event", "outputs"}, {"outputs", *files}});
     } else if (name == "prepare_timing") {
-      // On its own thread: the baseline library's first handle costs ~1 s (reference process,
-      // H200), which the trials then hide. Errors surface at "time".
-      if (!c.preparing.valid()) {
-        c.preparing = std::async(std::launch::async, [&c, w = Str(cmd, "workload")]() {
-          PTXBENCH_CUDA_TRY(cudaSetDevice(c.gpu.device.ordinal));  // Per thread.
-          return PrepareTiming(c, w);
-        });
-      }
+      StartPreparingTiming(c, Str(cmd, "workload"));
     } else if (name == "time") {
       auto event = RunTiming(c, cmd);
       if (!event.ok()) return FailFromStatus(event.status(), "timing");

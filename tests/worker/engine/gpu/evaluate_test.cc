@@ -205,13 +205,14 @@ FakeSetup& Fake() {
 }
 
 absl::StatusOr<Verdict> RunFake(const std::string& behaviour, std::vector<StageReport>* stages,
-                                uint64_t secret = 777, bool reuse_reference = true) {
+                                uint64_t secret = 777, bool reuse_reference = true,
+                                const std::string& source = "solutions/sm90a_wgmma_tma.cu") {
   auto task = LoadTask(Fake().tasks + "/gemm_n7168_k5120");
   REQUIRE(task.ok());
   EvaluationRequest r;
   r.task = &*task;
   r.arch = "sm_90a";
-  r.source = Slurp(task->dir + "/solutions/sm90a_wgmma_tma.cu");
+  r.source = Slurp(task->dir + "/" + source);
   EngineOptions o;
   o.evaluator_path = Fake().dir + "/fake-evaluator-" + behaviour;
   o.secret = secret;
@@ -252,6 +253,12 @@ TEST_CASE("fake GPU: a correct kernel passes every stage in order", "[evaluate][
     CHECK(t["compare"]["tensors"]["C"]["elements"] == (t["workload"] == "timed" ? 256 : 128) * 192);
   }
   CHECK_FALSE(v->report.contains("output_transfer"));
+  // The candidate process was started beside the compiler and given the module.
+  bool candidate_early = false;
+  for (const auto& p : v->report["processes"]) {
+    if (p.value("mode", "") == "candidate") candidate_early = p.value("started_early", false);
+  }
+  CHECK(candidate_early);
   // The instrumented process was started beside the correctness stage and told to go.
   REQUIRE(stages[2].detail["runs"].size() == 1);
   CHECK(stages[2].detail["runs"][0]["waited_for_go"] == true);
@@ -292,6 +299,16 @@ TEST_CASE("fake GPU: the reference process stays warm for the next evaluation of
   REQUIRE(wrong_again.ok());
   CHECK(wrong_again->verdict_class == VerdictClass::kWrongResult);
   CHECK(ReferenceReused(*wrong_again));
+  // A compile error ends the processes started beside the compiler (the waiting candidate) and
+  // hands the warm reference process back untouched.
+  std::vector<StageReport> f, g;
+  auto broken = RunFake("pass", &f, 505, true, "decoys/compile_error_syntax.cu");
+  REQUIRE(broken.ok());
+  CHECK(broken->verdict_class == VerdictClass::kCompileError);
+  auto after = RunFake("pass", &g, 606);
+  REQUIRE(after.ok());
+  CHECK(after->verdict_class == VerdictClass::kPass);
+  CHECK(ReferenceReused(*after));
   // Off: a fresh process every time.
   std::vector<StageReport> e;
   auto fresh = RunFake("pass", &e, 404, false);

@@ -208,8 +208,18 @@ int main(int argc, char** argv) {
     return 0;
   }
   bool reference = mode == "reference";
-  Emit({{"event", "ready"}, {"device", Device()}});
   ptxbench::gpu::LineReader in(0);
+  if (!reference && request.value("wait_for_module", false)) {
+    // Started beside the compiler, like the real one: the module comes with "module".
+    auto line = in.ReadLine(-1);
+    if (!line.ok() || !line->has_value()) return 0;
+    json cmd = json::parse(**line, nullptr, false);
+    if (cmd.value("cmd", std::string()) != "module" ||
+        !ptxbench::gpu::ReadFileBytes(cmd.value("cubin_path", std::string())).ok()) {
+      return 0;
+    }
+  }
+  Emit({{"event", "ready"}, {"device", Device()}});
   json last_trial;
   while (true) {
     auto line = in.ReadLine(-1);
