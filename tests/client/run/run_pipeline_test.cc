@@ -348,12 +348,13 @@ TEST_CASE("run: a client killed mid-run resumes with the same command, finished 
 }
 
 // CI has no GPU: this stand-in GPU worker speaks WorkerService like ptxbench-worker and
-// returns scripted verdicts: wrong_result for the first evaluation, then a pass (speedup 1.25).
+// completes the evaluations with the scripted verdict classes, in order (then pass).
 class ScriptedGpuWorker {
  public:
-  explicit ScriptedGpuWorker(const std::string& address)
+  ScriptedGpuWorker(const std::string& address, std::vector<v1::VerdictClass> script)
       : worker_(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()), "",
-                v1::ARCH_SM_90A, "GPU-scripted") {
+                v1::ARCH_SM_90A, "GPU-scripted"),
+        script_(std::move(script)) {
     REQUIRE(worker_.Register().ok());
     worker_.OpenLease(1);
     thread_ = std::thread([this] { Serve(); });
@@ -375,20 +376,29 @@ class ScriptedGpuWorker {
         (void)worker_.Complete(*job, api_test::MakeVerdict(v1::VERDICT_CLASS_COMPILED));
         continue;
       }
-      const bool first = ++evaluations_ == 1;
-      v1::Verdict verdict =
-          api_test::MakeVerdict(first ? v1::VERDICT_CLASS_WRONG_RESULT : v1::VERDICT_CLASS_PASS);
+      const size_t index = static_cast<size_t>(evaluations_++);
+      const v1::VerdictClass verdict_class =
+          index < script_.size() ? script_[index] : v1::VERDICT_CLASS_PASS;
+      v1::Verdict verdict = api_test::MakeVerdict(verdict_class);
       verdict.set_compiled(true);
-      if (first) {
+      if (verdict_class == v1::VERDICT_CLASS_WRONG_RESULT) {
         verdict.set_message(
             "wrong result on workload 'small_square' (public seed): C: max abs error 105.2");
       }
-      (void)worker_.ReportStage(*job, v1::STAGE_CORRECTNESS, !first);
+      if (verdict_class == v1::VERDICT_CLASS_INFRASTRUCTURE_FAILURE) {
+        // As a worker whose GPU failed: the server retries the job, then gives it this verdict.
+        bool will_retry = false;
+        (void)worker_.Fail(*job, v1::FAILURE_KIND_INFRASTRUCTURE, &will_retry);
+        continue;
+      }
+      (void)worker_.ReportStage(*job, v1::STAGE_CORRECTNESS,
+                                verdict_class == v1::VERDICT_CLASS_PASS);
       (void)worker_.Complete(*job, verdict);
     }
   }
 
   api_test::FakeWorker worker_;
+  std::vector<v1::VerdictClass> script_;
   std::atomic<bool> stop_{false};
   std::atomic<int> evaluations_{0};
   std::thread thread_;
@@ -396,7 +406,7 @@ class ScriptedGpuWorker {
 
 TEST_CASE("run: full scope stops a trajectory at TIC with the target speedup") {
   Stack stack;
-  ScriptedGpuWorker gpu(stack.address());
+  ScriptedGpuWorker gpu(stack.address(), {v1::VERDICT_CLASS_WRONG_RESULT});
   StubHttpServer model([](const StubRequest&) { return OpenAi(ReplyWith(kFixed)); });
   const std::string out = stack.dir() + "/out";
   std::vector<std::string> args = stack.RunArgs("openai:m", model.url(), out, 4, 1);
@@ -418,6 +428,34 @@ TEST_CASE("run: full scope stops a trajectory at TIC with the target speedup") {
   CHECK(t.end->reason == client::EndReason::kTicReached);
   CHECK(gpu.evaluations() == 2);
   CHECK(model.requests().size() == 2);
+}
+
+TEST_CASE("run: an infrastructure_failure verdict is evaluated again, the turn charged once") {
+  Stack stack;
+  // The server gives up on a job after 3 infrastructure failures (StoreOptions).
+  ScriptedGpuWorker gpu(stack.address(), {v1::VERDICT_CLASS_INFRASTRUCTURE_FAILURE,
+                                          v1::VERDICT_CLASS_INFRASTRUCTURE_FAILURE,
+                                          v1::VERDICT_CLASS_INFRASTRUCTURE_FAILURE});
+  StubHttpServer model([](const StubRequest&) { return OpenAi(ReplyWith(kFixed)); });
+  const std::string out = stack.dir() + "/out";
+  std::vector<std::string> args = stack.RunArgs("openai:m", model.url(), out, 3, 1);
+  args.erase(std::find(args.begin(), args.end(), "--compile-only"));
+  CommandResult r = RunCommand(args, absl::Seconds(180));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  client::Trajectory t = ReadRun(out, "openai:m", 0);
+  REQUIRE(t.turns.size() == 1);  // The pass after the resubmission reached TIC at turn 1.
+  const client::TurnRecord& turn = t.turns[0];
+  CHECK_FALSE(turn.infra_failed);
+  REQUIRE(turn.infra_failures.size() == 1);
+  CHECK(absl::StrContains(turn.infra_failures[0].what, "infrastructure_failure"));
+  CHECK(client::IsTic(turn));
+  CHECK(t.end.has_value());
+  CHECK(gpu.evaluations() == 4);
+  CHECK(model.requests().size() == 1);  // The model was not asked again.
+  // Two submissions of the same source for turn 0: the failed one and its replacement.
+  CHECK(stack.Sql("SELECT count(*) FROM submissions WHERE session_id = " +
+                  Quoted(SessionOf(out, t)) + " AND turn_index = 0") == "2");
 }
 
 TEST_CASE("run: the anthropic provider drives a run, key from ANTHROPIC_API_KEY") {
