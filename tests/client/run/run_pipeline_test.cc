@@ -574,5 +574,25 @@ TEST_CASE("run: a killed run takes its embedded stack down, and the rerun resume
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("run: an unreachable server is retried with backoff, then reported as infrastructure") {
+  StubHttpServer model([](const StubRequest&) { return OpenAi(ReplyWith(kFixed)); });
+  std::string closed_port;
+  {
+    StubHttpServer gone([](const StubRequest&) { return StubResponse{}; });
+    closed_port = std::to_string(gone.port());
+  }
+  const std::string dir = MakeTempDir("ptxbench-run-unreachable-");
+  CommandResult r =
+      RunCommand({kBin + "/ptxbench", "run", "--server", "127.0.0.1:" + closed_port, "--model",
+                  "openai:m", "--base-url", model.url(), "--task", kTask, "--out", dir + "/out",
+                  "--retries", "3", "--retry-base-seconds", "0.01"},
+                 absl::Seconds(120));
+  INFO(r.output);
+  CHECK(r.exit_code == 3);
+  CHECK(absl::StrContains(r.output, "task 'gemm_n7168_k5120' for sm_90a"));
+  CHECK(model.requests().empty());  // Nothing was asked of the model.
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace ptxbench::testing
