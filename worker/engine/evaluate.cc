@@ -216,7 +216,7 @@ class Evaluation {
  private:
   absl::StatusOr<Verdict> RunStages();
   // Starts the reference process (or takes a warm one) beside the compiler.
-  void StartReference();
+  void StartReference(bool allow_warm = true);
   // Hands the reference process back to the pool when it is healthy and drained, else ends it.
   void ReleaseReference();
   // ---- plumbing
@@ -787,7 +787,16 @@ absl::StatusOr<std::optional<Verdict>> Evaluation::CorrectnessStage() {
     if (unavailable_reason_.empty()) unavailable_reason_ = "the reference process did not start";
   } else {
     StepResult ready = Await(*reference_, "ready", 120, "GPU start-up");
-    if (ready.outcome != Outcome::kOk) {
+    if (ready.outcome != Outcome::kOk && reference_reused_) {
+      // A warm process that does not answer is ended; a fresh one decides.
+      reference_.reset();
+      if (!reference_pool_dir_.empty()) RemoveTree(reference_pool_dir_);
+      reference_pool_dir_.clear();
+      reference_reused_ = false;
+      StartReference(/*allow_warm=*/false);
+      if (reference_ != nullptr) ready = Await(*reference_, "ready", 120, "GPU start-up");
+    }
+    if (reference_ == nullptr || ready.outcome != Outcome::kOk) {
       unavailable_reason_ = ready.event.value("message", ready.message);
       reference_.reset();
     } else {
@@ -1268,10 +1277,10 @@ absl::StatusOr<Verdict> Evaluation::Run() {
   return v;
 }
 
-void Evaluation::StartReference() {
+void Evaluation::StartReference(bool allow_warm) {
   reference_key_ = absl::StrCat(evaluator_, "|", opt_.gpu, "|", task_.dir, "|", task_.version_hash,
                                 "|", opt_.isolate_network);
-  if (opt_.reuse_reference_process) {
+  if (opt_.reuse_reference_process && allow_warm) {
     std::optional<WarmReference> warm =
         ReferencePool::Get().Take(reference_key_, opt_.evaluation_timeout_seconds + 60);
     if (warm && warm->process->Send({{"cmd", "begin"}, {"hash_key", U64(hash_key_)}}).ok()) {

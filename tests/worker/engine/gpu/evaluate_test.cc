@@ -182,7 +182,7 @@ struct FakeSetup {
     std::string fake = fake_env && *fake_env ? fake_env : PTXBENCH_FAKE_EVALUATOR_PATH;
     REQUIRE(symlink(real.c_str(), (dir + "/ptxbench-evaluator").c_str()) == 0);
     for (const char* b : {"pass", "wrong", "wrong_timed", "fault", "hang", "mutate", "no_records",
-                          "too_fast", "no_ipc"}) {
+                          "too_fast", "no_ipc", "begin_dies"}) {
       REQUIRE(symlink(fake.c_str(), (dir + "/fake-evaluator-" + b).c_str()) == 0);
     }
     tasks = dir + "/tasks";
@@ -309,6 +309,14 @@ TEST_CASE("fake GPU: the reference process stays warm for the next evaluation of
   REQUIRE(after.ok());
   CHECK(after->verdict_class == VerdictClass::kPass);
   CHECK(ReferenceReused(*after));
+  // A warm process that does not answer "begin" is replaced by a fresh one.
+  std::vector<StageReport> h, i;
+  REQUIRE(RunFake("begin_dies", &h, 707).ok());
+  auto replaced = RunFake("begin_dies", &i, 708);
+  INFO(replaced.status().message());
+  REQUIRE(replaced.ok());
+  CHECK(replaced->verdict_class == VerdictClass::kPass);
+  CHECK_FALSE(ReferenceReused(*replaced));
   // Off: a fresh process every time.
   std::vector<StageReport> e;
   auto fresh = RunFake("pass", &e, 404, false);

@@ -9,7 +9,8 @@
 //
 // The behaviour comes from the program's own name, fake-evaluator-<behaviour> (sandboxes get a
 // minimal environment): pass, wrong, wrong_timed, fault, hang, mutate, no_records, too_fast,
-// no_ipc (the reference process cannot map outputs: the supervisor falls back to files).
+// no_ipc (the reference process cannot map outputs: the supervisor falls back to files),
+// begin_dies (a warm reference process exits when the next evaluation begins).
 #include <unistd.h>
 
 #include <cmath>
@@ -230,6 +231,7 @@ int main(int argc, char** argv) {
     if (name == "reset" && reference) {
       Emit({{"event", "reset"}});
     } else if (name == "begin" && reference) {
+      if (behaviour == "begin_dies") return 0;  // A warm process that died in between.
       key = U(cmd["hash_key"]);
       Emit({{"event", "ready"}, {"device", Device()}, {"reused", true}});
     } else if (name == "reference") {
