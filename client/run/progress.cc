@@ -66,6 +66,9 @@ void Progress::Finished(const std::string& task, TrajectoryOutcome outcome) {
     case TrajectoryOutcome::kInfrastructure:
       ++c.infrastructure;
       break;
+    case TrajectoryOutcome::kSkipped:
+      --c.total;
+      break;
   }
   RedrawLocked();
 }

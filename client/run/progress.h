@@ -13,7 +13,8 @@
 
 namespace ptxbench::client::run {
 
-enum class TrajectoryOutcome { kTic, kCorrect, kFailed, kInfrastructure };
+// kSkipped: a replay without that trajectory; it leaves the task's total.
+enum class TrajectoryOutcome { kTic, kCorrect, kFailed, kInfrastructure, kSkipped };
 
 struct TaskCounts {
   int total = 0;

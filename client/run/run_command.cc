@@ -200,6 +200,9 @@ int RunCommand(const std::vector<std::string>& raw, std::ostream& out, std::ostr
       << summary->correct << ", failed " << summary->failed << ", stopped by infrastructure "
       << summary->infrastructure_stopped << "; " << summary->turns_run << " turns run, "
       << summary->turns_resumed << " already done\n";
+  if (summary->skipped > 0) {
+    out << summary->skipped << " trajectories skipped: the replay has no replies for them\n";
+  }
   for (const auto& [task, counts] : progress.counts()) {
     out << "  " << Progress::Line(task, counts, 24) << "\n";
   }

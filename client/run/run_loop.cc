@@ -118,6 +118,10 @@ class Runner {
         case TrajectoryOutcome::kInfrastructure:
           ++summary_.infrastructure_stopped;
           break;
+        case TrajectoryOutcome::kSkipped:
+          --summary_.trajectories;
+          ++summary_.skipped;
+          break;
       }
     }
     progress_.Finished(task, outcome);
@@ -245,6 +249,15 @@ class Runner {
       if (!reply.ok()) {
         if (absl::IsOutOfRange(reply.status()) &&
             absl::StartsWith(reply.status().message(), kReplayExhausted)) {
+          if (trajectory.turns.empty() && turn == 1) {
+            // The replay has no such trajectory at all: no file, rather than an empty
+            // trajectory that a report would count as a failure.
+            writer.reset();
+            std::error_code ignored;
+            std::filesystem::remove(path, ignored);
+            Count(task.id, TrajectoryOutcome::kSkipped);
+            return;
+          }
           // The replayed trajectory has no more turns: its own turn limit.
           end = TrajectoryEnd{EndReason::kTurnLimit, "", NowRfc3339()};
           break;

@@ -52,6 +52,7 @@ struct RunSummary {
   int correct = 0;
   int failed = 0;
   int infrastructure_stopped = 0;     // Unfinished; the same command resumes them.
+  int skipped = 0;                    // Replay only: trajectories the replay has no replies for.
   int turns_run = 0;                  // Charged turns run by this invocation.
   int turns_resumed = 0;              // Charged turns found already done on disk.
   std::vector<std::string> problems;  // One line per infrastructure stop or error.

@@ -498,12 +498,22 @@ TEST_CASE("run: replay with no server given starts the embedded stack and stops 
   const std::string out = dir + "/out";
   CommandResult r =
       RunCommand({kBin + "/ptxbench", "run", "--model", "replay:" + dir + "/replay", "--task",
-                  kTask, "--arch", "sm_90a", "--turns", "5", "--trajectories", "1",
+                  kTask, "--arch", "sm_90a", "--turns", "5", "--trajectories", "2",
                   "--compile-only", "--out", out, "--tasks-dir", kSource + "/tasks"},
                  absl::Seconds(300));
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   CHECK(absl::StrContains(r.output, "starting the embedded stack"));
+  // The replay has no traj-01: skipped, no file.
+  CHECK(absl::StrContains(r.output, "1 trajectories skipped"));
+  CHECK(absl::StrContains(r.output, "1/1  TIC 0  correct 0  failed 1"));
+  client::RunConfig missing;
+  missing.model = "replay:" + dir + "/replay";
+  missing.task = kTask;
+  missing.arch = "sm_90a";
+  missing.knowledge = "none";
+  missing.trajectory_index = 1;
+  CHECK_FALSE(std::filesystem::exists(client::TrajectoryPath(out, missing)));
   client::Trajectory t = ReadRun(out, "replay:" + dir + "/replay", 0);
   CHECK(t.header.run.provider == "replay");
   REQUIRE(t.turns.size() == 2);
