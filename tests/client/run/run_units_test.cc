@@ -1,10 +1,14 @@
 // The parts of `ptxbench run` that need no server: reply extraction, prompts under each
 // context policy, feedback from verdicts, progress lines, and the providers against local
 // HTTP stubs shaped like the real APIs.
+#include <atomic>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <thread>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -310,6 +314,36 @@ TEST_CASE("providers: an unreachable server or a slow one is transient, bad spec
   CHECK(absl::StrContains(MakeProvider(options).status().message(), "PROVIDER:MODEL"));
   options.spec = "mistral:large";
   CHECK(absl::StrContains(MakeProvider(options).status().message(), "unknown provider"));
+}
+
+TEST_CASE("providers: at most --provider-concurrency requests in flight") {
+  std::atomic<int> in_flight{0};
+  std::atomic<int> most{0};
+  StubHttpServer stub([&](const StubRequest&) {
+    const int now = ++in_flight;
+    int seen = most.load();
+    while (now > seen && !most.compare_exchange_weak(seen, now)) {
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(150));
+    --in_flight;
+    return StubResponse{200, testing::OpenAiChatBody("ok", 1, 1, 0), {}, 0};
+  });
+  ProviderOptions options;
+  options.spec = "openai:m";
+  options.base_url = stub.url();
+  options.concurrency = 2;
+  auto provider = MakeProvider(options);
+  REQUIRE(provider.ok());
+  std::vector<std::thread> callers;
+  std::atomic<int> ok{0};
+  for (int i = 0; i < 6; ++i) {
+    callers.emplace_back([&] {
+      if ((*provider)->Complete({{"user", "U"}}, CallContext{}).ok()) ++ok;
+    });
+  }
+  for (std::thread& caller : callers) caller.join();
+  CHECK(ok == 6);
+  CHECK(most == 2);
 }
 
 TEST_CASE("anthropic provider: system apart, version header, thinking and text blocks") {
