@@ -441,8 +441,8 @@ std::vector<NamedStatement> BuildStatements() {
       // First statement of ReportStage, CompleteJob and FailJob: takes the submission's
       // lock (and only that: FOR UPDATE OF s) before the job is touched, per the protocol.
       // It also sets the audit actor ($2), saving the separate set_config round trip that
-      // Transact would send on these hot paths (one of six per CompleteJob); when it returns
-      // no row nothing is written, so nothing needs an actor.
+      // Transact would send on these paths; when it returns no row nothing is written, so
+      // nothing needs an actor.
       {kLockSubmissionOfJob, R"sql(
         SELECT s.id::text AS submission_id, s.state AS submission_state, s.scope, j.kind,
                set_config('ptxbench.actor', $2, true) AS actor
@@ -466,6 +466,28 @@ std::vector<NamedStatement> BuildStatements() {
                         lease_expires_at = NULL
         WHERE id = $1::uuid AND worker_id = $2::uuid AND attempt = $3 AND state = 'leased'
         RETURNING kind)sql"},
+      // CompleteJob's first statement: kLockSubmissionOfJob and kFinishLeasedJob (state
+      // 'done') in one round trip, in the protocol's order: `finished` reads `locked`, so the
+      // submission's lock is held before the job row is updated. The statement's snapshot
+      // predates the lock, but an UPDATE under READ COMMITTED re-checks its WHERE clause (the
+      // fence) on the newest committed version of the row, so a lease reaped meanwhile is
+      // refused exactly as before. fenced_in false (or no row) means the lease is lost; the
+      // caller rolls back when the verdict is refused after this. $4 is the audit actor.
+      {kLockAndFinishLeasedJob, R"sql(
+        WITH locked AS (
+          SELECT s.id::text AS submission_id, s.scope, j.kind,
+                 set_config('ptxbench.actor', $4, true) AS actor
+          FROM jobs j JOIN submissions s ON s.id = j.submission_id
+          WHERE j.id = $1::uuid
+          FOR UPDATE OF s),
+        finished AS (
+          UPDATE jobs SET state = 'done', finished_at = now(), last_error = '',
+                          lease_expires_at = NULL
+          WHERE id = $1::uuid AND worker_id = $2::uuid AND attempt = $3 AND state = 'leased'
+            AND EXISTS (SELECT 1 FROM locked)
+          RETURNING kind)
+        SELECT l.submission_id, l.scope, l.kind, EXISTS (SELECT 1 FROM finished) AS fenced_in
+        FROM locked l)sql"},
       // Fenced infrastructure failure. One statement decides retry or give up, so the
       // decision and the counter can never disagree. All right-hand sides read the old row:
       // infrastructure_attempts + 1 is the count including this failure. Backoff is

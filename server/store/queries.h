@@ -70,6 +70,7 @@ inline constexpr char kLockSubmissionOfJob[] = "lock_submission_of_job";
 inline constexpr char kCheckLease[] = "check_lease";
 inline constexpr char kDescribeJob[] = "describe_job";
 inline constexpr char kFinishLeasedJob[] = "finish_leased_job";
+inline constexpr char kLockAndFinishLeasedJob[] = "lock_and_finish_leased_job";
 inline constexpr char kRetryLeasedJob[] = "retry_leased_job";
 inline constexpr char kFindExpiredLeases[] = "find_expired_leases";
 inline constexpr char kReapExpiredLease[] = "reap_expired_lease";

@@ -1346,20 +1346,18 @@ absl::Status Store::CompleteJob(const LeaseRef& lease, const VerdictRow& verdict
   // No actor for Transact: kLockSubmissionOfJob, the first statement, sets it.
   return impl_->Transact("CompleteJob", "", [&](pqxx::work& tx) {
     if (finished != nullptr) finished->reset();
+    // Lock, fence and mark the job done in one statement (queries.cc); a refusal below
+    // rolls the whole transaction back.
     pqxx::result locked =
-        tx.exec_prepared(q::kLockSubmissionOfJob, lease.job_id, WorkerActor(lease.worker_id));
-    if (locked.empty()) return impl_->LeaseLost(tx, lease);
+        tx.exec_prepared(q::kLockAndFinishLeasedJob, lease.job_id, lease.worker_id, lease.attempt,
+                         WorkerActor(lease.worker_id));
+    if (locked.empty() || !locked[0]["fenced_in"].as<bool>()) return impl_->LeaseLost(tx, lease);
     const std::string submission_id = locked[0]["submission_id"].as<std::string>();
     const std::string kind = locked[0]["kind"].as<std::string>();
     const std::string scope = locked[0]["scope"].as<std::string>();
     if (kind == "evaluate" && verdict.verdict_class == "compiled") {
       return absl::InvalidArgumentError(
           "an evaluate job cannot end with verdict class compiled: it runs every stage");
-    }
-    if (tx.exec_prepared(q::kFinishLeasedJob, lease.job_id, lease.worker_id, lease.attempt, "done",
-                         "")
-            .empty()) {
-      return impl_->LeaseLost(tx, lease);
     }
     if (kind == "compile" && verdict.verdict_class == "compiled" && scope == "full") {
       // The compile stage passed on a CPU; the rest needs a GPU of the submission's arch.
