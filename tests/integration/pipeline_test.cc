@@ -153,7 +153,7 @@ TEST_CASE("pipeline: a worker killed mid-job -> the job is leased again and fini
         2);
 }
 
-TEST_CASE("pipeline: a worker of the wrong arch never receives a job; one of the right arch does") {
+TEST_CASE("pipeline: a worker of the wrong arch never receives a job, one of the right arch does") {
   Stack stack;
   stack.StartWorker();  // Compiles the submission; the evaluate job then waits for sm_90a.
   CommandResult submitted = stack.Client(

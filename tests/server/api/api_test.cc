@@ -37,7 +37,7 @@ grpc::Status ListTenants(TestServer& server, const std::string& token) {
   return server.admin()->ListTenants(&context, v1::ListTenantsRequest(), &response);
 }
 
-TEST_CASE("loopback bootstrap ends with the first token; then tokens are required", "[api][auth]") {
+TEST_CASE("loopback bootstrap ends with the first token, then tokens are required", "[api][auth]") {
   TestServer server;
   // No token exists: a loopback caller is admin of tenant "local".
   REQUIRE(ListTenants(server, "").ok());
