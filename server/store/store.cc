@@ -510,7 +510,7 @@ TenantRow TenantFromRow(const pqxx::row& row) {
 
 class Store::Impl {
  public:
-  Impl(const StoreOptions& options, std::string conninfo)
+  Impl(const StoreOptions& options, const std::string& conninfo)
       : options_(options), pool_(conninfo, options.pool_size), listener_(conninfo) {}
 
   const StoreOptions& options() const { return options_; }
@@ -571,7 +571,8 @@ class Store::Impl {
       }
       if (failure.retryable && attempt < kMaxTransactionAttempts) {
         thread_local std::minstd_rand random(std::random_device{}());
-        std::this_thread::sleep_for(std::chrono::milliseconds(5 * attempt + random() % 20));
+        std::this_thread::sleep_for(
+            std::chrono::milliseconds(int64_t{5} * attempt + random() % 20));
         continue;
       }
       if (failure.retryable) {

@@ -275,7 +275,8 @@ void FinishCompareReport(const ToleranceRule& rule, double err_sq, double ref_sq
   r.reference_norm = std::sqrt(ref_sq);
   r.relative_norm = ref_sq > 0 ? std::sqrt(err_sq / ref_sq) : (err_sq > 0 ? INFINITY : 0.0);
   uint64_t bad = r.mismatched + r.nonfinite;
-  r.matched_ratio = count ? static_cast<double>(count - std::min(bad, count)) / count : 1.0;
+  r.matched_ratio =
+      count ? static_cast<double>(count - std::min(bad, count)) / static_cast<double>(count) : 1.0;
 
   if (count == 0) {
     r.reason = "empty output";
