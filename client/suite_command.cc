@@ -228,14 +228,22 @@ int SuiteCommand(const std::vector<std::string>& raw, std::ostream& out, std::os
         << "\n";
     return all_ok ? kExitPass : kExitVerdictFailed;
   }
-  out << absl::StrFormat("%-18s %-8s %-44s %-8s %-20s %-20s %-4s %-8s\n", "task", "arch", "source",
-                         "scope", "expected", "got", "tic", "speedup");
+  // Columns as wide as their longest entry: task ids and paths are never cut (two attention
+  // tasks differ only in a "_causal" suffix).
+  int task_width = 4;
+  int path_width = 6;
   for (const Row& row : rows) {
-    out << absl::StrFormat(
-        "%-18s %-8s %-44s %-8s %-20s %-20s %-4s %-8s%s\n", row.task.substr(0, 18), row.arch,
-        row.path, row.full ? "full" : "compile", row.expect, row.got, row.tic ? "yes" : "no",
-        row.speedup > 0 ? absl::StrFormat("%.3f", row.speedup) : "-",
-        row.ok ? "" : "   <-- MISMATCH");
+    task_width = std::max(task_width, static_cast<int>(row.task.size()));
+    path_width = std::max(path_width, static_cast<int>(row.path.size()));
+  }
+  out << absl::StrFormat("%-*s %-8s %-*s %-8s %-20s %-20s %-4s %-8s\n", task_width, "task", "arch",
+                         path_width, "source", "scope", "expected", "got", "tic", "speedup");
+  for (const Row& row : rows) {
+    out << absl::StrFormat("%-*s %-8s %-*s %-8s %-20s %-20s %-4s %-8s%s\n", task_width, row.task,
+                           row.arch, path_width, row.path, row.full ? "full" : "compile",
+                           row.expect, row.got, row.tic ? "yes" : "no",
+                           row.speedup > 0 ? absl::StrFormat("%.3f", row.speedup) : "-",
+                           row.ok ? "" : "   <-- MISMATCH");
   }
   for (const Row& row : rows) {
     if (!row.ok) out << "\n" << row.task << "/" << row.path << ": " << row.message << "\n";
