@@ -2,7 +2,9 @@
 """Writes the causal solution and the wrong-result decoys of mha_bwd_d128(_causal) from the one
 hand-written reference solution (and the causal FMA decoy from the non-causal one), so that each
 decoy differs from the solution exactly in the lines its note names. Every substitution must
-apply exactly once; run from anywhere, it rewrites the generated files in place.
+apply exactly once; run from anywhere, it rewrites the generated files in place. With --check it
+writes nothing and exits 1 when a generated file differs from what it would write (CI runs this:
+tests/tools, task_variants_in_sync).
 
 Hand-written: tasks/mha_bwd_d128/solutions/sm90a_wgmma_tma.cu
               tasks/mha_bwd_d128/decoys/wgmma_never_executed.cu
@@ -42,7 +44,16 @@ def substitute(text, pairs, what):
     return text
 
 
+CHECK = "--check" in sys.argv[1:]
+STALE = []
+
+
 def write(path, text):
+    if CHECK:
+        current = open(path).read() if os.path.exists(path) else None
+        if current != text:
+            STALE.append(os.path.relpath(path, ROOT))
+        return
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w") as out:
         out.write(text)
@@ -108,3 +119,6 @@ def main():
 
 if __name__ == "__main__":
     main()
+    if STALE:
+        sys.exit("not what bwd_gen_variants.py writes (edit the hand-written source, then run it): "
+                 + ", ".join(STALE))

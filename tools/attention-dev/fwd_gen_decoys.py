@@ -2,8 +2,11 @@
 """Writes the sm_90a decoys of mha_with_lse_d128 and mha_with_lse_d128_causal from
 fwd_decoy_base.cu.in (one mma.sync FlashAttention-2 kernel; each decoy differs in one place).
 Run from anywhere; rewrites the decoy files in place. A dev tool, not part of the product build.
+With --check it writes nothing and exits 1 when a decoy differs from what it would write (CI runs
+this: tests/tools, task_variants_in_sync).
 """
 import os
+import sys
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 BASE = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "fwd_decoy_base.cu.in")).read()
@@ -68,6 +71,7 @@ DECOYS = [
      NO_MASK, LSE_NATURAL, ""),
 ]
 
+STALE = []
 for task, name, expect, causal, what, mask, lse, wgmma in DECOYS:
     text = (BASE.replace("@TASK@", task).replace("@EXPECT@", expect)
             .replace("@CAUSAL@", "true" if causal else "false").replace("@WHAT@", what)
@@ -75,7 +79,15 @@ for task, name, expect, causal, what, mask, lse, wgmma in DECOYS:
             .replace("@WGMMA_BLOCK@\n", wgmma + "\n" if wgmma else ""))
     assert "@" not in text.replace("@TASK@", ""), name
     path = os.path.join(ROOT, "tasks", task, "decoys", name)
+    if "--check" in sys.argv[1:]:
+        if not os.path.exists(path) or open(path).read() != text:
+            STALE.append(os.path.relpath(path, ROOT))
+        continue
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w") as out:
         out.write(text)
     print(path)
+
+if STALE:
+    sys.exit("not what fwd_gen_decoys.py writes (edit fwd_decoy_base.cu.in, then run it): "
+             + ", ".join(STALE))

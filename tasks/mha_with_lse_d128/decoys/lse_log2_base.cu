@@ -13,7 +13,8 @@
   {"name":"tmV","tensor":"V","dims":["D","B*H*S"],"box":["64","64"],"element_strides":[],
    "swizzle":"128B","interleave":"none","l2_promotion":"256B","oob_fill":"zero"}]}
 */
-// DECOY for mha_with_lse_d128 (sm_90a), written for PTXBench. Expected verdict: wrong_result.
+// DECOY for mha_with_lse_d128 (sm_90a), written for PTXBench.
+// Expected verdict: wrong_result.
 //
 // The defect: LSE is written as a base-2 log-sum-exp (m2 + log2 l) instead of the natural
 // log; O is correct. This is the contract's "wrong LSE base" decoy.

@@ -13,8 +13,8 @@
   {"name":"tmV","tensor":"V","dims":["D","B*H*S"],"box":["64","64"],"element_strides":[],
    "swizzle":"128B","interleave":"none","l2_promotion":"256B","oob_fill":"zero"}]}
 */
-// DECOY for mha_with_lse_d128 (sm_90a), written for PTXBench. Expected verdict:
-// target_not_executed.
+// DECOY for mha_with_lse_d128 (sm_90a), written for PTXBench.
+// Expected verdict: target_not_executed.
 //
 // The defect: correct O and LSE via TMA + mma.sync; a wgmma sits in the SASS behind a branch
 // that is never taken (S < 0), so the wgmma target family is present but never executed.

@@ -13,8 +13,8 @@
   {"name":"tmV","tensor":"V","dims":["D","B*H*S"],"box":["64","64"],"element_strides":[],
    "swizzle":"128B","interleave":"none","l2_promotion":"256B","oob_fill":"zero"}]}
 */
-// DECOY for mha_with_lse_d128_causal (sm_90a), written for PTXBench. Expected verdict:
-// wrong_result.
+// DECOY for mha_with_lse_d128_causal (sm_90a), written for PTXBench.
+// Expected verdict: wrong_result.
 //
 // The defect: causal attention computed without the mask on the diagonal blocks (blocks
 // entirely above the diagonal are skipped, so the work and the time look causal).
