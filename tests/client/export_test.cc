@@ -19,12 +19,14 @@
 #include "client/report/commands.h"
 #include "client/report/metrics.h"
 #include "tests/support/status_testing.h"
+#include "tests/support/temp_files.h"
 
 namespace ptxbench::client::report {
 namespace {
 
 namespace fs = std::filesystem;
 using Catch::Matchers::Contains;
+using ::ptxbench::testing::ScopedTempDir;
 using ::ptxbench::testing::ValueOrFail;
 using json = nlohmann::json;
 
@@ -33,23 +35,6 @@ std::string FixtureDir() {
   return std::string(dir != nullptr ? dir : PTXBENCH_SOURCE_DIR_DEFAULT) +
          "/tests/client/testdata/report";
 }
-
-class TempDir {
- public:
-  TempDir() {
-    char pattern[] = "/tmp/ptxbench-export-XXXXXX";
-    REQUIRE(mkdtemp(pattern) != nullptr);
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 // Runs `ptxbench export` and returns its rows, each parsed (a line that is not JSON fails).
 std::vector<json> Export(const std::vector<std::string>& flags, const std::string& dir,
@@ -102,7 +87,7 @@ void CheckRows(const std::vector<json>& rows, const std::vector<std::string>& ro
 }
 
 TEST_CASE("kernelgen rows: every TIC kernel once, no infra or unverified turn") {
-  TempDir dir;
+  ScopedTempDir dir("ptxbench-export-");
   json summary;
   std::string printed;
   std::vector<json> rows =
@@ -128,7 +113,7 @@ TEST_CASE("kernelgen rows: every TIC kernel once, no infra or unverified turn") 
 }
 
 TEST_CASE("kernelgen rows are capped per (task, class)") {
-  TempDir dir;
+  ScopedTempDir dir("ptxbench-export-");
   json summary;
   std::vector<json> rows =
       Export({"--format", "kernelgen", "--max-per-class", "3"}, dir.path(), &summary);
@@ -140,7 +125,7 @@ TEST_CASE("kernelgen rows are capped per (task, class)") {
 }
 
 TEST_CASE("fixit rows: failed kernel, its feedback, the next turn's TIC kernel") {
-  TempDir dir;
+  ScopedTempDir dir("ptxbench-export-");
   json summary;
   std::vector<json> rows =
       Export({"--format", "fixit", "--assistant", "source", "--metadata"}, dir.path(), &summary);
@@ -162,7 +147,7 @@ TEST_CASE("fixit rows: failed kernel, its feedback, the next turn's TIC kernel")
 }
 
 TEST_CASE("fixit rows are capped per (task, failure class)") {
-  TempDir dir;
+  ScopedTempDir dir("ptxbench-export-");
   json summary;
   std::vector<json> rows =
       Export({"--format", "fixit", "--max-per-class", "1"}, dir.path(), &summary);
@@ -175,7 +160,7 @@ TEST_CASE("fixit rows are capped per (task, failure class)") {
 }
 
 TEST_CASE("export refuses bad flags and malformed files with a clear message") {
-  TempDir dir;
+  ScopedTempDir dir("ptxbench-export-");
   std::ostringstream out;
   std::ostringstream err;
   CHECK(ExportCommand({"--out", dir.path() + "/x.jsonl", FixtureDir()}, out, err) == 2);

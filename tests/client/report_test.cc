@@ -13,12 +13,15 @@
 #include "client/report/metrics.h"
 #include "client/report/render.h"
 #include "tests/support/status_testing.h"
+#include "tests/support/temp_files.h"
 
 namespace ptxbench::client::report {
 namespace {
 
 namespace fs = std::filesystem;
 using Catch::Matchers::Contains;
+using ::ptxbench::testing::ReadWholeFile;
+using ::ptxbench::testing::ScopedTempDir;
 using ::ptxbench::testing::ValueOrFail;
 
 std::string SourceDir() {
@@ -27,30 +30,6 @@ std::string SourceDir() {
 }
 
 std::string FixtureDir() { return SourceDir() + "/tests/client/testdata/report"; }
-
-class TempDir {
- public:
-  TempDir() {
-    char pattern[] = "/tmp/ptxbench-report-XXXXXX";
-    REQUIRE(mkdtemp(pattern) != nullptr);
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
 
 int Count(const std::string& text, const std::string& needle) {
   int count = 0;
@@ -240,7 +219,7 @@ TEST_CASE("Table, Markdown and HTML hold every row, the marker and self-containe
 }
 
 TEST_CASE("ptxbench report prints the table and writes Markdown, HTML and JSON") {
-  TempDir out_dir;
+  ScopedTempDir out_dir("ptxbench-report-");
   std::ostringstream out;
   std::ostringstream err;
   const int code = ReportCommand({"--out", out_dir.path(), FixtureDir()}, out, err);
@@ -248,9 +227,9 @@ TEST_CASE("ptxbench report prints the table and writes Markdown, HTML and JSON")
   REQUIRE(code == 0);
   CHECK_THAT(out.str(), Contains("openai:model-a"));
   CHECK_THAT(out.str(), Contains("wrote " + out_dir.path() + "/report.html"));
-  CHECK_THAT(Slurp(out_dir.path() + "/report.md"), Contains("# PTXBench report"));
-  CHECK_THAT(Slurp(out_dir.path() + "/report.html"), Contains("<svg"));
-  const nlohmann::json json = nlohmann::json::parse(Slurp(out_dir.path() + "/report.json"));
+  CHECK_THAT(ReadWholeFile(out_dir.path() + "/report.md"), Contains("# PTXBench report"));
+  CHECK_THAT(ReadWholeFile(out_dir.path() + "/report.html"), Contains("<svg"));
+  const nlohmann::json json = nlohmann::json::parse(ReadWholeFile(out_dir.path() + "/report.json"));
   REQUIRE(json["groups"].size() == 4);
   CHECK(json["groups"][0]["model"] == "anthropic:model-b");
   CHECK(json["groups"][0]["tic_rate_at_turn_limit"]["8"]["hits"] == 3);
@@ -259,11 +238,11 @@ TEST_CASE("ptxbench report prints the table and writes Markdown, HTML and JSON")
 }
 
 TEST_CASE("A malformed trajectory file fails the report with its file and line") {
-  TempDir dir;
+  ScopedTempDir dir("ptxbench-report-");
   fs::copy(FixtureDir(), dir.path(), fs::copy_options::recursive);
   const std::string bad =
       dir.path() + "/openai_model-a/gemm_n7168_k5120/sm_90a/templates/traj-01.jsonl";
-  std::string text = Slurp(bad);
+  std::string text = ReadWholeFile(bad);
   // Line 3 loses its "extracted" field.
   size_t line3 = text.find('\n', text.find('\n') + 1) + 1;
   size_t field = text.find("\"extracted\":true,", line3);

@@ -9,36 +9,15 @@
 #include <string>
 
 #include "tests/support/status_testing.h"
+#include "tests/support/temp_files.h"
 
 namespace ptxbench::client {
 namespace {
 
 namespace fs = std::filesystem;
+using ::ptxbench::testing::ReadWholeFile;
+using ::ptxbench::testing::ScopedTempDir;
 using ::ptxbench::testing::ValueOrFail;
-
-class TempDir {
- public:
-  TempDir() {
-    char pattern[] = "/tmp/ptxbench-trajectory-XXXXXX";
-    REQUIRE(mkdtemp(pattern) != nullptr);
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
 
 void Spit(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
@@ -96,7 +75,7 @@ TurnRecord SampleTurn(int number, bool pass) {
 }
 
 TEST_CASE("A trajectory written record by record reads back field for field") {
-  TempDir dir;
+  ScopedTempDir dir("ptxbench-trajectory-");
   TrajectoryHeader header = SampleHeader();
   const std::string path = TrajectoryPath(dir.path(), header.run);
   CHECK(path == dir.path() + "/openai_gpt-4.1/gemm_n7168_k5120/sm_90a/templates/traj-03.jsonl");
@@ -113,7 +92,7 @@ TEST_CASE("A trajectory written record by record reads back field for field") {
   CHECK(writer.charged_turns() == 2);
 
   // One line per record, each ending in a newline.
-  const std::string text = Slurp(path);
+  const std::string text = ReadWholeFile(path);
   CHECK(std::count(text.begin(), text.end(), '\n') == 5);
   CHECK(text.back() == '\n');
 
@@ -164,7 +143,7 @@ TEST_CASE("A trajectory written record by record reads back field for field") {
 }
 
 TEST_CASE("A torn last line is ignored, reported, and cut off when the run resumes") {
-  TempDir dir;
+  ScopedTempDir dir("ptxbench-trajectory-");
   const std::string path = dir.path() + "/traj-00.jsonl";
   {
     TrajectoryWriter writer = ValueOrFail(TrajectoryWriter::Create(path, SampleHeader()));
@@ -199,7 +178,7 @@ TEST_CASE("A torn last line is ignored, reported, and cut off when the run resum
 }
 
 TEST_CASE("Missing, empty and header-less files are told apart") {
-  TempDir dir;
+  ScopedTempDir dir("ptxbench-trajectory-");
   REQUIRE_STATUS(ReadTrajectory(dir.path() + "/none.jsonl"), absl::StatusCode::kNotFound);
   const std::string empty = dir.path() + "/empty.jsonl";
   Spit(empty, "");
@@ -212,7 +191,7 @@ TEST_CASE("Missing, empty and header-less files are told apart") {
 }
 
 TEST_CASE("Malformed trajectory lines give an error naming the file and line") {
-  TempDir dir;
+  ScopedTempDir dir("ptxbench-trajectory-");
   const std::string path = dir.path() + "/traj-01.jsonl";
   const std::string header = HeaderJson(SampleHeader()).dump() + "\n";
   nlohmann::json turn = TurnJson(SampleTurn(1, false));
@@ -268,7 +247,7 @@ TEST_CASE("runtime_unverified verdicts are never TIC nor correct") {
 }
 
 TEST_CASE("Trajectory files are found recursively, in order") {
-  TempDir dir;
+  ScopedTempDir dir("ptxbench-trajectory-");
   TrajectoryHeader header = SampleHeader();
   for (int i : {2, 0, 1}) {
     header.run.trajectory_index = i;

@@ -23,30 +23,14 @@
 #include "server/embedded_pg/embedded_postgres.h"
 #include "server/store/database.h"
 #include "tests/support/status_testing.h"
+#include "tests/support/temp_files.h"
 
 namespace ptxbench::embedded_pg {
 namespace {
 
 namespace fs = std::filesystem;
+using ::ptxbench::testing::ScopedTempDir;
 using ::ptxbench::testing::ValueOrFail;
-
-// A temporary folder removed at the end of the test, whoever owns its files.
-class TempDir {
- public:
-  TempDir() {
-    char pattern[] = "/tmp/ptxbench-embedded-pg-XXXXXX";
-    REQUIRE(mkdtemp(pattern) != nullptr);
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 std::string Notes(const std::string& url) {
   store::SqlResult result = ValueOrFail(store::RunSql(url, "SELECT text FROM notes"));
@@ -91,7 +75,7 @@ bool GoneWithin(pid_t pid, absl::Duration limit) {
 }
 
 TEST_CASE("the embedded cluster keeps its data across a stop and a start", "[embedded_pg]") {
-  TempDir dir;
+  ScopedTempDir dir("ptxbench-embedded-pg-");
   std::string first_url;
   {
     auto postgres = ValueOrFail(EmbeddedPostgres::Start(At(dir.path())));
@@ -123,7 +107,7 @@ TEST_CASE("the embedded cluster keeps its data across a stop and a start", "[emb
 }
 
 TEST_CASE("the embedded cluster starts again after its owner was SIGKILLed", "[embedded_pg]") {
-  TempDir dir;
+  ScopedTempDir dir("ptxbench-embedded-pg-");
   int out[2];
   REQUIRE(pipe(out) == 0);
   const pid_t owner = fork();
@@ -171,7 +155,7 @@ TEST_CASE("the embedded cluster starts again after its owner was SIGKILLed", "[e
 }
 
 TEST_CASE("missing PostgreSQL binaries are named with their package", "[embedded_pg]") {
-  TempDir dir;
+  ScopedTempDir dir("ptxbench-embedded-pg-");
   auto postgres = EmbeddedPostgres::Start(At(dir.path(), "/nonexistent/pg/bin"));
   REQUIRE(absl::IsFailedPrecondition(postgres.status()));
   REQUIRE_THAT(std::string(postgres.status().message()), Catch::Contains("postgresql-15"));

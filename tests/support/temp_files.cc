@@ -1,0 +1,37 @@
+#include "tests/support/temp_files.h"
+
+#include <stdlib.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <system_error>
+#include <vector>
+
+namespace ptxbench::testing {
+
+ScopedTempDir::ScopedTempDir(const std::string& prefix) {
+  const char* tmp = std::getenv("TMPDIR");
+  const std::string pattern =
+      std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/" + prefix + "XXXXXX";
+  std::vector<char> buffer(pattern.begin(), pattern.end());
+  buffer.push_back('\0');
+  REQUIRE(mkdtemp(buffer.data()) != nullptr);
+  path_ = buffer.data();
+}
+
+ScopedTempDir::~ScopedTempDir() {
+  std::error_code ignored;
+  std::filesystem::remove_all(path_, ignored);
+}
+
+std::string ReadWholeFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+}  // namespace ptxbench::testing

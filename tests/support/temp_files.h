@@ -1,0 +1,30 @@
+// Files for tests: a temporary folder that removes itself, and reading a whole file.
+#ifndef PTXBENCH_TESTS_SUPPORT_TEMP_FILES_H_
+#define PTXBENCH_TESTS_SUPPORT_TEMP_FILES_H_
+
+#include <string>
+
+namespace ptxbench::testing {
+
+// A fresh folder under $TMPDIR (or /tmp), named `prefix` + random characters, removed with
+// everything in it when the object goes (whoever owns the files: tests running as root hand
+// some to other users). Fails the current test when the folder cannot be made.
+class ScopedTempDir {
+ public:
+  explicit ScopedTempDir(const std::string& prefix = "ptxbench-test-");
+  ~ScopedTempDir();
+  ScopedTempDir(const ScopedTempDir&) = delete;
+  ScopedTempDir& operator=(const ScopedTempDir&) = delete;
+
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// The file's bytes; empty when it cannot be read.
+std::string ReadWholeFile(const std::string& path);
+
+}  // namespace ptxbench::testing
+
+#endif  // PTXBENCH_TESTS_SUPPORT_TEMP_FILES_H_
