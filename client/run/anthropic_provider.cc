@@ -1,9 +1,8 @@
 // Anthropic's Messages API (POST {base}/v1/messages, anthropic-version 2023-06-01).
-#include <cstdlib>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "client/run/http_client.h"
+#include "client/run/http_provider_support.h"
 #include "client/run/provider.h"
 #include "nlohmann/json.hpp"
 
@@ -16,26 +15,12 @@ using nlohmann::json;
 // explanation and stays within every current Claude model's output limit.
 constexpr int64_t kDefaultMaxTokens = 16384;
 
-std::string EnvOr(const char* name, const std::string& fallback) {
-  const char* value = std::getenv(name);
-  return value != nullptr && *value != '\0' ? std::string(value) : fallback;
-}
-
-int64_t IntOr(const json& object, const char* key, int64_t fallback) {
-  if (object.is_object() && object.contains(key) && object[key].is_number_integer()) {
-    return object[key].get<int64_t>();
-  }
-  return fallback;
-}
-
 class AnthropicProvider : public ModelProvider {
  public:
   AnthropicProvider(std::string model, const ProviderOptions& options)
       : model_(std::move(model)), options_(options) {
-    base_url_ = options.base_url.empty() ? EnvOr("ANTHROPIC_BASE_URL", "https://api.anthropic.com")
-                                         : options.base_url;
-    while (absl::EndsWith(base_url_, "/")) base_url_.pop_back();
-    api_key_ = options.api_key.empty() ? EnvOr("ANTHROPIC_API_KEY", "") : options.api_key;
+    base_url_ = BaseUrlOr(options.base_url, "ANTHROPIC_BASE_URL", "https://api.anthropic.com");
+    api_key_ = SettingOr(options.api_key, "ANTHROPIC_API_KEY", "");
   }
 
   absl::StatusOr<ModelReply> Complete(const std::vector<ChatMessage>& messages,
@@ -67,16 +52,13 @@ class AnthropicProvider : public ModelProvider {
     if (!api_key_.empty()) request.headers.push_back("x-api-key: " + api_key_);
     request.body = body.dump();
     request.timeout_seconds = options_.timeout_seconds;
-    absl::StatusOr<HttpResponse> response = PostJson(request);
-    if (!response.ok()) return response.status();
     const std::string what = absl::StrCat("anthropic:", model_);
-    if (response->status != 200) {
-      return HttpError(what, response->status, response->body, response->retry_after);
-    }
-    json reply = json::parse(response->body, nullptr, /*allow_exceptions=*/false);
-    if (!reply.is_object() || !reply.contains("content") || !reply["content"].is_array()) {
+    absl::StatusOr<json> exchanged = ExchangeJson(request, what);
+    if (!exchanged.ok()) return exchanged.status();
+    const json& reply = *exchanged;
+    if (!reply.contains("content") || !reply["content"].is_array()) {
       return absl::UnavailableError(
-          absl::StrCat(what, ": a 200 response without content: ", response->body.substr(0, 300)));
+          absl::StrCat(what, ": a 200 response without content: ", reply.dump().substr(0, 300)));
     }
     ModelReply out;
     for (const json& block : reply["content"]) {
@@ -92,15 +74,15 @@ class AnthropicProvider : public ModelProvider {
       out.stop_reason = reply["stop_reason"].get<std::string>();
     }
     const json usage = reply.value("usage", json::object());
-    out.usage.input_tokens = IntOr(usage, "input_tokens", 0) +
-                             IntOr(usage, "cache_read_input_tokens", 0) +
-                             IntOr(usage, "cache_creation_input_tokens", 0);
-    out.usage.output_tokens = IntOr(usage, "output_tokens", 0);
+    out.usage.input_tokens = JsonIntOr(usage, "input_tokens", 0) +
+                             JsonIntOr(usage, "cache_read_input_tokens", 0) +
+                             JsonIntOr(usage, "cache_creation_input_tokens", 0);
+    out.usage.output_tokens = JsonIntOr(usage, "output_tokens", 0);
     // output_tokens includes thinking; a separate figure is recorded only when the API sends one.
-    out.usage.reasoning_tokens = IntOr(usage, "thinking_tokens", 0);
+    out.usage.reasoning_tokens = JsonIntOr(usage, "thinking_tokens", 0);
     if (out.usage.reasoning_tokens == 0) {
       out.usage.reasoning_tokens =
-          IntOr(usage.value("output_tokens_details", json::object()), "thinking_tokens", 0);
+          JsonIntOr(usage.value("output_tokens_details", json::object()), "thinking_tokens", 0);
     }
     return out;
   }

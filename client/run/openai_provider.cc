@@ -1,10 +1,10 @@
 // Chat completions (POST {base}/chat/completions), as OpenAI defines it and vLLM, SGLang,
 // llama.cpp's server and Gemini's compatibility endpoint implement it.
-#include <cstdlib>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "client/run/http_client.h"
+#include "client/run/http_provider_support.h"
 #include "client/run/provider.h"
 #include "nlohmann/json.hpp"
 
@@ -13,33 +13,12 @@ namespace {
 
 using nlohmann::json;
 
-std::string EnvOr(const char* name, const std::string& fallback) {
-  const char* value = std::getenv(name);
-  return value != nullptr && *value != '\0' ? std::string(value) : fallback;
-}
-
-int64_t IntOr(const json& object, const char* key, int64_t fallback) {
-  if (object.is_object() && object.contains(key) && object[key].is_number_integer()) {
-    return object[key].get<int64_t>();
-  }
-  return fallback;
-}
-
-std::string StringOr(const json& object, const char* key) {
-  if (object.is_object() && object.contains(key) && object[key].is_string()) {
-    return object[key].get<std::string>();
-  }
-  return "";
-}
-
 class OpenAiProvider : public ModelProvider {
  public:
   OpenAiProvider(std::string model, const ProviderOptions& options)
       : model_(std::move(model)), options_(options) {
-    base_url_ = options.base_url.empty() ? EnvOr("OPENAI_BASE_URL", "https://api.openai.com/v1")
-                                         : options.base_url;
-    while (absl::EndsWith(base_url_, "/")) base_url_.pop_back();
-    api_key_ = options.api_key.empty() ? EnvOr("OPENAI_API_KEY", "") : options.api_key;
+    base_url_ = BaseUrlOr(options.base_url, "OPENAI_BASE_URL", "https://api.openai.com/v1");
+    api_key_ = SettingOr(options.api_key, "OPENAI_API_KEY", "");
   }
 
   absl::StatusOr<ModelReply> Complete(const std::vector<ChatMessage>& messages,
@@ -60,31 +39,28 @@ class OpenAiProvider : public ModelProvider {
     if (!api_key_.empty()) request.headers.push_back("Authorization: Bearer " + api_key_);
     request.body = body.dump();
     request.timeout_seconds = options_.timeout_seconds;
-    absl::StatusOr<HttpResponse> response = PostJson(request);
-    if (!response.ok()) return response.status();
     const std::string what = absl::StrCat("openai:", model_);
-    if (response->status != 200) {
-      return HttpError(what, response->status, response->body, response->retry_after);
-    }
-    json reply = json::parse(response->body, nullptr, /*allow_exceptions=*/false);
-    if (!reply.is_object() || !reply.contains("choices") || !reply["choices"].is_array() ||
-        reply["choices"].empty() || !reply["choices"][0].is_object()) {
-      // A proxy's error page or a truncated body: the server misbehaved, not the model.
+    absl::StatusOr<json> exchanged = ExchangeJson(request, what);
+    if (!exchanged.ok()) return exchanged.status();
+    const json& reply = *exchanged;
+    if (!reply.contains("choices") || !reply["choices"].is_array() || reply["choices"].empty() ||
+        !reply["choices"][0].is_object()) {
+      // A proxy's answer or a truncated body: the server misbehaved, not the model.
       return absl::UnavailableError(
-          absl::StrCat(what, ": a 200 response without choices: ", response->body.substr(0, 300)));
+          absl::StrCat(what, ": a 200 response without choices: ", reply.dump().substr(0, 300)));
     }
     const json& choice = reply["choices"][0];
     const json message = choice.value("message", json::object());
     ModelReply out;
-    out.text = StringOr(message, "content");
-    out.reasoning = StringOr(message, "reasoning_content");
-    if (out.reasoning.empty()) out.reasoning = StringOr(message, "reasoning");
-    out.stop_reason = StringOr(choice, "finish_reason");
+    out.text = JsonStringOr(message, "content");
+    out.reasoning = JsonStringOr(message, "reasoning_content");
+    if (out.reasoning.empty()) out.reasoning = JsonStringOr(message, "reasoning");
+    out.stop_reason = JsonStringOr(choice, "finish_reason");
     const json usage = reply.value("usage", json::object());
-    out.usage.input_tokens = IntOr(usage, "prompt_tokens", 0);
-    out.usage.output_tokens = IntOr(usage, "completion_tokens", 0);
+    out.usage.input_tokens = JsonIntOr(usage, "prompt_tokens", 0);
+    out.usage.output_tokens = JsonIntOr(usage, "completion_tokens", 0);
     out.usage.reasoning_tokens =
-        IntOr(usage.value("completion_tokens_details", json::object()), "reasoning_tokens", 0);
+        JsonIntOr(usage.value("completion_tokens_details", json::object()), "reasoning_tokens", 0);
     return out;
   }
 
