@@ -24,6 +24,7 @@
 #include "common/verdict.h"
 #include "nlohmann/json.hpp"
 #include "worker/engine/evaluate.h"
+#include "worker/engine/gpu/stats.h"
 
 namespace {
 
@@ -43,16 +44,9 @@ double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 json Spread(const std::vector<double>& v) {
   if (v.empty()) return json();
-  return {{"median", Median(v)},
+  return {{"median", ptxbench::gpu::Quantile(v, 0.5)},
           {"min", *std::min_element(v.begin(), v.end())},
           {"max", *std::max_element(v.begin(), v.end())},
           {"values", v}};
@@ -182,7 +176,7 @@ int main(int argc, char** argv) {
   for (const auto& [name, values] : stage_seconds) stages[name] = Spread(values);
   json where = json::object();
   for (const auto& [name, values] : detail) where[name] = Spread(values);
-  const double median_overhead = Median(overhead);
+  const double median_overhead = ptxbench::gpu::Quantile(overhead, 0.5);
   json result = {{"benchmark", "evaluation_overhead"},
                  {"task", task_id},
                  {"solution", solution.substr(solution.rfind('/') + 1)},
