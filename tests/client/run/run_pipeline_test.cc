@@ -24,6 +24,7 @@
 #include "tests/server/api/api_test_support.h"
 #include "tests/support/pg_fixture.h"
 #include "tests/support/process.h"
+#include "tests/support/temp_files.h"
 
 namespace ptxbench::testing {
 namespace {
@@ -32,20 +33,13 @@ const std::string kBin = PTXBENCH_BIN_DIR;
 const std::string kSource = PTXBENCH_SOURCE_DIR_FOR_TESTS;
 const std::string kTask = "gemm_n7168_k5120";
 
-std::string ReadText(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 std::string TaskFile(const std::string& relative) {
   return absl::StrCat(kSource, "/tasks/", kTask, "/", relative);
 }
 
 // A model reply holding one task file in a fenced block, with prose around it.
 std::string ReplyWith(const std::string& relative) {
-  return absl::StrCat("Here is my kernel.\n\n```cuda\n", ReadText(TaskFile(relative)),
+  return absl::StrCat("Here is my kernel.\n\n```cuda\n", ReadWholeFile(TaskFile(relative)),
                       "```\n\nIt uses wgmma and TMA.");
 }
 
@@ -178,7 +172,7 @@ TEST_CASE("run: a compile error, its log as feedback, then the fix, turns linked
     CHECK(first.turn == 1);
     CHECK(first.extracted);
     CHECK(first.language == "cuda");
-    CHECK(first.source == ReadText(TaskFile(kBroken)));
+    CHECK(first.source == ReadWholeFile(TaskFile(kBroken)));
     CHECK(first.usage.input_tokens == 5000);
     CHECK(first.usage.output_tokens == 1500);
     CHECK(first.usage.reasoning_tokens == 700);
@@ -524,7 +518,7 @@ TEST_CASE("run: replay with no server given starts the embedded stack and stops 
   REQUIRE(t.end.has_value());
   CHECK(t.end->reason == client::EndReason::kTurnLimit);  // The replay had two turns.
   // The stack stopped cleanly: the server took its SIGTERM as a graceful stop.
-  CHECK(absl::StrContains(ReadText(out + "/stack/server.log"), "stopping"));
+  CHECK(absl::StrContains(ReadWholeFile(out + "/stack/server.log"), "stopping"));
   std::filesystem::remove_all(dir);
 }
 
@@ -563,8 +557,8 @@ TEST_CASE("run: a killed run takes its embedded stack down, and the rerun resume
   REQUIRE(client->Wait(absl::Seconds(10)).has_value());
   // The stack's programs got SIGTERM when their parent died: the server stops gracefully.
   const absl::Time stop_deadline = absl::Now() + absl::Seconds(60);
-  while (!absl::StrContains(ReadText(out + "/stack/server.log"), "stopping")) {
-    INFO(ReadText(out + "/stack/server.log"));
+  while (!absl::StrContains(ReadWholeFile(out + "/stack/server.log"), "stopping")) {
+    INFO(ReadWholeFile(out + "/stack/server.log"));
     REQUIRE(absl::Now() < stop_deadline);
     absl::SleepFor(absl::Milliseconds(100));
   }
