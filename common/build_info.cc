@@ -23,7 +23,7 @@ std::string UserAgent() { return absl::StrCat("ptxbench/", kHarnessVersion); }
 std::string SourceTreeDir(const std::string& name) {
   namespace fs = std::filesystem;
   if (fs::is_directory(name)) return fs::absolute(name).string();
-  const std::string built_from = absl::StrCat(PTXBENCH_SOURCE_DIR, "/", name);
+  std::string built_from = absl::StrCat(PTXBENCH_SOURCE_DIR, "/", name);
   if (fs::is_directory(built_from)) return built_from;
   return name;
 }

@@ -84,7 +84,7 @@ std::string BlockedAncestor(const std::string& dir) {
 // (or /var/tmp), and the note says so; as any other user the sandboxes run as that user.
 std::string SandboxWorkRoot(std::ostream& notes) {
   const char* tmp = std::getenv("TMPDIR");
-  const std::string wanted = tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
+  std::string wanted = tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
   if (geteuid() != 0) return wanted;
   const std::string blocked = BlockedAncestor(wanted);
   if (blocked.empty()) return wanted;
