@@ -14,6 +14,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "nlohmann/json.hpp"
 #include "tests/support/process.h"
 #include "tests/support/temp_files.h"
 
@@ -117,6 +118,21 @@ TEST_CASE("cli: eval works from a private TMPDIR (mode 0700), as a sandboxed she
     // As root the sandbox runs as nobody, who cannot pass the private folder: said, not failed.
     CHECK(absl::StrContains(eval.output, "is not reachable by the sandbox user"));
   }
+  // The compile stage's detail, through the real evaluator sandbox: the PTX family counts the
+  // feedback quotes (before the .loc fix: "mbarrier 9, wgmma 1") and the launch's dynamic
+  // shared memory from the plan (the feedback said "0 bytes shared memory").
+  const CommandResult json =
+      Shell(absl::StrCat(kBin, "/ptxbench eval --task gemm_n7168_k5120 --tasks-dir ", kSource,
+                         "/tasks --compile-only --json ", source, " 2>/dev/null"));
+  REQUIRE(json.exit_code == 0);
+  auto verdict = nlohmann::json::parse(json.output, nullptr, /*allow_exceptions=*/false);
+  REQUIRE(verdict.is_object());
+  const nlohmann::json& detail = verdict["stages"][0]["detail"];
+  CHECK(detail["ptx_families"]["tma"] == 6);
+  CHECK(detail["ptx_families"]["wgmma"] == 4);
+  REQUIRE(detail["launches"].size() == 1);
+  CHECK(detail["launches"][0]["kernel"] == "gemm_kernel");
+  CHECK(detail["launches"][0]["dynamic_shared_bytes"] == 197696);
   // An unknown task names the ones there are.
   const CommandResult unknown = Shell(absl::StrCat(
       kBin, "/ptxbench eval --task gemm_typo --tasks-dir ", kSource, "/tasks ", source, " 2>&1"));
