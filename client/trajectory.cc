@@ -118,12 +118,19 @@ absl::StatusOr<TurnRecord> TurnFromJson(const json& line) {
     }
   }
   RETURN_IF_ERROR(Optional(line, "reply", turn.reply));
+  RETURN_IF_ERROR(Optional(line, "reasoning", turn.reasoning));
+  RETURN_IF_ERROR(Optional(line, "stop_reason", turn.stop_reason));
   const json* usage = nullptr;
   RETURN_IF_ERROR(ObjectField(line, "usage", usage, /*required=*/false));
   if (usage != nullptr) {
     absl::Status status = Optional(*usage, "input_tokens", turn.usage.input_tokens);
     if (status.ok()) status = Optional(*usage, "output_tokens", turn.usage.output_tokens);
-    if (status.ok()) status = Optional(*usage, "reasoning_tokens", turn.usage.reasoning_tokens);
+    if (status.ok()) {
+      // null or absent: the provider did not report the figure (not the same as 0).
+      int64_t reasoning = -1;
+      status = Optional(*usage, "reasoning_tokens", reasoning);
+      if (status.ok() && reasoning >= 0) turn.usage.reasoning_tokens = reasoning;
+    }
     if (!status.ok()) return Annotate(status, "usage");
   }
   RETURN_IF_ERROR(Required(line, "extracted", turn.extracted));
@@ -271,10 +278,14 @@ json TurnJson(const TurnRecord& turn) {
       {"turn", turn.turn},
       {"prompt_messages", std::move(messages)},
       {"reply", turn.reply},
+      {"reasoning", turn.reasoning},
+      {"stop_reason", turn.stop_reason},
       {"usage",
        {{"input_tokens", turn.usage.input_tokens},
         {"output_tokens", turn.usage.output_tokens},
-        {"reasoning_tokens", turn.usage.reasoning_tokens}}},
+        {"reasoning_tokens", turn.usage.reasoning_tokens.has_value()
+                                 ? json(*turn.usage.reasoning_tokens)
+                                 : json(nullptr)}}},
       {"extracted", turn.extracted},
       {"source", turn.source},
       {"language", turn.language},

@@ -52,7 +52,9 @@ struct ChatMessage {
 struct TokenUsage {
   int64_t input_tokens = 0;
   int64_t output_tokens = 0;
-  int64_t reasoning_tokens = 0;  // As the provider reports them; 0 when it reports none.
+  // As the provider reports them (OpenAI's and DeepSeek's completion_tokens_details, SGLang's
+  // usage.reasoning_tokens); absent when it reports none (vLLM, Anthropic), which is not 0.
+  std::optional<int64_t> reasoning_tokens;
 };
 
 // An infrastructure failure met during a turn (lost worker, queue timeout, provider outage),
@@ -68,7 +70,12 @@ struct InfraFailure {
 struct TurnRecord {
   int turn = 0;
   std::vector<ChatMessage> prompt_messages;  // Exactly what was sent to the model.
-  std::string reply;                         // The model's whole reply text.
+  std::string reply;                         // The model's whole reply text, as it came.
+  // The model's reasoning: what the provider returned apart from the reply (reasoning_content
+  // or reasoning of OpenAI-compatible servers, Anthropic's thinking blocks), else the
+  // <think>...</think> sections of the reply. Never sent back to the model (docs/client.md).
+  std::string reasoning;
+  std::string stop_reason;  // The provider's finish_reason / stop_reason ("stop", "length", ...).
   TokenUsage usage;
   bool extracted = false;          // Whether a kernel source was found in the reply.
   std::string source;              // The extracted source ("" when not extracted).

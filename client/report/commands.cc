@@ -59,6 +59,15 @@ std::string JsonLine(const nlohmann::ordered_json& value) {
                     nlohmann::ordered_json::error_handler_t::replace);
 }
 
+// `ptxbench VERB --help` prints the usage on stdout with exit 0, as every verb does.
+bool HelpAsked(const std::vector<std::string>& args) {
+  for (const std::string& arg : args) {
+    if (arg == "--") return false;
+    if (arg == "--help" || arg == "-h") return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 int ReportCommand(const std::vector<std::string>& raw, std::ostream& out, std::ostream& err) {
@@ -74,6 +83,10 @@ int ReportCommand(const std::vector<std::string>& raw, std::ostream& out, std::o
         << FlagHelp(specs);
     return kExitUsage;
   };
+  if (HelpAsked(raw)) {
+    out << "usage: ptxbench report [flags] RUN_DIR...\n" << FlagHelp(specs);
+    return kExitPass;
+  }
   auto args = ParseArgs(raw, specs);
   if (!args.ok()) return usage(std::string(args.status().message()));
   if (args->positional().empty()) return usage("at least one RUN_DIR is needed");
@@ -131,6 +144,11 @@ int ExportCommand(const std::vector<std::string>& raw, std::ostream& out, std::o
         << FlagHelp(specs);
     return kExitUsage;
   };
+  if (HelpAsked(raw)) {
+    out << "usage: ptxbench export --format kernelgen|fixit --out FILE [flags] RUN_DIR...\n"
+        << FlagHelp(specs);
+    return kExitPass;
+  }
   auto args = ParseArgs(raw, specs);
   if (!args.ok()) return usage(std::string(args.status().message()));
   if (args->positional().empty()) return usage("at least one RUN_DIR is needed");

@@ -97,6 +97,7 @@ absl::StatusOr<Report> BuildReport(const std::vector<Trajectory>& trajectories,
     int64_t input_tokens = 0;
     int64_t output_tokens = 0;
     int64_t reasoning_tokens = 0;
+    int reasoning_reported_turns = 0;  // Providers that do not report the figure leave it out.
     double log_sum = 0;
     std::vector<int> first_tic;  // Per trajectory.
     for (const Trajectory* t : members) {
@@ -122,7 +123,10 @@ absl::StatusOr<Report> BuildReport(const std::vector<Trajectory>& trajectories,
         ++g.charged_turns;
         input_tokens += turn->usage.input_tokens;
         output_tokens += turn->usage.output_tokens;
-        reasoning_tokens += turn->usage.reasoning_tokens;
+        if (turn->usage.reasoning_tokens.has_value()) {
+          reasoning_tokens += *turn->usage.reasoning_tokens;
+          ++reasoning_reported_turns;
+        }
         if (turn->verdict.has_value()) {
           if (turn->verdict->runtime_unverified) ++g.runtime_unverified_turns;
           any_compiled = any_compiled || turn->verdict->compiled;
@@ -182,7 +186,10 @@ absl::StatusOr<Report> BuildReport(const std::vector<Trajectory>& trajectories,
       const double n = g.charged_turns;
       g.input_tokens_per_turn = static_cast<double>(input_tokens) / n;
       g.output_tokens_per_turn = static_cast<double>(output_tokens) / n;
-      g.reasoning_tokens_per_turn = static_cast<double>(reasoning_tokens) / n;
+      if (reasoning_reported_turns > 0) {
+        g.reasoning_tokens_per_turn =
+            static_cast<double>(reasoning_tokens) / reasoning_reported_turns;
+      }
     }
     report.groups.push_back(std::move(g));
   }
@@ -227,7 +234,7 @@ json ReportJson(const Report& report) {
         {"tokens_per_turn",
          {{"input", g.input_tokens_per_turn},
           {"output", g.output_tokens_per_turn},
-          {"reasoning", g.reasoning_tokens_per_turn}}},
+          {"reasoning", OptionalNumber(g.reasoning_tokens_per_turn)}}},
     });
   }
   return {{"files", report.files},

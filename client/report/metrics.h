@@ -66,7 +66,9 @@ struct GroupMetrics {
   int runtime_unverified_turns = 0;  // Charged turns whose verdict is runtime_unverified.
   double input_tokens_per_turn = 0;  // Means over charged turns.
   double output_tokens_per_turn = 0;
-  double reasoning_tokens_per_turn = 0;
+  // Over the charged turns whose provider reported the figure; absent when none did (printed
+  // "not reported", never 0).
+  std::optional<double> reasoning_tokens_per_turn;
 };
 
 struct Report {

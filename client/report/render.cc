@@ -62,7 +62,9 @@ std::vector<std::string> RowCells(const Report& report, const GroupMetrics& g, b
   cells.push_back(Speedup(g.best_speedup));
   cells.push_back(absl::StrFormat("%.0f", g.input_tokens_per_turn));
   cells.push_back(absl::StrFormat("%.0f", g.output_tokens_per_turn));
-  cells.push_back(absl::StrFormat("%.0f", g.reasoning_tokens_per_turn));
+  cells.push_back(g.reasoning_tokens_per_turn.has_value()
+                      ? absl::StrFormat("%.0f", *g.reasoning_tokens_per_turn)
+                      : std::string("not reported"));
   return cells;
 }
 

@@ -11,6 +11,8 @@
 #ifndef PTXBENCH_CLIENT_RUN_RUN_LOOP_H_
 #define PTXBENCH_CLIENT_RUN_RUN_LOOP_H_
 
+#include <atomic>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +46,9 @@ struct RunOptions {
   double verdict_timeout_seconds = 3600;
   std::optional<double> temperature;  // Recorded in the trajectory header.
   int64_t max_tokens = 0;
+  // Set when the user interrupts the run (Ctrl-C): nothing more is written or started, so the
+  // files hold only finished turns and the same command resumes them. May be null.
+  const std::atomic<bool>* interrupted = nullptr;
 };
 
 struct RunSummary {

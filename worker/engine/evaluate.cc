@@ -676,6 +676,23 @@ absl::StatusOr<std::optional<Verdict>> Evaluation::CompileStage() {
         Finish(VerdictClass::kPlanInvalid, absl::StrCat("launch plan invalid: ", error)));
   }
   detail["launch_kernels"] = compile_event_["launch_kernels"];
+  {
+    // The timed workload's launches as the plan resolved them, so feedback can report the
+    // shared memory each launch really uses (ptxas reports static shared memory only; a TMA
+    // pipeline's ring is dynamic: 197,696 B for the reference GEMM).
+    json launches = json::array();
+    const json plans = compile_event_.value("resolved_plans", json::object());
+    const auto timed = plans.find(task_.TimedWorkload().name);
+    if (timed != plans.end() && timed->is_object()) {
+      for (const json& l : timed->value("launches", json::array())) {
+        launches.push_back({{"kernel", l.value("kernel", std::string())},
+                            {"grid", l.value("grid", json::array())},
+                            {"block", l.value("block", json::array())},
+                            {"dynamic_shared_bytes", l.value("dynamic_shared_bytes", int64_t{0})}});
+      }
+    }
+    detail["launches"] = std::move(launches);
+  }
   if (!req_.compile_only) {
     // nvdisasm takes ~1 s on a GEMM cubin (H200 host, 2026-11-30): off the critical path, in
     // its own sandbox beside the correctness stage; TargetStage() collects its event.

@@ -43,10 +43,33 @@ std::string StripComments(std::string_view ptx) {
   return out;
 }
 
-// Removes leading labels ("$L__BB0_3:", "WAIT:") and a predicate guard ("@!%p1").
+// Whether `statement` starts with a directive that PTX ends at the end of its line rather than
+// with ';' (PTX ISA 9.0, section 11.5 "Debugging Directives": .loc, .file; .section holds a
+// braced block of its own and never precedes an instruction). NVRTC's --generate-line-info
+// puts a .loc line before nearly every instruction, so such a line shares its piece with the
+// instruction after it.
+bool StartsWithLineDirective(std::string_view statement) {
+  for (std::string_view directive : {std::string_view(".loc"), std::string_view(".file")}) {
+    if (statement.substr(0, directive.size()) == directive &&
+        (statement.size() == directive.size() ||
+         std::isspace(static_cast<unsigned char>(statement[directive.size()])))) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Removes leading labels ("$L__BB0_3:", "WAIT:"), line directives (".loc 1 42 7"), and a
+// predicate guard ("@!%p1").
 std::string_view StripLabelsAndGuard(std::string_view statement) {
   while (true) {
     statement = Trim(statement);
+    if (StartsWithLineDirective(statement)) {
+      const size_t end_of_line = statement.find('\n');
+      statement = end_of_line == std::string_view::npos ? std::string_view()
+                                                        : statement.substr(end_of_line + 1);
+      continue;
+    }
     size_t n = 0;
     while (n < statement.size() && IsPtxIdentChar(statement[n])) ++n;
     if (n > 0 && n < statement.size() && statement[n] == ':' &&
