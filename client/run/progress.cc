@@ -13,13 +13,18 @@ Progress::Progress(const std::vector<std::string>& tasks, int trajectories_per_t
 }
 
 std::string Progress::Line(const std::string& task, const TaskCounts& c, int width) {
-  const int done = c.tic + c.correct + c.failed;
+  const int done = c.tic + c.correct + c.failed + c.compiled + c.not_compiled;
   const int filled = c.total > 0 ? done * width / c.total : 0;
   std::string bar(static_cast<size_t>(filled), '#');
   bar.append(static_cast<size_t>(width - filled), '.');
+  // A compile-only trajectory that compiled did all it could: it is "compiled", not "failed".
+  const bool compile_only = c.compiled + c.not_compiled > 0 && c.tic + c.correct + c.failed == 0;
   std::string line =
-      absl::StrFormat("%-28s [%s] %d/%d  TIC %d  correct %d  failed %d", task.substr(0, 28), bar,
-                      done, c.total, c.tic, c.correct, c.failed);
+      compile_only
+          ? absl::StrFormat("%-28s [%s] %d/%d  compiled %d  not compiled %d", task.substr(0, 28),
+                            bar, done, c.total, c.compiled, c.not_compiled)
+          : absl::StrFormat("%-28s [%s] %d/%d  TIC %d  correct %d  failed %d", task.substr(0, 28),
+                            bar, done, c.total, c.tic, c.correct, c.failed);
   if (c.running > 0) line += absl::StrFormat("  running %d", c.running);
   if (c.infrastructure > 0) line += absl::StrFormat("  infra-stopped %d", c.infrastructure);
   line += absl::StrFormat("  turns %d", c.turns_done);
@@ -62,6 +67,12 @@ void Progress::Finished(const std::string& task, TrajectoryOutcome outcome) {
       break;
     case TrajectoryOutcome::kFailed:
       ++c.failed;
+      break;
+    case TrajectoryOutcome::kCompiled:
+      ++c.compiled;
+      break;
+    case TrajectoryOutcome::kNotCompiled:
+      ++c.not_compiled;
       break;
     case TrajectoryOutcome::kInfrastructure:
       ++c.infrastructure;

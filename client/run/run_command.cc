@@ -182,6 +182,7 @@ int RunCommand(const std::vector<std::string>& raw, std::ostream& out, std::ostr
       return kExitUsage;
     }
   }
+  options.server_label = stack != nullptr ? "embedded" : connection.server;
   auto evaluator = EvaluationClient::Connect(connection);
   if (!evaluator.ok()) {
     err << "ptxbench run: " << evaluator.status().message() << "\n";
@@ -196,10 +197,16 @@ int RunCommand(const std::vector<std::string>& raw, std::ostream& out, std::ostr
     return IsTransient(summary.status()) ? kExitInfrastructure : kExitUsage;
   }
   out << "ptxbench run: " << options.model << " on " << options.arch << "/" << options.knowledge
-      << ": " << summary->trajectories << " trajectories: TIC " << summary->tic << ", correct "
-      << summary->correct << ", failed " << summary->failed << ", stopped by infrastructure "
-      << summary->infrastructure_stopped << "; " << summary->turns_run << " turns run, "
-      << summary->turns_resumed << " already done\n";
+      << ": " << summary->trajectories << " trajectories: ";
+  // A compile-only run can never reach TIC: its outcomes are compiled or not.
+  if (options.compile_only) {
+    out << "compiled " << summary->compiled << ", not compiled " << summary->not_compiled;
+  } else {
+    out << "TIC " << summary->tic << ", correct " << summary->correct << ", failed "
+        << summary->failed;
+  }
+  out << ", stopped by infrastructure " << summary->infrastructure_stopped << "; "
+      << summary->turns_run << " turns run, " << summary->turns_resumed << " already done\n";
   if (summary->skipped > 0) {
     out << summary->skipped << " trajectories skipped: the replay has no replies for them\n";
   }

@@ -115,6 +115,12 @@ class Runner {
         case TrajectoryOutcome::kFailed:
           ++summary_.failed;
           break;
+        case TrajectoryOutcome::kCompiled:
+          ++summary_.compiled;
+          break;
+        case TrajectoryOutcome::kNotCompiled:
+          ++summary_.not_compiled;
+          break;
         case TrajectoryOutcome::kInfrastructure:
           ++summary_.infrastructure_stopped;
           break;
@@ -142,6 +148,10 @@ class Runner {
     // -1: the provider's own default temperature was used.
     config.temperature = options_.temperature.value_or(-1);
     config.max_tokens = options_.max_tokens;
+    config.scope =
+        options_.compile_only ? v1::EVALUATION_SCOPE_COMPILE_ONLY : v1::EVALUATION_SCOPE_FULL;
+    config.server = options_.server_label;
+    config.client_version = options_.client_version;
     return config;
   }
 
@@ -160,7 +170,10 @@ class Runner {
     return "";
   }
 
-  static TrajectoryOutcome OutcomeOf(bool tic, bool correct) {
+  TrajectoryOutcome OutcomeOf(bool tic, bool correct, bool compiled) const {
+    if (options_.compile_only) {
+      return compiled ? TrajectoryOutcome::kCompiled : TrajectoryOutcome::kNotCompiled;
+    }
     return tic ? TrajectoryOutcome::kTic
                : (correct ? TrajectoryOutcome::kCorrect : TrajectoryOutcome::kFailed);
   }
@@ -189,11 +202,13 @@ class Runner {
     }
     bool tic = false;
     bool correct = false;
+    bool compiled = false;
     std::vector<PastTurn> past;
     for (const TurnRecord& turn : trajectory.turns) {
       if (turn.infra_failed) continue;
       tic = tic || IsTic(turn);
       correct = correct || IsCorrect(turn);
+      compiled = compiled || IsCompiled(turn);
       past.push_back({turn.reply, turn.source, turn.feedback});
     }
     {
@@ -201,7 +216,7 @@ class Runner {
       summary_.turns_resumed += static_cast<int>(past.size());
     }
     if (existing.ok() && trajectory.finished()) {
-      Count(task.id, OutcomeOf(tic, correct));
+      Count(task.id, OutcomeOf(tic, correct, compiled));
       return;
     }
     if (existing.ok()) {
@@ -330,6 +345,7 @@ class Runner {
       const bool turn_tic = IsTic(record);
       tic = tic || turn_tic;
       correct = correct || IsCorrect(record);
+      compiled = compiled || IsCompiled(record);
       if (!options_.compile_only && turn_tic && wire_verdict.has_value() &&
           wire_verdict->speedup() >= options_.target_speedup) {
         end = TrajectoryEnd{EndReason::kTicReached, "", NowRfc3339()};
@@ -339,7 +355,7 @@ class Runner {
     if (!end.has_value()) end = TrajectoryEnd{EndReason::kTurnLimit, "", NowRfc3339()};
     absl::Status ended = writer->AppendEnd(*end);
     if (!ended.ok()) Problem(absl::StrCat(name, ": ", Describe(ended)));
-    Count(task.id, OutcomeOf(tic, correct));
+    Count(task.id, OutcomeOf(tic, correct, compiled));
   }
 
   // Submits and waits, retrying what is not the kernel's fault. The idempotency key is fixed

@@ -44,6 +44,8 @@ struct RunOptions {
   double verdict_timeout_seconds = 3600;
   std::optional<double> temperature;  // Recorded in the trajectory header.
   int64_t max_tokens = 0;
+  std::string server_label;    // Recorded in the header: "host:port" or "embedded".
+  std::string client_version;  // Recorded in the header ("" until --version provides one).
 };
 
 struct RunSummary {
@@ -51,6 +53,8 @@ struct RunSummary {
   int tic = 0;
   int correct = 0;
   int failed = 0;
+  int compiled = 0;                   // Compile-only trajectories with a turn that compiled.
+  int not_compiled = 0;               // Compile-only trajectories without one.
   int infrastructure_stopped = 0;     // Unfinished; the same command resumes them.
   int skipped = 0;                    // Replay only: trajectories the replay has no replies for.
   int turns_run = 0;                  // Charged turns run by this invocation.
