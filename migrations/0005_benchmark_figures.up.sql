@@ -80,7 +80,11 @@ SELECT s.id AS submission_id,
             THEN benchmark_speed_of_light(v.verdict) END AS speed_of_light,
        v.runtime_unverified,
        s.created_at,
-       v.finished_at
+       v.finished_at,
+       -- When the trajectory started: the dashboards' time filter takes or leaves a trajectory
+       -- whole, turns included (benchmark_trajectories.started_at is the same moment).
+       min(s.created_at) OVER (PARTITION BY s.tenant, coalesce(nullif(s.session_id, ''), s.id::text))
+         AS trajectory_started_at
 FROM submissions s
 JOIN verdicts v ON v.submission_id = s.id
 WHERE v.verdict_class NOT IN ('infrastructure_failure', 'cancelled');
