@@ -160,11 +160,13 @@ class Runner {
     auto differs = [](const char* what, const std::string& a, const std::string& b) {
       return a == b ? std::string() : absl::StrCat(what, " '", a, "' (this run: '", b, "')");
     };
-    for (const std::string& d : {differs("model", have.model, want.model),
-                                 differs("task version", have.task_version, want.task_version),
-                                 differs("context", have.context_policy, want.context_policy),
-                                 differs("target speedup", absl::StrCat(have.target_speedup),
-                                         absl::StrCat(want.target_speedup))}) {
+    for (const std::string& d :
+         {differs("model", have.model, want.model),
+          differs("task version", have.task_version, want.task_version),
+          differs("context", have.context_policy, want.context_policy),
+          differs("scope", wire::ScopeName(have.scope), wire::ScopeName(want.scope)),
+          differs("target speedup", absl::StrCat(have.target_speedup),
+                  absl::StrCat(want.target_speedup))}) {
       if (!d.empty()) return d;
     }
     return "";
