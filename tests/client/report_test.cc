@@ -194,7 +194,7 @@ TEST_CASE("Table, Markdown and HTML hold every row, the marker and self-containe
       markdown,
       Contains("| openai:model-a | gemm_n7168_k5120 | sm_90a | templates | 3 | 0.0% (0/3) | "
                "66.7% (2/3) | 66.7% (2/3) | 66.7% (2/3) | 66.7% (2/3) | 66.7% (2/3) | "
-               "66.7% (2/3) | 66.7% (2/3) | 33.3% (1/3) | 1.032 | 1.250 | 1000 | 500 | 100 |"));
+               "66.7% (2/3) | 66.7% (2/3) | 33.3% (1/3) | 1.032 | - | 1.250 | 1000 | 500 | 100 |"));
   CHECK_THAT(markdown, Contains("| anthropic:model-b | mha_with_lse_d128 | sm_100a\xE2\x80\xA0 | "
                                 "templates | 3 | 0.0% (0/3) | 0.0% (0/3) | n/a | n/a |"));
   CHECK_THAT(markdown, Contains("| anthropic:model-b | gemm_n7168_k5120 | sm_90a |"));
@@ -204,11 +204,16 @@ TEST_CASE("Table, Markdown and HTML hold every row, the marker and self-containe
   const std::string html = RenderHtml(report);
   CHECK(html.rfind("<!DOCTYPE html>", 0) == 0);
   CHECK_THAT(html, Contains("</html>"));
-  CHECK_THAT(html, Contains("<td class=\"k\">openai:model-a</td><td class=\"k\">gemm_n7168_k5120"));
+  CHECK_THAT(html,
+             Contains("<td class=\"k model\">openai:model-a</td><td class=\"k\">gemm_n7168_k5120"));
+  // Provenance and 95 % intervals on the page.
+  CHECK_THAT(html, Contains("<dl class=\"provenance\""));
+  CHECK_THAT(html, Contains("2/3 &middot; 21&ndash;94%"));
   CHECK_THAT(html, Contains("<tr class=\"unverified\">"));
-  // Two plots per task (TIC curve, speedup strip), each an inline <svg>.
-  CHECK(Count(html, "<svg ") == 4);
-  CHECK(Count(html, "</svg>") == 4);
+  // Two plots per task (TIC curve, speedup strip), each an inline <svg>, in a <figure>.
+  CHECK(Count(html, "<svg class=\"plot\"") == 4);
+  CHECK(Count(html, "<figure id=") == 4);
+  CHECK(Count(html, "<svg ") == Count(html, "</svg>"));
   CHECK_THAT(html, Contains("<polyline"));
   // Self-contained: nothing fetched, no script.
   for (const char* external :
