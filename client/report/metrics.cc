@@ -132,7 +132,9 @@ Interval WilsonInterval(const Rate& rate) {
   const double denominator = 1 + z * z / n;
   const double centre = (p + z * z / (2 * n)) / denominator;
   const double half = z * std::sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator;
-  return {std::max(0.0, centre - half), std::min(1.0, centre + half)};
+  // At 0/n and n/n the bound is exactly 0 or 1 (the formula gives it up to rounding).
+  return {rate.hits == 0 ? 0.0 : std::max(0.0, centre - half),
+          rate.hits == rate.total ? 1.0 : std::min(1.0, centre + half)};
 }
 
 absl::StatusOr<std::vector<Trajectory>> LoadTrajectories(const std::vector<std::string>& dirs) {

@@ -180,7 +180,9 @@ std::map<std::string, std::vector<const GroupMetrics*>> ByTask(const Report& rep
 
 std::string Slug(const std::string& text) {
   std::string out;
-  for (char c : text) out += std::isalnum(static_cast<unsigned char>(c)) ? c : '-';
+  for (char c : text) {
+    out += std::isalnum(static_cast<unsigned char>(c)) || c == '_' ? c : '-';
+  }
   return out;
 }
 

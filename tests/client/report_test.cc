@@ -2,6 +2,7 @@
 // trajectories; every expected figure below is worked out by hand in the comments).
 #include <stdlib.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
@@ -9,6 +10,7 @@
 #include <sstream>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "client/report/commands.h"
 #include "client/report/metrics.h"
 #include "client/report/render.h"
@@ -267,6 +269,189 @@ TEST_CASE("A malformed trajectory file fails the report with its file and line")
   CHECK_THAT(err.str(), Contains("--limits: 'x' is not an integer"));
   CHECK(ReportCommand({dir.path() + "/nowhere"}, out, err) == 2);
   CHECK_THAT(err.str(), Contains("nowhere: not a directory"));
+}
+
+}  // namespace
+}  // namespace ptxbench::client::report
+
+namespace ptxbench::client::report {
+namespace {
+
+// Trajectories made in memory, for figures the hand-written fixture does not hold.
+TurnRecord Turn(int number, VerdictClass verdict_class, double speedup = 0,
+                std::optional<std::pair<double, double>> floor_and_median = std::nullopt) {
+  TurnRecord turn;
+  turn.turn = number;
+  turn.extracted = true;
+  turn.source = absl::StrCat("kernel-", number);
+  Verdict verdict;
+  verdict.verdict_class = verdict_class;
+  verdict.compiled = verdict_class != VerdictClass::kCompileError;
+  verdict.correct = verdict.tic = verdict.target_executed = verdict_class == VerdictClass::kPass;
+  verdict.speedup = speedup;
+  verdict.report = {{"harness_version", "ptxbench-engine/0.1"},
+                    {"device", {{"name", "NVIDIA H200"}}}};
+  if (floor_and_median.has_value()) {
+    StageReport timing;
+    timing.stage = Stage::kTiming;
+    timing.ok = true;
+    timing.detail = {
+        {"roofline_floor_ms", floor_and_median->first},
+        {"timing", {{"result", {{"candidate", {{"median_ms", floor_and_median->second}}}}}}}};
+    verdict.stages.push_back(timing);
+  }
+  turn.verdict = verdict;
+  return turn;
+}
+
+Trajectory Made(const std::string& model, int index, v1::EvaluationScope scope,
+                std::vector<TurnRecord> turns, bool scope_recorded = true) {
+  Trajectory t;
+  t.path = absl::StrCat("/made/", model, "/traj-", index, ".jsonl");
+  t.header.run.model = model;
+  t.header.run.provider = "openai";
+  t.header.run.task = "gemm_n7168_k5120";
+  t.header.run.task_version = "v7";
+  t.header.run.arch = "sm_90a";
+  t.header.run.knowledge = "none";
+  t.header.run.trajectory_index = index;
+  t.header.run.turns = 8;
+  t.header.run.scope = scope;
+  t.header.run.client_version = "ptxbench 0.1 (abc1234)";
+  t.header.run.server = "embedded";
+  t.header.run.temperature = -1;
+  t.header.started_at = absl::StrCat("2026-12-01T00:00:0", index, "Z");
+  t.header.scope_recorded = scope_recorded;
+  t.turns = std::move(turns);
+  t.end = TrajectoryEnd{};
+  return t;
+}
+
+TEST_CASE("Wilson intervals of the rates") {
+  // Worked out with z = 1.96: 2/3 -> [0.2077, 0.9385]; 0/3 -> [0, 0.5615]; 8/8 -> [0.6756, 1].
+  Interval i = WilsonInterval({2, 3});
+  CHECK(i.low == Approx(0.2077).margin(1e-4));
+  CHECK(i.high == Approx(0.9385).margin(1e-4));
+  i = WilsonInterval({0, 3});
+  CHECK(i.low == 0);
+  CHECK(i.high == Approx(0.5615).margin(1e-4));
+  i = WilsonInterval({8, 8});
+  CHECK(i.low == Approx(0.6756).margin(1e-4));
+  CHECK(i.high == Approx(1.0).margin(1e-12));
+  i = WilsonInterval({0, 0});
+  CHECK(i.low == 0);
+  CHECK(i.high == 1);
+}
+
+TEST_CASE("Speed of light: roofline floor over the median, only where it can be true") {
+  // 0.5 ms floor, 0.8 ms median: 62.5 %. A floor above the median is impossible (that time is
+  // refused as impossible_time), a missing figure says nothing: neither counts.
+  std::vector<Trajectory> trajectories = {
+      Made("openai:m", 0, v1::EVALUATION_SCOPE_FULL,
+           {Turn(1, VerdictClass::kPass, 1.2, std::pair{0.5, 0.8}),
+            Turn(2, VerdictClass::kPass, 1.5, std::pair{0.9, 0.6}),
+            Turn(3, VerdictClass::kPass, 1.1)}),
+      Made("openai:m", 1, v1::EVALUATION_SCOPE_FULL,
+           {Turn(1, VerdictClass::kWrongResult, 0, std::pair{0.5, 0.6}),
+            Turn(2, VerdictClass::kPass, 0.9, std::pair{0.2, 0.8})}),
+  };
+  const Report report = ValueOrFail(BuildReport(trajectories, ReportOptions{}));
+  REQUIRE(report.groups.size() == 1);
+  const GroupMetrics& g = report.groups[0];
+  CHECK(g.tic_speeds_of_light == std::vector<double>{0.625, 0.25});
+  CHECK(*g.geomean_speed_of_light == Approx(std::sqrt(0.625 * 0.25)));
+  CHECK(*g.best_speed_of_light == 0.625);
+  CHECK_FALSE(SpeedOfLight(trajectories[1].turns[0]).has_value());  // Not TIC.
+  // Provenance lists what the files and verdicts record.
+  CHECK(report.provenance.client_versions == std::vector<std::string>{"ptxbench 0.1 (abc1234)"});
+  CHECK(report.provenance.harness_versions == std::vector<std::string>{"ptxbench-engine/0.1"});
+  CHECK(report.provenance.gpus == std::vector<std::string>{"NVIDIA H200"});
+  CHECK(report.provenance.task_versions == std::vector<std::string>{"gemm_n7168_k5120 v7"});
+  CHECK(report.provenance.first_started_at == "2026-12-01T00:00:00Z");
+  CHECK(report.provenance.last_started_at == "2026-12-01T00:00:01Z");
+  REQUIRE(report.provenance.model_settings.size() == 1);
+  CHECK_THAT(report.provenance.model_settings[0], Contains("temperature provider default"));
+  const nlohmann::json json = ReportJson(report);
+  CHECK(json["provenance"]["servers"] == nlohmann::json::array({"embedded"}));
+  CHECK(json["groups"][0]["correct_rate"]["wilson95"].size() == 2);
+}
+
+TEST_CASE("Compile-only runs are a group of their own with compile figures only") {
+  std::vector<Trajectory> trajectories = {
+      // The same model, task, arch and knowledge in full scope: never mixed with the others.
+      Made("openai:m", 0, v1::EVALUATION_SCOPE_FULL, {Turn(1, VerdictClass::kPass, 1.0)}),
+      // Compiled first at turns 2, 1 and never: compiled@1 1/3, compiled 2/3; of the two whose
+      // first turn did not compile, one compiled later; turns to compile (2 + 1) / 2.
+      Made("openai:m", 0, v1::EVALUATION_SCOPE_COMPILE_ONLY,
+           {Turn(1, VerdictClass::kCompileError), Turn(2, VerdictClass::kCompiled)}),
+      Made("openai:m", 1, v1::EVALUATION_SCOPE_COMPILE_ONLY, {Turn(1, VerdictClass::kCompiled)}),
+      // An older file without the scope in its header: inferred from its `compiled` verdicts.
+      Made("openai:m", 2, v1::EVALUATION_SCOPE_COMPILE_ONLY,
+           {Turn(1, VerdictClass::kCompileError), Turn(2, VerdictClass::kCompileError)},
+           /*scope_recorded=*/false),
+  };
+  const Report report = ValueOrFail(BuildReport(trajectories, ReportOptions{}));
+  REQUIRE(report.groups.size() == 2);
+  const auto full = GroupsOfScope(report, false);
+  const auto compile = GroupsOfScope(report, true);
+  REQUIRE(full.size() == 1);
+  REQUIRE(compile.size() == 1);
+  CHECK(full[0]->trajectories == 1);
+  CheckRate(full[0]->tic_at_limit[0], 1, 1);
+  const GroupMetrics& c = *compile[0];
+  CHECK(c.trajectories == 3);
+  CheckRate(c.compiled_at_limit[0], 1, 3);
+  CheckRate(c.compiled_at_limit[1], 2, 3);
+  CheckRate(c.compiled, 2, 3);
+  CheckRate(c.compile_repairs, 1, 2);
+  CHECK(*c.mean_turns_to_compile == 1.5);
+  CHECK(std::any_of(report.warnings.begin(), report.warnings.end(), [](const std::string& w) {
+    return w.find("compile-only inferred") != std::string::npos;
+  }));
+  const nlohmann::json json = ReportJson(report);
+  const nlohmann::json& cj = json["groups"][1];
+  CHECK(cj["scope"] == "compile_only");
+  CHECK(cj["tic_rate_at_turn_limit"].is_null());
+  CHECK(cj["fast_p"].is_null());
+  CHECK(cj["compile_repairs"]["hits"] == 1);
+  // The tables keep them apart: the compile-only table has no TIC column.
+  const std::string table = RenderTable(report);
+  CHECK_THAT(table, Contains("compile-only runs"));
+  CHECK_THAT(table, Contains("compiled@1"));
+  CHECK_THAT(table, Contains("compile repairs"));
+  const std::string html = RenderHtml(report);
+  CHECK_THAT(html, Contains("id=\"compile-figures\""));
+  CHECK_THAT(html, Contains("id=\"compile-curve-gemm_n7168_k5120\""));
+}
+
+TEST_CASE("ptxbench report on a folder without trajectories fails with the reason") {
+  ScopedTempDir empty("ptxbench-report-empty-");
+  fs::create_directories(empty.path() + "/openai_m/gemm/sm_90a/none");
+  std::ofstream(empty.path() + "/openai_m/gemm/sm_90a/none/notes.txt") << "not a trajectory";
+  std::ostringstream out;
+  std::ostringstream err;
+  CHECK(ReportCommand({empty.path()}, out, err) == 2);
+  CHECK_THAT(err.str(), Contains("no trajectory files (traj-*.jsonl"));
+  CHECK_THAT(err.str(), Contains(empty.path()));
+  CHECK_FALSE(fs::exists(empty.path() + "/report.html"));
+}
+
+// The committed H200 repair-loop run (docs/results/) is reported from its files as they are.
+TEST_CASE("the committed repair-loop run is re-reportable") {
+  const std::string run = SourceDir() + "/docs/results/2026-11-30-h200-repair-loop";
+  ScopedTempDir out_dir("ptxbench-report-");
+  std::ostringstream out;
+  std::ostringstream err;
+  const int code = ReportCommand({"--out", out_dir.path(), run}, out, err);
+  INFO(err.str());
+  REQUIRE(code == 0);
+  const nlohmann::json json = nlohmann::json::parse(ReadWholeFile(out_dir.path() + "/report.json"));
+  REQUIRE(json["groups"].size() >= 1);
+  for (const auto& g : json["groups"]) {
+    CHECK(g["scope"] == "full");
+    CHECK(g["unfinished"] == 0);
+  }
+  CHECK(json["provenance"]["gpus"] == nlohmann::json::array({"NVIDIA H200"}));
 }
 
 }  // namespace
