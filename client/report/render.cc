@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 
 namespace ptxbench::client::report {
 namespace {
@@ -424,8 +425,11 @@ std::string ProvenanceLines(const Provenance& p, const std::string& bullet) {
 std::string HtmlRateCell(const std::optional<Rate>& rate) {
   if (!rate.has_value()) return "<td>n/a</td>";
   const Interval ci = WilsonInterval(*rate);
-  return absl::StrFormat("<td>%s<span class=\"ci\">%d/%d &middot; %.0f&ndash;%.0f%%</span></td>",
-                         Percent(*rate), rate->hits, rate->total, 100 * ci.low, 100 * ci.high);
+  return absl::StrFormat(
+      "<td title=\"%d/%d; 95%% Wilson interval %.1f&ndash;%.1f%%\">%s<span class=\"ci\">"
+      "%.0f&ndash;%.0f%%</span></td>",
+      rate->hits, rate->total, 100 * ci.low, 100 * ci.high, Percent(*rate), 100 * ci.low,
+      100 * ci.high);
 }
 
 std::string HtmlKeyCells(const GroupMetrics& g) {
@@ -520,9 +524,11 @@ std::string RenderHtml(const Report& report) {
          "margin:0.5em 0}"
       << "th,td{border:1px solid #ccc;padding:3px 5px;text-align:right;vertical-align:top;"
          "overflow-wrap:anywhere}"
-      << "th{background:#f3f3f3;font-weight:600}td.k{text-align:left}"
-      << "col.model{width:17%}col.task{width:11%}"
-      << ".ci{display:block;font-size:11px;color:#666;white-space:nowrap}"
+      << "th{background:#f3f3f3;font-weight:600;font-size:12px;overflow-wrap:normal}"
+         "td.k{text-align:left}"
+      << "col.model{width:16%}col.task{width:12%}col.arch{width:5%}col.knowledge{width:6%}"
+         "col.n{width:3%}"
+      << ".ci{display:block;font-size:11px;color:#666}"
       << ".unverified{background:#fff4e0}.note{font-size:13px;color:#555;max-width:80em}"
       << "dl.provenance{display:grid;grid-template-columns:220px 1fr;gap:2px 12px;"
          "font-size:13px}dl.provenance dt{font-weight:600}dl.provenance dd{margin:0;"
@@ -540,8 +546,9 @@ std::string RenderHtml(const Report& report) {
     std::istringstream lines(ProvenanceLines(report.provenance, ""));
     for (std::string line; std::getline(lines, line);) {
       const size_t colon = line.find(": ");
+      // One value per line: several versions or settings must stand out, not run together.
       out << "<dt>" << EscapeHtml(line.substr(0, colon)) << "</dt><dd>"
-          << EscapeHtml(line.substr(colon + 2)) << "</dd>\n";
+          << absl::StrReplaceAll(EscapeHtml(line.substr(colon + 2)), {{"; ", "<br>"}}) << "</dd>\n";
     }
   }
   out << "</dl>\n";
@@ -550,7 +557,7 @@ std::string RenderHtml(const Report& report) {
   const auto compile = GroupsOfScope(report, true);
   if (!full.empty()) {
     out << "<h2>Full scope</h2>\n<table id=\"figures\">\n<colgroup><col class=\"model\">"
-           "<col class=\"task\"><col><col><col>";
+           "<col class=\"task\"><col class=\"arch\"><col class=\"knowledge\"><col class=\"n\">";
     const size_t rest = report.options.turn_limits.size() + 2 + report.options.fast_p.size() + 3;
     for (size_t c = 0; c < rest; ++c) out << "<col>";
     out << "</colgroup>\n<tr>";
@@ -573,7 +580,8 @@ std::string RenderHtml(const Report& report) {
     }
     out << "</table>\n";
     out << "<h3>Cost per charged turn</h3>\n<table id=\"tokens\">\n<colgroup><col class=\"model\">"
-           "<col class=\"task\"><col><col><col><col><col><col><col><col></colgroup>\n<tr>";
+           "<col class=\"task\"><col class=\"arch\"><col class=\"knowledge\"><col "
+           "class=\"n\"><col><col><col><col><col></colgroup>\n<tr>";
     for (const char* cell :
          {"model", "task", "arch", "knowledge", "n", "charged turns", "infra-failed turns",
           "in tok/turn", "out tok/turn", "reason tok/turn"}) {
@@ -591,7 +599,8 @@ std::string RenderHtml(const Report& report) {
   if (!compile.empty()) {
     out << "<h2>Compile-only runs</h2>\n<p class=\"note\">Never evaluated on a GPU: compile "
            "figures only, never mixed with the full scope.</p>\n<table id=\"compile-figures\">\n"
-           "<colgroup><col class=\"model\"><col class=\"task\"><col><col><col>";
+           "<colgroup><col class=\"model\"><col class=\"task\"><col class=\"arch\"><col "
+           "class=\"knowledge\"><col class=\"n\">";
     for (size_t c = 0; c < report.options.turn_limits.size() + 3; ++c) out << "<col>";
     out << "</colgroup>\n<tr>";
     for (const std::string& cell : CompileHeaderCells(report)) {
@@ -632,7 +641,7 @@ std::string RenderHtml(const Report& report) {
       const std::string caption = absl::StrCat(task, ": speedup of every TIC turn");
       out << "<figure id=\"speedups-" << Slug(task) << "\"><figcaption>" << EscapeHtml(caption)
           << "</figcaption>\n"
-          << SpeedupStripSvg(groups, axis, caption) << "</figure>\n";
+          << SpeedupStripSvg(groups, axis, caption) << Legend(groups) << "</figure>\n";
     }
   }
   const auto compile_tasks = ByTask(report, true);

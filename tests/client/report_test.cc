@@ -1,6 +1,7 @@
 // `ptxbench report` against the hand-written fixture in testdata/report (4 groups of 3
 // trajectories; every expected figure below is worked out by hand in the comments).
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <catch2/catch.hpp>
@@ -14,6 +15,7 @@
 #include "client/report/commands.h"
 #include "client/report/metrics.h"
 #include "client/report/render.h"
+#include "tests/support/process.h"
 #include "tests/support/status_testing.h"
 #include "tests/support/temp_files.h"
 
@@ -210,7 +212,8 @@ TEST_CASE("Table, Markdown and HTML hold every row, the marker and self-containe
              Contains("<td class=\"k model\">openai:model-a</td><td class=\"k\">gemm_n7168_k5120"));
   // Provenance and 95 % intervals on the page.
   CHECK_THAT(html, Contains("<dl class=\"provenance\""));
-  CHECK_THAT(html, Contains("2/3 &middot; 21&ndash;94%"));
+  CHECK_THAT(html, Contains("title=\"2/3; 95% Wilson interval 20.8&ndash;93.9%\">66.7%"
+                            "<span class=\"ci\">21&ndash;94%</span>"));
   CHECK_THAT(html, Contains("<tr class=\"unverified\">"));
   // Two plots per task (TIC curve, speedup strip), each an inline <svg>, in a <figure>.
   CHECK(Count(html, "<svg class=\"plot\"") == 4);
@@ -452,6 +455,155 @@ TEST_CASE("the committed repair-loop run is re-reportable") {
     CHECK(g["unfinished"] == 0);
   }
   CHECK(json["provenance"]["gpus"] == nlohmann::json::array({"NVIDIA H200"}));
+}
+
+}  // namespace
+}  // namespace ptxbench::client::report
+
+namespace ptxbench::client::report {
+namespace {
+
+// A run of the size a paper reports: five models with their real (long) names, three tasks,
+// twelve trajectories each, TIC at varied turns with timed speedups, and a compile-only run.
+Report PaperSizedReport() {
+  const std::vector<std::string> models = {
+      "openai:gpt-5-2025-08-07", "anthropic:claude-opus-4-1-20250805",
+      "openai:deepseek-ai/DeepSeek-R1-Distill-Qwen-32B",
+      "openai:Qwen/Qwen3-Coder-480B-A35B-Instruct-FP8", "openai:meta-llama/Llama-3.3-70B-Instruct"};
+  const std::vector<std::string> tasks = {"gemm_n7168_k5120", "mha_with_lse_d128",
+                                          "mha_bwd_d128_causal"};
+  std::vector<Trajectory> trajectories;
+  int seed = 0;
+  for (size_t m = 0; m < models.size(); ++m) {
+    for (const std::string& task : tasks) {
+      for (int index = 0; index < 12; ++index) {
+        ++seed;
+        std::vector<TurnRecord> turns;
+        const int first_tic = 1 + static_cast<int>((seed * 7 + m * 3) % 11);  // > 8: never.
+        for (int turn = 1; turn <= std::min(8, first_tic); ++turn) {
+          if (turn < first_tic) {
+            turns.push_back(Turn(
+                turn, turn % 3 == 0 ? VerdictClass::kCompileError : VerdictClass::kWrongResult));
+          } else {
+            const double speedup = 0.15 * std::pow(1.6, static_cast<double>((seed + m) % 9));
+            turns.push_back(Turn(turn, VerdictClass::kPass, speedup,
+                                 std::pair{0.5, 0.5 * std::max(1.05, 2.5 / speedup)}));
+          }
+        }
+        Trajectory t = Made(models[m], index, v1::EVALUATION_SCOPE_FULL, std::move(turns));
+        t.header.run.task = task;
+        trajectories.push_back(std::move(t));
+      }
+    }
+  }
+  for (int index = 0; index < 6; ++index) {
+    trajectories.push_back(
+        Made(models[0], index, v1::EVALUATION_SCOPE_COMPILE_ONLY,
+             {Turn(1, index % 2 ? VerdictClass::kCompiled : VerdictClass::kCompileError),
+              Turn(2, VerdictClass::kCompiled)}));
+  }
+  return ValueOrFail(BuildReport(trajectories, ReportOptions{}));
+}
+
+std::string FindChromium() {
+  for (const char* name : {"chromium", "chromium-browser"}) {
+    for (const char* dir : {"/usr/bin", "/usr/local/bin", "/bin"}) {
+      const std::string path = std::string(dir) + "/" + name;
+      if (access(path.c_str(), X_OK) == 0) return path;
+    }
+  }
+  return "";
+}
+
+// Measures the page as the browser laid it out, into <pre id="probe">: the document's width
+// against the window's, every figure's and table's box, and every table cell whose content
+// is wider than the cell.
+constexpr char kProbe[] = R"(<script>
+(function () {
+  const width = document.documentElement.clientWidth;
+  const boxes = {};
+  for (const el of document.querySelectorAll('figure[id], table[id], dl[id]')) {
+    const r = el.getBoundingClientRect();
+    boxes[el.id] = {left: r.left, right: r.right, width: r.width, height: r.height};
+  }
+  const overflowing = [];
+  for (const cell of document.querySelectorAll('td, th')) {
+    if (cell.scrollWidth > cell.clientWidth + 1) overflowing.push(cell.textContent);
+  }
+  const probe = document.createElement('pre');
+  probe.id = 'probe';
+  probe.textContent = 'PROBE' + JSON.stringify({
+    window_width: width, document_width: document.documentElement.scrollWidth,
+    boxes: boxes, overflowing: overflowing}) + 'EBORP';
+  document.body.appendChild(probe);
+})();
+</script>)";
+
+TEST_CASE("the HTML report fits 1400 px in Chromium with every figure drawn", "[browser]") {
+  const std::string chromium = FindChromium();
+  if (chromium.empty()) {
+    FAIL("chromium is not installed: scripts/install-deps installs it (Debian package chromium)");
+  }
+  const Report report = PaperSizedReport();
+  REQUIRE(report.groups.size() == 16);
+  std::string html = RenderHtml(report);
+  ScopedTempDir dir("ptxbench-report-browser-");
+  std::ofstream(dir.path() + "/report.html") << html;
+  const size_t body_end = html.rfind("</body>");
+  REQUIRE(body_end != std::string::npos);
+  html.insert(body_end, kProbe);
+  std::ofstream(dir.path() + "/probe.html") << html;
+
+  const std::vector<std::string> browser = {
+      chromium,        "--headless",        "--no-sandbox",
+      "--disable-gpu", "--hide-scrollbars", "--window-size=1400,1000"};
+  std::vector<std::string> dump = browser;
+  dump.insert(dump.end(), {"--dump-dom", "file://" + dir.path() + "/probe.html"});
+  const testing::CommandResult r = testing::RunCommand(dump, absl::Seconds(120));
+  INFO(r.output.substr(0, 4000));
+  REQUIRE(r.exit_code == 0);
+  const size_t begin = r.output.find("PROBE{");
+  const size_t end = r.output.find("}EBORP");
+  REQUIRE(begin != std::string::npos);
+  REQUIRE(end != std::string::npos);
+  const nlohmann::json probe = nlohmann::json::parse(r.output.substr(begin + 5, end - begin - 4));
+  INFO(probe.dump(1));
+  CHECK(probe["window_width"] == 1400);
+  CHECK(probe["document_width"].get<double>() <= 1400);
+  CHECK(probe["overflowing"].empty());
+  std::vector<std::string> expected = {"provenance", "figures", "tokens", "compile-figures",
+                                       "compile-curve-gemm_n7168_k5120"};
+  for (const char* task : {"gemm_n7168_k5120", "mha_with_lse_d128", "mha_bwd_d128_causal"}) {
+    expected.push_back(absl::StrCat("tic-curve-", task));
+    expected.push_back(absl::StrCat("speedups-", task));
+  }
+  for (const std::string& id : expected) {
+    INFO(id);
+    REQUIRE(probe["boxes"].contains(id));
+    const nlohmann::json& box = probe["boxes"][id];
+    CHECK(box["width"].get<double>() > 600);  // A figure as wide as the page, not a stamp.
+    CHECK(box["height"].get<double>() > 40);
+    CHECK(box["left"].get<double>() >= 0);
+    CHECK(box["right"].get<double>() <= 1400);
+  }
+  CHECK(probe["boxes"].size() == expected.size());
+
+  // A screenshot of the page as rendered (PTXBENCH_REPORT_SCREENSHOT keeps it, e.g. for docs/).
+  const char* keep = std::getenv("PTXBENCH_REPORT_SCREENSHOT");
+  const std::string png = keep != nullptr ? keep : dir.path() + "/report.png";
+  if (keep != nullptr) std::ofstream(png + ".html") << RenderHtml(report);
+  std::vector<std::string> shot = {chromium,
+                                   "--headless",
+                                   "--no-sandbox",
+                                   "--disable-gpu",
+                                   "--hide-scrollbars",
+                                   "--window-size=1400,2400",
+                                   "--screenshot=" + png,
+                                   "file://" + dir.path() + "/report.html"};
+  const testing::CommandResult s = testing::RunCommand(shot, absl::Seconds(120));
+  INFO(s.output.substr(0, 2000));
+  REQUIRE(s.exit_code == 0);
+  CHECK(ReadWholeFile(png).rfind("\x89PNG", 0) == 0);
 }
 
 }  // namespace
