@@ -220,7 +220,8 @@ std::string CurveSvg(const std::vector<const GroupMetrics*>& groups, bool compil
   const double dodge = std::min(10.0, 0.5 * step / static_cast<double>(groups.size() + 1));
   auto x_of = [&](size_t k, size_t series) {
     const double centre = kLeft + step * (static_cast<double>(k) - 0.5);
-    return centre + dodge * (static_cast<double>(series) - 0.5 * (groups.size() - 1.0));
+    return centre +
+           dodge * (static_cast<double>(series) - 0.5 * (static_cast<double>(groups.size()) - 1.0));
   };
   auto y_of = [&](double rate) { return kTop + plot_h * (1 - rate); };
   std::ostringstream svg;
@@ -474,6 +475,7 @@ std::string RenderMarkdown(const Report& report) {
   if (!full.empty()) {
     out << "## Full scope\n\n";
     std::vector<std::vector<std::string>> rows;
+    rows.reserve(full.size());
     for (const GroupMetrics* g : full) rows.push_back(RowCells(report, *g, true));
     out << MarkdownTable(HeaderCells(report), rows) << "\n";
     out << "95 % Wilson intervals of the rates:\n\n";
@@ -496,6 +498,7 @@ std::string RenderMarkdown(const Report& report) {
   if (!compile.empty()) {
     out << "## Compile-only runs\n\n";
     std::vector<std::vector<std::string>> rows;
+    rows.reserve(compile.size());
     for (const GroupMetrics* g : compile) rows.push_back(CompileRowCells(report, *g, true));
     out << MarkdownTable(CompileHeaderCells(report), rows) << "\n";
   }
