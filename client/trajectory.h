@@ -37,11 +37,20 @@ struct RunConfig {
   double target_speedup = 1.0;  // The run stops early at a TIC turn with at least this speedup.
   double temperature = 0;
   int64_t max_tokens = 0;
+  // What the server was asked to evaluate: EVALUATION_SCOPE_FULL, or _COMPILE_ONLY (no turn
+  // can be TIC; reports give such runs compile figures only, never mixed with full-scope ones).
+  v1::EvaluationScope scope = v1::EVALUATION_SCOPE_FULL;
+  std::string client_version;  // The ptxbench that wrote the file ("" when not recorded).
+  std::string server;          // "host:port" of the server, or "embedded" (the stack it started).
 };
 
 struct TrajectoryHeader {
   RunConfig run;
   std::string started_at;  // RFC 3339 UTC, e.g. "2026-11-30T05:40:00Z".
+  // False for files written before the header recorded run.scope: ReadTrajectory then infers
+  // it (compile_only when some verdict is of class `compiled`, which only compile-only
+  // submissions receive; full otherwise).
+  bool scope_recorded = true;
 };
 
 struct ChatMessage {
@@ -123,6 +132,15 @@ struct Trajectory {
 bool IsTic(const TurnRecord& turn);
 // Correct (every workload within tolerance), again only when the runtime stages ran.
 bool IsCorrect(const TurnRecord& turn);
+// The verdict says the source compiled (for every scope; runtime_unverified verdicts included).
+bool IsCompiled(const TurnRecord& turn);
+// The fraction of the speed of light a TIC turn reached: the timed workload's roofline floor
+// (timing stage detail `roofline_floor_ms`, docs/measurement.md) over the candidate's median
+// time (`timing.result.candidate.median_ms`). nullopt for a turn that is not TIC, has no timing
+// stage, or whose figures are missing, not positive, or give a fraction above 1 (a time below
+// the floor is impossible_time, never TIC). migrations/0005_benchmark_figures.up.sql computes the
+// same figure from the stored verdict (benchmark_speed_of_light).
+std::optional<double> SpeedOfLight(const TurnRecord& turn);
 
 // JSON of each record as one line holds it (without the newline).
 nlohmann::json HeaderJson(const TrajectoryHeader& header);

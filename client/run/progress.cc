@@ -31,12 +31,17 @@ Progress::Progress(const std::vector<std::string>& tasks, int trajectories_per_t
 }
 
 std::string Progress::Line(const std::string& task, const TaskCounts& c) {
-  const int done = c.tic + c.correct + c.failed;
+  const int done = c.tic + c.correct + c.failed + c.compiled + c.not_compiled;
   const int filled = c.total > 0 ? std::min(kBarWidth, done * kBarWidth / c.total) : 0;
   std::string bar(static_cast<size_t>(filled), '#');
   bar.append(static_cast<size_t>(kBarWidth - filled), '.');
-  std::string figures = absl::StrFormat(" [%s] %d/%d TIC %d correct %d failed %d", bar, done,
-                                        c.total, c.tic, c.correct, c.failed);
+  // A compile-only trajectory that compiled did all it could: it is "compiled", not "failed".
+  const bool compile_only = c.compiled + c.not_compiled > 0 && c.tic + c.correct + c.failed == 0;
+  std::string figures =
+      compile_only ? absl::StrFormat(" [%s] %d/%d compiled %d not compiled %d", bar, done,
+                                     c.total, c.compiled, c.not_compiled)
+                   : absl::StrFormat(" [%s] %d/%d TIC %d correct %d failed %d", bar, done,
+                                     c.total, c.tic, c.correct, c.failed);
   if (c.running > 0) absl::StrAppendFormat(&figures, " run %d", c.running);
   if (c.infrastructure > 0) absl::StrAppendFormat(&figures, " infra %d", c.infrastructure);
   // The task id takes what is left of 80 columns (cut with '~' when it must be).
@@ -134,6 +139,12 @@ void Progress::Finished(const std::string& task, TrajectoryOutcome outcome, int 
       break;
     case TrajectoryOutcome::kFailed:
       ++c.failed;
+      break;
+    case TrajectoryOutcome::kCompiled:
+      ++c.compiled;
+      break;
+    case TrajectoryOutcome::kNotCompiled:
+      ++c.not_compiled;
       break;
     case TrajectoryOutcome::kInfrastructure:
       ++c.infrastructure;

@@ -17,8 +17,17 @@
 
 namespace ptxbench::client::run {
 
-// kSkipped: a replay without that trajectory; it leaves the task's total.
-enum class TrajectoryOutcome { kTic, kCorrect, kFailed, kInfrastructure, kSkipped };
+// kSkipped: a replay without that trajectory; it leaves the task's total. kCompiled and
+// kNotCompiled are the outcomes of compile-only trajectories, which can never be TIC.
+enum class TrajectoryOutcome {
+  kTic,
+  kCorrect,
+  kFailed,
+  kCompiled,
+  kNotCompiled,
+  kInfrastructure,
+  kSkipped
+};
 
 struct TaskCounts {
   int total = 0;
@@ -26,6 +35,8 @@ struct TaskCounts {
   int tic = 0;
   int correct = 0;         // Correct at some turn, TIC at none.
   int failed = 0;          // Neither.
+  int compiled = 0;        // Compile-only trajectories with a turn that compiled.
+  int not_compiled = 0;    // Compile-only trajectories without one.
   int infrastructure = 0;  // Stopped unfinished by infrastructure failures; resumable.
   int turns_done = 0;      // Charged turns, over the task's trajectories (resumed ones too).
   int retries = 0;         // Model calls and evaluations sent again after a transient failure.

@@ -23,6 +23,7 @@
 #include "client/run/progress.h"
 #include "client/run/provider.h"
 #include "client/run/run_loop.h"
+#include "common/build_info.h"
 #include "common/cli_args.h"
 #include "common/sha256.h"
 #include "proto/wire_names.h"
@@ -329,6 +330,8 @@ int RunCommand(const std::vector<std::string>& raw, std::ostream& out, std::ostr
       return finish(kExitUsage);
     }
   }
+  options.server_label = stack != nullptr ? "embedded" : connection->dial.address;
+  options.client_version = std::string(kHarnessVersion);
   auto evaluator = EvaluationClient::Connect(*connection);
   if (!evaluator.ok()) {
     err << "ptxbench run: " << evaluator.status().message() << "\n";
@@ -362,10 +365,17 @@ int RunCommand(const std::vector<std::string>& raw, std::ostream& out, std::ostr
   }
   stop_stack();
   out << "ptxbench run: " << options.model << " on " << options.arch << "/" << options.knowledge
-      << ": " << summary->trajectories << " trajectories: TIC " << summary->tic << ", correct "
-      << summary->correct << ", failed " << summary->failed << ", stopped by infrastructure "
-      << summary->infrastructure_stopped << "; " << summary->turns_run << " turns run, "
-      << summary->turns_resumed << " already done, " << progress.retries() << " retries\n";
+      << ": " << summary->trajectories << " trajectories: ";
+  // A compile-only run can never reach TIC: its outcomes are compiled or not.
+  if (options.compile_only) {
+    out << "compiled " << summary->compiled << ", not compiled " << summary->not_compiled;
+  } else {
+    out << "TIC " << summary->tic << ", correct " << summary->correct << ", failed "
+        << summary->failed;
+  }
+  out << ", stopped by infrastructure " << summary->infrastructure_stopped << "; "
+      << summary->turns_run << " turns run, " << summary->turns_resumed << " already done, "
+      << progress.retries() << " retries\n";
   if (summary->skipped > 0) {
     out << summary->skipped << " trajectories skipped: the replay has no replies for them\n";
   }

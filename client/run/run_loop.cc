@@ -130,6 +130,12 @@ class Runner {
         case TrajectoryOutcome::kFailed:
           ++summary_.failed;
           break;
+        case TrajectoryOutcome::kCompiled:
+          ++summary_.compiled;
+          break;
+        case TrajectoryOutcome::kNotCompiled:
+          ++summary_.not_compiled;
+          break;
         case TrajectoryOutcome::kInfrastructure:
           ++summary_.infrastructure_stopped;
           break;
@@ -165,6 +171,10 @@ class Runner {
     // -1: the provider's own default temperature was used.
     config.temperature = options_.temperature.value_or(-1);
     config.max_tokens = options_.max_tokens;
+    config.scope =
+        options_.compile_only ? v1::EVALUATION_SCOPE_COMPILE_ONLY : v1::EVALUATION_SCOPE_FULL;
+    config.server = options_.server_label;
+    config.client_version = options_.client_version;
     return config;
   }
 
@@ -173,17 +183,22 @@ class Runner {
     auto differs = [](const char* what, const std::string& a, const std::string& b) {
       return a == b ? std::string() : absl::StrCat(what, " '", a, "' (this run: '", b, "')");
     };
-    for (const std::string& d : {differs("model", have.model, want.model),
-                                 differs("task version", have.task_version, want.task_version),
-                                 differs("context", have.context_policy, want.context_policy),
-                                 differs("target speedup", absl::StrCat(have.target_speedup),
-                                         absl::StrCat(want.target_speedup))}) {
+    for (const std::string& d :
+         {differs("model", have.model, want.model),
+          differs("task version", have.task_version, want.task_version),
+          differs("context", have.context_policy, want.context_policy),
+          differs("scope", wire::ScopeName(have.scope), wire::ScopeName(want.scope)),
+          differs("target speedup", absl::StrCat(have.target_speedup),
+                  absl::StrCat(want.target_speedup))}) {
       if (!d.empty()) return d;
     }
     return "";
   }
 
-  static TrajectoryOutcome OutcomeOf(bool tic, bool correct) {
+  TrajectoryOutcome OutcomeOf(bool tic, bool correct, bool compiled) const {
+    if (options_.compile_only) {
+      return compiled ? TrajectoryOutcome::kCompiled : TrajectoryOutcome::kNotCompiled;
+    }
     return tic ? TrajectoryOutcome::kTic
                : (correct ? TrajectoryOutcome::kCorrect : TrajectoryOutcome::kFailed);
   }
@@ -212,11 +227,13 @@ class Runner {
     }
     bool tic = false;
     bool correct = false;
+    bool compiled = false;
     std::vector<PastTurn> past;
     for (const TurnRecord& turn : trajectory.turns) {
       if (turn.infra_failed) continue;
       tic = tic || IsTic(turn);
       correct = correct || IsCorrect(turn);
+      compiled = compiled || IsCompiled(turn);
       past.push_back({ReplyToResend(turn.reply), turn.source, turn.feedback});
     }
     {
@@ -225,7 +242,7 @@ class Runner {
     }
     if (!past.empty()) progress_.Resumed(task.id, static_cast<int>(past.size()));
     if (existing.ok() && trajectory.finished()) {
-      Count(task.id, OutcomeOf(tic, correct), static_cast<int>(past.size()));
+      Count(task.id, OutcomeOf(tic, correct, compiled), static_cast<int>(past.size()));
       return;
     }
     if (existing.ok()) {
@@ -364,6 +381,7 @@ class Runner {
       const bool turn_tic = IsTic(record);
       tic = tic || turn_tic;
       correct = correct || IsCorrect(record);
+      compiled = compiled || IsCompiled(record);
       if (!options_.compile_only && turn_tic && wire_verdict.has_value() &&
           wire_verdict->speedup() >= options_.target_speedup) {
         end = TrajectoryEnd{EndReason::kTicReached, "", NowRfc3339()};
@@ -373,7 +391,7 @@ class Runner {
     if (!end.has_value()) end = TrajectoryEnd{EndReason::kTurnLimit, "", NowRfc3339()};
     absl::Status ended = writer->AppendEnd(*end);
     if (!ended.ok()) Problem(absl::StrCat(name, ": ", Describe(ended)));
-    Count(task.id, OutcomeOf(tic, correct), static_cast<int>(past.size()));
+    Count(task.id, OutcomeOf(tic, correct, compiled), static_cast<int>(past.size()));
   }
 
   // Submits and waits, retrying what is not the kernel's fault. The idempotency key is fixed

@@ -516,7 +516,9 @@ TEST_CASE("run: replay with no server given starts the embedded stack and stops 
   CHECK(absl::StrContains(r.output, "starting the embedded stack"));
   // The replay has no traj-01: skipped, no file.
   CHECK(absl::StrContains(r.output, "1 trajectories skipped"));
-  CHECK(absl::StrContains(r.output, "1/1 TIC 0 correct 0 failed 1"));
+  // Compile-only: turn 2 compiled, so the trajectory is "compiled", never "failed".
+  CHECK(absl::StrContains(r.output, "1/1 compiled 1 not compiled 0"));
+  CHECK(absl::StrContains(r.output, "trajectories: compiled 1, not compiled 0"));
   client::RunConfig missing;
   missing.model = "replay:" + dir + "/replay";
   missing.task = kTask;
@@ -526,6 +528,10 @@ TEST_CASE("run: replay with no server given starts the embedded stack and stops 
   CHECK_FALSE(std::filesystem::exists(client::TrajectoryPath(out, missing)));
   client::Trajectory t = ReadRun(out, "replay:" + dir + "/replay", 0);
   CHECK(t.header.run.provider == "replay");
+  // The header records the scope and where the run was evaluated.
+  CHECK(t.header.run.scope == v1::EVALUATION_SCOPE_COMPILE_ONLY);
+  CHECK(t.header.scope_recorded);
+  CHECK(t.header.run.server == "embedded");
   REQUIRE(t.turns.size() == 2);
   REQUIRE(t.turns[0].verdict.has_value());
   CHECK(t.turns[0].verdict->verdict_class == VerdictClass::kCompileError);

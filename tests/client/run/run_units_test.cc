@@ -301,6 +301,18 @@ TEST_CASE("progress: on a terminal, bars and the status line fit 80 columns") {
   CHECK(absl::StrContains(screen, "elapsed "));
 }
 
+TEST_CASE("progress: compile-only trajectories are compiled or not compiled, never failed") {
+  TaskCounts counts;
+  counts.total = 4;
+  counts.compiled = 3;
+  counts.not_compiled = 1;
+  const std::string line = Progress::Line("gemm", counts);
+  CHECK(absl::StrContains(line, "] 4/4 compiled 3 not compiled 1"));
+  CHECK(line.size() <= 80);
+  CHECK_FALSE(absl::StrContains(line, "failed"));
+  CHECK_FALSE(absl::StrContains(line, "TIC"));
+}
+
 TEST_CASE("openai provider: request shape, reply, usage with reasoning tokens") {
   StubHttpServer stub([](const StubRequest&) {
     return StubResponse{200, testing::OpenAiChatBody("hello", 1200, 300, 120), {}, 0};
