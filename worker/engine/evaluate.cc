@@ -75,15 +75,6 @@ std::optional<std::string> FindComputeSanitizer() {
   return std::nullopt;
 }
 
-uint64_t HashText(const std::string& text) {
-  uint64_t h = 1469598103934665603ull;  // FNV-1a
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return gpu::Mix64(h);
-}
-
 struct OutputSpec {
   std::string name;
   uint64_t elements = 1;
@@ -485,7 +476,8 @@ std::vector<Trial> PlanTrials(Evaluation& e) {
   for (const Workload* w : order) {
     json seeds = json::array();
     for (int i = 0; i < e.options().public_seeds; ++i) {
-      uint64_t s = gpu::Mix64(HashText(task.id + "/" + w->name) + static_cast<uint64_t>(i));
+      uint64_t s =
+          gpu::Mix64(evaluation::HashText(task.id + "/" + w->name) + static_cast<uint64_t>(i));
       trials.push_back({w->name, s, true});
       seeds.push_back({{"seed", U64(s)}, {"kind", "public"}});
     }

@@ -21,15 +21,6 @@ using json = nlohmann::json;
 
 constexpr int kNobody = 65534;
 
-uint64_t HashText(const std::string& text) {
-  uint64_t h = 1469598103934665603ull;  // FNV-1a
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return gpu::Mix64(h);
-}
-
 absl::StatusOr<uint64_t> RandomU64() {
   int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
   if (fd < 0) return absl::InternalError("cannot open /dev/urandom");
@@ -118,6 +109,15 @@ class ReferencePool {
 
 double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+uint64_t HashText(const std::string& text) {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return gpu::Mix64(h);
 }
 
 std::string Trim(const std::string& s, size_t max) {

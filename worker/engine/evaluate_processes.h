@@ -33,6 +33,8 @@
 namespace ptxbench::engine::evaluation {
 
 double Now();
+// FNV-1a of `text`, mixed: seeds derived from names (public seeds, secret seeds' tags).
+uint64_t HashText(const std::string& text);
 // s cut to `max` characters ("..." appended).
 std::string Trim(const std::string& s, size_t max);
 
