@@ -910,7 +910,7 @@ absl::StatusOr<Task> LoadTask(const std::string& task_dir) {
     }
     return errors.Error(failure->field, failure->message);
   }
-  const json root = std::get<json>(std::move(parsed));
+  json root = std::get<json>(std::move(parsed));
   if (!root.is_object())
     return absl::InvalidArgumentError(absl::StrCat(errors.file(), ": not a JSON object"));
   RETURN_IF_ERROR(CheckKeys(errors, root, "",

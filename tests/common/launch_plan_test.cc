@@ -397,7 +397,7 @@ TEST_CASE("A source block's JSON errors name the source line") {
 LaunchPlan RandomPlan(std::mt19937& rng) {
   // Half of the plans are honest; in the others, each part goes wrong now and then.
   const bool hostile = rng() % 2 == 0;
-  auto odd = [&](unsigned one_in) { return hostile && rng() % (one_in * 2) == 0; };
+  auto odd = [&](size_t one_in) { return hostile && rng() % (one_in * 2) == 0; };
   auto pick = [&](const std::vector<std::string>& options) {
     return options[rng() % options.size()];
   };

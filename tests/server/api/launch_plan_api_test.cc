@@ -311,7 +311,7 @@ TEST_CASE("the plan's JSON keys are the proto's field names", "[api][plan]") {
 // A random proto plan from parts that are valid or a little wrong.
 v1::LaunchPlan RandomPlan(std::mt19937& rng) {
   const bool hostile = rng() % 2 == 0;
-  auto odd = [&](unsigned one_in) { return hostile && rng() % (one_in * 2) == 0; };
+  auto odd = [&](size_t one_in) { return hostile && rng() % (one_in * 2) == 0; };
   auto pick = [&](const std::vector<std::string>& options) {
     return options[rng() % options.size()];
   };
