@@ -429,6 +429,12 @@ absl::StatusOr<CompileResult> Compile(const CompileRequest& request) {
     result.ptx = request.source;
   }
   const PtxScan scan = ScanPtx(result.ptx);
+  if (scan.kernels.size() > request.limits.max_kernels) {
+    AppendSection(log, absl::StrCat("the module defines ", scan.kernels.size(),
+                                    " kernels; the limit is ", request.limits.max_kernels, "\n"));
+    result.ptx.clear();
+    return finish(CompileFailure::kOutputTooLarge, log);
+  }
   result.kernels = scan.kernels;
   result.ptx_families = scan.family_counts;
 

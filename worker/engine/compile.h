@@ -36,7 +36,11 @@ struct CompileLimits {
   uint64_t max_memory_bytes = 4ull << 30;  // Address space of each compiler process.
   size_t max_log_bytes = 64 << 10;         // The log is cut at a line boundary past this.
   size_t max_cubin_bytes = 64 << 20;       // A larger module is refused.
-  size_t max_source_bytes = 1 << 20;       // The API's limit on a submission (vendor.proto).
+  // Kernels one module may define: every task's solutions define 1-2, and the compile stage's
+  // detail lists each kernel's signature and resources, so a module of thousands of kernels
+  // (issue 12) would make an unbounded verdict. 64 is 32x the largest honest module.
+  size_t max_kernels = 64;
+  size_t max_source_bytes = 1 << 20;  // The API's limit on a submission (vendor.proto).
 };
 
 struct CompileRequest {

@@ -368,6 +368,17 @@ TEST_CASE("Limits: size, NUL bytes, time, log and module size") {
   CHECK(result.cubin.empty());
   CHECK(result.log.find("bytes; the limit is 100") != std::string::npos);
 
+  std::string many_kernels;
+  for (int i = 0; i < 65; ++i) {
+    many_kernels += "extern \"C\" __global__ void k" + std::to_string(i) +
+                    "(int* p) { p[0] = " + std::to_string(i) + "; }\n";
+  }
+  result = MustCompile(Request(many_kernels, "sm_90a"));
+  CHECK(result.failure == CompileFailure::kOutputTooLarge);
+  CHECK(result.kernels.empty());
+  CHECK(result.cubin.empty());
+  CHECK(result.log.find("the module defines 65 kernels; the limit is 64") != std::string::npos);
+
   std::string many_errors;
   for (int i = 0; i < 200; ++i)
     many_errors +=
