@@ -49,9 +49,9 @@
 // show as idle GPU before the launch, or the jitter swamps it (the simulation above: J >= ~4x the
 // added idle time); the decoy then flags counted launches at about the rate it flags timed ones
 // (~0), and the counters' mean HGMMA FLOPs per counted launch are that share of 2*M*N*K, while
-// the instrumented run executed all of it. The judge (branch judge,
-// JudgeTargetWork as of 2026-12-02 00:30 UTC) compares the profiled path with the timed path
-// before the work-share thresholds: profiled_path_differs. Where the path cannot be compared, the
+// the instrumented run executed all of it. The judge (branch judge, JudgeTargetWork as of
+// 2026-12-02 00:30 UTC) compares the profiled path with the timed path before the work-share
+// thresholds: profiled_path_differs. Where the path cannot be compared, the
 // work share itself (share_of_task = the flagged share, far below 0.9) gives
 // target_work_insufficient. Either is a sound defence; pass means the counted launches are
 // distinguishable. The GPU report's work_share figures say how many counted launches it found.
