@@ -10,6 +10,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/status.h"
 
 namespace ptxbench::api {
 namespace {
@@ -38,6 +39,10 @@ std::string RandomHex(size_t bytes) {
   }
   return Hex(buffer.data(), bytes);
 }
+
+// A verified token is remembered for lane decisions until this many are; then the map starts
+// over (the next call of each token runs once in the unverified lane and is remembered again).
+constexpr size_t kMaxKnownLanes = 100000;
 
 bool IsLowerHex(const std::string& text) {
   for (char c : text) {
@@ -130,18 +135,11 @@ absl::StatusOr<bool> Authenticator::BootstrapMode() {
   return true;
 }
 
-absl::StatusOr<Caller> Authenticator::Authenticate(const std::string& authorization,
-                                                   const std::string& peer) {
-  auto bootstrap = BootstrapMode();
-  if (!bootstrap.ok()) return bootstrap.status();
-  if (*bootstrap) {
-    if (!IsLoopbackPeer(peer)) {
-      return absl::UnauthenticatedError(
-          "no API token exists yet, so only loopback clients are accepted; create one with "
-          "`ptxbench-server token create --tenant T --role admin`");
-    }
-    return Caller{kLocalTenant, Role::kAdmin, ""};
-  }
+namespace {
+
+// The token of an "authorization: Bearer ptxb_<id>_<secret>" value; UNAUTHENTICATED naming
+// what is wrong with its shape.
+absl::StatusOr<std::string> BearerToken(const std::string& authorization) {
   if (authorization.empty()) {
     return absl::UnauthenticatedError("missing 'authorization: Bearer ptxb_...' metadata");
   }
@@ -158,6 +156,49 @@ absl::StatusOr<Caller> Authenticator::Authenticate(const std::string& authorizat
     return absl::UnauthenticatedError(
         "authorization: malformed token (expected ptxb_<id>_<secret>)");
   }
+  return token;
+}
+
+std::string LaneOf(const store::TokenRow& row) {
+  return row.tenant.empty() ? absl::StrCat("token:", row.token_id)
+                            : absl::StrCat("tenant:", row.tenant);
+}
+
+}  // namespace
+
+Authenticator::LaneDecision Authenticator::Lane(const std::string& authorization,
+                                                const std::string& peer) {
+  bool tokens_exist = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    tokens_exist = tokens_exist_;
+  }
+  if (!tokens_exist) {
+    // Possibly bootstrap mode (only the store can say): loopback callers are its admin,
+    // anyone else is refused by Authenticate.
+    return {absl::OkStatus(), IsLoopbackPeer(peer) ? absl::StrCat("tenant:", kLocalTenant) : ""};
+  }
+  auto token = BearerToken(authorization);
+  if (!token.ok()) return {token.status(), ""};
+  const std::string hash = Sha256Hex(*token);
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = known_lanes_.find(hash);
+  return {absl::OkStatus(), it == known_lanes_.end() ? "" : it->second.lane};
+}
+
+absl::StatusOr<Caller> Authenticator::Authenticate(const std::string& authorization,
+                                                   const std::string& peer) {
+  auto bootstrap = BootstrapMode();
+  if (!bootstrap.ok()) return bootstrap.status();
+  if (*bootstrap) {
+    if (!IsLoopbackPeer(peer)) {
+      return absl::UnauthenticatedError(
+          "no API token exists yet, so only loopback clients are accepted; create one with "
+          "`ptxbench-server token create --tenant T --role admin`");
+    }
+    return Caller{kLocalTenant, Role::kAdmin, ""};
+  }
+  ASSIGN_OR_RETURN(const std::string token, BearerToken(authorization));
   const std::string hash = Sha256Hex(token);
   const absl::Time now = absl::Now();
   {
@@ -185,6 +226,8 @@ absl::StatusOr<Caller> Authenticator::Authenticate(const std::string& authorizat
   }
   std::lock_guard<std::mutex> lock(mu_);
   cache_[hash] = CachedToken{*row, now + options_.cache_ttl};
+  if (known_lanes_.size() >= kMaxKnownLanes) known_lanes_.clear();
+  known_lanes_[hash] = KnownLane{LaneOf(*row), row->token_id};
   return Caller{row->tenant, *role, row->token_id};
 }
 
@@ -197,6 +240,9 @@ void Authenticator::OnTokenRevoked(const std::string& token_id) {
   std::lock_guard<std::mutex> lock(mu_);
   for (auto it = cache_.begin(); it != cache_.end();) {
     it = it->second.token.token_id == token_id ? cache_.erase(it) : std::next(it);
+  }
+  for (auto it = known_lanes_.begin(); it != known_lanes_.end();) {
+    it = it->second.token_id == token_id ? known_lanes_.erase(it) : std::next(it);
   }
 }
 

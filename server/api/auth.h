@@ -75,6 +75,20 @@ class Authenticator {
   // UNAUTHENTICATED for a missing, malformed, unknown or revoked token.
   absl::StatusOr<Caller> Authenticate(const std::string& authorization, const std::string& peer);
 
+  // Which admission lane (admission.h) a call belongs to, decided without asking the store,
+  // so that it can run on gRPC's callback thread before any work is queued. `refusal` is
+  // UNAUTHENTICATED for a missing or malformed token, which no lookup could make valid;
+  // otherwise `lane` is "tenant:<name>" (or "token:<id>" for a token without tenant) for a
+  // token this server has verified before, the loopback bootstrap caller's tenant, or ""
+  // (the unverified lane) for a token it has not seen: possibly a guess, so its calls share
+  // a few threads. Not an authentication: the call still runs Authenticate, which may refuse
+  // a token revoked meanwhile.
+  struct LaneDecision {
+    absl::Status refusal;
+    std::string lane;
+  };
+  LaneDecision Lane(const std::string& authorization, const std::string& peer);
+
   // Call after a token was created or revoked through this server.
   void OnTokenCreated();
   void OnTokenRevoked(const std::string& token_id);
@@ -94,6 +108,13 @@ class Authenticator {
   bool tokens_exist_ = false;                 // Once true, stays true.
   absl::Time next_token_count_check_;         // Rate-limits CountTokens in bootstrap mode.
   std::map<std::string, CachedToken> cache_;  // Keyed by sha256.
+  // Lanes of tokens verified once (by sha256; see Lane). Only tokens found in the store get
+  // here, so a stranger cannot grow it; revocations remove their entry.
+  struct KnownLane {
+    std::string lane;
+    std::string token_id;
+  };
+  std::map<std::string, KnownLane> known_lanes_;
 };
 
 }  // namespace ptxbench::api
