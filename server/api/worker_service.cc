@@ -15,6 +15,8 @@
 #include "common/status.h"
 #include "ptxbench/v1/worker.grpc.pb.h"
 #include "server/api/convert.h"
+#include "server/api/log_text.h"
+#include "server/api/request_check.h"
 #include "server/api/rpc.h"
 #include "server/api/services.h"
 #include "server/api/validate.h"
@@ -27,14 +29,26 @@ namespace {
 // it is kept for this long before a heartbeat that omits it releases its slot.
 constexpr absl::Duration kReconcileGrace = absl::Seconds(10);
 
-class WorkerServiceImpl final : public v1::WorkerService::Service {
+// Unary methods are raw callback methods served through rpc.h's ServeUnary (admission, size
+// bound, text checks, parsing); Lease stays a synchronous stream.
+using WorkerServiceBase = v1::WorkerService::WithRawCallbackMethod_Register<
+    v1::WorkerService::WithRawCallbackMethod_Heartbeat<
+        v1::WorkerService::WithRawCallbackMethod_ReportStage<
+            v1::WorkerService::WithRawCallbackMethod_Complete<
+                v1::WorkerService::WithRawCallbackMethod_Fail<v1::WorkerService::Service>>>>>;
+
+class WorkerServiceImpl final : public WorkerServiceBase {
  public:
   explicit WorkerServiceImpl(ApiContext* ctx) : ctx_(ctx) {}
 
-  grpc::Status Register(grpc::ServerContext* context, const v1::RegisterRequest* request,
-                        v1::RegisterResponse* response) override {
-    RpcScope rpc(ctx_, "Register", context);
-    return rpc.Finish(DoRegister(rpc, *request, response));
+  grpc::ServerUnaryReactor* Register(grpc::CallbackServerContext* context,
+                                     const grpc::ByteBuffer* request,
+                                     grpc::ByteBuffer* response) override {
+    return ServeUnary<v1::RegisterRequest, v1::RegisterResponse>(
+        ctx_, "Register", kMaxSmallRequestBytes, context, request, response,
+        [this](RpcScope& rpc, const v1::RegisterRequest& in, v1::RegisterResponse* out) {
+          return DoRegister(rpc, in, out);
+        });
   }
 
   grpc::Status Lease(grpc::ServerContext* context, const v1::LeaseRequest* request,
@@ -43,28 +57,44 @@ class WorkerServiceImpl final : public v1::WorkerService::Service {
     return rpc.Finish(DoLease(rpc, context, *request, writer));
   }
 
-  grpc::Status Heartbeat(grpc::ServerContext* context, const v1::HeartbeatRequest* request,
-                         v1::HeartbeatResponse* response) override {
-    RpcScope rpc(ctx_, "Heartbeat", context);
-    return rpc.Finish(DoHeartbeat(rpc, *request, response));
+  grpc::ServerUnaryReactor* Heartbeat(grpc::CallbackServerContext* context,
+                                      const grpc::ByteBuffer* request,
+                                      grpc::ByteBuffer* response) override {
+    return ServeUnary<v1::HeartbeatRequest, v1::HeartbeatResponse>(
+        ctx_, "Heartbeat", kMaxSmallRequestBytes, context, request, response,
+        [this](RpcScope& rpc, const v1::HeartbeatRequest& in, v1::HeartbeatResponse* out) {
+          return DoHeartbeat(rpc, in, out);
+        });
   }
 
-  grpc::Status ReportStage(grpc::ServerContext* context, const v1::ReportStageRequest* request,
-                           v1::ReportStageResponse*) override {
-    RpcScope rpc(ctx_, "ReportStage", context);
-    return rpc.Finish(DoReportStage(rpc, *request));
+  grpc::ServerUnaryReactor* ReportStage(grpc::CallbackServerContext* context,
+                                        const grpc::ByteBuffer* request,
+                                        grpc::ByteBuffer* response) override {
+    return ServeUnary<v1::ReportStageRequest, v1::ReportStageResponse>(
+        ctx_, "ReportStage", kMaxWorkerResultRequestBytes, context, request, response,
+        [this](RpcScope& rpc, const v1::ReportStageRequest& in, v1::ReportStageResponse*) {
+          return DoReportStage(rpc, in);
+        });
   }
 
-  grpc::Status Complete(grpc::ServerContext* context, const v1::CompleteRequest* request,
-                        v1::CompleteResponse*) override {
-    RpcScope rpc(ctx_, "Complete", context);
-    return rpc.Finish(DoComplete(rpc, *request));
+  grpc::ServerUnaryReactor* Complete(grpc::CallbackServerContext* context,
+                                     const grpc::ByteBuffer* request,
+                                     grpc::ByteBuffer* response) override {
+    return ServeUnary<v1::CompleteRequest, v1::CompleteResponse>(
+        ctx_, "Complete", kMaxWorkerResultRequestBytes, context, request, response,
+        [this](RpcScope& rpc, const v1::CompleteRequest& in, v1::CompleteResponse*) {
+          return DoComplete(rpc, in);
+        });
   }
 
-  grpc::Status Fail(grpc::ServerContext* context, const v1::FailRequest* request,
-                    v1::FailResponse* response) override {
-    RpcScope rpc(ctx_, "Fail", context);
-    return rpc.Finish(DoFail(rpc, *request, response));
+  grpc::ServerUnaryReactor* Fail(grpc::CallbackServerContext* context,
+                                 const grpc::ByteBuffer* request,
+                                 grpc::ByteBuffer* response) override {
+    return ServeUnary<v1::FailRequest, v1::FailResponse>(
+        ctx_, "Fail", kMaxSmallRequestBytes, context, request, response,
+        [this](RpcScope& rpc, const v1::FailRequest& in, v1::FailResponse* out) {
+          return DoFail(rpc, in, out);
+        });
   }
 
  private:
@@ -87,8 +117,8 @@ class WorkerServiceImpl final : public v1::WorkerService::Service {
     response->set_worker_id(row.worker_id);
     response->set_lease_seconds(ctx_->options.lease_seconds);
     spdlog::info("worker registered worker_id={} host={} arch={} gpu_uuid={} compile_only={}",
-                 row.worker_id, registration.hostname, registration.arch, registration.gpu_uuid,
-                 registration.compile_only);
+                 row.worker_id, LogQuoted(registration.hostname), registration.arch,
+                 LogQuoted(registration.gpu_uuid), registration.compile_only);
     return absl::OkStatus();
   }
 
@@ -103,8 +133,19 @@ class WorkerServiceImpl final : public v1::WorkerService::Service {
 
   absl::Status DoLease(RpcScope& rpc, grpc::ServerContext* context, const v1::LeaseRequest& request,
                        grpc::ServerWriter<v1::LeasedJob>* writer) {
+    if (ctx_->store_health != nullptr && !ctx_->store_health->reachable()) {
+      return StoreUnavailable();
+    }
     ASSIGN_OR_RETURN(Caller caller, rpc.Authenticate({Role::kWorker}));
+    RETURN_IF_ERROR(CheckRequestText(request));
     RETURN_IF_ERROR(ValidateRequiredText(request.worker_id(), "worker_id", kMaxShortTextBytes));
+    std::optional<StreamSlots::Slot> slot;
+    if (ctx_->lease_slots != nullptr) {
+      ASSIGN_OR_RETURN(
+          StreamSlots::Slot acquired,
+          ctx_->lease_slots->Acquire(caller.tenant.empty() ? caller.token_id : caller.tenant));
+      slot.emplace(std::move(acquired));
+    }
     if (request.slots() < 0 || request.slots() > ctx_->options.max_slots) {
       return absl::InvalidArgumentError(absl::StrCat(
           "slots: must be 0 (meaning 1) to ", ctx_->options.max_slots, ", got ", request.slots()));
@@ -144,8 +185,8 @@ class WorkerServiceImpl final : public v1::WorkerService::Service {
           if (!absl::IsUnavailable(job.status()) && !absl::IsAborted(job.status())) {
             return job.status();
           }
-          spdlog::warn("lease: store unavailable worker_id={} error=\"{}\"; retrying", worker_id,
-                       job.status().ToString());
+          spdlog::warn("lease: store unavailable worker_id={} error={}; retrying",
+                       LogQuoted(worker_id), LogQuoted(job.status().ToString()));
         } else if (job->has_value()) {
           ctx_->metrics->RecordLeaseLatency(absl::ToDoubleSeconds(absl::Now() - start));
           ctx_->leases->PassOn(waiter.pool);
@@ -281,8 +322,9 @@ class WorkerServiceImpl final : public v1::WorkerService::Service {
       ctx_->leases->JobsAvailable(held->arch);
     }
     if (!status.ok()) {
-      spdlog::warn("complete refused job_id={} worker_id={} attempt={} error=\"{}\"", lease.job_id,
-                   lease.worker_id, lease.attempt, status.ToString());
+      spdlog::warn("complete refused job_id={} worker_id={} attempt={} error={}",
+                   LogQuoted(lease.job_id), LogQuoted(lease.worker_id), lease.attempt,
+                   LogQuoted(status.ToString()));
       return status;
     }
     spdlog::info("job completed job_id={} worker_id={} attempt={} verdict={}", lease.job_id,
@@ -308,9 +350,9 @@ class WorkerServiceImpl final : public v1::WorkerService::Service {
     ctx_->event_changes->Notify();
     if (!will_retry.ok()) return will_retry.status();
     response->set_will_retry(*will_retry);
-    spdlog::info("job failed job_id={} worker_id={} attempt={} kind={} will_retry={} reason=\"{}\"",
+    spdlog::info("job failed job_id={} worker_id={} attempt={} kind={} will_retry={} reason={}",
                  lease.job_id, lease.worker_id, lease.attempt, kind, *will_retry,
-                 request.reason().substr(0, 200));
+                 LogQuoted(request.reason(), 200));
     if (!*will_retry) RecordIfFinished(held.has_value() ? held->submission_id : "");
     return absl::OkStatus();
   }
