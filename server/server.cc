@@ -174,6 +174,8 @@ class Server::Impl {
     context_.event_changes = &event_changes_;
     context_.jobs = &jobs_;
     context_.options.lease_seconds = options_.lease_seconds;
+    context_.options.max_watches_per_tenant = options_.max_watches_per_tenant;
+    context_.options.max_leases_per_tenant = options_.max_leases_per_tenant;
     api::TenantLimiter::Options limits;
     limits.default_submissions_per_minute = options_.limits.submissions_per_minute;
     limits.default_max_queued = options_.limits.max_queued;
@@ -186,6 +188,8 @@ class Server::Impl {
                                                       context_.options.max_watches_per_tenant);
     lease_slots_ =
         std::make_unique<api::StreamSlots>("Lease", context_.options.max_leases_per_tenant);
+    page_tokens_ = std::make_unique<api::PageTokens>(store_handle_->database_url());
+    context_.page_tokens = page_tokens_.get();
     context_.watch_slots = watch_slots_.get();
     context_.lease_slots = lease_slots_.get();
     context_.options.poll_interval = options_.poll_interval;
@@ -238,7 +242,7 @@ class Server::Impl {
     quota.SetMaxThreads(options_.max_stream_threads);
     builder.SetResourceQuota(quota);
     std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> guards;
-    guards.push_back(api::NewCallGuardFactory());
+    guards.push_back(api::NewCallGuardFactory(options_.max_unauthenticated_streams));
     builder.experimental().SetInterceptorCreators(std::move(guards));
     builder.RegisterService(submission_service_.get());
     builder.RegisterService(worker_service_.get());
@@ -449,6 +453,7 @@ class Server::Impl {
   std::unique_ptr<api::Admission> admission_;
   std::unique_ptr<api::StreamSlots> watch_slots_;
   std::unique_ptr<api::StreamSlots> lease_slots_;
+  std::unique_ptr<api::PageTokens> page_tokens_;
   api::ApiContext context_;
   std::unique_ptr<grpc::Service> submission_service_;
   std::unique_ptr<grpc::Service> worker_service_;

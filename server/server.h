@@ -61,6 +61,11 @@ struct ServerOptions {
   // How often the supervisor probes the store (one indexed query) and checks that the
   // embedded postmaster lives; the longest a dead store goes unnoticed by health checks.
   absl::Duration supervise_interval = absl::Seconds(1);
+  // Concurrent streams per tenant, and streams without a token in total (api_context.h and
+  // api/call_guard.h give the reasons for the defaults).
+  int max_watches_per_tenant = 128;
+  int max_leases_per_tenant = 1024;
+  int max_unauthenticated_streams = 32;
   // Threads gRPC may start for synchronous streams (each open Lease, WatchSubmission or
   // reflection stream holds one; ~8 MiB of address space, tens of KiB resident).
   int max_stream_threads = 4096;

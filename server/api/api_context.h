@@ -15,6 +15,7 @@
 #include "server/api/job_tracker.h"
 #include "server/api/lease_dispatcher.h"
 #include "server/api/notifier.h"
+#include "server/api/page_token.h"
 #include "server/api/store_health.h"
 #include "server/api/stream_slots.h"
 #include "server/api/tenant_limiter.h"
@@ -55,6 +56,7 @@ struct ApiContext {
   Admission* admission = nullptr;       // Required by every unary method (rpc.h).
   StreamSlots* watch_slots = nullptr;   // Null: no cap.
   StreamSlots* lease_slots = nullptr;
+  const PageTokens* page_tokens = nullptr;  // Null: the store's own tokens (tests).
   ApiOptions options;
 };
 

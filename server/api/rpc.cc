@@ -131,6 +131,8 @@ grpc::ServerUnaryReactor* ServeUnaryRaw(ApiContext* ctx, const char* method,
     RpcScope rpc(ctx, method, context, start);
     absl::Status status = [&]() -> absl::Status {
       if (context->IsCancelled()) return absl::CancelledError("the caller went away");
+      // The token before a byte of the request is looked at (the handler checks the role).
+      RETURN_IF_ERROR(ctx->auth->Authenticate(AuthorizationOf(context), context->peer()).status());
       std::vector<grpc::Slice> slices;
       if (!request_bytes->Dump(&slices).ok()) {
         return absl::InvalidArgumentError("request: unreadable");

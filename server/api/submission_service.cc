@@ -212,12 +212,19 @@ class SubmissionServiceImpl final : public SubmissionServiceBase {
     filter.session_id = request.session_id();
     filter.task_id = request.task_id();
     filter.page_size = request.page_size() == 0 ? 50 : request.page_size();
-    filter.page_token = request.page_token();
+    if (ctx_->page_tokens != nullptr) {
+      ASSIGN_OR_RETURN(filter.page_token,
+                       ctx_->page_tokens->Open(caller.tenant, request.page_token()));
+    } else {
+      filter.page_token = request.page_token();
+    }
     ASSIGN_OR_RETURN(store::SubmissionPage page, ctx_->store->ListSubmissions(filter));
     for (const auto& row : page.submissions) {
       ASSIGN_OR_RETURN(*response->add_submissions(), SubmissionFromRow(row));
     }
-    response->set_next_page_token(page.next_page_token);
+    response->set_next_page_token(ctx_->page_tokens != nullptr
+                                      ? ctx_->page_tokens->Seal(caller.tenant, page.next_page_token)
+                                      : page.next_page_token);
     return absl::OkStatus();
   }
 
