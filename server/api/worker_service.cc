@@ -20,6 +20,7 @@
 #include "server/api/rpc.h"
 #include "server/api/services.h"
 #include "server/api/validate.h"
+#include "server/api/verdict_bounds.h"
 #include "spdlog/spdlog.h"
 
 namespace ptxbench::api {
@@ -278,7 +279,9 @@ class WorkerServiceImpl final : public WorkerServiceBase {
     RETURN_IF_ERROR(ValidateJobLease(request.lease(), "lease"));
     if (!request.has_result()) return absl::InvalidArgumentError("result: required");
     RETURN_IF_ERROR(ValidateStageResult(request.result(), "result"));
-    ASSIGN_OR_RETURN(std::string json, MessageToJson(request.result()));
+    v1::StageResult result = request.result();
+    BoundStageResult(&result);
+    ASSIGN_OR_RETURN(std::string json, MessageToJson(result));
     RETURN_IF_ERROR(ctx_->store->ReportStage(LeaseRefFromProto(request.lease()),
                                              StageName(request.result().stage()), json));
     ctx_->event_changes->Notify();
@@ -309,7 +312,9 @@ class WorkerServiceImpl final : public WorkerServiceBase {
     RETURN_IF_ERROR(ValidateJobLease(request.lease(), "lease"));
     if (!request.has_verdict()) return absl::InvalidArgumentError("verdict: required");
     RETURN_IF_ERROR(ValidateVerdict(request.verdict(), "verdict"));
-    ASSIGN_OR_RETURN(store::VerdictRow verdict, VerdictToRow(request.verdict()));
+    v1::Verdict bounded = request.verdict();
+    RETURN_IF_ERROR(BoundVerdict(&bounded));
+    ASSIGN_OR_RETURN(store::VerdictRow verdict, VerdictToRow(bounded));
     const store::LeaseRef lease = LeaseRefFromProto(request.lease());
     std::optional<store::FinishedSubmission> finished;
     absl::Status status = ctx_->store->CompleteJob(lease, verdict, &finished);
