@@ -234,10 +234,22 @@ class Server::Impl {
     // before parsing): a Submit slightly over the source limit still reaches the validator
     // and gets "source: N bytes exceeds the 1 MiB limit".
     builder.SetMaxReceiveMessageSize(static_cast<int>(api::kMaxReceiveMessageBytes));
-    // Threads for the synchronous streams (Lease, WatchSubmission, reflection): every unary
-    // call runs on the callback API and the admission pool instead. Past this many a new
-    // stream is refused with RESOURCE_EXHAUSTED rather than starving the process; the
-    // per-tenant caps (api_context.h) keep one tenant from reaching it.
+    // A call refused on its headers (no token, a full lane) never has its body read, but a
+    // peer may already have sent what the HTTP/2 window allowed, and the server still reads
+    // and drops that. gRPC grows the window with its bandwidth probe (to MiBs on loopback), so
+    // it stays at HTTP/2's own default of 64 KiB per stream: what one refused call can push.
+    // Measured (bench/api_flood, 2 shared cores): with the probe, another tenant's Submit
+    // median went 4.9x up under 170 refused 4 MiB bodies/s; with 64 KiB windows 1.6-2.0x
+    // under 620-770/s (docs/results/2026-12-01-api-flood.json). The cost: an honest 1 MiB
+    // source takes 16 window round trips (0.8 s at 50 ms RTT, nothing on a LAN); typical
+    // sources (tens of KB) one.
+    builder.AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+    builder.AddChannelArgument(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 64 << 10);
+    // Threads for synchronous calls: every call holds one while it runs (a unary call while
+    // it waits for its admission lane and runs; a Lease, WatchSubmission or reflection stream
+    // while open). Past this many a new call is refused with RESOURCE_EXHAUSTED rather than
+    // starving the process; the admission queues and the per-tenant stream caps
+    // (api_context.h) keep one caller from reaching it.
     grpc::ResourceQuota quota("ptxbench-server");
     quota.SetMaxThreads(options_.max_stream_threads);
     builder.SetResourceQuota(quota);

@@ -66,8 +66,9 @@ struct ServerOptions {
   int max_watches_per_tenant = 128;
   int max_leases_per_tenant = 1024;
   int max_unauthenticated_streams = 32;
-  // Threads gRPC may start for synchronous streams (each open Lease, WatchSubmission or
-  // reflection stream holds one; ~8 MiB of address space, tens of KiB resident).
+  // Threads gRPC may start for calls (each running or admission-queued unary call and each open
+  // Lease, WatchSubmission or reflection stream holds one; ~8 MiB of address space, tens of
+  // KiB resident).
   int max_stream_threads = 4096;
   // Restarts of a dead embedded PostgreSQL back off from 1 s, doubling up to this: a cluster
   // that cannot start (disk full, port taken) is retried without flooding the log.

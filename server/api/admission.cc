@@ -1,6 +1,7 @@
 #include "server/api/admission.h"
 
 #include <algorithm>
+#include <memory>
 #include <utility>
 
 namespace ptxbench::api {
@@ -39,6 +40,34 @@ bool Admission::Run(const std::string& lane, std::function<void()> work) {
     entry.queue.push_back(std::move(work));
   }
   ready_.notify_one();
+  return true;
+}
+
+bool Admission::RunOnCaller(const std::string& lane, const std::function<void()>& work) {
+  struct Handoff {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool started = false;
+    bool done = false;
+  };
+  auto handoff = std::make_shared<Handoff>();
+  const bool queued = Run(lane, [handoff] {
+    std::unique_lock<std::mutex> lock(handoff->mu);
+    handoff->started = true;
+    handoff->cv.notify_all();
+    handoff->cv.wait(lock, [&] { return handoff->done; });
+  });
+  if (!queued) return false;
+  {
+    std::unique_lock<std::mutex> lock(handoff->mu);
+    handoff->cv.wait(lock, [&] { return handoff->started; });
+  }
+  work();
+  {
+    std::lock_guard<std::mutex> lock(handoff->mu);
+    handoff->done = true;
+  }
+  handoff->cv.notify_all();
   return true;
 }
 

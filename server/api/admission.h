@@ -4,7 +4,7 @@
 // Why: before, each Submit waited in one FIFO queue in front of 8 threads, with no bound, so
 // unauthenticated 8 MiB bodies piled up in memory (server RSS 28 -> 474 MB) and another
 // tenant's Submit waited behind them (3 ms -> 330-810 ms; issue 12, "Medium"). Now every
-// unary call is classified on gRPC's callback thread before any work (auth.h:
+// unary call is classified on its headers before any work (auth.h:
 // Authenticator::Lane): a call without a well-formed token is refused at once; one whose
 // token this server has verified before runs in its tenant's lane; any other (a token never
 // seen: possibly a guess) in the one "unverified" lane, which may use only a few threads and
@@ -50,6 +50,11 @@ class Admission {
   // Queues `work` in `lane` ("" = the unverified lane). False, and `work` dropped unrun, when
   // the lane's queue is full or the pool is stopping.
   bool Run(const std::string& lane, std::function<void()> work);
+
+  // Runs `work` on the calling thread once `lane` admits it: a pool thread is held for it
+  // meanwhile, so the lane's and the pool's limits count it like any queued work. False, and
+  // `work` not run, when refused as Run would.
+  bool RunOnCaller(const std::string& lane, const std::function<void()>& work);
 
   struct Stats {
     int64_t run = 0;

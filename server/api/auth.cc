@@ -43,6 +43,8 @@ std::string RandomHex(size_t bytes) {
 // A verified token is remembered for lane decisions until this many are; then the map starts
 // over (the next call of each token runs once in the unverified lane and is remembered again).
 constexpr size_t kMaxKnownLanes = 100000;
+// Store lookups of unseen tokens in flight at once (the unary calls' unverified lane runs 2).
+constexpr int kMaxUnverifiedLookups = 4;
 
 bool IsLowerHex(const std::string& text) {
   for (char c : text) {
@@ -213,7 +215,15 @@ absl::StatusOr<Caller> Authenticator::Authenticate(const std::string& authorizat
       cache_.erase(it);
     }
   }
+  // A token not seen before costs a store lookup; guessers on the streaming calls (which do
+  // not pass the admission lanes) share this many at once, then are refused at once.
+  if (unverified_lookups_.fetch_add(1) >= kMaxUnverifiedLookups) {
+    unverified_lookups_.fetch_sub(1);
+    return absl::ResourceExhaustedError(
+        "too many calls with tokens this server has not verified yet; retry shortly");
+  }
   auto row = store_->FindTokenBySecretHash(hash);
+  unverified_lookups_.fetch_sub(1);
   if (absl::IsNotFound(row.status())) {
     return absl::UnauthenticatedError("authorization: unknown or revoked token");
   }

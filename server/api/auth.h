@@ -11,6 +11,7 @@
 #ifndef PTXBENCH_SERVER_API_AUTH_H_
 #define PTXBENCH_SERVER_API_AUTH_H_
 
+#include <atomic>
 #include <initializer_list>
 #include <map>
 #include <mutex>
@@ -76,9 +77,9 @@ class Authenticator {
   absl::StatusOr<Caller> Authenticate(const std::string& authorization, const std::string& peer);
 
   // Which admission lane (admission.h) a call belongs to, decided without asking the store,
-  // so that it can run on gRPC's callback thread before any work is queued. `refusal` is
-  // UNAUTHENTICATED for a missing or malformed token, which no lookup could make valid;
-  // otherwise `lane` is "tenant:<name>" (or "token:<id>" for a token without tenant) for a
+  // so that a call can be refused or queued on its headers alone, before its body is read.
+  // `refusal` is UNAUTHENTICATED for a missing or malformed token, which no lookup could make
+  // valid; otherwise `lane` is "tenant:<name>" (or "token:<id>" for a token without tenant) for a
   // token this server has verified before, the loopback bootstrap caller's tenant, or ""
   // (the unverified lane) for a token it has not seen: possibly a guess, so its calls share
   // a few threads. Not an authentication: the call still runs Authenticate, which may refuse
@@ -115,6 +116,7 @@ class Authenticator {
     std::string token_id;
   };
   std::map<std::string, KnownLane> known_lanes_;
+  std::atomic<int> unverified_lookups_{0};
 };
 
 }  // namespace ptxbench::api

@@ -101,64 +101,60 @@ grpc::Status RpcScope::Finish(const absl::Status& status) {
   return ToGrpcStatus(status);
 }
 
-grpc::ServerUnaryReactor* ServeUnaryRaw(ApiContext* ctx, const char* method,
-                                        const google::protobuf::Descriptor* request_type,
-                                        size_t max_request_bytes,
-                                        grpc::CallbackServerContext* context,
-                                        const grpc::ByteBuffer* request_bytes,
-                                        grpc::ByteBuffer* response_bytes, UnaryBody body) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  const absl::Time start = absl::Now();
-  // Refusals on gRPC's callback thread: nothing is parsed or queued for them, and the
-  // request's bytes are released as soon as the reactor finishes.
-  auto refuse = [&](const absl::Status& status) {
-    RpcScope rpc(ctx, method, context, start);
-    reactor->Finish(rpc.Finish(status));
-    return reactor;
-  };
+grpc::Status ServeStreamedUnary(ApiContext* ctx, const char* method,
+                                const google::protobuf::Descriptor* request_type,
+                                size_t max_request_bytes, grpc::ServerContext* context,
+                                RawUnaryStreamer* stream, const UnaryBody& body) {
+  RpcScope rpc(ctx, method, context);
+  // Refusals on the headers alone: the request's bytes are never read for them.
   if (ctx->store_health != nullptr && !ctx->store_health->reachable()) {
-    return refuse(StoreUnavailable());
-  }
-  const size_t size = request_bytes->Length();
-  if (size > max_request_bytes) {
-    return refuse(absl::InvalidArgumentError(
-        absl::StrCat("request: ", size, " bytes, more than any valid ", request_type->full_name(),
-                     " can be (", max_request_bytes, " bytes)")));
+    return rpc.Finish(StoreUnavailable());
   }
   Authenticator::LaneDecision lane = ctx->auth->Lane(AuthorizationOf(context), context->peer());
-  if (!lane.refusal.ok()) return refuse(lane.refusal);
-  const bool queued = ctx->admission->Run(lane.lane, [=, body = std::move(body)] {
-    RpcScope rpc(ctx, method, context, start);
-    absl::Status status = [&]() -> absl::Status {
+  if (!lane.refusal.ok()) return rpc.Finish(lane.refusal);
+  absl::Status status;
+  const bool admitted = ctx->admission->RunOnCaller(lane.lane, [&] {
+    status = [&]() -> absl::Status {
       if (context->IsCancelled()) return absl::CancelledError("the caller went away");
-      // The token before a byte of the request is looked at (the handler checks the role).
       RETURN_IF_ERROR(ctx->auth->Authenticate(AuthorizationOf(context), context->peer()).status());
-      std::vector<grpc::Slice> slices;
-      if (!request_bytes->Dump(&slices).ok()) {
-        return absl::InvalidArgumentError("request: unreadable");
+      grpc::ByteBuffer request;
+      if (!stream->Read(&request)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "request: no ", request_type->full_name(), " arrived, or it was larger than the ",
+            kMaxReceiveMessageBytes, " bytes the server accepts"));
       }
+      const size_t size = request.Length();
+      if (size > max_request_bytes) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("request: ", size, " bytes, more than any valid ",
+                         request_type->full_name(), " can be (", max_request_bytes, " bytes)"));
+      }
+      std::vector<grpc::Slice> slices;
+      if (!request.Dump(&slices).ok()) return absl::InvalidArgumentError("request: unreadable");
       std::string bytes;
       bytes.reserve(size);
       for (const auto& slice : slices) {
         bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
       }
+      request.Clear();
       RETURN_IF_ERROR(CheckRequestText(request_type, bytes));
       std::string response;
       RETURN_IF_ERROR(body(rpc, bytes, &response));
       grpc::Slice slice(std::move(response));
-      *response_bytes = grpc::ByteBuffer(&slice, 1);
+      if (!stream->Write(grpc::ByteBuffer(&slice, 1))) {
+        return absl::CancelledError("the caller went away");
+      }
       return absl::OkStatus();
     }();
-    reactor->Finish(rpc.Finish(status));
   });
-  if (!queued) {
-    return refuse(absl::ResourceExhaustedError(
+  if (!admitted) {
+    status = absl::ResourceExhaustedError(
         lane.lane.empty()
             ? "too many calls with tokens this server has not verified yet are waiting; retry "
               "shortly"
-            : absl::StrCat("too many calls of ", lane.lane, " are waiting; retry shortly")));
+            : absl::StrCat("too many calls of ", lane.lane, " are waiting; retry shortly"));
   }
-  return reactor;
+  return rpc.Finish(status);
 }
 
 bool WaitForChangeOrPoll(const ApiContext& ctx, Notifier& notifier, uint64_t seen,

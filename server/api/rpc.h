@@ -3,20 +3,21 @@
 // server-side failure), RPC metrics, error logging and the per-tenant stream caps. Includes
 // gRPC, so only the service .cc files include it.
 //
-// Every unary method is a raw callback method served by ServeUnary: gRPC hands over the
-// request's bytes, and before anything is parsed or queued the call is refused when the
-// store is down (UNAVAILABLE), when it is larger than any valid request of its method can
-// be, or when it carries no well-formed token; then it waits in its caller's admission lane
-// (admission.h), and on a pool thread its text fields are checked (request_check.h), it is
-// parsed and its handler runs. The two long-lived streams (Lease, WatchSubmission) stay on
-// gRPC's synchronous API (server/server.cc says why) and take a per-tenant StreamSlot.
+// Every unary method is served by ServeStreamedUnary (GuardedService below): on the call's
+// headers alone it is refused when the store is down (UNAVAILABLE) or it carries no
+// well-formed token; then it waits in its caller's admission lane (admission.h), its token is
+// verified, and only then are its bytes read: bounded per method, text fields checked
+// (request_check.h), parsed, handled. The two long-lived streams (Lease, WatchSubmission)
+// authenticate first as well and take a per-tenant stream slot (stream_slots.h).
 #ifndef PTXBENCH_SERVER_API_RPC_H_
 #define PTXBENCH_SERVER_API_RPC_H_
 
+#include <grpcpp/impl/service_type.h>
 #include <grpcpp/server_context.h>
 #include <grpcpp/support/byte_buffer.h>
-#include <grpcpp/support/server_callback.h>
+#include <grpcpp/support/method_handler.h>
 #include <grpcpp/support/status.h>
+#include <grpcpp/support/sync_stream.h>
 
 #include <cstddef>
 #include <functional>
@@ -36,11 +37,13 @@ namespace ptxbench::api {
 
 // The largest request each method can validly be, checked before parsing. A Submit is its
 // source (validate.h: 1 MiB) plus a launch plan and short fields; a worker's Complete and
-// ReportStage carry stage details (bounded again, and truncated, by verdict_bounds.h) and are
-// allowed what the whole server accepted before; everything else is ids, names and short
-// texts.
+// ReportStage carry stage details: the largest honest verdict seen is ~30 KB in all
+// (verdict_bounds.h), and what is stored is cut to 256 KiB per detail anyway, so 4 MiB is
+// >100x room; everything else is ids, names and short texts. The transport's limit is the
+// largest of these: every byte of a body is received before any handler can refuse it, so
+// it is what an unauthenticated flood costs per call (was 8 MiB).
 inline constexpr size_t kMaxSubmitRequestBytes = kMaxSourceBytes + (1 << 20);
-inline constexpr size_t kMaxWorkerResultRequestBytes = 8 << 20;
+inline constexpr size_t kMaxWorkerResultRequestBytes = 4 << 20;
 inline constexpr size_t kMaxSmallRequestBytes = 256 << 10;
 // gRPC's own limit (larger messages are refused by the transport, RESOURCE_EXHAUSTED).
 inline constexpr size_t kMaxReceiveMessageBytes = kMaxWorkerResultRequestBytes;
@@ -85,35 +88,56 @@ class RpcScope {
 // with the serialized reply.
 using UnaryBody =
     std::function<absl::Status(RpcScope& rpc, const std::string& bytes, std::string* response)>;
+using RawUnaryStreamer = grpc::ServerUnaryStreamer<grpc::ByteBuffer, grpc::ByteBuffer>;
 
-grpc::ServerUnaryReactor* ServeUnaryRaw(ApiContext* ctx, const char* method,
-                                        const google::protobuf::Descriptor* request_type,
-                                        size_t max_request_bytes,
-                                        grpc::CallbackServerContext* context,
-                                        const grpc::ByteBuffer* request_bytes,
-                                        grpc::ByteBuffer* response_bytes, UnaryBody body);
+// Serves one unary call whose request has not been received yet: refuses it (store down, no
+// well-formed token), waits for its admission lane, verifies the token, and only then reads
+// the request's bytes, bounds them by `max_request_bytes`, checks their text and runs `body`.
+grpc::Status ServeStreamedUnary(ApiContext* ctx, const char* method,
+                                const google::protobuf::Descriptor* request_type,
+                                size_t max_request_bytes, grpc::ServerContext* context,
+                                RawUnaryStreamer* stream, const UnaryBody& body);
 
-// The typed front of ServeUnaryRaw: `handler(RpcScope&, const Request&, Response*)` returns
-// an absl::Status.
-template <typename Request, typename Response, typename Handler>
-grpc::ServerUnaryReactor* ServeUnary(ApiContext* ctx, const char* method, size_t max_request_bytes,
-                                     grpc::CallbackServerContext* context,
-                                     const grpc::ByteBuffer* request_bytes,
-                                     grpc::ByteBuffer* response_bytes, Handler handler) {
-  return ServeUnaryRaw(ctx, method, Request::descriptor(), max_request_bytes, context,
-                       request_bytes, response_bytes,
-                       [handler = std::move(handler)](RpcScope& rpc, const std::string& bytes,
-                                                      std::string* serialized) -> absl::Status {
-                         Request request;
-                         if (!request.ParseFromString(bytes)) {
-                           return DescribeParseFailure(Request::descriptor(), bytes);
-                         }
-                         Response response;
-                         absl::Status status = handler(rpc, request, &response);
-                         if (status.ok()) *serialized = response.SerializeAsString();
-                         return status;
-                       });
-}
+// A generated service (`Outer` = v1::SubmissionService, ...) whose unary methods are served by
+// ServeStreamedUnary. Why "streamed": for a unary method gRPC reads the whole request before a
+// handler runs, so a refusal could only come after the transport had taken up to its limit of
+// bytes from anyone (the cost of the issue-12 flood). A streamed handler starts on the headers
+// and reads the body itself; a refused call's body is never read, and gRPC resets the stream.
+template <class Outer>
+class GuardedService : public Outer::Service {
+ protected:
+  explicit GuardedService(ApiContext* ctx) : ctx_(ctx) {}
+
+  // Replaces the method's generated handler; `handler(RpcScope&, const Request&, Response*)`
+  // returns an absl::Status.
+  template <typename Request, typename Response, typename Handler>
+  void ServeUnary(const char* method, size_t max_request_bytes, Handler handler) {
+    const auto* service = google::protobuf::DescriptorPool::generated_pool()->FindServiceByName(
+        Outer::service_full_name());
+    const int index = service->FindMethodByName(method)->index();
+    UnaryBody body = [handler = std::move(handler)](RpcScope& rpc, const std::string& bytes,
+                                                    std::string* serialized) -> absl::Status {
+      Request request;
+      if (!request.ParseFromString(bytes)) {
+        return DescribeParseFailure(Request::descriptor(), bytes);
+      }
+      Response response;
+      absl::Status status = handler(rpc, request, &response);
+      if (status.ok()) *serialized = response.SerializeAsString();
+      return status;
+    };
+    ApiContext* ctx = ctx_;
+    this->MarkMethodStreamed(
+        index, new grpc::internal::StreamedUnaryHandler<grpc::ByteBuffer, grpc::ByteBuffer>(
+                   [ctx, method, max_request_bytes, body = std::move(body)](
+                       grpc::ServerContext* context, RawUnaryStreamer* stream) {
+                     return ServeStreamedUnary(ctx, method, Request::descriptor(),
+                                               max_request_bytes, context, stream, body);
+                   }));
+  }
+
+  ApiContext* ctx_;
+};
 
 // Blocks a stream handler until `notifier` moves past `seen` or `poll` passes, waking every
 // cancel_check_interval to notice a departed client. Returns false when the stream should end

@@ -43,59 +43,40 @@ std::string PendingJobKind(const store::SubmissionRow& row) {
 
 bool IsTerminal(const std::string& state) { return state == "finished" || state == "cancelled"; }
 
-// Every unary method is a raw callback method served through rpc.h's ServeUnary (admission,
-// size bound, text checks, then parsing here, so that a field that is not UTF-8 is named:
-// in a generated handler gRPC answers INTERNAL with no message, measured "code 13").
-// WatchSubmission stays a synchronous stream.
-using SubmissionServiceBase = v1::SubmissionService::WithRawCallbackMethod_ListTasks<
-    v1::SubmissionService::WithRawCallbackMethod_GetTask<
-        v1::SubmissionService::WithRawCallbackMethod_Submit<
-            v1::SubmissionService::WithRawCallbackMethod_GetSubmission<
-                v1::SubmissionService::WithRawCallbackMethod_ListSubmissions<
-                    v1::SubmissionService::WithRawCallbackMethod_CancelSubmission<
-                        v1::SubmissionService::Service>>>>>>;
-
-class SubmissionServiceImpl final : public SubmissionServiceBase {
+// Every unary method is served by rpc.h's ServeStreamedUnary (admission, then the token,
+// then the request's bytes: bounded, text-checked, parsed here so that a field that is not
+// UTF-8 is named). WatchSubmission stays a synchronous stream.
+class SubmissionServiceImpl final : public GuardedService<v1::SubmissionService> {
  public:
-  explicit SubmissionServiceImpl(ApiContext* ctx) : ctx_(ctx) {}
-
-  grpc::ServerUnaryReactor* ListTasks(grpc::CallbackServerContext* context,
-                                      const grpc::ByteBuffer* request,
-                                      grpc::ByteBuffer* response) override {
-    return ServeUnary<v1::ListTasksRequest, v1::ListTasksResponse>(
-        ctx_, "ListTasks", kMaxSmallRequestBytes, context, request, response,
+  explicit SubmissionServiceImpl(ApiContext* ctx) : GuardedService(ctx) {
+    ServeUnary<v1::ListTasksRequest, v1::ListTasksResponse>(
+        "ListTasks", kMaxSmallRequestBytes,
         [this](RpcScope& rpc, const v1::ListTasksRequest&, v1::ListTasksResponse* out) {
           return DoListTasks(rpc, out);
         });
-  }
-
-  grpc::ServerUnaryReactor* GetTask(grpc::CallbackServerContext* context,
-                                    const grpc::ByteBuffer* request,
-                                    grpc::ByteBuffer* response) override {
-    return ServeUnary<v1::GetTaskRequest, v1::GetTaskResponse>(
-        ctx_, "GetTask", kMaxSmallRequestBytes, context, request, response,
+    ServeUnary<v1::GetTaskRequest, v1::GetTaskResponse>(
+        "GetTask", kMaxSmallRequestBytes,
         [this](RpcScope& rpc, const v1::GetTaskRequest& in, v1::GetTaskResponse* out) {
           return DoGetTask(rpc, in, out);
         });
-  }
-
-  grpc::ServerUnaryReactor* Submit(grpc::CallbackServerContext* context,
-                                   const grpc::ByteBuffer* request,
-                                   grpc::ByteBuffer* response) override {
-    return ServeUnary<v1::SubmitRequest, v1::SubmitResponse>(
-        ctx_, "Submit", kMaxSubmitRequestBytes, context, request, response,
+    ServeUnary<v1::SubmitRequest, v1::SubmitResponse>(
+        "Submit", kMaxSubmitRequestBytes,
         [this](RpcScope& rpc, const v1::SubmitRequest& in, v1::SubmitResponse* out) {
           return DoSubmit(rpc, in, out);
         });
-  }
-
-  grpc::ServerUnaryReactor* GetSubmission(grpc::CallbackServerContext* context,
-                                          const grpc::ByteBuffer* request,
-                                          grpc::ByteBuffer* response) override {
-    return ServeUnary<v1::GetSubmissionRequest, v1::Submission>(
-        ctx_, "GetSubmission", kMaxSmallRequestBytes, context, request, response,
+    ServeUnary<v1::GetSubmissionRequest, v1::Submission>(
+        "GetSubmission", kMaxSmallRequestBytes,
         [this](RpcScope& rpc, const v1::GetSubmissionRequest& in, v1::Submission* out) {
           return DoGetSubmission(rpc, in, out);
+        });
+    ServeUnary<v1::ListSubmissionsRequest, v1::ListSubmissionsResponse>(
+        "ListSubmissions", kMaxSmallRequestBytes,
+        [this](RpcScope& rpc, const v1::ListSubmissionsRequest& in,
+               v1::ListSubmissionsResponse* out) { return DoListSubmissions(rpc, in, out); });
+    ServeUnary<v1::CancelSubmissionRequest, v1::Submission>(
+        "CancelSubmission", kMaxSmallRequestBytes,
+        [this](RpcScope& rpc, const v1::CancelSubmissionRequest& in, v1::Submission* out) {
+          return DoCancel(rpc, in, out);
         });
   }
 
@@ -104,25 +85,6 @@ class SubmissionServiceImpl final : public SubmissionServiceBase {
                                grpc::ServerWriter<v1::StageEvent>* writer) override {
     RpcScope rpc(ctx_, "WatchSubmission", context);
     return rpc.Finish(DoWatch(rpc, context, *request, writer));
-  }
-
-  grpc::ServerUnaryReactor* ListSubmissions(grpc::CallbackServerContext* context,
-                                            const grpc::ByteBuffer* request,
-                                            grpc::ByteBuffer* response) override {
-    return ServeUnary<v1::ListSubmissionsRequest, v1::ListSubmissionsResponse>(
-        ctx_, "ListSubmissions", kMaxSmallRequestBytes, context, request, response,
-        [this](RpcScope& rpc, const v1::ListSubmissionsRequest& in,
-               v1::ListSubmissionsResponse* out) { return DoListSubmissions(rpc, in, out); });
-  }
-
-  grpc::ServerUnaryReactor* CancelSubmission(grpc::CallbackServerContext* context,
-                                             const grpc::ByteBuffer* request,
-                                             grpc::ByteBuffer* response) override {
-    return ServeUnary<v1::CancelSubmissionRequest, v1::Submission>(
-        ctx_, "CancelSubmission", kMaxSmallRequestBytes, context, request, response,
-        [this](RpcScope& rpc, const v1::CancelSubmissionRequest& in, v1::Submission* out) {
-          return DoCancel(rpc, in, out);
-        });
   }
 
  private:
@@ -338,8 +300,6 @@ class SubmissionServiceImpl final : public SubmissionServiceBase {
       }
     }
   }
-
-  ApiContext* ctx_;
 };
 
 }  // namespace

@@ -60,7 +60,7 @@ TEST_CASE("bodies are bounded per method and need a token before they are parsed
 
   // Over the largest valid Submit: refused by size, before parsing, whoever sends it.
   v1::SubmitRequest huge = ValidSubmit();
-  huge.set_source(std::string(5 << 20, 'x'));
+  huge.set_source(std::string(3 << 20, 'x'));
   auto too_large = Submit(server, vendor, huge);
   CHECK(too_large.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
   CHECK_THAT(too_large.error_message(),
@@ -79,7 +79,7 @@ TEST_CASE("bodies are bounded per method and need a token before they are parsed
   }
   // Over the transport's limit: gRPC itself refuses it.
   v1::SubmitRequest beyond = ValidSubmit();
-  beyond.set_source(std::string(9 << 20, 'x'));
+  beyond.set_source(std::string(5 << 20, 'x'));
   CHECK(Submit(server, vendor, beyond).error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED);
   // And the honest caller is served.
   CHECK(Submit(server, vendor, ValidSubmit()).ok());
