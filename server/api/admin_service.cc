@@ -17,25 +17,12 @@
 namespace ptxbench::api {
 namespace {
 
-// Every method is a raw callback method served through rpc.h's ServeUnary.
-using AdminServiceBase = v1::AdminService::WithRawCallbackMethod_ListWorkers<
-    v1::AdminService::WithRawCallbackMethod_DrainWorker<
-        v1::AdminService::WithRawCallbackMethod_QueueStats<
-            v1::AdminService::WithRawCallbackMethod_CreateTenant<
-                v1::AdminService::WithRawCallbackMethod_ListTenants<
-                    v1::AdminService::WithRawCallbackMethod_CreateToken<
-                        v1::AdminService::WithRawCallbackMethod_RevokeToken<
-                            v1::AdminService::Service>>>>>>>;
-
-class AdminServiceImpl final : public AdminServiceBase {
+// Every method is served by rpc.h's ServeStreamedUnary.
+class AdminServiceImpl final : public GuardedService<v1::AdminService> {
  public:
-  explicit AdminServiceImpl(ApiContext* ctx) : ctx_(ctx) {}
-
-  grpc::ServerUnaryReactor* ListWorkers(grpc::CallbackServerContext* context,
-                                        const grpc::ByteBuffer* request_bytes,
-                                        grpc::ByteBuffer* response_bytes) override {
-    return ServeUnary<v1::ListWorkersRequest, v1::ListWorkersResponse>(
-        ctx_, "ListWorkers", kMaxSmallRequestBytes, context, request_bytes, response_bytes,
+  explicit AdminServiceImpl(ApiContext* ctx) : GuardedService(ctx) {
+    ServeUnary<v1::ListWorkersRequest, v1::ListWorkersResponse>(
+        "ListWorkers", kMaxSmallRequestBytes,
         [this](RpcScope& rpc, const v1::ListWorkersRequest& request,
                v1::ListWorkersResponse* response) -> absl::Status {
           ASSIGN_OR_RETURN(Caller caller, rpc.Authenticate({Role::kAdmin}));
@@ -43,13 +30,9 @@ class AdminServiceImpl final : public AdminServiceBase {
           for (const auto& worker : workers) *response->add_workers() = WorkerFromRow(worker);
           return absl::OkStatus();
         });
-  }
 
-  grpc::ServerUnaryReactor* DrainWorker(grpc::CallbackServerContext* context,
-                                        const grpc::ByteBuffer* request_bytes,
-                                        grpc::ByteBuffer* response_bytes) override {
-    return ServeUnary<v1::DrainWorkerRequest, v1::Worker>(
-        ctx_, "DrainWorker", kMaxSmallRequestBytes, context, request_bytes, response_bytes,
+    ServeUnary<v1::DrainWorkerRequest, v1::Worker>(
+        "DrainWorker", kMaxSmallRequestBytes,
         [this](RpcScope& rpc, const v1::DrainWorkerRequest& request,
                v1::Worker* response) -> absl::Status {
           ASSIGN_OR_RETURN(Caller caller, rpc.Authenticate({Role::kAdmin}));
@@ -64,13 +47,9 @@ class AdminServiceImpl final : public AdminServiceBase {
           *response = WorkerFromRow(row);
           return absl::OkStatus();
         });
-  }
 
-  grpc::ServerUnaryReactor* QueueStats(grpc::CallbackServerContext* context,
-                                       const grpc::ByteBuffer* request_bytes,
-                                       grpc::ByteBuffer* response_bytes) override {
-    return ServeUnary<v1::QueueStatsRequest, v1::QueueStatsResponse>(
-        ctx_, "QueueStats", kMaxSmallRequestBytes, context, request_bytes, response_bytes,
+    ServeUnary<v1::QueueStatsRequest, v1::QueueStatsResponse>(
+        "QueueStats", kMaxSmallRequestBytes,
         [this](RpcScope& rpc, const v1::QueueStatsRequest& request,
                v1::QueueStatsResponse* response) -> absl::Status {
           ASSIGN_OR_RETURN(Caller caller, rpc.Authenticate({Role::kAdmin}));
@@ -78,13 +57,9 @@ class AdminServiceImpl final : public AdminServiceBase {
           for (const auto& depth : depths) *response->add_depths() = QueueDepthFromRow(depth);
           return absl::OkStatus();
         });
-  }
 
-  grpc::ServerUnaryReactor* CreateTenant(grpc::CallbackServerContext* context,
-                                         const grpc::ByteBuffer* request_bytes,
-                                         grpc::ByteBuffer* response_bytes) override {
-    return ServeUnary<v1::CreateTenantRequest, v1::Tenant>(
-        ctx_, "CreateTenant", kMaxSmallRequestBytes, context, request_bytes, response_bytes,
+    ServeUnary<v1::CreateTenantRequest, v1::Tenant>(
+        "CreateTenant", kMaxSmallRequestBytes,
         [this](RpcScope& rpc, const v1::CreateTenantRequest& request,
                v1::Tenant* response) -> absl::Status {
           ASSIGN_OR_RETURN(Caller caller, rpc.Authenticate({Role::kAdmin}));
@@ -100,13 +75,9 @@ class AdminServiceImpl final : public AdminServiceBase {
           *response = TenantFromRow(row);
           return absl::OkStatus();
         });
-  }
 
-  grpc::ServerUnaryReactor* ListTenants(grpc::CallbackServerContext* context,
-                                        const grpc::ByteBuffer* request_bytes,
-                                        grpc::ByteBuffer* response_bytes) override {
-    return ServeUnary<v1::ListTenantsRequest, v1::ListTenantsResponse>(
-        ctx_, "ListTenants", kMaxSmallRequestBytes, context, request_bytes, response_bytes,
+    ServeUnary<v1::ListTenantsRequest, v1::ListTenantsResponse>(
+        "ListTenants", kMaxSmallRequestBytes,
         [this](RpcScope& rpc, const v1::ListTenantsRequest& request,
                v1::ListTenantsResponse* response) -> absl::Status {
           ASSIGN_OR_RETURN(Caller caller, rpc.Authenticate({Role::kAdmin}));
@@ -114,13 +85,9 @@ class AdminServiceImpl final : public AdminServiceBase {
           for (const auto& tenant : tenants) *response->add_tenants() = TenantFromRow(tenant);
           return absl::OkStatus();
         });
-  }
 
-  grpc::ServerUnaryReactor* CreateToken(grpc::CallbackServerContext* context,
-                                        const grpc::ByteBuffer* request_bytes,
-                                        grpc::ByteBuffer* response_bytes) override {
-    return ServeUnary<v1::CreateTokenRequest, v1::CreateTokenResponse>(
-        ctx_, "CreateToken", kMaxSmallRequestBytes, context, request_bytes, response_bytes,
+    ServeUnary<v1::CreateTokenRequest, v1::CreateTokenResponse>(
+        "CreateToken", kMaxSmallRequestBytes,
         [this](RpcScope& rpc, const v1::CreateTokenRequest& request,
                v1::CreateTokenResponse* response) -> absl::Status {
           ASSIGN_OR_RETURN(Caller caller, rpc.Authenticate({Role::kAdmin}));
@@ -152,13 +119,9 @@ class AdminServiceImpl final : public AdminServiceBase {
           response->set_secret(token.token);
           return absl::OkStatus();
         });
-  }
 
-  grpc::ServerUnaryReactor* RevokeToken(grpc::CallbackServerContext* context,
-                                        const grpc::ByteBuffer* request_bytes,
-                                        grpc::ByteBuffer* response_bytes) override {
-    return ServeUnary<v1::RevokeTokenRequest, v1::RevokeTokenResponse>(
-        ctx_, "RevokeToken", kMaxSmallRequestBytes, context, request_bytes, response_bytes,
+    ServeUnary<v1::RevokeTokenRequest, v1::RevokeTokenResponse>(
+        "RevokeToken", kMaxSmallRequestBytes,
         [this](RpcScope& rpc, const v1::RevokeTokenRequest& request,
                v1::RevokeTokenResponse* response) -> absl::Status {
           ASSIGN_OR_RETURN(Caller caller, rpc.Authenticate({Role::kAdmin}));
@@ -170,9 +133,6 @@ class AdminServiceImpl final : public AdminServiceBase {
           return absl::OkStatus();
         });
   }
-
- private:
-  ApiContext* ctx_;
 };
 
 }  // namespace

@@ -30,25 +30,35 @@ namespace {
 // it is kept for this long before a heartbeat that omits it releases its slot.
 constexpr absl::Duration kReconcileGrace = absl::Seconds(10);
 
-// Unary methods are raw callback methods served through rpc.h's ServeUnary (admission, size
-// bound, text checks, parsing); Lease stays a synchronous stream.
-using WorkerServiceBase = v1::WorkerService::WithRawCallbackMethod_Register<
-    v1::WorkerService::WithRawCallbackMethod_Heartbeat<
-        v1::WorkerService::WithRawCallbackMethod_ReportStage<
-            v1::WorkerService::WithRawCallbackMethod_Complete<
-                v1::WorkerService::WithRawCallbackMethod_Fail<v1::WorkerService::Service>>>>>;
-
-class WorkerServiceImpl final : public WorkerServiceBase {
+// Unary methods are served by rpc.h's ServeStreamedUnary (admission, the token, then the
+// bounded, text-checked request); Lease stays a synchronous stream.
+class WorkerServiceImpl final : public GuardedService<v1::WorkerService> {
  public:
-  explicit WorkerServiceImpl(ApiContext* ctx) : ctx_(ctx) {}
-
-  grpc::ServerUnaryReactor* Register(grpc::CallbackServerContext* context,
-                                     const grpc::ByteBuffer* request,
-                                     grpc::ByteBuffer* response) override {
-    return ServeUnary<v1::RegisterRequest, v1::RegisterResponse>(
-        ctx_, "Register", kMaxSmallRequestBytes, context, request, response,
+  explicit WorkerServiceImpl(ApiContext* ctx) : GuardedService(ctx) {
+    ServeUnary<v1::RegisterRequest, v1::RegisterResponse>(
+        "Register", kMaxSmallRequestBytes,
         [this](RpcScope& rpc, const v1::RegisterRequest& in, v1::RegisterResponse* out) {
           return DoRegister(rpc, in, out);
+        });
+    ServeUnary<v1::HeartbeatRequest, v1::HeartbeatResponse>(
+        "Heartbeat", kMaxSmallRequestBytes,
+        [this](RpcScope& rpc, const v1::HeartbeatRequest& in, v1::HeartbeatResponse* out) {
+          return DoHeartbeat(rpc, in, out);
+        });
+    ServeUnary<v1::ReportStageRequest, v1::ReportStageResponse>(
+        "ReportStage", kMaxWorkerResultRequestBytes,
+        [this](RpcScope& rpc, const v1::ReportStageRequest& in, v1::ReportStageResponse*) {
+          return DoReportStage(rpc, in);
+        });
+    ServeUnary<v1::CompleteRequest, v1::CompleteResponse>(
+        "Complete", kMaxWorkerResultRequestBytes,
+        [this](RpcScope& rpc, const v1::CompleteRequest& in, v1::CompleteResponse*) {
+          return DoComplete(rpc, in);
+        });
+    ServeUnary<v1::FailRequest, v1::FailResponse>(
+        "Fail", kMaxSmallRequestBytes,
+        [this](RpcScope& rpc, const v1::FailRequest& in, v1::FailResponse* out) {
+          return DoFail(rpc, in, out);
         });
   }
 
@@ -56,46 +66,6 @@ class WorkerServiceImpl final : public WorkerServiceBase {
                      grpc::ServerWriter<v1::LeasedJob>* writer) override {
     RpcScope rpc(ctx_, "Lease", context);
     return rpc.Finish(DoLease(rpc, context, *request, writer));
-  }
-
-  grpc::ServerUnaryReactor* Heartbeat(grpc::CallbackServerContext* context,
-                                      const grpc::ByteBuffer* request,
-                                      grpc::ByteBuffer* response) override {
-    return ServeUnary<v1::HeartbeatRequest, v1::HeartbeatResponse>(
-        ctx_, "Heartbeat", kMaxSmallRequestBytes, context, request, response,
-        [this](RpcScope& rpc, const v1::HeartbeatRequest& in, v1::HeartbeatResponse* out) {
-          return DoHeartbeat(rpc, in, out);
-        });
-  }
-
-  grpc::ServerUnaryReactor* ReportStage(grpc::CallbackServerContext* context,
-                                        const grpc::ByteBuffer* request,
-                                        grpc::ByteBuffer* response) override {
-    return ServeUnary<v1::ReportStageRequest, v1::ReportStageResponse>(
-        ctx_, "ReportStage", kMaxWorkerResultRequestBytes, context, request, response,
-        [this](RpcScope& rpc, const v1::ReportStageRequest& in, v1::ReportStageResponse*) {
-          return DoReportStage(rpc, in);
-        });
-  }
-
-  grpc::ServerUnaryReactor* Complete(grpc::CallbackServerContext* context,
-                                     const grpc::ByteBuffer* request,
-                                     grpc::ByteBuffer* response) override {
-    return ServeUnary<v1::CompleteRequest, v1::CompleteResponse>(
-        ctx_, "Complete", kMaxWorkerResultRequestBytes, context, request, response,
-        [this](RpcScope& rpc, const v1::CompleteRequest& in, v1::CompleteResponse*) {
-          return DoComplete(rpc, in);
-        });
-  }
-
-  grpc::ServerUnaryReactor* Fail(grpc::CallbackServerContext* context,
-                                 const grpc::ByteBuffer* request,
-                                 grpc::ByteBuffer* response) override {
-    return ServeUnary<v1::FailRequest, v1::FailResponse>(
-        ctx_, "Fail", kMaxSmallRequestBytes, context, request, response,
-        [this](RpcScope& rpc, const v1::FailRequest& in, v1::FailResponse* out) {
-          return DoFail(rpc, in, out);
-        });
   }
 
  private:
@@ -361,8 +331,6 @@ class WorkerServiceImpl final : public WorkerServiceBase {
     if (!*will_retry) RecordIfFinished(held.has_value() ? held->submission_id : "");
     return absl::OkStatus();
   }
-
-  ApiContext* ctx_;
 };
 
 }  // namespace
