@@ -161,9 +161,10 @@ absl::StatusOr<std::string> BearerToken(const std::string& authorization) {
   return token;
 }
 
+// By role too: a tenant's vendors flooding Submit must not delay the same tenant's workers.
 std::string LaneOf(const store::TokenRow& row) {
-  return row.tenant.empty() ? absl::StrCat("token:", row.token_id)
-                            : absl::StrCat("tenant:", row.tenant);
+  return row.tenant.empty() ? absl::StrCat(row.role, ":token:", row.token_id)
+                            : absl::StrCat(row.role, ":tenant:", row.tenant);
 }
 
 }  // namespace
@@ -178,7 +179,8 @@ Authenticator::LaneDecision Authenticator::Lane(const std::string& authorization
   if (!tokens_exist) {
     // Possibly bootstrap mode (only the store can say): loopback callers are its admin,
     // anyone else is refused by Authenticate.
-    return {absl::OkStatus(), IsLoopbackPeer(peer) ? absl::StrCat("tenant:", kLocalTenant) : ""};
+    return {absl::OkStatus(),
+            IsLoopbackPeer(peer) ? absl::StrCat("admin:tenant:", kLocalTenant) : ""};
   }
   auto token = BearerToken(authorization);
   if (!token.ok()) return {token.status(), ""};

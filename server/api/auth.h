@@ -79,11 +79,11 @@ class Authenticator {
   // Which admission lane (admission.h) a call belongs to, decided without asking the store,
   // so that a call can be refused or queued on its headers alone, before its body is read.
   // `refusal` is UNAUTHENTICATED for a missing or malformed token, which no lookup could make
-  // valid; otherwise `lane` is "tenant:<name>" (or "token:<id>" for a token without tenant) for a
-  // token this server has verified before, the loopback bootstrap caller's tenant, or ""
-  // (the unverified lane) for a token it has not seen: possibly a guess, so its calls share
-  // a few threads. Not an authentication: the call still runs Authenticate, which may refuse
-  // a token revoked meanwhile.
+  // valid; otherwise `lane` is "<role>:tenant:<name>" (or "<role>:token:<id>" for a token
+  // without tenant) for a token this server has verified before, the loopback bootstrap
+  // caller's, or "" (the unverified lane) for a token it has not seen: possibly a guess, so
+  // its calls share a few threads. Not an authentication: the call still runs Authenticate, which
+  // may refuse a token revoked meanwhile.
   struct LaneDecision {
     absl::Status refusal;
     std::string lane;
