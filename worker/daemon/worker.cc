@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/status.h"
+#include "proto/dial.h"
 #include "proto/wire_names.h"
 #include "ptxbench/v1/worker.grpc.pb.h"
 #include "worker/daemon/verdict_wire.h"
@@ -90,16 +91,11 @@ class Worker::Impl {
   absl::Status Init() {
     if (options_.hostname.empty()) options_.hostname = Hostname();
     if (options_.slots < 1) return absl::InvalidArgumentError("--slots must be at least 1");
-    std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
-    if (options_.tls) {
-      grpc::SslCredentialsOptions ssl;
-      credentials = grpc::SslCredentials(ssl);
-    }
-    grpc::ChannelArguments arguments;
-    arguments.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 20000);
-    arguments.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-    arguments.SetMaxReceiveMessageSize(16 << 20);
-    channel_ = grpc::CreateCustomChannel(options_.server, credentials, arguments);
+    DialOptions dial;
+    dial.address = options_.server;
+    dial.tls = options_.tls;
+    dial.tls_ca_file = options_.tls_ca_file;
+    ASSIGN_OR_RETURN(channel_, Dial(dial));
     stub_ = v1::WorkerService::NewStub(channel_);
     if (!options_.metrics_listen.empty()) {
       try {
@@ -150,9 +146,7 @@ class Worker::Impl {
 
  private:
   void Authorize(grpc::ClientContext* context) const {
-    if (!options_.token.empty()) {
-      context->AddMetadata("authorization", absl::StrCat("Bearer ", options_.token));
-    }
+    ::ptxbench::Authorize(context, options_.token);
   }
 
   absl::Status Register() {

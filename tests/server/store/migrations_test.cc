@@ -64,14 +64,15 @@ TEST_CASE("migrations go up then down then up again", "[store][migrations]") {
   REQUIRE_THAT(std::string(unmigrated.message()), Catch::Contains("migrate"));
 
   REQUIRE_OK(store->MigrateUp(MigrationsDir()));
-  REQUIRE(ValueOrFail(store->SchemaVersion()) == 4);
+  REQUIRE(ValueOrFail(store->SchemaVersion()) == 5);
   REQUIRE(TableExists(*database, "jobs"));
   REQUIRE(TableExists(*database, "audit_log"));
   REQUIRE_OK(store->MigrateUp(MigrationsDir()));  // Nothing left to do.
-  REQUIRE(ValueOrFail(store->SchemaVersion()) == 4);
-  REQUIRE(ValueOrFail(database->Scalar("SELECT count(*) FROM schema_migrations")).value() == "4");
+  REQUIRE(ValueOrFail(store->SchemaVersion()) == 5);
+  REQUIRE(ValueOrFail(database->Scalar("SELECT count(*) FROM schema_migrations")).value() == "5");
 
-  REQUIRE_OK(store->MigrateDown(MigrationsDir(), 2));  // 0004's views, 0003's indexes.
+  // 0005's figure views (restoring 0004's), 0004's views, 0003's indexes.
+  REQUIRE_OK(store->MigrateDown(MigrationsDir(), 3));
   REQUIRE(ValueOrFail(store->SchemaVersion()) == 2);
   REQUIRE(TableExists(*database, "audit_log"));
   REQUIRE_OK(store->MigrateDown(MigrationsDir(), 1));
@@ -87,11 +88,11 @@ TEST_CASE("migrations go up then down then up again", "[store][migrations]") {
   REQUIRE_STATUS(store->MigrateDown(MigrationsDir(), 0), absl::StatusCode::kInvalidArgument);
 
   REQUIRE_OK(store->MigrateUp(MigrationsDir()));
-  REQUIRE(ValueOrFail(store->SchemaVersion()) == 4);
+  REQUIRE(ValueOrFail(store->SchemaVersion()) == 5);
   // The schema works after the round trip, triggers included.
   REQUIRE_OK(store->CreateTenant(AcmeTenant()));
   REQUIRE(ValueOrFail(store->ListAuditLog("tenant", "acme")).size() == 1);
-  REQUIRE_OK(store->MigrateDown(MigrationsDir(), 4));
+  REQUIRE_OK(store->MigrateDown(MigrationsDir(), 5));
   REQUIRE(ValueOrFail(store->SchemaVersion()) == 0);
 }
 
@@ -107,8 +108,8 @@ TEST_CASE("servers migrating at the same time apply each migration once", "[stor
   }
   for (std::thread& thread : threads) thread.join();
   for (const absl::Status& status : results) REQUIRE_OK(status);
-  REQUIRE(ValueOrFail(database->Scalar("SELECT count(*) FROM schema_migrations")).value() == "4");
-  REQUIRE(ValueOrFail(stores[0]->SchemaVersion()) == 4);
+  REQUIRE(ValueOrFail(database->Scalar("SELECT count(*) FROM schema_migrations")).value() == "5");
+  REQUIRE(ValueOrFail(stores[0]->SchemaVersion()) == 5);
 }
 
 TEST_CASE("a damaged migrations folder or an edited migration is refused", "[store][migrations]") {
@@ -136,20 +137,20 @@ TEST_CASE("a damaged migrations folder or an edited migration is refused", "[sto
   }
   SECTION("a database newer than the server's migrations") {
     REQUIRE_OK(store->MigrateUp(copy));
-    fs::remove(fs::path(copy) / "0004_leaderboard_views.up.sql");
-    fs::remove(fs::path(copy) / "0004_leaderboard_views.down.sql");
+    fs::remove(fs::path(copy) / "0005_benchmark_figures.up.sql");
+    fs::remove(fs::path(copy) / "0005_benchmark_figures.down.sql");
     absl::Status status = store->MigrateUp(copy);
     REQUIRE(absl::IsFailedPrecondition(status));
     REQUIRE_THAT(std::string(status.message()), Catch::Contains("older than its database"));
   }
   SECTION("a migration that fails is rolled back entirely") {
-    std::ofstream(fs::path(copy) / "0005_broken.up.sql")
+    std::ofstream(fs::path(copy) / "0006_broken.up.sql")
         << "CREATE TABLE half_done (id int);\nSELECT no_such_function();\n";
-    std::ofstream(fs::path(copy) / "0005_broken.down.sql") << "DROP TABLE half_done;\n";
+    std::ofstream(fs::path(copy) / "0006_broken.down.sql") << "DROP TABLE half_done;\n";
     absl::Status status = store->MigrateUp(copy);
     REQUIRE_FALSE(status.ok());
-    REQUIRE_THAT(std::string(status.message()), Catch::Contains("0005_broken.up.sql"));
-    REQUIRE(ValueOrFail(store->SchemaVersion()) == 4);
+    REQUIRE_THAT(std::string(status.message()), Catch::Contains("0006_broken.up.sql"));
+    REQUIRE(ValueOrFail(store->SchemaVersion()) == 5);
     REQUIRE_FALSE(TableExists(*database, "half_done"));
   }
   REQUIRE_STATUS(store->MigrateUp("/nonexistent/migrations"), absl::StatusCode::kNotFound);
