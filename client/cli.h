@@ -1,5 +1,5 @@
-// The `ptxbench` command line: verbs submit, watch, tasks (and eval, run, report, export as
-// they land). main.cc only calls RunCli.
+// The `ptxbench` command line: verbs submit, watch, cancel, tasks, suite, eval, run, report and
+// export (the table in cli.cc). main.cc only calls RunCli.
 #ifndef PTXBENCH_CLIENT_CLI_H_
 #define PTXBENCH_CLIENT_CLI_H_
 

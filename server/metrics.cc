@@ -2,6 +2,8 @@
 
 #include <exception>
 #include <map>
+#include <mutex>
+#include <set>
 #include <sstream>
 #include <utility>
 
@@ -25,6 +27,28 @@ const prometheus::Histogram::BucketBoundaries& LatencyBuckets() {
   static const auto* buckets = new prometheus::Histogram::BucketBoundaries{
       0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
   return *buckets;
+}
+
+constexpr int kExposerThreads = 8;
+constexpr int kExposerRequestTimeoutMs = 5000;
+
+// Free text in labels (model names come from callers): at most this many distinct model labels
+// per tenant, then "other"; each label value at most kMaxLabelBytes of [A-Za-z0-9._:/@+-],
+// anything else '_'. Prometheus keeps one series per label combination forever, so an
+// unbounded label is unbounded memory on both sides (issue 12, "Low").
+constexpr size_t kMaxModelLabelsPerTenant = 16;
+constexpr size_t kMaxLabelBytes = 64;
+constexpr char kOtherLabel[] = "other";
+
+std::string NormalizedLabel(const std::string& value) {
+  std::string out = value.substr(0, kMaxLabelBytes);
+  for (char& c : out) {
+    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                       c == '.' || c == '_' || c == ':' || c == '/' || c == '@' || c == '+' ||
+                       c == '-';
+    if (!plain) c = '_';
+  }
+  return out.empty() ? std::string("none") : out;
 }
 
 // The worker states the store knows; each is always exported so that a dashboard sees 0
@@ -140,8 +164,15 @@ Metrics::~Metrics() { StopExposer(); }
 absl::Status Metrics::StartExposer(const std::string& listen) {
   if (exposer_) return absl::FailedPreconditionError("metrics exposer already started");
   try {
-    // civetweb serves on one thread; /metrics is scraped every few seconds at most.
-    exposer_ = std::make_unique<prometheus::Exposer>(listen, /*num_threads=*/1);
+    // civetweb gives each connection a thread until it closes or times out: with one thread,
+    // one idle TCP connection held /metrics for ~50 s (issue 12, "Low"). Several threads
+    // keep a scrape answered beside a few idle connections, and request_timeout_ms drops an
+    // idle one after 5 s (a scrape's request arrives in microseconds), so even a connection
+    // per thread delays a scrape by at most that.
+    exposer_ = std::make_unique<prometheus::Exposer>(std::vector<std::string>{
+        "listening_ports", listen, "num_threads", std::to_string(kExposerThreads),
+        "request_timeout_ms", std::to_string(kExposerRequestTimeoutMs), "keep_alive_timeout_ms",
+        "500"});
   } catch (const std::exception& e) {
     return absl::UnavailableError(
         absl::StrCat("metrics_listen: cannot listen on ", listen, ": ", e.what()));
@@ -172,10 +203,23 @@ void Metrics::RecordRpc(const std::string& method, const std::string& code, doub
       .Observe(seconds);
 }
 
+std::string Metrics::ModelLabel(const std::string& tenant, const std::string& model) {
+  const std::string label = NormalizedLabel(model);
+  std::lock_guard<std::mutex> lock(labels_mu_);
+  std::set<std::string>& known = model_labels_[tenant];
+  if (known.count(label) > 0) return label;
+  if (known.size() >= kMaxModelLabelsPerTenant) return kOtherLabel;
+  known.insert(label);
+  return label;
+}
+
 void Metrics::RecordSubmission(const std::string& tenant, const std::string& model,
                                const std::string& task, const std::string& arch) {
   families_->submissions
-      ->Add({{"tenant", tenant}, {"model", model}, {"task", task}, {"arch", arch}})
+      ->Add({{"tenant", NormalizedLabel(tenant)},
+             {"model", ModelLabel(tenant, model)},
+             {"task", NormalizedLabel(task)},
+             {"arch", NormalizedLabel(arch)}})
       .Increment();
 }
 
@@ -183,11 +227,11 @@ void Metrics::RecordVerdict(const std::string& tenant, const std::string& model,
                             const std::string& task, const std::string& arch,
                             const std::string& verdict_class) {
   families_->verdicts
-      ->Add({{"tenant", tenant},
-             {"model", model},
-             {"task", task},
-             {"arch", arch},
-             {"verdict_class", verdict_class}})
+      ->Add({{"tenant", NormalizedLabel(tenant)},
+             {"model", ModelLabel(tenant, model)},
+             {"task", NormalizedLabel(task)},
+             {"arch", NormalizedLabel(arch)},
+             {"verdict_class", NormalizedLabel(verdict_class)}})
       .Increment();
 }
 

@@ -7,7 +7,10 @@
 #define PTXBENCH_SERVER_METRICS_H_
 
 #include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -45,6 +48,8 @@ class Metrics {
   std::string Render() const;
 
   void RecordRpc(const std::string& method, const std::string& code, double seconds);
+  // Labels are bounded: a tenant's first 16 distinct model names are their own label, later
+  // ones count under "other"; label values are cut to 64 bytes of [A-Za-z0-9._:/@+-].
   void RecordSubmission(const std::string& tenant, const std::string& model,
                         const std::string& task, const std::string& arch);
   void RecordVerdict(const std::string& tenant, const std::string& model, const std::string& task,
@@ -55,11 +60,15 @@ class Metrics {
   class ScrapeCollectable;
   struct Families;
 
+  std::string ModelLabel(const std::string& tenant, const std::string& model);
+
   std::shared_ptr<prometheus::Registry> registry_;
   std::shared_ptr<ScrapeCollectable> scrape_;
   std::unique_ptr<Families> families_;
   std::unique_ptr<prometheus::Exposer> exposer_;
   int port_ = 0;
+  std::mutex labels_mu_;
+  std::map<std::string, std::set<std::string>> model_labels_;  // By tenant.
 };
 
 }  // namespace ptxbench::server

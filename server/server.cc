@@ -17,6 +17,7 @@
 #include <grpcpp/health_check_service_interface.h>
 #include <grpcpp/impl/service_type.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <fstream>
@@ -29,11 +30,15 @@
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
 #include "common/task.h"
+#include "server/api/admission.h"
 #include "server/api/api_context.h"
 #include "server/api/auth.h"
+#include "server/api/call_guard.h"
 #include "server/api/job_tracker.h"
 #include "server/api/lease_dispatcher.h"
+#include "server/api/log_text.h"
 #include "server/api/notifier.h"
+#include "server/api/rpc.h"
 #include "server/api/services.h"
 #include "server/api/tenant_limiter.h"
 #include "server/embedded_pg/embedded_postgres.h"
@@ -42,6 +47,8 @@
 
 namespace ptxbench::server {
 namespace {
+
+using api::LogQuoted;
 
 absl::StatusOr<std::string> ReadFile(const std::string& path, const std::string& field) {
   std::ifstream in(path, std::ios::binary);
@@ -108,6 +115,15 @@ absl::StatusOr<std::unique_ptr<StoreHandle>> StoreHandle::Open(const ServerOptio
   return handle;
 }
 
+bool StoreHandle::EmbeddedRunning() const {
+  return embedded_ == nullptr || embedded_->postgres == nullptr || embedded_->postgres->Running();
+}
+
+absl::Status StoreHandle::RestartEmbedded() {
+  if (embedded_ == nullptr || embedded_->postgres == nullptr) return absl::OkStatus();
+  return embedded_->postgres->Restart();
+}
+
 StoreHandle::~StoreHandle() {
   store_.reset();  // Close connections before the cluster goes away.
   if (embedded_ && embedded_->postgres) {
@@ -158,11 +174,24 @@ class Server::Impl {
     context_.event_changes = &event_changes_;
     context_.jobs = &jobs_;
     context_.options.lease_seconds = options_.lease_seconds;
+    context_.options.max_watches_per_tenant = options_.max_watches_per_tenant;
+    context_.options.max_leases_per_tenant = options_.max_leases_per_tenant;
     api::TenantLimiter::Options limits;
     limits.default_submissions_per_minute = options_.limits.submissions_per_minute;
     limits.default_max_queued = options_.limits.max_queued;
     limiter_ = std::make_unique<api::TenantLimiter>(store, limits);
     context_.limits = limiter_.get();
+    context_.store_health = &store_health_;
+    admission_ = std::make_unique<api::Admission>(api::Admission::Options{});
+    context_.admission = admission_.get();
+    watch_slots_ = std::make_unique<api::StreamSlots>("WatchSubmission",
+                                                      context_.options.max_watches_per_tenant);
+    lease_slots_ =
+        std::make_unique<api::StreamSlots>("Lease", context_.options.max_leases_per_tenant);
+    page_tokens_ = std::make_unique<api::PageTokens>(store_handle_->database_url());
+    context_.page_tokens = page_tokens_.get();
+    context_.watch_slots = watch_slots_.get();
+    context_.lease_slots = lease_slots_.get();
     context_.options.poll_interval = options_.poll_interval;
     return absl::OkStatus();
   }
@@ -201,10 +230,32 @@ class Server::Impl {
     builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 60000);
     builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 20000);
     builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
-    // Sources up to 1 MiB are the contract; a larger body up to this size still reaches the
-    // validator and gets "source: N bytes exceeds the 1 MiB limit" instead of gRPC's
-    // anonymous RESOURCE_EXHAUSTED.
-    builder.SetMaxReceiveMessageSize(8 << 20);
+    // The largest valid request of any method (rpc.h has each method's own bound, checked
+    // before parsing): a Submit slightly over the source limit still reaches the validator
+    // and gets "source: N bytes exceeds the 1 MiB limit".
+    builder.SetMaxReceiveMessageSize(static_cast<int>(api::kMaxReceiveMessageBytes));
+    // A call refused on its headers (no token, a full lane) never has its body read, but a
+    // peer may already have sent what the HTTP/2 window allowed, and the server still reads
+    // and drops that. gRPC grows the window with its bandwidth probe (to MiBs on loopback), so
+    // it stays at HTTP/2's own default of 64 KiB per stream: what one refused call can push.
+    // Measured (bench/api_flood, 2 shared cores): with the probe, another tenant's Submit
+    // median went 4.9x up under 170 refused 4 MiB bodies/s; with 64 KiB windows 1.6-2.0x
+    // under 620-770/s (docs/results/2026-12-01-api-flood.json). The cost: an honest 1 MiB
+    // source takes 16 window round trips (0.8 s at 50 ms RTT, nothing on a LAN); typical
+    // sources (tens of KB) one.
+    builder.AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+    builder.AddChannelArgument(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 64 << 10);
+    // Threads for synchronous calls: every call holds one while it runs (a unary call while
+    // it waits for its admission lane and runs; a Lease, WatchSubmission or reflection stream
+    // while open). Past this many a new call is refused with RESOURCE_EXHAUSTED rather than
+    // starving the process; the admission queues and the per-tenant stream caps
+    // (api_context.h) keep one caller from reaching it.
+    grpc::ResourceQuota quota("ptxbench-server");
+    quota.SetMaxThreads(options_.max_stream_threads);
+    builder.SetResourceQuota(quota);
+    std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> guards;
+    guards.push_back(api::NewCallGuardFactory(options_.max_unauthenticated_streams));
+    builder.experimental().SetInterceptorCreators(std::move(guards));
     builder.RegisterService(submission_service_.get());
     builder.RegisterService(worker_service_.get());
     builder.RegisterService(admin_service_.get());
@@ -223,6 +274,8 @@ class Server::Impl {
       }
     }
     stopping_ = false;
+    serving_ = true;
+    threads_.emplace_back([this] { SuperviseLoop(); });
     threads_.emplace_back([this] { ReapLoop(); });
     threads_.emplace_back([this] { ListenLoop(/*queue=*/true); });
     threads_.emplace_back([this] { ListenLoop(/*queue=*/false); });
@@ -239,13 +292,19 @@ class Server::Impl {
     std::lock_guard<std::mutex> stop_lock(stop_mu_);
     if (running_) {
       spdlog::info("ptxbench-server stopping");
-      server_->GetHealthCheckService()->SetServingStatus(false);
+      {
+        std::lock_guard<std::mutex> lock(health_mu_);
+        serving_ = false;  // The supervisor no longer turns health back to SERVING.
+        server_->GetHealthCheckService()->SetServingStatus(false);
+      }
       // Streams see this within cancel_check_interval and return; unary calls finish.
       leases_.Shutdown();
       event_changes_.Shutdown();
       server_->Shutdown(std::chrono::system_clock::now() +
                         absl::ToChronoNanoseconds(options_.shutdown_grace));
       server_->Wait();
+      admission_.reset();  // Every call finished; joins the pool before the store goes.
+      context_.admission = nullptr;
       {
         std::lock_guard<std::mutex> lock(threads_mu_);
         stopping_ = true;
@@ -272,6 +331,77 @@ class Server::Impl {
   const ServerOptions& options() const { return options_; }
 
  private:
+  // Watches the store: every supervise_interval it checks that the embedded postmaster lives
+  // (restarting it with backoff when it died: crash recovery is PostgreSQL's own, it replays
+  // the WAL) and that the store answers one query. Health says NOT_SERVING and the API
+  // answers UNAVAILABLE while either is down. With --database-url nothing is ever started:
+  // the server only waits for the database to come back.
+  void SuperviseLoop() {
+    store::Store* store = store_handle_->store();
+    absl::Duration backoff = absl::Seconds(1);
+    absl::Time next_restart = absl::InfinitePast();
+    absl::Time down_since = absl::InfinitePast();
+    int restart_attempts = 0;
+    std::unique_lock<std::mutex> lock(threads_mu_);
+    while (!threads_cv_.wait_for(lock, absl::ToChronoNanoseconds(options_.supervise_interval),
+                                 [this] { return stopping_; })) {
+      lock.unlock();
+      bool reachable = true;
+      if (!store_handle_->EmbeddedRunning()) {
+        reachable = false;
+        SetStoreReachable(false, "the embedded PostgreSQL server died");
+        if (absl::Now() >= next_restart) {
+          ++restart_attempts;
+          auto restarted = store_handle_->RestartEmbedded();
+          if (restarted.ok()) {
+            spdlog::warn("embedded PostgreSQL restarted attempt={}", restart_attempts);
+            backoff = absl::Seconds(1);
+            restart_attempts = 0;
+            reachable = true;
+          } else {
+            spdlog::error("embedded PostgreSQL restart failed attempt={} retry_in={}s error={}",
+                          restart_attempts, absl::ToInt64Seconds(backoff),
+                          LogQuoted(restarted.ToString()));
+            next_restart = absl::Now() + backoff;
+            backoff = std::min(backoff * 2, options_.restart_backoff_max);
+          }
+        }
+      }
+      if (reachable) {
+        auto probe = store->SchemaVersion();
+        reachable = probe.ok();
+        if (!reachable) {
+          if (down_since == absl::InfinitePast()) down_since = absl::Now();
+          SetStoreReachable(false, probe.status().ToString());
+        } else {
+          if (down_since != absl::InfinitePast()) {
+            spdlog::warn("store reachable again after {:.1f}s",
+                         absl::ToDoubleSeconds(absl::Now() - down_since));
+            down_since = absl::InfinitePast();
+          }
+          SetStoreReachable(true, "");
+        }
+      } else if (down_since == absl::InfinitePast()) {
+        down_since = absl::Now();
+      }
+      lock.lock();
+    }
+  }
+
+  void SetStoreReachable(bool reachable, const std::string& why) {
+    std::lock_guard<std::mutex> lock(health_mu_);
+    const bool was = store_health_.reachable();
+    store_health_.Set(reachable);
+    if (was != reachable) {
+      if (reachable) {
+        spdlog::info("health SERVING: the store answers");
+      } else {
+        spdlog::error("health NOT_SERVING: the store is unreachable error={}", LogQuoted(why));
+      }
+    }
+    if (serving_ && server_) server_->GetHealthCheckService()->SetServingStatus(reachable);
+  }
+
   // Requeues jobs whose worker stopped heartbeating, so a dead worker delays a job by at most
   // lease_seconds + reap_interval.
   void ReapLoop() {
@@ -332,12 +462,20 @@ class Server::Impl {
   api::LeaseDispatcher leases_;
   api::Notifier event_changes_;
   api::JobTracker jobs_;
+  std::unique_ptr<api::Admission> admission_;
+  std::unique_ptr<api::StreamSlots> watch_slots_;
+  std::unique_ptr<api::StreamSlots> lease_slots_;
+  std::unique_ptr<api::PageTokens> page_tokens_;
   api::ApiContext context_;
   std::unique_ptr<grpc::Service> submission_service_;
   std::unique_ptr<grpc::Service> worker_service_;
   std::unique_ptr<grpc::Service> admin_service_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
+
+  api::StoreHealth store_health_;
+  std::mutex health_mu_;
+  bool serving_ = false;  // Between Start and GracefulStop; guarded by health_mu_.
 
   std::mutex stop_mu_;
   bool running_ = false;

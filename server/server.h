@@ -58,6 +58,21 @@ struct ServerOptions {
   absl::Duration min_client_ping_interval = absl::Seconds(10);
   // How long GracefulStop lets in-flight calls finish before cancelling them.
   absl::Duration shutdown_grace = absl::Seconds(10);
+  // How often the supervisor probes the store (one indexed query) and checks that the
+  // embedded postmaster lives; the longest a dead store goes unnoticed by health checks.
+  absl::Duration supervise_interval = absl::Seconds(1);
+  // Concurrent streams per tenant, and streams without a token in total (api_context.h and
+  // api/call_guard.h give the reasons for the defaults).
+  int max_watches_per_tenant = 128;
+  int max_leases_per_tenant = 1024;
+  int max_unauthenticated_streams = 32;
+  // Threads gRPC may start for calls (each running or admission-queued unary call and each open
+  // Lease, WatchSubmission or reflection stream holds one; ~8 MiB of address space, tens of
+  // KiB resident).
+  int max_stream_threads = 4096;
+  // Restarts of a dead embedded PostgreSQL back off from 1 s, doubling up to this: a cluster
+  // that cannot start (disk full, port taken) is retried without flooding the log.
+  absl::Duration restart_backoff_max = absl::Seconds(30);
 };
 
 // The store a server or a maintenance subcommand (migrate, token create) works on: the given
@@ -73,6 +88,12 @@ class StoreHandle {
   store::Store* store() const { return store_.get(); }
   const std::string& database_url() const { return database_url_; }
   bool embedded() const { return embedded_ != nullptr; }
+  // Whether the embedded postmaster is alive; true with an external database (nothing of
+  // ours to watch).
+  bool EmbeddedRunning() const;
+  // Starts the embedded cluster again after its postmaster died (same port, so the store's
+  // URL stays valid). Never starts anything with an external database (OK, nothing done).
+  absl::Status RestartEmbedded();
 
  private:
   class Embedded;

@@ -10,10 +10,14 @@
 
 #include "absl/time/time.h"
 #include "common/task.h"
+#include "server/api/admission.h"
 #include "server/api/auth.h"
 #include "server/api/job_tracker.h"
 #include "server/api/lease_dispatcher.h"
 #include "server/api/notifier.h"
+#include "server/api/page_token.h"
+#include "server/api/store_health.h"
+#include "server/api/stream_slots.h"
 #include "server/api/tenant_limiter.h"
 #include "server/metrics.h"
 #include "server/store/store.h"
@@ -31,6 +35,12 @@ struct ApiOptions {
   // How often a watcher of a queued submission re-checks that some worker can run it.
   absl::Duration worker_check_interval = absl::Seconds(10);
   int max_slots = 64;
+  // Concurrent streams per tenant (stream_slots.h). A repair loop watches one submission per
+  // trajectory in flight (`ptxbench run --concurrency`, default 4) and `ptxbench suite` one at
+  // a time; a worker holds one Lease stream, and a deployment's workers share their token's
+  // tenant (a DaemonSet per GPU product: hundreds of GPUs, not thousands).
+  int max_watches_per_tenant = 128;
+  int max_leases_per_tenant = 1024;
 };
 
 struct ApiContext {
@@ -42,6 +52,11 @@ struct ApiContext {
   Notifier* event_changes = nullptr;
   JobTracker* jobs = nullptr;
   TenantLimiter* limits = nullptr;
+  StoreHealth* store_health = nullptr;  // Null: always reachable (tests of single services).
+  Admission* admission = nullptr;       // Required by every unary method (rpc.h).
+  StreamSlots* watch_slots = nullptr;   // Null: no cap.
+  StreamSlots* lease_slots = nullptr;
+  const PageTokens* page_tokens = nullptr;  // Null: the store's own tokens (tests).
   ApiOptions options;
 };
 

@@ -10,6 +10,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/status.h"
 
 namespace ptxbench::api {
 namespace {
@@ -38,6 +39,12 @@ std::string RandomHex(size_t bytes) {
   }
   return Hex(buffer.data(), bytes);
 }
+
+// A verified token is remembered for lane decisions until this many are; then the map starts
+// over (the next call of each token runs once in the unverified lane and is remembered again).
+constexpr size_t kMaxKnownLanes = 100000;
+// Store lookups of unseen tokens in flight at once (the unary calls' unverified lane runs 2).
+constexpr int kMaxUnverifiedLookups = 4;
 
 bool IsLowerHex(const std::string& text) {
   for (char c : text) {
@@ -130,18 +137,11 @@ absl::StatusOr<bool> Authenticator::BootstrapMode() {
   return true;
 }
 
-absl::StatusOr<Caller> Authenticator::Authenticate(const std::string& authorization,
-                                                   const std::string& peer) {
-  auto bootstrap = BootstrapMode();
-  if (!bootstrap.ok()) return bootstrap.status();
-  if (*bootstrap) {
-    if (!IsLoopbackPeer(peer)) {
-      return absl::UnauthenticatedError(
-          "no API token exists yet, so only loopback clients are accepted; create one with "
-          "`ptxbench-server token create --tenant T --role admin`");
-    }
-    return Caller{kLocalTenant, Role::kAdmin, ""};
-  }
+namespace {
+
+// The token of an "authorization: Bearer ptxb_<id>_<secret>" value; UNAUTHENTICATED naming
+// what is wrong with its shape.
+absl::StatusOr<std::string> BearerToken(const std::string& authorization) {
   if (authorization.empty()) {
     return absl::UnauthenticatedError("missing 'authorization: Bearer ptxb_...' metadata");
   }
@@ -158,6 +158,51 @@ absl::StatusOr<Caller> Authenticator::Authenticate(const std::string& authorizat
     return absl::UnauthenticatedError(
         "authorization: malformed token (expected ptxb_<id>_<secret>)");
   }
+  return token;
+}
+
+// By role too: a tenant's vendors flooding Submit must not delay the same tenant's workers.
+std::string LaneOf(const store::TokenRow& row) {
+  return row.tenant.empty() ? absl::StrCat(row.role, ":token:", row.token_id)
+                            : absl::StrCat(row.role, ":tenant:", row.tenant);
+}
+
+}  // namespace
+
+Authenticator::LaneDecision Authenticator::Lane(const std::string& authorization,
+                                                const std::string& peer) {
+  bool tokens_exist = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    tokens_exist = tokens_exist_;
+  }
+  if (!tokens_exist) {
+    // Possibly bootstrap mode (only the store can say): loopback callers are its admin,
+    // anyone else is refused by Authenticate.
+    return {absl::OkStatus(),
+            IsLoopbackPeer(peer) ? absl::StrCat("admin:tenant:", kLocalTenant) : ""};
+  }
+  auto token = BearerToken(authorization);
+  if (!token.ok()) return {token.status(), ""};
+  const std::string hash = Sha256Hex(*token);
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = known_lanes_.find(hash);
+  return {absl::OkStatus(), it == known_lanes_.end() ? "" : it->second.lane};
+}
+
+absl::StatusOr<Caller> Authenticator::Authenticate(const std::string& authorization,
+                                                   const std::string& peer) {
+  auto bootstrap = BootstrapMode();
+  if (!bootstrap.ok()) return bootstrap.status();
+  if (*bootstrap) {
+    if (!IsLoopbackPeer(peer)) {
+      return absl::UnauthenticatedError(
+          "no API token exists yet, so only loopback clients are accepted; create one with "
+          "`ptxbench-server token create --tenant T --role admin`");
+    }
+    return Caller{kLocalTenant, Role::kAdmin, ""};
+  }
+  ASSIGN_OR_RETURN(const std::string token, BearerToken(authorization));
   const std::string hash = Sha256Hex(token);
   const absl::Time now = absl::Now();
   {
@@ -172,7 +217,15 @@ absl::StatusOr<Caller> Authenticator::Authenticate(const std::string& authorizat
       cache_.erase(it);
     }
   }
+  // A token not seen before costs a store lookup; guessers on the streaming calls (which do
+  // not pass the admission lanes) share this many at once, then are refused at once.
+  if (unverified_lookups_.fetch_add(1) >= kMaxUnverifiedLookups) {
+    unverified_lookups_.fetch_sub(1);
+    return absl::ResourceExhaustedError(
+        "too many calls with tokens this server has not verified yet; retry shortly");
+  }
   auto row = store_->FindTokenBySecretHash(hash);
+  unverified_lookups_.fetch_sub(1);
   if (absl::IsNotFound(row.status())) {
     return absl::UnauthenticatedError("authorization: unknown or revoked token");
   }
@@ -185,6 +238,8 @@ absl::StatusOr<Caller> Authenticator::Authenticate(const std::string& authorizat
   }
   std::lock_guard<std::mutex> lock(mu_);
   cache_[hash] = CachedToken{*row, now + options_.cache_ttl};
+  if (known_lanes_.size() >= kMaxKnownLanes) known_lanes_.clear();
+  known_lanes_[hash] = KnownLane{LaneOf(*row), row->token_id};
   return Caller{row->tenant, *role, row->token_id};
 }
 
@@ -197,6 +252,9 @@ void Authenticator::OnTokenRevoked(const std::string& token_id) {
   std::lock_guard<std::mutex> lock(mu_);
   for (auto it = cache_.begin(); it != cache_.end();) {
     it = it->second.token.token_id == token_id ? cache_.erase(it) : std::next(it);
+  }
+  for (auto it = known_lanes_.begin(); it != known_lanes_.end();) {
+    it = it->second.token_id == token_id ? known_lanes_.erase(it) : std::next(it);
   }
 }
 

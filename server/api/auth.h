@@ -11,6 +11,7 @@
 #ifndef PTXBENCH_SERVER_API_AUTH_H_
 #define PTXBENCH_SERVER_API_AUTH_H_
 
+#include <atomic>
 #include <initializer_list>
 #include <map>
 #include <mutex>
@@ -75,6 +76,20 @@ class Authenticator {
   // UNAUTHENTICATED for a missing, malformed, unknown or revoked token.
   absl::StatusOr<Caller> Authenticate(const std::string& authorization, const std::string& peer);
 
+  // Which admission lane (admission.h) a call belongs to, decided without asking the store,
+  // so that a call can be refused or queued on its headers alone, before its body is read.
+  // `refusal` is UNAUTHENTICATED for a missing or malformed token, which no lookup could make
+  // valid; otherwise `lane` is "<role>:tenant:<name>" (or "<role>:token:<id>" for a token
+  // without tenant) for a token this server has verified before, the loopback bootstrap
+  // caller's, or "" (the unverified lane) for a token it has not seen: possibly a guess, so
+  // its calls share a few threads. Not an authentication: the call still runs Authenticate, which
+  // may refuse a token revoked meanwhile.
+  struct LaneDecision {
+    absl::Status refusal;
+    std::string lane;
+  };
+  LaneDecision Lane(const std::string& authorization, const std::string& peer);
+
   // Call after a token was created or revoked through this server.
   void OnTokenCreated();
   void OnTokenRevoked(const std::string& token_id);
@@ -94,6 +109,14 @@ class Authenticator {
   bool tokens_exist_ = false;                 // Once true, stays true.
   absl::Time next_token_count_check_;         // Rate-limits CountTokens in bootstrap mode.
   std::map<std::string, CachedToken> cache_;  // Keyed by sha256.
+  // Lanes of tokens verified once (by sha256; see Lane). Only tokens found in the store get
+  // here, so a stranger cannot grow it; revocations remove their entry.
+  struct KnownLane {
+    std::string lane;
+    std::string token_id;
+  };
+  std::map<std::string, KnownLane> known_lanes_;
+  std::atomic<int> unverified_lookups_{0};
 };
 
 }  // namespace ptxbench::api

@@ -1,6 +1,7 @@
 // SubmissionService: tasks, submissions and their stage events, for vendors (and admins).
 #include <grpcpp/grpcpp.h>
 
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -9,7 +10,8 @@
 #include "common/status.h"
 #include "ptxbench/v1/vendor.grpc.pb.h"
 #include "server/api/convert.h"
-#include "server/api/executor.h"
+#include "server/api/log_text.h"
+#include "server/api/request_check.h"
 #include "server/api/rpc.h"
 #include "server/api/services.h"
 #include "server/api/validate.h"
@@ -46,65 +48,41 @@ std::string PendingJobKind(const store::SubmissionRow& row) {
 
 bool IsTerminal(const std::string& state) { return state == "finished" || state == "cancelled"; }
 
-// Submit is a raw callback-API method: it receives the request's bytes and parses them
-// itself. protobuf refuses a proto3 string field that is not UTF-8 while parsing, and in a
-// generated sync handler that happens inside gRPC, which answers INTERNAL with no message
-// (measured: "code 13"); parsing here lets the API answer INVALID_ARGUMENT naming the field,
-// as for every other invalid request.
-class SubmissionServiceImpl final
-    : public v1::SubmissionService::WithRawCallbackMethod_Submit<v1::SubmissionService::Service> {
+// Every unary method is served by rpc.h's ServeStreamedUnary (admission, then the token,
+// then the request's bytes: bounded, text-checked, parsed here so that a field that is not
+// UTF-8 is named). WatchSubmission stays a synchronous stream.
+class SubmissionServiceImpl final : public GuardedService<v1::SubmissionService> {
  public:
-  explicit SubmissionServiceImpl(ApiContext* ctx) : ctx_(ctx), submit_executor_(kSubmitThreads) {}
-
-  grpc::Status ListTasks(grpc::ServerContext* context, const v1::ListTasksRequest*,
-                         v1::ListTasksResponse* response) override {
-    RpcScope rpc(ctx_, "ListTasks", context);
-    auto caller = rpc.Authenticate({Role::kVendor});
-    if (!caller.ok()) return rpc.Finish(caller.status());
-    for (const Task& task : ctx_->catalog->tasks()) *response->add_tasks() = SummaryOf(task);
-    return rpc.Finish(absl::OkStatus());
-  }
-
-  grpc::Status GetTask(grpc::ServerContext* context, const v1::GetTaskRequest* request,
-                       v1::GetTaskResponse* response) override {
-    RpcScope rpc(ctx_, "GetTask", context);
-    return rpc.Finish(DoGetTask(rpc, *request, response));
-  }
-
-  grpc::ServerUnaryReactor* Submit(grpc::CallbackServerContext* context,
-                                   const grpc::ByteBuffer* request_bytes,
-                                   grpc::ByteBuffer* response_bytes) override {
-    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-    submit_executor_.Run([this, context, request_bytes, response_bytes, reactor] {
-      RpcScope rpc(ctx_, "Submit", context);
-      absl::Status status = [&]() -> absl::Status {
-        std::vector<grpc::Slice> slices;
-        if (!request_bytes->Dump(&slices).ok()) {
-          return absl::InvalidArgumentError("request: unreadable");
-        }
-        std::string bytes;
-        for (const auto& slice : slices) {
-          bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
-        }
-        v1::SubmitRequest request;
-        if (!request.ParseFromString(bytes)) {
-          return DescribeParseFailure(v1::SubmitRequest::descriptor(), bytes);
-        }
-        v1::SubmitResponse response;
-        RETURN_IF_ERROR(DoSubmit(rpc, request, &response));
-        grpc::Slice slice(response.SerializeAsString());
-        *response_bytes = grpc::ByteBuffer(&slice, 1);
-        return absl::OkStatus();
-      }();
-      reactor->Finish(rpc.Finish(status));
-    });
-    return reactor;
-  }
-
-  grpc::Status GetSubmission(grpc::ServerContext* context, const v1::GetSubmissionRequest* request,
-                             v1::Submission* response) override {
-    RpcScope rpc(ctx_, "GetSubmission", context);
-    return rpc.Finish(DoGetSubmission(rpc, *request, response));
+  explicit SubmissionServiceImpl(ApiContext* ctx) : GuardedService(ctx) {
+    ServeUnary<v1::ListTasksRequest, v1::ListTasksResponse>(
+        "ListTasks", kMaxSmallRequestBytes,
+        [this](RpcScope& rpc, const v1::ListTasksRequest&, v1::ListTasksResponse* out) {
+          return DoListTasks(rpc, out);
+        });
+    ServeUnary<v1::GetTaskRequest, v1::GetTaskResponse>(
+        "GetTask", kMaxSmallRequestBytes,
+        [this](RpcScope& rpc, const v1::GetTaskRequest& in, v1::GetTaskResponse* out) {
+          return DoGetTask(rpc, in, out);
+        });
+    ServeUnary<v1::SubmitRequest, v1::SubmitResponse>(
+        "Submit", kMaxSubmitRequestBytes,
+        [this](RpcScope& rpc, const v1::SubmitRequest& in, v1::SubmitResponse* out) {
+          return DoSubmit(rpc, in, out);
+        });
+    ServeUnary<v1::GetSubmissionRequest, v1::Submission>(
+        "GetSubmission", kMaxSmallRequestBytes,
+        [this](RpcScope& rpc, const v1::GetSubmissionRequest& in, v1::Submission* out) {
+          return DoGetSubmission(rpc, in, out);
+        });
+    ServeUnary<v1::ListSubmissionsRequest, v1::ListSubmissionsResponse>(
+        "ListSubmissions", kMaxSmallRequestBytes,
+        [this](RpcScope& rpc, const v1::ListSubmissionsRequest& in,
+               v1::ListSubmissionsResponse* out) { return DoListSubmissions(rpc, in, out); });
+    ServeUnary<v1::CancelSubmissionRequest, v1::Submission>(
+        "CancelSubmission", kMaxSmallRequestBytes,
+        [this](RpcScope& rpc, const v1::CancelSubmissionRequest& in, v1::Submission* out) {
+          return DoCancel(rpc, in, out);
+        });
   }
 
   grpc::Status WatchSubmission(grpc::ServerContext* context,
@@ -114,21 +92,13 @@ class SubmissionServiceImpl final
     return rpc.Finish(DoWatch(rpc, context, *request, writer));
   }
 
-  grpc::Status ListSubmissions(grpc::ServerContext* context,
-                               const v1::ListSubmissionsRequest* request,
-                               v1::ListSubmissionsResponse* response) override {
-    RpcScope rpc(ctx_, "ListSubmissions", context);
-    return rpc.Finish(DoListSubmissions(rpc, *request, response));
-  }
-
-  grpc::Status CancelSubmission(grpc::ServerContext* context,
-                                const v1::CancelSubmissionRequest* request,
-                                v1::Submission* response) override {
-    RpcScope rpc(ctx_, "CancelSubmission", context);
-    return rpc.Finish(DoCancel(rpc, *request, response));
-  }
-
  private:
+  absl::Status DoListTasks(RpcScope& rpc, v1::ListTasksResponse* response) {
+    ASSIGN_OR_RETURN(Caller caller, rpc.Authenticate({Role::kVendor}));
+    for (const Task& task : ctx_->catalog->tasks()) *response->add_tasks() = SummaryOf(task);
+    return absl::OkStatus();
+  }
+
   absl::Status DoGetTask(RpcScope& rpc, const v1::GetTaskRequest& request,
                          v1::GetTaskResponse* response) {
     ASSIGN_OR_RETURN(Caller caller, rpc.Authenticate({Role::kVendor}));
@@ -182,9 +152,10 @@ class SubmissionServiceImpl final
     ctx_->event_changes->Notify();
     ctx_->metrics->RecordSubmission(row.tenant, row.model, row.task_id, row.arch);
     spdlog::info(
-        "submission accepted submission_id={} tenant={} task={} arch={} model=\"{}\" "
-        "session_id=\"{}\" turn={}",
-        row.id, row.tenant, row.task_id, row.arch, row.model, row.session_id, row.turn_index);
+        "submission accepted submission_id={} tenant={} task={} arch={} model={} session_id={} "
+        "turn={}",
+        row.id, row.tenant, row.task_id, row.arch, LogQuoted(row.model), LogQuoted(row.session_id),
+        row.turn_index);
     ASSIGN_OR_RETURN(*response->mutable_submission(), SubmissionFromRow(row));
     return absl::OkStatus();
   }
@@ -208,12 +179,19 @@ class SubmissionServiceImpl final
     filter.session_id = request.session_id();
     filter.task_id = request.task_id();
     filter.page_size = request.page_size() == 0 ? 50 : request.page_size();
-    filter.page_token = request.page_token();
+    if (ctx_->page_tokens != nullptr) {
+      ASSIGN_OR_RETURN(filter.page_token,
+                       ctx_->page_tokens->Open(caller.tenant, request.page_token()));
+    } else {
+      filter.page_token = request.page_token();
+    }
     ASSIGN_OR_RETURN(store::SubmissionPage page, ctx_->store->ListSubmissions(filter));
     for (const auto& row : page.submissions) {
       ASSIGN_OR_RETURN(*response->add_submissions(), SubmissionFromRow(row));
     }
-    response->set_next_page_token(page.next_page_token);
+    response->set_next_page_token(ctx_->page_tokens != nullptr
+                                      ? ctx_->page_tokens->Seal(caller.tenant, page.next_page_token)
+                                      : page.next_page_token);
     return absl::OkStatus();
   }
 
@@ -256,8 +234,17 @@ class SubmissionServiceImpl final
   absl::Status DoWatch(RpcScope& rpc, grpc::ServerContext* context,
                        const v1::WatchSubmissionRequest& request,
                        grpc::ServerWriter<v1::StageEvent>* writer) {
+    if (ctx_->store_health != nullptr && !ctx_->store_health->reachable()) {
+      return StoreUnavailable();
+    }
     ASSIGN_OR_RETURN(Caller caller, rpc.Authenticate({Role::kVendor}));
+    RETURN_IF_ERROR(CheckRequestText(request));
     RETURN_IF_ERROR(ValidateSubmissionId(request.submission_id(), "submission_id"));
+    std::optional<StreamSlots::Slot> slot;
+    if (ctx_->watch_slots != nullptr) {
+      ASSIGN_OR_RETURN(StreamSlots::Slot acquired, ctx_->watch_slots->Acquire(caller.tenant));
+      slot.emplace(std::move(acquired));
+    }
     const std::string& id = request.submission_id();
     const std::string tenant = caller.VisibleTenant();
     ASSIGN_OR_RETURN(store::SubmissionRow row, ctx_->store->GetSubmission(id, tenant));
@@ -302,8 +289,8 @@ class SubmissionServiceImpl final
         }
         auto status = NoticeIfNoWorker(row);
         if (!status.ok()) {
-          spdlog::warn("watch: worker check failed submission_id={} error=\"{}\"", id,
-                       status.ToString());
+          spdlog::warn("watch: worker check failed submission_id={} error={}", id,
+                       LogQuoted(status.ToString()));
         } else {
           continue;  // Read the notice (if one was appended) without waiting.
         }
@@ -311,19 +298,13 @@ class SubmissionServiceImpl final
       if (!WaitForChangeOrPoll(*ctx_, *ctx_->event_changes, seen, ctx_->options.poll_interval,
                                context)) {
         if (ctx_->event_changes->shutting_down()) {
-          return absl::UnavailableError("server shutting down; watch again to resume");
+          return PublicStatus(
+              absl::UnavailableError("server shutting down; watch again to resume"));
         }
         return absl::CancelledError("watcher went away");
       }
     }
   }
-
-  // Concurrent Submits beyond this wait in the executor's queue; each holds one store
-  // connection for a few milliseconds, so more threads than store connections gain nothing.
-  static constexpr int kSubmitThreads = 8;
-
-  ApiContext* ctx_;
-  Executor submit_executor_;
 };
 
 }  // namespace

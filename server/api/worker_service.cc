@@ -15,9 +15,12 @@
 #include "common/status.h"
 #include "ptxbench/v1/worker.grpc.pb.h"
 #include "server/api/convert.h"
+#include "server/api/log_text.h"
+#include "server/api/request_check.h"
 #include "server/api/rpc.h"
 #include "server/api/services.h"
 #include "server/api/validate.h"
+#include "server/api/verdict_bounds.h"
 #include "spdlog/spdlog.h"
 
 namespace ptxbench::api {
@@ -27,44 +30,42 @@ namespace {
 // it is kept for this long before a heartbeat that omits it releases its slot.
 constexpr absl::Duration kReconcileGrace = absl::Seconds(10);
 
-class WorkerServiceImpl final : public v1::WorkerService::Service {
+// Unary methods are served by rpc.h's ServeStreamedUnary (admission, the token, then the
+// bounded, text-checked request); Lease stays a synchronous stream.
+class WorkerServiceImpl final : public GuardedService<v1::WorkerService> {
  public:
-  explicit WorkerServiceImpl(ApiContext* ctx) : ctx_(ctx) {}
-
-  grpc::Status Register(grpc::ServerContext* context, const v1::RegisterRequest* request,
-                        v1::RegisterResponse* response) override {
-    RpcScope rpc(ctx_, "Register", context);
-    return rpc.Finish(DoRegister(rpc, *request, response));
+  explicit WorkerServiceImpl(ApiContext* ctx) : GuardedService(ctx) {
+    ServeUnary<v1::RegisterRequest, v1::RegisterResponse>(
+        "Register", kMaxSmallRequestBytes,
+        [this](RpcScope& rpc, const v1::RegisterRequest& in, v1::RegisterResponse* out) {
+          return DoRegister(rpc, in, out);
+        });
+    ServeUnary<v1::HeartbeatRequest, v1::HeartbeatResponse>(
+        "Heartbeat", kMaxSmallRequestBytes,
+        [this](RpcScope& rpc, const v1::HeartbeatRequest& in, v1::HeartbeatResponse* out) {
+          return DoHeartbeat(rpc, in, out);
+        });
+    ServeUnary<v1::ReportStageRequest, v1::ReportStageResponse>(
+        "ReportStage", kMaxWorkerResultRequestBytes,
+        [this](RpcScope& rpc, const v1::ReportStageRequest& in, v1::ReportStageResponse*) {
+          return DoReportStage(rpc, in);
+        });
+    ServeUnary<v1::CompleteRequest, v1::CompleteResponse>(
+        "Complete", kMaxWorkerResultRequestBytes,
+        [this](RpcScope& rpc, const v1::CompleteRequest& in, v1::CompleteResponse*) {
+          return DoComplete(rpc, in);
+        });
+    ServeUnary<v1::FailRequest, v1::FailResponse>(
+        "Fail", kMaxSmallRequestBytes,
+        [this](RpcScope& rpc, const v1::FailRequest& in, v1::FailResponse* out) {
+          return DoFail(rpc, in, out);
+        });
   }
 
   grpc::Status Lease(grpc::ServerContext* context, const v1::LeaseRequest* request,
                      grpc::ServerWriter<v1::LeasedJob>* writer) override {
     RpcScope rpc(ctx_, "Lease", context);
     return rpc.Finish(DoLease(rpc, context, *request, writer));
-  }
-
-  grpc::Status Heartbeat(grpc::ServerContext* context, const v1::HeartbeatRequest* request,
-                         v1::HeartbeatResponse* response) override {
-    RpcScope rpc(ctx_, "Heartbeat", context);
-    return rpc.Finish(DoHeartbeat(rpc, *request, response));
-  }
-
-  grpc::Status ReportStage(grpc::ServerContext* context, const v1::ReportStageRequest* request,
-                           v1::ReportStageResponse*) override {
-    RpcScope rpc(ctx_, "ReportStage", context);
-    return rpc.Finish(DoReportStage(rpc, *request));
-  }
-
-  grpc::Status Complete(grpc::ServerContext* context, const v1::CompleteRequest* request,
-                        v1::CompleteResponse*) override {
-    RpcScope rpc(ctx_, "Complete", context);
-    return rpc.Finish(DoComplete(rpc, *request));
-  }
-
-  grpc::Status Fail(grpc::ServerContext* context, const v1::FailRequest* request,
-                    v1::FailResponse* response) override {
-    RpcScope rpc(ctx_, "Fail", context);
-    return rpc.Finish(DoFail(rpc, *request, response));
   }
 
  private:
@@ -87,8 +88,8 @@ class WorkerServiceImpl final : public v1::WorkerService::Service {
     response->set_worker_id(row.worker_id);
     response->set_lease_seconds(ctx_->options.lease_seconds);
     spdlog::info("worker registered worker_id={} host={} arch={} gpu_uuid={} compile_only={}",
-                 row.worker_id, registration.hostname, registration.arch, registration.gpu_uuid,
-                 registration.compile_only);
+                 row.worker_id, LogQuoted(registration.hostname), registration.arch,
+                 LogQuoted(registration.gpu_uuid), registration.compile_only);
     return absl::OkStatus();
   }
 
@@ -103,8 +104,19 @@ class WorkerServiceImpl final : public v1::WorkerService::Service {
 
   absl::Status DoLease(RpcScope& rpc, grpc::ServerContext* context, const v1::LeaseRequest& request,
                        grpc::ServerWriter<v1::LeasedJob>* writer) {
+    if (ctx_->store_health != nullptr && !ctx_->store_health->reachable()) {
+      return StoreUnavailable();
+    }
     ASSIGN_OR_RETURN(Caller caller, rpc.Authenticate({Role::kWorker}));
+    RETURN_IF_ERROR(CheckRequestText(request));
     RETURN_IF_ERROR(ValidateRequiredText(request.worker_id(), "worker_id", kMaxShortTextBytes));
+    std::optional<StreamSlots::Slot> slot;
+    if (ctx_->lease_slots != nullptr) {
+      ASSIGN_OR_RETURN(
+          StreamSlots::Slot acquired,
+          ctx_->lease_slots->Acquire(caller.tenant.empty() ? caller.token_id : caller.tenant));
+      slot.emplace(std::move(acquired));
+    }
     if (request.slots() < 0 || request.slots() > ctx_->options.max_slots) {
       return absl::InvalidArgumentError(absl::StrCat(
           "slots: must be 0 (meaning 1) to ", ctx_->options.max_slots, ", got ", request.slots()));
@@ -144,8 +156,8 @@ class WorkerServiceImpl final : public v1::WorkerService::Service {
           if (!absl::IsUnavailable(job.status()) && !absl::IsAborted(job.status())) {
             return job.status();
           }
-          spdlog::warn("lease: store unavailable worker_id={} error=\"{}\"; retrying", worker_id,
-                       job.status().ToString());
+          spdlog::warn("lease: store unavailable worker_id={} error={}; retrying",
+                       LogQuoted(worker_id), LogQuoted(job.status().ToString()));
         } else if (job->has_value()) {
           ctx_->metrics->RecordLeaseLatency(absl::ToDoubleSeconds(absl::Now() - start));
           ctx_->leases->PassOn(waiter.pool);
@@ -237,7 +249,9 @@ class WorkerServiceImpl final : public v1::WorkerService::Service {
     RETURN_IF_ERROR(ValidateJobLease(request.lease(), "lease"));
     if (!request.has_result()) return absl::InvalidArgumentError("result: required");
     RETURN_IF_ERROR(ValidateStageResult(request.result(), "result"));
-    ASSIGN_OR_RETURN(std::string json, MessageToJson(request.result()));
+    v1::StageResult result = request.result();
+    BoundStageResult(&result);
+    ASSIGN_OR_RETURN(std::string json, MessageToJson(result));
     RETURN_IF_ERROR(ctx_->store->ReportStage(LeaseRefFromProto(request.lease()),
                                              StageName(request.result().stage()), json));
     ctx_->event_changes->Notify();
@@ -268,7 +282,9 @@ class WorkerServiceImpl final : public v1::WorkerService::Service {
     RETURN_IF_ERROR(ValidateJobLease(request.lease(), "lease"));
     if (!request.has_verdict()) return absl::InvalidArgumentError("verdict: required");
     RETURN_IF_ERROR(ValidateVerdict(request.verdict(), "verdict"));
-    ASSIGN_OR_RETURN(store::VerdictRow verdict, VerdictToRow(request.verdict()));
+    v1::Verdict bounded = request.verdict();
+    RETURN_IF_ERROR(BoundVerdict(&bounded));
+    ASSIGN_OR_RETURN(store::VerdictRow verdict, VerdictToRow(bounded));
     const store::LeaseRef lease = LeaseRefFromProto(request.lease());
     std::optional<store::FinishedSubmission> finished;
     absl::Status status = ctx_->store->CompleteJob(lease, verdict, &finished);
@@ -281,8 +297,9 @@ class WorkerServiceImpl final : public v1::WorkerService::Service {
       ctx_->leases->JobsAvailable(held->arch);
     }
     if (!status.ok()) {
-      spdlog::warn("complete refused job_id={} worker_id={} attempt={} error=\"{}\"", lease.job_id,
-                   lease.worker_id, lease.attempt, status.ToString());
+      spdlog::warn("complete refused job_id={} worker_id={} attempt={} error={}",
+                   LogQuoted(lease.job_id), LogQuoted(lease.worker_id), lease.attempt,
+                   LogQuoted(status.ToString()));
       return status;
     }
     spdlog::info("job completed job_id={} worker_id={} attempt={} verdict={}", lease.job_id,
@@ -308,14 +325,12 @@ class WorkerServiceImpl final : public v1::WorkerService::Service {
     ctx_->event_changes->Notify();
     if (!will_retry.ok()) return will_retry.status();
     response->set_will_retry(*will_retry);
-    spdlog::info("job failed job_id={} worker_id={} attempt={} kind={} will_retry={} reason=\"{}\"",
+    spdlog::info("job failed job_id={} worker_id={} attempt={} kind={} will_retry={} reason={}",
                  lease.job_id, lease.worker_id, lease.attempt, kind, *will_retry,
-                 request.reason().substr(0, 200));
+                 LogQuoted(request.reason(), 200));
     if (!*will_retry) RecordIfFinished(held.has_value() ? held->submission_id : "");
     return absl::OkStatus();
   }
-
-  ApiContext* ctx_;
 };
 
 }  // namespace

@@ -30,6 +30,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/status.h"
+#include "server/embedded_pg/trusted_dir.h"
 #include "server/store/database.h"
 
 namespace ptxbench::embedded_pg {
@@ -37,23 +38,18 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr char kSuperuser[] = "ptxbench";
-constexpr char kDatabase[] = "ptxbench";
 // pg_ctl's own wait for start and stop; a cold start of a cluster after a crash replays WAL,
 // which takes seconds, not minutes.
 constexpr char kPgCtlTimeoutSeconds[] = "60";
+constexpr char kLogName[] = "postgresql.log";
+constexpr char kPasswordName[] = "password";
+constexpr char kAppPasswordName[] = "app_password";
+constexpr char kLockName[] = "owner.lock";
+constexpr char kPgdataName[] = "pgdata";
 
 struct CommandResult {
   int exit_code = -1;
   std::string output;  // stdout and stderr together.
-};
-
-// The unprivileged account PostgreSQL runs as when we are root.
-struct RunAs {
-  bool needed = false;
-  uid_t uid = 0;
-  gid_t gid = 0;
-  std::string runuser;  // Path of runuser(1).
 };
 
 std::string ErrnoText(int error) { return std::strerror(error); }
@@ -66,6 +62,7 @@ std::string ErrnoText(int error) { return std::strerror(error); }
 // has stopped it in order.
 absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv, bool new_session) {
   std::vector<char*> args;
+  args.reserve(argv.size() + 1);
   for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
   args.push_back(nullptr);
   int pipe_fds[2];
@@ -111,21 +108,69 @@ absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv, b
   return result;
 }
 
-absl::StatusOr<CommandResult> RunPostgresCommand(const RunAs& run_as, std::vector<std::string> argv,
-                                                 bool new_session = false) {
-  if (run_as.needed) {
-    argv.insert(argv.begin(), {run_as.runuser, "-u", "postgres", "--"});
-  }
-  return RunCommand(argv, new_session);
-}
-
 std::string Tail(const std::string& text, int lines) {
   std::vector<std::string> all = absl::StrSplit(text, '\n', absl::SkipWhitespace());
   if (static_cast<int>(all.size()) > lines) all.erase(all.begin(), all.end() - lines);
   return absl::StrJoin(all, " | ");
 }
 
-std::optional<std::string> ReadFile(const std::string& path) {
+absl::Status CheckBinaries(const std::string& bin_dir) {
+  for (const char* binary : {"initdb", "pg_ctl", "postgres"}) {
+    const std::string path = absl::StrCat(bin_dir, "/", binary);
+    if (access(path.c_str(), X_OK) != 0) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("PostgreSQL 15 binaries not found: ", path,
+                       " is missing or not executable; install "
+                       "the Debian package postgresql-15 (apt-get install postgresql-15) or point "
+                       "pg_bin_dir at a PostgreSQL 15 bin folder"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int> PickFreeLoopbackPort() {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return absl::InternalError(absl::StrCat("socket: ", ErrnoText(errno)));
+  sockaddr_in address = {};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = 0;
+  socklen_t length = sizeof(address);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+    const int error = errno;
+    close(fd);
+    return absl::InternalError(absl::StrCat("picking a free port: ", ErrnoText(error)));
+  }
+  close(fd);
+  return ntohs(address.sin_port);
+}
+
+// 48 hex digits from /dev/urandom: only [0-9a-f], so it is safe inside a SQL literal.
+absl::StatusOr<std::string> NewPassword() {
+  std::ifstream random("/dev/urandom", std::ios::binary);
+  unsigned char bytes[24];
+  if (!random.read(reinterpret_cast<char*>(bytes), sizeof(bytes))) {
+    return absl::InternalError("cannot read /dev/urandom for the database password");
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string password;
+  for (unsigned char byte : bytes) {
+    password += kHex[byte >> 4];
+    password += kHex[byte & 15];
+  }
+  return password;
+}
+
+bool IsHexPassword(const std::string& text) {
+  if (text.size() < 32) return false;
+  for (char c : text) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
+}
+
+std::optional<std::string> ReadProcFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return std::nullopt;
   std::ostringstream contents;
@@ -133,23 +178,89 @@ std::optional<std::string> ReadFile(const std::string& path) {
   return contents.str();
 }
 
-// The server log written since byte `offset`: the current start's messages only.
-std::string LogSince(const std::string& path, std::streamoff offset) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return "(no server log)";
-  in.seekg(offset);
-  std::ostringstream contents;
-  contents << in.rdbuf();
-  return Tail(contents.str(), 15);
+// The state letter of /proc/<pid>/stat ('R', 'S', 'Z', ...), if readable.
+std::optional<char> ProcessState(pid_t pid) {
+  auto stat = ReadProcFile(absl::StrCat("/proc/", pid, "/stat"));
+  if (!stat) return std::nullopt;
+  const size_t end_of_name = stat->rfind(')');  // The name may contain spaces and parens.
+  if (end_of_name == std::string::npos || end_of_name + 2 >= stat->size()) return std::nullopt;
+  return (*stat)[end_of_name + 2];
 }
 
-std::streamoff FileSize(const std::string& path) {
-  std::error_code error;
-  const auto size = fs::file_size(path, error);
-  return error ? 0 : static_cast<std::streamoff>(size);
+// Alive, not a zombie, and a PostgreSQL server: after a reboot or a crash the pid may belong
+// to anything, and only a postgres process is ever signalled (pg_ctl stop).
+bool IsLivePostmaster(pid_t pid) {
+  if (kill(pid, 0) != 0 && errno != EPERM) return false;
+  if (ProcessState(pid) == 'Z') return false;
+  auto comm = ReadProcFile(absl::StrCat("/proc/", pid, "/comm"));
+  return comm && std::string(absl::StripAsciiWhitespace(*comm)) == "postgres";
 }
 
-absl::StatusOr<RunAs> DecideUser() {
+// The pid in postmaster.pid (read without following a link), if there is one.
+std::optional<pid_t> PidFileOwner(const TrustedDir& dir) {
+  auto pgdata = dir.OpenSubdir(kPgdataName);
+  if (!pgdata.ok()) return std::nullopt;
+  auto contents = pgdata->ReadFile("postmaster.pid");
+  if (!contents.ok() || !contents->has_value()) return std::nullopt;
+  pid_t pid = 0;
+  const std::string first_line = (*contents)->substr(0, (*contents)->find('\n'));
+  if (!absl::SimpleAtoi(first_line, &pid) || pid <= 0) return std::nullopt;
+  return pid;
+}
+
+std::optional<pid_t> RunningPostmaster(const TrustedDir& dir) {
+  const std::optional<pid_t> pid = PidFileOwner(dir);
+  if (!pid || !IsLivePostmaster(*pid)) return std::nullopt;
+  return pid;
+}
+
+// Makes the application role the owner of every object of the public schema that another
+// role (the superuser, in clusters made before the role existed) owns. Tables carry their
+// indexes, triggers, row types and the sequences of their serial/identity columns with them;
+// only free-standing sequences, routines and types need their own ALTER.
+constexpr char kHandOverObjectsSql[] = R"sql(
+DO $$
+DECLARE r record;
+BEGIN
+  FOR r IN SELECT c.oid::regclass AS name, c.relkind FROM pg_class c
+           JOIN pg_namespace n ON n.oid = c.relnamespace
+           WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p', 'v', 'm', 'f')
+             AND c.relowner <> 'ptxbench_app'::regrole LOOP
+    EXECUTE format('ALTER %s %s OWNER TO ptxbench_app',
+                   CASE r.relkind WHEN 'v' THEN 'VIEW' WHEN 'm' THEN 'MATERIALIZED VIEW'
+                                  WHEN 'f' THEN 'FOREIGN TABLE' ELSE 'TABLE' END, r.name);
+  END LOOP;
+  FOR r IN SELECT c.oid::regclass AS name FROM pg_class c
+           JOIN pg_namespace n ON n.oid = c.relnamespace
+           WHERE n.nspname = 'public' AND c.relkind = 'S'
+             AND c.relowner <> 'ptxbench_app'::regrole
+             AND NOT EXISTS (SELECT 1 FROM pg_depend d
+                             WHERE d.classid = 'pg_class'::regclass AND d.objid = c.oid
+                               AND d.deptype IN ('a', 'i')) LOOP
+    EXECUTE format('ALTER SEQUENCE %s OWNER TO ptxbench_app', r.name);
+  END LOOP;
+  FOR r IN SELECT p.oid::regprocedure AS name FROM pg_proc p
+           JOIN pg_namespace n ON n.oid = p.pronamespace
+           WHERE n.nspname = 'public' AND p.prokind IN ('f', 'p')
+             AND p.proowner <> 'ptxbench_app'::regrole LOOP
+    EXECUTE format('ALTER ROUTINE %s OWNER TO ptxbench_app', r.name);
+  END LOOP;
+  FOR r IN SELECT t.oid::regtype AS name, t.typtype FROM pg_type t
+           JOIN pg_namespace n ON n.oid = t.typnamespace
+           WHERE n.nspname = 'public' AND t.typtype IN ('e', 'd', 'r')
+             AND t.typowner <> 'ptxbench_app'::regrole LOOP
+    EXECUTE format('ALTER %s %s OWNER TO ptxbench_app',
+                   CASE r.typtype WHEN 'd' THEN 'DOMAIN' ELSE 'TYPE' END, r.name);
+  END LOOP;
+END $$;
+ALTER SCHEMA public OWNER TO ptxbench_app;
+)sql";
+
+}  // namespace
+
+EmbeddedPostgres::EmbeddedPostgres() = default;
+
+absl::StatusOr<EmbeddedPostgres::RunAs> EmbeddedPostgres::DecideUser() {
   RunAs run_as;
   if (geteuid() != 0) return run_as;
   // initdb refuses to run as root ("cannot be run as root"), and so does postgres.
@@ -177,89 +288,42 @@ absl::StatusOr<RunAs> DecideUser() {
   return run_as;
 }
 
-absl::Status CheckBinaries(const std::string& bin_dir) {
-  for (const char* binary : {"initdb", "pg_ctl", "postgres"}) {
-    const std::string path = absl::StrCat(bin_dir, "/", binary);
-    if (access(path.c_str(), X_OK) != 0) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("PostgreSQL 15 binaries not found: ", path,
-                       " is missing or not executable; install "
-                       "the Debian package postgresql-15 (apt-get install postgresql-15) or point "
-                       "pg_bin_dir at a PostgreSQL 15 bin folder"));
-    }
+namespace {
+
+absl::StatusOr<CommandResult> RunAsPostgres(bool needed, const std::string& runuser,
+                                            std::vector<std::string> argv,
+                                            bool new_session = false) {
+  if (needed) argv.insert(argv.begin(), {runuser, "-u", "postgres", "--"});
+  return RunCommand(argv, new_session);
+}
+
+// The password in `name` (a private file of the data folder), or nullopt when there is none.
+absl::StatusOr<std::optional<std::string>> ReadPassword(const TrustedDir& dir,
+                                                        const std::string& name) {
+  auto fd = dir.OpenFile(name, O_RDONLY, /*private_mode=*/true);
+  if (absl::IsNotFound(fd.status())) return std::optional<std::string>();
+  if (!fd.ok()) return fd.status();
+  auto contents = dir.ReadFile(name);
+  if (!contents.ok()) return contents.status();
+  if (!contents->has_value()) return std::optional<std::string>();
+  return std::optional<std::string>(std::string(absl::StripAsciiWhitespace(**contents)));
+}
+
+// (uid, gid) hands the file to 'postgres' (initdb reads the superuser's); uid -1
+// keeps this process's user.
+absl::Status WritePassword(const TrustedDir& dir, const std::string& name,
+                           const std::string& password, uid_t uid, gid_t gid) {
+  ASSIGN_OR_RETURN(UniqueFd fd, dir.CreateFile(name, S_IRUSR | S_IWUSR));
+  RETURN_IF_ERROR(WriteAll(fd.get(), password + "\n", absl::StrCat(dir.path(), "/", name)));
+  if (uid != static_cast<uid_t>(-1) && fchown(fd.get(), uid, gid) != 0) {
+    return absl::InternalError(
+        absl::StrCat("chown ", dir.path(), "/", name, " to postgres: ", ErrnoText(errno)));
+  }
+  if (fsync(fd.get()) != 0) {
+    return absl::InternalError(
+        absl::StrCat("fsync ", dir.path(), "/", name, ": ", ErrnoText(errno)));
   }
   return absl::OkStatus();
-}
-
-absl::Status GiveToPostgres(const RunAs& run_as, const std::string& path) {
-  if (!run_as.needed) return absl::OkStatus();
-  if (chown(path.c_str(), run_as.uid, run_as.gid) != 0) {
-    return absl::InternalError(absl::StrCat("chown ", path, " to postgres: ", ErrnoText(errno)));
-  }
-  return absl::OkStatus();
-}
-
-absl::StatusOr<int> PickFreeLoopbackPort() {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return absl::InternalError(absl::StrCat("socket: ", ErrnoText(errno)));
-  sockaddr_in address = {};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  address.sin_port = 0;
-  socklen_t length = sizeof(address);
-  if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
-    const int error = errno;
-    close(fd);
-    return absl::InternalError(absl::StrCat("picking a free port: ", ErrnoText(error)));
-  }
-  close(fd);
-  return ntohs(address.sin_port);
-}
-
-absl::StatusOr<std::string> NewPassword() {
-  std::ifstream random("/dev/urandom", std::ios::binary);
-  unsigned char bytes[24];
-  if (!random.read(reinterpret_cast<char*>(bytes), sizeof(bytes))) {
-    return absl::InternalError("cannot read /dev/urandom for the database password");
-  }
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string password;
-  for (unsigned char byte : bytes) {
-    password += kHex[byte >> 4];
-    password += kHex[byte & 15];
-  }
-  return password;
-}
-
-std::optional<pid_t> PidFileOwner(const std::string& pgdata) {
-  auto contents = ReadFile(pgdata + "/postmaster.pid");
-  if (!contents) return std::nullopt;
-  pid_t pid = 0;
-  const std::string first_line = contents->substr(0, contents->find('\n'));
-  if (!absl::SimpleAtoi(first_line, &pid) || pid <= 0) return std::nullopt;
-  return pid;
-}
-
-// The state letter of /proc/<pid>/stat ('R', 'S', 'Z', ...), if readable.
-std::optional<char> ProcessState(pid_t pid) {
-  auto stat = ReadFile(absl::StrCat("/proc/", pid, "/stat"));
-  if (!stat) return std::nullopt;
-  const size_t end_of_name = stat->rfind(')');  // The name may contain spaces and parens.
-  if (end_of_name == std::string::npos || end_of_name + 2 >= stat->size()) return std::nullopt;
-  return (*stat)[end_of_name + 2];
-}
-
-// The pid in postmaster.pid if that process is alive and is a PostgreSQL server. Only such a
-// pid is ever signalled (pg_ctl stop): after a reboot the pid may belong to anything.
-std::optional<pid_t> RunningPostmaster(const std::string& pgdata) {
-  const std::optional<pid_t> pid = PidFileOwner(pgdata);
-  if (!pid) return std::nullopt;
-  if (kill(*pid, 0) != 0 && errno != EPERM) return std::nullopt;
-  if (ProcessState(*pid) == 'Z') return std::nullopt;
-  auto comm = ReadFile(absl::StrCat("/proc/", *pid, "/comm"));
-  if (!comm || std::string(absl::StripAsciiWhitespace(*comm)) != "postgres") return std::nullopt;
-  return pid;
 }
 
 }  // namespace
@@ -275,173 +339,259 @@ absl::StatusOr<std::unique_ptr<EmbeddedPostgres>> EmbeddedPostgres::Start(Option
     options.data_dir.pop_back();
   }
   RETURN_IF_ERROR(CheckBinaries(options.pg_bin_dir));
-  ASSIGN_OR_RETURN(RunAs run_as, DecideUser());
 
   std::unique_ptr<EmbeddedPostgres> pg(new EmbeddedPostgres());
+  ASSIGN_OR_RETURN(pg->run_as_, DecideUser());
+  const RunAs& run_as = pg->run_as_;
   pg->options_ = options;
-  pg->pgdata_ = options.data_dir + "/pgdata";
-  const std::string& dir = options.data_dir;
-  const std::string log_path = dir + "/postgresql.log";
-  const std::string password_path = dir + "/password";
-  const std::string initdb = options.pg_bin_dir + "/initdb";
-  const std::string pg_ctl = options.pg_bin_dir + "/pg_ctl";
 
-  fs::create_directories(dir, error);
-  if (error) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("cannot create data_dir ", dir, ": ", error.message()));
+  TrustedDir::Options dir_options;
+  if (run_as.needed) dir_options.delegate = run_as.uid;
+  ASSIGN_OR_RETURN(TrustedDir dir, TrustedDir::Open(options.data_dir, dir_options));
+  pg->dir_ = std::make_unique<TrustedDir>(std::move(dir));
+  const TrustedDir& data = *pg->dir_;
+  // The verified folder's own path: symlinks on the way (owned by root or us) are resolved.
+  const std::string& dir_path = data.path();
+  pg->pgdata_ = absl::StrCat(dir_path, "/", kPgdataName);
+  if (run_as.needed && data.owner() != run_as.uid) {
+    RETURN_IF_ERROR(data.SetOwner(run_as.uid, run_as.gid));
   }
-  RETURN_IF_ERROR(GiveToPostgres(run_as, dir));
-  chmod(dir.c_str(), 0700);
+  RETURN_IF_ERROR(data.SetMode(S_IRWXU));
 
   // The owner lock. flock() locks die with their process (SIGKILL included), so holding it
   // means "a live server owns this cluster", and getting it means any running postmaster is
-  // an orphan of a dead one. O_CLOEXEC keeps it out of pg_ctl and the postmaster.
-  const std::string lock_path = dir + "/owner.lock";
-  pg->lock_fd_ = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (pg->lock_fd_ < 0) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("cannot open ", lock_path, ": ", ErrnoText(errno)));
+  // an orphan of a dead one. O_CLOEXEC keeps it out of pg_ctl and the postmaster. It must be
+  // this process's own file: 'postgres' may write in the folder, and a lock file it made
+  // could be a hard link to anything.
+  {
+    ASSIGN_OR_RETURN(UniqueFd lock,
+                     data.OpenFile(kLockName, O_RDWR | O_CREAT, /*private_mode=*/true));
+    struct stat st;
+    if (fstat(lock.get(), &st) != 0 || st.st_uid != geteuid()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          dir_path, "/", kLockName, " belongs to uid ", st.st_uid, ", not to this process's user"));
+    }
+    pg->lock_fd_ = lock.Release();
   }
   if (flock(pg->lock_fd_, LOCK_EX | LOCK_NB) != 0) {
-    const std::string owner = ReadFile(lock_path).value_or("?");
-    return absl::FailedPreconditionError(
-        absl::StrCat("the PostgreSQL cluster in ", dir, " is in use by another live process (pid ",
-                     absl::StripAsciiWhitespace(owner), "); one server per data_dir"));
+    auto owner = data.ReadFile(kLockName);
+    const std::string owner_pid = owner.ok() && owner->has_value() ? **owner : "?";
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the PostgreSQL cluster in ", dir_path, " is in use by another live process (pid ",
+        absl::StripAsciiWhitespace(owner_pid), "); one server per data_dir"));
   }
   const std::string pid_text = absl::StrCat(getpid(), "\n");
   if (ftruncate(pg->lock_fd_, 0) != 0 ||
       pwrite(pg->lock_fd_, pid_text.data(), pid_text.size(), 0) < 0) {
-    return absl::InternalError(absl::StrCat("writing ", lock_path, ": ", ErrnoText(errno)));
+    return absl::InternalError(
+        absl::StrCat("writing ", dir_path, "/", kLockName, ": ", ErrnoText(errno)));
   }
 
   if (run_as.needed) {
     // Fails early, with the reason, when a parent folder is closed to 'postgres' (e.g. a
     // data_dir under /root); initdb's own message would not say why it must be 'postgres'.
     ASSIGN_OR_RETURN(CommandResult writable,
-                     RunPostgresCommand(run_as, {"/usr/bin/test", "-w", dir}));
+                     RunAsPostgres(true, run_as.runuser, {"/usr/bin/test", "-w", dir_path}));
     if (writable.exit_code != 0) {
       return absl::FailedPreconditionError(absl::StrCat(
-          "the user 'postgres' cannot write ", dir,
+          "the user 'postgres' cannot write ", dir_path,
           ": PostgreSQL runs as 'postgres' because "
           "this process is root, so every parent folder of data_dir must be searchable by it"));
     }
   }
 
-  if (!fs::exists(pg->pgdata_ + "/PG_VERSION")) {
+  const uid_t password_owner = run_as.needed ? run_as.uid : static_cast<uid_t>(-1);
+  auto pgdata = data.OpenSubdir(kPgdataName);
+  if (!pgdata.ok() && !absl::IsNotFound(pgdata.status())) return pgdata.status();
+  const bool new_cluster = !pgdata.ok() || !pgdata->Exists("PG_VERSION");
+  if (new_cluster) {
     // No cluster, or the remains of an initdb that was killed halfway (initdb removes its
-    // own remains on ordinary failures): start over. Nothing in it can be data.
-    fs::remove_all(pg->pgdata_, error);
-    ASSIGN_OR_RETURN(pg->password_, NewPassword());
+    // own remains on ordinary failures): start over. Nothing in it can be data. As root the
+    // remains are removed as 'postgres', who made them: a root rm -rf in a folder 'postgres'
+    // can write could be steered (by swapping a subfolder for a link) to remove root's files.
+    if (run_as.needed) {
+      ASSIGN_OR_RETURN(CommandResult removed,
+                       RunAsPostgres(true, run_as.runuser, {"/bin/rm", "-rf", "--", pg->pgdata_}));
+      if (removed.exit_code != 0) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "cannot remove the incomplete cluster ", pg->pgdata_, ": ", Tail(removed.output, 3)));
+      }
+    } else {
+      fs::remove_all(pg->pgdata_, error);
+    }
+    ASSIGN_OR_RETURN(pg->superuser_password_, NewPassword());
     // The password file is written before initdb and is initdb's --pwfile, so a crash
     // between the two never leaves a cluster whose password nobody knows.
-    {
-      std::ofstream out(password_path, std::ios::trunc);
-      out << pg->password_ << "\n";
-      if (!out) return absl::InternalError(absl::StrCat("cannot write ", password_path));
-    }
-    chmod(password_path.c_str(), 0600);
-    RETURN_IF_ERROR(GiveToPostgres(run_as, password_path));
-    ASSIGN_OR_RETURN(
-        CommandResult init,
-        RunPostgresCommand(
-            run_as, {initdb, "-D", pg->pgdata_, "-U", kSuperuser, "--pwfile=" + password_path,
-                     "--auth-host=scram-sha-256", "--auth-local=peer", "-E", "UTF8", "--no-locale",
-                     "--no-instructions"}));
+    RETURN_IF_ERROR(
+        WritePassword(data, kPasswordName, pg->superuser_password_, password_owner, run_as.gid));
+    const std::string initdb = options.pg_bin_dir + "/initdb";
+    ASSIGN_OR_RETURN(CommandResult init,
+                     RunAsPostgres(run_as.needed, run_as.runuser,
+                                   {initdb, "-D", pg->pgdata_, "-U", kSuperuser,
+                                    absl::StrCat("--pwfile=", dir_path, "/", kPasswordName),
+                                    "--auth-host=scram-sha-256", "--auth-local=peer", "-E", "UTF8",
+                                    "--no-locale", "--no-instructions"}));
     if (init.exit_code != 0) {
       return absl::FailedPreconditionError(
           absl::StrCat("initdb failed in ", pg->pgdata_, ": ", Tail(init.output, 10)));
     }
   } else {
-    auto password = ReadFile(password_path);
-    if (!password || absl::StripAsciiWhitespace(*password).empty()) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "the cluster in ", pg->pgdata_, " exists but its password file ", password_path,
-          " is missing; restore it or remove ", dir, " to start with an empty database"));
+    ASSIGN_OR_RETURN(std::optional<std::string> password, ReadPassword(data, kPasswordName));
+    if (!password.has_value() || password->empty()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("the cluster in ", pg->pgdata_, " exists but its password file ", dir_path,
+                       "/", kPasswordName, " is missing; restore it or remove ", dir_path,
+                       " to start with an empty database"));
     }
-    pg->password_ = std::string(absl::StripAsciiWhitespace(*password));
+    pg->superuser_password_ = *password;
+  }
+  // The application role's password: made with the cluster, set on the role at every start
+  // (so a lost file only costs a new password, never access).
+  std::optional<std::string> app_password;
+  if (!new_cluster) {
+    ASSIGN_OR_RETURN(app_password, ReadPassword(data, kAppPasswordName));
+  }
+  if (app_password.has_value() && IsHexPassword(*app_password)) {
+    pg->app_password_ = *app_password;
+  } else {
+    ASSIGN_OR_RETURN(pg->app_password_, NewPassword());
+    RETURN_IF_ERROR(
+        WritePassword(data, kAppPasswordName, pg->app_password_, static_cast<uid_t>(-1), 0));
   }
 
   // A postmaster still running here belongs to a server that was killed (we hold the owner
   // lock). It is stopped cleanly rather than reused: a fresh start applies this start's port
   // and settings, and a fast shutdown writes a checkpoint, so nothing is replayed or lost.
-  if (auto orphan = RunningPostmaster(pg->pgdata_)) {
+  if (auto orphan = RunningPostmaster(data)) {
     ASSIGN_OR_RETURN(CommandResult stop,
-                     RunPostgresCommand(run_as, {pg_ctl, "stop", "-D", pg->pgdata_, "-m", "fast",
-                                                 "-w", "-t", kPgCtlTimeoutSeconds}));
-    if (stop.exit_code != 0 && RunningPostmaster(pg->pgdata_)) {
+                     RunAsPostgres(run_as.needed, run_as.runuser,
+                                   {options.pg_bin_dir + "/pg_ctl", "stop", "-D", pg->pgdata_, "-m",
+                                    "fast", "-w", "-t", kPgCtlTimeoutSeconds}));
+    if (stop.exit_code != 0 && RunningPostmaster(data)) {
       return absl::FailedPreconditionError(
           absl::StrCat("an orphaned PostgreSQL server (pid ", *orphan, ") is running on ",
                        pg->pgdata_, " and did not stop: ", Tail(stop.output, 5)));
     }
   }
+  RETURN_IF_ERROR(pg->StartServer(/*keep_port=*/false));
+  return pg;
+}
 
+absl::Status EmbeddedPostgres::StartServer(bool keep_port) {
+  const TrustedDir& data = *dir_;
   // A postmaster killed outright leaves its pid file behind. PostgreSQL ignores the file when
   // that pid is gone, but a zombie (an orphan whose new parent has not reaped it yet) still
   // answers kill(pid, 0) and would make it refuse to start; a zombie holds nothing, so its
   // file is removed here.
-  if (auto owner = PidFileOwner(pg->pgdata_); owner && ProcessState(*owner) == 'Z') {
-    fs::remove(pg->pgdata_ + "/postmaster.pid", error);
-  }
-
-  // Start. With an automatically chosen port, another process can take the port between our
-  // probe and the postmaster's bind; that (and only that) is retried with a new port.
-  const int kStartAttempts = options.port == 0 ? 3 : 1;
-  for (int attempt = 1;; ++attempt) {
-    if (options.port != 0) {
-      pg->port_ = options.port;
-    } else {
-      ASSIGN_OR_RETURN(pg->port_, PickFreeLoopbackPort());
+  if (auto owner = PidFileOwner(data); owner && ProcessState(*owner) == 'Z') {
+    if (auto pgdata = data.OpenSubdir(kPgdataName); pgdata.ok()) {
+      pgdata->Remove("postmaster.pid").IgnoreError();
     }
-    const std::streamoff log_offset = FileSize(log_path);
+  }
+  // Start. With an automatically chosen port, another process can take the port between our
+  // probe and the postmaster's bind; that (and only that) is retried with a new port. A
+  // restart keeps its port: the store's connection URL names it.
+  const bool pick_port = options_.port == 0 && !keep_port;
+  const int kStartAttempts = pick_port ? 3 : 1;
+  for (int attempt = 1;; ++attempt) {
+    if (pick_port) {
+      ASSIGN_OR_RETURN(port_, PickFreeLoopbackPort());
+    } else if (!keep_port) {
+      port_ = options_.port;
+    }
+    const off_t log_offset = data.FileSize(kLogName);
     // listen_addresses: loopback only, never the network. unix_socket_directories='': the
     // default socket folder /var/run/postgresql may not exist or belong to another cluster;
     // every client here connects over TCP.
-    const std::string server_options = absl::StrCat(
-        "-p ", pg->port_, " -c listen_addresses=127.0.0.1", " -c unix_socket_directories=''");
+    const std::string server_options = absl::StrCat("-p ", port_, " -c listen_addresses=127.0.0.1",
+                                                    " -c unix_socket_directories=''");
     ASSIGN_OR_RETURN(CommandResult start,
-                     RunPostgresCommand(run_as,
-                                        {pg_ctl, "start", "-D", pg->pgdata_, "-l", log_path, "-w",
-                                         "-t", kPgCtlTimeoutSeconds, "-o", server_options},
-                                        /*new_session=*/true));
+                     RunAsPostgres(run_as_.needed, run_as_.runuser,
+                                   {options_.pg_bin_dir + "/pg_ctl", "start", "-D", pgdata_, "-l",
+                                    absl::StrCat(data.path(), "/", kLogName), "-w", "-t",
+                                    kPgCtlTimeoutSeconds, "-o", server_options},
+                                   /*new_session=*/true));
     if (start.exit_code == 0) break;
-    const std::string log = LogSince(log_path, log_offset);
+    const std::string log = Tail(data.ReadTail(kLogName, log_offset, 64 << 10), 15);
     if (attempt < kStartAttempts && absl::StrContains(log, "could not bind")) continue;
-    return absl::UnavailableError(absl::StrCat("PostgreSQL did not start on 127.0.0.1:", pg->port_,
+    return absl::UnavailableError(absl::StrCat("PostgreSQL did not start on 127.0.0.1:", port_,
                                                ": ", Tail(start.output, 3), "; server log: ", log));
   }
-  pg->running_ = true;
-
-  const std::string server_url = absl::StrCat("postgresql://", kSuperuser, ":", pg->password_,
-                                              "@127.0.0.1:", pg->port_, "/postgres");
-  if (auto created = store::EnsureDatabase(server_url, kDatabase); !created.ok()) {
-    pg->Stop().IgnoreError();
-    return Annotate(created.status(), "creating the ptxbench database");
+  running_ = true;
+  postmaster_ = PidFileOwner(data);
+  app_ready_ = false;
+  if (auto created = EnsureAppDatabase(); !created.ok()) {
+    return Annotate(created, "creating the application role and database");
   }
-  return pg;
+  app_ready_ = true;
+  return absl::OkStatus();
+}
+
+absl::Status EmbeddedPostgres::EnsureAppDatabase() {
+  // The role first: CREATE ROLE has no IF NOT EXISTS. Its password is hex, so the literal
+  // needs no escaping. Nobody but the owner and the superuser may connect to the
+  // application's database, and nobody but the superuser to 'postgres'.
+  const std::string role_sql = absl::StrCat(
+      "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '", kAppRole,
+      "') THEN CREATE ROLE ", kAppRole, "; END IF; END $$;", "ALTER ROLE ", kAppRole,
+      " WITH LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS PASSWORD '",
+      app_password_, "';", "REVOKE ALL ON DATABASE postgres FROM PUBLIC;");
+  RETURN_IF_ERROR(store::RunSql(superuser_url("postgres"), role_sql).status());
+  RETURN_IF_ERROR(store::EnsureDatabase(superuser_url("postgres"), kAppDatabase).status());
+  RETURN_IF_ERROR(
+      store::RunSql(superuser_url("postgres"),
+                    absl::StrCat("ALTER DATABASE ", kAppDatabase, " OWNER TO ", kAppRole,
+                                 "; REVOKE ALL ON DATABASE ", kAppDatabase, " FROM PUBLIC;"))
+          .status());
+  return store::RunSql(superuser_url(kAppDatabase), kHandOverObjectsSql).status();
+}
+
+bool EmbeddedPostgres::Running() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return running_ && postmaster_.has_value() && IsLivePostmaster(*postmaster_);
+}
+
+absl::Status EmbeddedPostgres::Restart() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (lock_fd_ < 0) return absl::FailedPreconditionError("the embedded PostgreSQL was stopped");
+  if (running_ && postmaster_.has_value() && IsLivePostmaster(*postmaster_)) {
+    if (app_ready_) return absl::OkStatus();
+    RETURN_IF_ERROR(Annotate(EnsureAppDatabase(), "creating the application role and database"));
+    app_ready_ = true;
+    return absl::OkStatus();
+  }
+  running_ = false;
+  postmaster_.reset();
+  return StartServer(/*keep_port=*/true);
+}
+
+std::optional<pid_t> EmbeddedPostgres::postmaster_pid() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return running_ ? postmaster_ : std::nullopt;
 }
 
 absl::Status EmbeddedPostgres::Stop() {
+  std::lock_guard<std::mutex> lock(mu_);
   absl::Status status = absl::OkStatus();
   if (running_) {
     running_ = false;
-    auto run_as = DecideUser();
-    if (!run_as.ok()) return run_as.status();
     const std::string pg_ctl = options_.pg_bin_dir + "/pg_ctl";
-    auto stop = RunPostgresCommand(
-        *run_as, {pg_ctl, "stop", "-D", pgdata_, "-m", "fast", "-w", "-t", kPgCtlTimeoutSeconds});
+    auto stop = RunAsPostgres(
+        run_as_.needed, run_as_.runuser,
+        {pg_ctl, "stop", "-D", pgdata_, "-m", "fast", "-w", "-t", kPgCtlTimeoutSeconds});
     if (!stop.ok()) {
       status = stop.status();
-    } else if (stop->exit_code != 0) {
+    } else if (stop->exit_code != 0 && postmaster_.has_value() && IsLivePostmaster(*postmaster_)) {
       // A fast shutdown that hangs (a stuck backend) is finished immediately: the next start
       // replays the WAL, so committed data is still safe.
-      auto immediate =
-          RunPostgresCommand(*run_as, {pg_ctl, "stop", "-D", pgdata_, "-m", "immediate", "-w"});
+      auto immediate = RunAsPostgres(run_as_.needed, run_as_.runuser,
+                                     {pg_ctl, "stop", "-D", pgdata_, "-m", "immediate", "-w"});
       if (!immediate.ok() || immediate->exit_code != 0) {
         status = absl::InternalError(
             absl::StrCat("pg_ctl stop failed on ", pgdata_, ": ", Tail(stop->output, 5)));
       }
     }
+    postmaster_.reset();
   }
   if (lock_fd_ >= 0) {
     close(lock_fd_);  // Releases the owner lock.
@@ -453,8 +603,13 @@ absl::Status EmbeddedPostgres::Stop() {
 EmbeddedPostgres::~EmbeddedPostgres() { Stop().IgnoreError(); }
 
 std::string EmbeddedPostgres::database_url() const {
-  return absl::StrCat("postgresql://", kSuperuser, ":", password_, "@127.0.0.1:", port_, "/",
-                      kDatabase);
+  return absl::StrCat("postgresql://", kAppRole, ":", app_password_, "@127.0.0.1:", port_, "/",
+                      kAppDatabase);
+}
+
+std::string EmbeddedPostgres::superuser_url(const std::string& database) const {
+  return absl::StrCat("postgresql://", kSuperuser, ":", superuser_password_, "@127.0.0.1:", port_,
+                      "/", database);
 }
 
 }  // namespace ptxbench::embedded_pg

@@ -124,6 +124,8 @@ TestServer::TestServer(const TestServerOptions& options) {
   server_options.store_pool_size = 8;
   server_options.shutdown_grace = absl::Seconds(2);
   server_options.tls = options.tls;
+  server_options.max_watches_per_tenant = options.max_watches_per_tenant;
+  server_options.max_unauthenticated_streams = options.max_unauthenticated_streams;
   auto server = server::Server::Create(server_options);
   INFO(server.status().ToString());
   REQUIRE(server.ok());

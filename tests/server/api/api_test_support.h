@@ -48,7 +48,10 @@ struct TestServerOptions {
   // master thread's poll timeout), which most tests do not need to pay.
   bool metrics = false;
   std::string database_url;  // Empty: a fresh database.
-  server::TlsOptions tls;    // Files; the test channel then trusts tls.cert_file.
+  // Stream caps (server.h); small values let tests reach them.
+  int max_watches_per_tenant = 128;
+  int max_unauthenticated_streams = 32;
+  server::TlsOptions tls;  // Files; the test channel then trusts tls.cert_file.
 };
 
 class TestServer {
