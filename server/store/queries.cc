@@ -43,6 +43,8 @@ std::vector<NamedStatement> BuildStatements() {
       // argument 'true' makes the setting transaction-local, so a pooled connection never
       // carries one caller's identity into the next caller's transaction.
       {kSetActor, "SELECT set_config('ptxbench.actor', $1, true)"},
+      // Store::Ping: the cheapest statement that proves the database answers.
+      {kPing, "SELECT 1"},
 
       // ---- Migrations ----
       // A transaction-level advisory lock: each migration runs in its own transaction, and

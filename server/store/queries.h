@@ -20,6 +20,7 @@ const std::vector<NamedStatement>& AllStatements();
 
 // Sessions and migrations.
 inline constexpr char kSetActor[] = "set_actor";
+inline constexpr char kPing[] = "ping";
 inline constexpr char kMigrationLock[] = "migration_lock";
 inline constexpr char kMigrationCreateTable[] = "migration_create_table";
 inline constexpr char kMigrationApplied[] = "migration_applied";

@@ -1,12 +1,10 @@
-// The Store: a connection pool, a transaction runner that maps every libpqxx exception to an
-// absl::Status, a shared LISTEN connection, and the operations of store.h. The SQL is in
-// queries.cc; this file decides which statements run in which transaction and validates
-// input before it reaches PostgreSQL, so that bad input is INVALID_ARGUMENT naming the field.
+// The Store: a transaction runner that maps every libpqxx exception to an absl::Status, and the
+// operations of store.h. The SQL is in queries.cc, the connection pool in connection_pool.cc,
+// the shared LISTEN connection in notify_listener.cc and the migrations in
+// migration_runner.cc; this file decides which statements run in which transaction and
+// validates input before it reaches PostgreSQL, so that bad input is INVALID_ARGUMENT naming
+// the field.
 #include "server/store/store.h"
-
-#include <poll.h>
-#include <sys/eventfd.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -36,23 +34,23 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/status.h"
+#include "server/store/connection_pool.h"
 #include "server/store/conninfo.h"
 #include "server/store/database.h"
-#include "server/store/migration_files.h"
+#include "server/store/migration_runner.h"
+#include "server/store/notify_listener.h"
 #include "server/store/pg_error.h"
 #include "server/store/queries.h"
 
 namespace ptxbench::store {
 namespace {
 
-using internal::AllStatements;
 using internal::ClassifyCurrentException;
+using internal::ConnectionPool;
+using internal::NotifyListener;
 using internal::PgFailure;
 namespace q = internal;
 
-// A caller waiting this long for a pooled connection is told UNAVAILABLE rather than held
-// forever: with pool_size 8 and statements of milliseconds, 30 s means the database is stuck.
-constexpr absl::Duration kPoolWait = absl::Seconds(30);
 // Serialization failures and deadlocks are retried this often (with a short jittered sleep)
 // before ABORTED. Under READ COMMITTED and the single lock order they are rare; four tries
 // turn a transient conflict into a success without hiding a systematic one.
@@ -214,235 +212,6 @@ std::string NoticeJson(const std::string& notice) {
 }
 
 // ---------------------------------------------------------------------------------------
-// Connection pool.
-
-class ConnectionPool {
- public:
-  ConnectionPool(std::string conninfo, int size) : conninfo_(std::move(conninfo)), size_(size) {}
-
-  ~ConnectionPool() {
-    std::lock_guard<std::mutex> lock(mu_);
-    idle_.clear();
-  }
-
-  // Takes an idle connection, opens a new one while fewer than `size` are open, or waits.
-  absl::StatusOr<std::unique_ptr<pqxx::connection>> Acquire() {
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      const bool available = cv_.wait_for(lock, absl::ToChronoSeconds(kPoolWait),
-                                          [this] { return !idle_.empty() || open_ < size_; });
-      if (!available) {
-        return absl::UnavailableError(absl::StrCat(
-            "all ", size_, " PostgreSQL connections stayed busy for ",
-            absl::FormatDuration(kPoolWait), " (raise pool_size or look for slow statements)"));
-      }
-      if (!idle_.empty()) {
-        std::unique_ptr<pqxx::connection> connection = std::move(idle_.back());
-        idle_.pop_back();
-        return connection;
-      }
-      ++open_;
-    }
-    auto connection = Open(conninfo_);
-    if (!connection.ok()) Release(nullptr);
-    return connection;
-  }
-
-  // Returns a connection; nullptr when it was dropped (broken), which frees its slot so the
-  // next Acquire opens a fresh one: that is how the store reconnects.
-  void Release(std::unique_ptr<pqxx::connection> connection) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (connection != nullptr && connection->is_open()) {
-        idle_.push_back(std::move(connection));
-      } else {
-        --open_;
-      }
-    }
-    cv_.notify_one();
-  }
-
-  // A new connection with every statement of queries.cc defined (libpqxx sends the PREPARE
-  // on first use, so this costs no round trip and works before the schema exists).
-  static absl::StatusOr<std::unique_ptr<pqxx::connection>> Open(const std::string& conninfo) {
-    try {
-      auto connection = std::make_unique<pqxx::connection>(conninfo);
-      for (const auto& statement : AllStatements()) {
-        connection->prepare(statement.name, statement.sql);
-      }
-      return connection;
-    } catch (...) {
-      return ClassifyCurrentException(
-                 absl::StrCat("connecting to PostgreSQL at ", DescribeDatabaseUrl(conninfo)))
-          .status;
-    }
-  }
-
- private:
-  const std::string conninfo_;
-  const int size_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<std::unique_ptr<pqxx::connection>> idle_;
-  int open_ = 0;
-};
-
-// ---------------------------------------------------------------------------------------
-// The shared LISTEN connection.
-//
-// One background thread owns one connection that LISTENs on both channels and counts the
-// notifications per channel; any number of threads wait on a condition variable for a
-// counter to move. This costs one connection however many gRPC streams wait, where a LISTEN
-// per waiter would exhaust max_connections. The thread sleeps in poll() on the libpq socket
-// and an eventfd, so shutdown is immediate and an idle server uses no CPU.
-
-class NotifyListener {
- public:
-  enum Channel { kQueue = 0, kEvents = 1 };
-
-  explicit NotifyListener(std::string conninfo) : conninfo_(std::move(conninfo)) {}
-
-  ~NotifyListener() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stopping_ = true;
-    }
-    Wake();
-    if (thread_.joinable()) thread_.join();
-    if (wake_fd_ >= 0) close(wake_fd_);
-  }
-
-  uint64_t Count(Channel channel) {
-    EnsureStarted();
-    std::lock_guard<std::mutex> lock(mu_);
-    return counts_[channel];
-  }
-
-  bool WaitForChange(Channel channel, uint64_t seen, absl::Duration timeout) {
-    EnsureStarted();
-    std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_for(lock, absl::ToChronoMicroseconds(std::max(timeout, absl::ZeroDuration())),
-                        [&] { return counts_[channel] != seen || stopping_; }) &&
-           counts_[channel] != seen;
-  }
-
- private:
-  class Receiver : public pqxx::notification_receiver {
-   public:
-    Receiver(pqxx::connection_base& connection, const std::string& channel,
-             NotifyListener* listener, Channel counter)
-        : pqxx::notification_receiver(connection, channel),
-          listener_(listener),
-          counter_(counter) {}
-    void operator()(const std::string& payload, int backend_pid) override {
-      listener_->Bump(counter_);
-    }
-
-   private:
-    NotifyListener* const listener_;
-    const Channel counter_;
-  };
-
-  // Starts the thread once, then waits (up to 5 s) for its first connection attempt, so that
-  // a count read right after start is taken while LISTEN is already in effect.
-  void EnsureStarted() {
-    std::unique_lock<std::mutex> lock(mu_);
-    if (!started_) {
-      started_ = true;
-      wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-      thread_ = std::thread([this] { Run(); });
-    }
-    cv_.wait_for(lock, std::chrono::seconds(5), [this] { return attempts_ > 0 || stopping_; });
-  }
-
-  void Bump(Channel channel) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      ++counts_[channel];
-    }
-    cv_.notify_all();
-  }
-
-  void Wake() {
-    if (wake_fd_ < 0) return;
-    const uint64_t one = 1;
-    [[maybe_unused]] ssize_t ignored = write(wake_fd_, &one, sizeof(one));
-  }
-
-  // Sleeps up to `duration` unless woken for shutdown; returns false when stopping.
-  bool Sleep(absl::Duration duration) {
-    pollfd wake = {wake_fd_, POLLIN, 0};
-    poll(&wake, 1, static_cast<int>(absl::ToInt64Milliseconds(duration)));
-    uint64_t drained;
-    [[maybe_unused]] ssize_t ignored = read(wake_fd_, &drained, sizeof(drained));
-    std::lock_guard<std::mutex> lock(mu_);
-    return !stopping_;
-  }
-
-  void Run() {
-    absl::Duration backoff = absl::Milliseconds(100);
-    bool connected_before = false;
-    while (true) {
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (stopping_) return;
-      }
-      try {
-        pqxx::connection connection(conninfo_);
-        Receiver queue(connection, "ptxbench_queue", this, kQueue);
-        Receiver events(connection, "ptxbench_events", this, kEvents);
-        // LISTEN takes effect when the receivers are registered; from here on nothing is
-        // missed. Notifications sent while we were disconnected are lost, so after a
-        // reconnection every waiter is woken to poll.
-        {
-          std::lock_guard<std::mutex> lock(mu_);
-          ++attempts_;
-          if (connected_before) {
-            ++counts_[kQueue];
-            ++counts_[kEvents];
-          }
-        }
-        cv_.notify_all();
-        connected_before = true;
-        backoff = absl::Milliseconds(100);
-        while (true) {
-          pollfd fds[2] = {{connection.sock(), POLLIN, 0}, {wake_fd_, POLLIN, 0}};
-          poll(fds, 2, -1);
-          if (fds[1].revents != 0) {
-            uint64_t drained;
-            [[maybe_unused]] ssize_t ignored = read(wake_fd_, &drained, sizeof(drained));
-            std::lock_guard<std::mutex> lock(mu_);
-            if (stopping_) return;
-          }
-          if (fds[0].revents != 0) connection.get_notifs();  // Throws when the link broke.
-          if (!connection.is_open()) throw pqxx::broken_connection("listening connection closed");
-        }
-      } catch (...) {
-        // Polling stays the source of truth: waiters time out and poll while we reconnect.
-        ClassifyCurrentException("listening for notifications");
-        {
-          std::lock_guard<std::mutex> lock(mu_);
-          ++attempts_;
-        }
-        cv_.notify_all();
-      }
-      if (!Sleep(backoff)) return;
-      backoff = std::min(backoff * 2, absl::Seconds(5));
-    }
-  }
-
-  const std::string conninfo_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool started_ = false;
-  bool stopping_ = false;
-  int attempts_ = 0;
-  std::array<uint64_t, 2> counts_ = {0, 0};
-  int wake_fd_ = -1;
-  std::thread thread_;
-};
-
-// ---------------------------------------------------------------------------------------
 // Row conversion.
 
 SubmissionRow SubmissionFromRow(const pqxx::row& row) {
@@ -511,7 +280,9 @@ TenantRow TenantFromRow(const pqxx::row& row) {
 class Store::Impl {
  public:
   Impl(const StoreOptions& options, const std::string& conninfo)
-      : options_(options), pool_(conninfo, options.pool_size), listener_(conninfo) {}
+      : options_(options),
+        pool_(conninfo, ConnectionPool::Options{options.pool_size}),
+        listener_(conninfo) {}
 
   const StoreOptions& options() const { return options_; }
   NotifyListener& listener() { return listener_; }
@@ -548,12 +319,11 @@ class Store::Impl {
     for (int attempt = 1;; ++attempt) {
       auto connection = pool_.Acquire();
       if (!connection.ok()) return Annotate(connection.status(), operation);
-      std::unique_ptr<pqxx::connection> conn = *std::move(connection);
       absl::Status status;
       PgFailure failure;
       bool began = false;
       try {
-        Tx tx(*conn);
+        Tx tx(connection->get());
         began = kExplicitTransaction;
         if (!actor.empty()) tx.exec_prepared(q::kSetActor, actor);
         status = fn(tx);
@@ -562,12 +332,16 @@ class Store::Impl {
         failure = ClassifyCurrentException(operation);
         status = failure.status;
       }
-      const bool lost = failure.connection_lost || !conn->is_open();
-      pool_.Release(lost ? nullptr : std::move(conn));
-      if (lost && !began && !replaced_dead_connection) {
-        replaced_dead_connection = true;
-        --attempt;
-        continue;
+      const bool lost = failure.connection_lost || !connection->is_open();
+      if (lost) {
+        connection->Discard(status);
+        if (!began && !replaced_dead_connection) {
+          replaced_dead_connection = true;
+          --attempt;
+          continue;
+        }
+      } else {
+        pool_.RecordReachable();
       }
       if (failure.retryable && attempt < kMaxTransactionAttempts) {
         thread_local std::minstd_rand random(std::random_device{}());
@@ -702,134 +476,23 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Connect(const StoreOptions& option
                                               {"keepalives_count", "3", true}}));
   auto impl = std::make_unique<Impl>(options, conninfo);
   // Fail fast on a wrong URL or an unreachable server: one connection now, kept in the pool.
-  ASSIGN_OR_RETURN(auto connection, impl->pool().Acquire());
-  impl->pool().Release(std::move(connection));
+  RETURN_IF_ERROR(impl->pool().Acquire().status());
   return std::unique_ptr<Store>(new Store(std::move(impl)));
 }
 
 // ---------------------------------------------------------------------------------------
-// Migrations.
+// Migrations (migration_runner.cc).
 
 absl::Status Store::MigrateUp(const std::string& migrations_dir) {
-  ASSIGN_OR_RETURN(std::vector<internal::MigrationFile> files,
-                   internal::ReadMigrationFiles(migrations_dir));
-  if (files.empty()) {
-    return absl::NotFoundError(
-        absl::StrCat("no migrations (NNNN_name.up.sql) in ", migrations_dir));
-  }
-  // One migration per transaction; each transaction re-reads the applied set under the
-  // advisory lock, so a concurrent migrator's work is seen, never repeated.
-  std::vector<std::string> checksums(files.size());
-  for (bool done = false; !done;) {
-    RETURN_IF_ERROR(impl_->Transact("MigrateUp", "system:migrate", [&](pqxx::work& tx) {
-      tx.exec_prepared(q::kMigrationLock);
-      tx.exec_prepared(q::kMigrationCreateTable);
-      pqxx::result applied = tx.exec_prepared(q::kMigrationApplied);
-      for (size_t i = 0; i < files.size(); ++i) {
-        if (checksums[i].empty()) {
-          checksums[i] =
-              tx.exec_prepared1(q::kMigrationChecksum, files[i].up_sql)[0].as<std::string>();
-        }
-      }
-      int newest_applied = 0;
-      std::vector<int> applied_versions;
-      for (const pqxx::row& row : applied) {
-        const int version = row["version"].as<int>();
-        const std::string name = row["name"].as<std::string>();
-        newest_applied = std::max(newest_applied, version);
-        applied_versions.push_back(version);
-        auto file = std::find_if(files.begin(), files.end(),
-                                 [&](const auto& f) { return f.version == version; });
-        if (file == files.end()) {
-          if (version > files.back().version) {
-            return absl::FailedPreconditionError(
-                absl::StrCat("the database schema is at migration ", name,
-                             ", newer than the newest in ", migrations_dir, " (", files.back().name,
-                             "): this server is older than its database; run a newer server"));
-          }
-          return absl::FailedPreconditionError(absl::StrCat(
-              "migration ", name, " is applied but its files are missing from ", migrations_dir));
-        }
-        const std::string& checksum = checksums[file - files.begin()];
-        if (row["up_sha256"].as<std::string>() != checksum) {
-          return absl::FailedPreconditionError(
-              absl::StrCat("migration ", name, ".up.sql was edited after it was applied (sha256 ",
-                           row["up_sha256"].as<std::string>(), " when applied, ", checksum,
-                           " now); add a new migration instead of editing an applied one"));
-        }
-      }
-      for (size_t i = 0; i < files.size(); ++i) {
-        const internal::MigrationFile& file = files[i];
-        if (std::count(applied_versions.begin(), applied_versions.end(), file.version) > 0) {
-          continue;
-        }
-        if (file.version < newest_applied) {
-          return absl::FailedPreconditionError(
-              absl::StrCat("migration ", file.name, " is not applied but a newer one (version ",
-                           newest_applied, ") is; migrations must be applied in order"));
-        }
-        try {
-          tx.exec(file.up_sql);
-        } catch (...) {
-          return ClassifyCurrentException(absl::StrCat("applying ", file.name, ".up.sql")).status;
-        }
-        tx.exec_prepared(q::kMigrationRecord, file.version, file.name, checksums[i]);
-        return absl::OkStatus();
-      }
-      done = true;
-      return absl::OkStatus();
-    }));
-  }
-  return absl::OkStatus();
+  return internal::MigrationRunner(&impl_->pool()).Up(migrations_dir);
 }
 
 absl::Status Store::MigrateDown(const std::string& migrations_dir, int steps) {
-  if (steps < 1) {
-    return absl::InvalidArgumentError(absl::StrCat("steps must be at least 1 (got ", steps, ")"));
-  }
-  ASSIGN_OR_RETURN(std::vector<internal::MigrationFile> files,
-                   internal::ReadMigrationFiles(migrations_dir));
-  for (int step = 0; step < steps; ++step) {
-    RETURN_IF_ERROR(impl_->Transact("MigrateDown", "system:migrate", [&](pqxx::work& tx) {
-      tx.exec_prepared(q::kMigrationLock);
-      tx.exec_prepared(q::kMigrationCreateTable);
-      pqxx::result applied = tx.exec_prepared(q::kMigrationApplied);
-      if (step == 0 && static_cast<int>(applied.size()) < steps) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "cannot revert ", steps, " migrations: only ", applied.size(), " are applied"));
-      }
-      if (applied.empty()) return absl::OkStatus();
-      const pqxx::row newest = applied[applied.size() - 1];
-      const int version = newest["version"].as<int>();
-      const std::string name = newest["name"].as<std::string>();
-      auto file = std::find_if(files.begin(), files.end(),
-                               [&](const auto& f) { return f.version == version; });
-      if (file == files.end()) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "cannot revert migration ", name, ": ", name, ".down.sql is not in ", migrations_dir));
-      }
-      try {
-        tx.exec(file->down_sql);
-      } catch (...) {
-        return ClassifyCurrentException(absl::StrCat("applying ", file->name, ".down.sql")).status;
-      }
-      tx.exec_prepared(q::kMigrationForget, version);
-      return absl::OkStatus();
-    }));
-  }
-  return absl::OkStatus();
+  return internal::MigrationRunner(&impl_->pool()).Down(migrations_dir, steps);
 }
 
 absl::StatusOr<int> Store::SchemaVersion() {
-  int version = 0;
-  RETURN_IF_ERROR(impl_->Transact("SchemaVersion", "", [&](pqxx::work& tx) {
-    version = 0;
-    if (tx.exec_prepared1(q::kSchemaMigrationsExists)[0].as<bool>()) {
-      version = tx.exec_prepared1(q::kSchemaVersion)[0].as<int>();
-    }
-    return absl::OkStatus();
-  }));
-  return version;
+  return internal::MigrationRunner(&impl_->pool()).Version();
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1561,6 +1224,23 @@ absl::StatusOr<bool> Store::WaitForQueueChange(uint64_t seen, absl::Duration tim
 
 absl::StatusOr<bool> Store::WaitForEvents(uint64_t seen, absl::Duration timeout) {
   return impl_->listener().WaitForChange(NotifyListener::kEvents, seen, timeout);
+}
+
+// ---------------------------------------------------------------------------------------
+// Reachability.
+
+StoreReachability Store::Reachability() const { return impl_->pool().reachability(); }
+
+absl::Status Store::Ping() {
+  return impl_->AutoCommit("Ping", [&](pqxx::nontransaction& tx) {
+    tx.exec_prepared1(q::kPing);
+    return absl::OkStatus();
+  });
+}
+
+void Store::Reconnect() {
+  impl_->pool().DropIdle();
+  impl_->listener().Reconnect();
 }
 
 }  // namespace ptxbench::store

@@ -43,6 +43,15 @@ struct StoreOptions {
   absl::Duration retry_backoff_base = absl::Seconds(2);  // Doubles per attempt, jittered.
 };
 
+// Whether PostgreSQL answered lately, as the store saw it: every connection opened or found
+// broken, every statement that ran and every Ping records it. Reading it costs no round trip,
+// so a health check or a scrape never waits on a dead database.
+struct StoreReachability {
+  bool reachable = false;
+  absl::Time since;        // When it last became reachable (or unreachable).
+  std::string last_error;  // Why it is unreachable; empty while reachable.
+};
+
 struct TenantRow {
   std::string name;
   int submissions_per_minute = 0;  // 0 = server default.
@@ -368,6 +377,21 @@ class Store {
   absl::StatusOr<bool> WaitForQueueChange(uint64_t seen, absl::Duration timeout);
   uint64_t EventsChangeCount();
   absl::StatusOr<bool> WaitForEvents(uint64_t seen, absl::Duration timeout);
+
+  // Reachability. The store reconnects by itself: a broken pooled connection is replaced on
+  // the next call and the listening connection reconnects with backoff (100 ms doubling to
+  // 5 s), after which every waiter of the Wait* calls is woken, since notifications may have
+  // been missed. Callers never need to reconnect it; Reconnect() only makes it sooner.
+  //
+  // The last record (see StoreReachability); no round trip.
+  StoreReachability Reachability() const;
+  // Asks the database now (one statement on a pooled connection, replaced if dead) and
+  // records the answer. UNAVAILABLE when it cannot be reached.
+  absl::Status Ping();
+  // For a caller that knows the database was just restarted (the embedded PostgreSQL's
+  // supervisor): closes every idle pooled connection and re-establishes LISTEN now instead
+  // of after the backoff.
+  void Reconnect();
 
  private:
   class Impl;

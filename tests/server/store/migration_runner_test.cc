@@ -1,5 +1,8 @@
-// Migrations: up, down, up again on a real database; concurrent migrators; the folder's
-// shape and an applied migration's integrity are checked before anything runs.
+// Migrations (migration_runner.h, through the Store and directly): up, down, up again on a real
+// database; concurrent migrators; the folder's shape and an applied migration's integrity are
+// checked before anything runs; dead and unreachable databases.
+#include "server/store/migration_runner.h"
+
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
@@ -9,6 +12,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "server/store/connection_pool.h"
 #include "server/store/store.h"
 #include "tests/support/pg_fixture.h"
 #include "tests/support/status_testing.h"
@@ -154,6 +158,27 @@ TEST_CASE("a damaged migrations folder or an edited migration is refused", "[sto
   }
   REQUIRE_STATUS(store->MigrateUp("/nonexistent/migrations"), absl::StatusCode::kNotFound);
   fs::remove_all(copy);
+}
+
+TEST_CASE("the runner replaces a dead connection and names an unreachable database",
+          "[store][migrations]") {
+  auto database = EmptyDatabase();
+  internal::ConnectionPool pool(database->url(), {1, absl::Seconds(5)});
+  internal::MigrationRunner runner(&pool);
+  REQUIRE(ValueOrFail(runner.Version()) == 0);
+  // The pooled connection dies (a database restart): the runner opens another and goes on.
+  REQUIRE_OK(
+      database->Sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = "
+                    "current_database() AND pid <> pg_backend_pid()"));
+  REQUIRE_OK(runner.Up(MigrationsDir()));
+  REQUIRE(std::to_string(ValueOrFail(runner.Version())) ==
+          ValueOrFail(database->Scalar("SELECT max(version) FROM schema_migrations")).value());
+  REQUIRE(TableExists(*database, "jobs"));
+
+  internal::ConnectionPool nowhere("host=127.0.0.1 port=1 dbname=nowhere", {1, absl::Seconds(5)});
+  absl::Status status = internal::MigrationRunner(&nowhere).Up(MigrationsDir());
+  REQUIRE(absl::IsUnavailable(status));
+  REQUIRE_THAT(std::string(status.message()), Catch::Contains("127.0.0.1:1/nowhere"));
 }
 
 }  // namespace
