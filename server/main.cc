@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/cli_args.h"
 #include "common/status.h"
+#include "proto/wire_names.h"
 #include "server/api/auth.h"
 #include "server/api/health_check.h"
 #include "server/server.h"
@@ -205,7 +206,7 @@ int TokenCreate(const ParsedArgs& args) {
     return 2;
   }
   const std::string tenant = args.Get("tenant");
-  auto role = api::ParseRoleText(args.Get("role"));
+  auto role = wire::ParseRole(args.Get("role"));
   if (tenant.empty() || !role.ok()) {
     std::cerr << "ptxbench-server token create: --tenant and --role (admin, vendor or worker) "
                  "are required\n";
@@ -232,14 +233,14 @@ int TokenCreate(const ParsedArgs& args) {
   store::TokenRow row;
   row.token_id = token.token_id;
   row.tenant = tenant;
-  row.role = api::RoleText(*role);
+  row.role = *role;
   row.description = args.Get("description", "created by ptxbench-server token create");
   if (auto status = store->CreateToken(row, token.sha256); !status.ok()) {
     std::cerr << "ptxbench-server token: " << status << "\n";
     return 1;
   }
-  std::cerr << "token " << token.token_id << " for tenant " << tenant << " role " << row.role
-            << " (the secret below is shown once):\n";
+  std::cerr << "token " << token.token_id << " for tenant " << tenant << " role "
+            << wire::RoleName(row.role) << " (the secret below is shown once):\n";
   std::cout << token.token << "\n";
   return 0;
 }

@@ -38,7 +38,7 @@ class AdminServiceImpl final : public v1::AdminService::Service {
       ASSIGN_OR_RETURN(Caller caller, rpc.Authenticate({Role::kAdmin}));
       RETURN_IF_ERROR(ValidateRequiredText(request->worker_id(), "worker_id", kMaxShortTextBytes));
       ASSIGN_OR_RETURN(store::WorkerRow row,
-                       ctx_->store->SetWorkerState(request->worker_id(), "draining",
+                       ctx_->store->SetWorkerState(request->worker_id(), v1::WORKER_STATE_DRAINING,
                                                    "drained by an admin", caller.Actor()));
       ctx_->jobs->SetDraining(row.worker_id, true);
       ctx_->leases->WakeWorker(row.worker_id);
@@ -112,12 +112,12 @@ class AdminServiceImpl final : public v1::AdminService::Service {
       store::TokenRow row;
       row.token_id = token.token_id;
       row.tenant = request->tenant();
-      row.role = role;
+      row.role = request->role();
       row.description = request->description();
       RETURN_IF_ERROR(ctx_->store->CreateToken(row, token.sha256, caller.Actor()));
       ctx_->auth->OnTokenCreated();
       spdlog::info("token created token_id={} tenant={} role={} by_token={}", row.token_id,
-                   row.tenant, row.role, caller.token_id);
+                   row.tenant, role, caller.token_id);
       response->set_token_id(token.token_id);
       response->set_secret(token.token);
       return absl::OkStatus();

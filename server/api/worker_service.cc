@@ -76,19 +76,19 @@ class WorkerServiceImpl final : public v1::WorkerService::Service {
     const v1::WorkerIdentity& identity = request.identity();
     store::WorkerRegistration registration;
     registration.hostname = identity.hostname();
-    registration.arch = ArchName(identity.arch());
+    registration.arch = identity.arch();
     registration.gpu_name = identity.gpu_name();
     registration.gpu_uuid = identity.gpu_uuid();
     registration.compile_only = identity.compile_only();
     ASSIGN_OR_RETURN(registration.identity_json, MessageToJson(identity));
     ASSIGN_OR_RETURN(store::WorkerRow row, ctx_->store->RegisterWorker(registration));
-    ctx_->jobs->SetDraining(row.worker_id, row.state == "draining");
+    ctx_->jobs->SetDraining(row.worker_id, row.state == v1::WORKER_STATE_DRAINING);
     if (ctx_->jobs->ReleaseWorker(row.worker_id) > 0) ctx_->leases->WakeWorker(row.worker_id);
     response->set_worker_id(row.worker_id);
     response->set_lease_seconds(ctx_->options.lease_seconds);
     spdlog::info("worker registered worker_id={} host={} arch={} gpu_uuid={} compile_only={}",
-                 row.worker_id, registration.hostname, registration.arch, registration.gpu_uuid,
-                 registration.compile_only);
+                 row.worker_id, registration.hostname, ArchName(registration.arch),
+                 registration.gpu_uuid, registration.compile_only);
     return absl::OkStatus();
   }
 
@@ -112,12 +112,12 @@ class WorkerServiceImpl final : public v1::WorkerService::Service {
     const int slots = request.slots() == 0 ? 1 : request.slots();
     const std::string& worker_id = request.worker_id();
     ASSIGN_OR_RETURN(store::WorkerRow worker, FindWorker(worker_id));
-    ctx_->jobs->SetDraining(worker_id, worker.state == "draining");
+    ctx_->jobs->SetDraining(worker_id, worker.state == v1::WORKER_STATE_DRAINING);
     ctx_->jobs->HoldAtLeast(worker_id, worker.jobs_held);
     LeaseDispatcher::Waiter waiter;
     waiter.worker_id = worker_id;
-    waiter.pool =
-        LeaseDispatcher::PoolOf(worker.registration.arch, worker.registration.compile_only);
+    waiter.pool = LeaseDispatcher::PoolOf(ArchName(worker.registration.arch),
+                                          worker.registration.compile_only);
     ctx_->leases->Add(&waiter);
     absl::Cleanup unregister = [&] { ctx_->leases->Remove(&waiter); };
     spdlog::info("lease stream opened worker_id={} slots={} pool={}", worker_id, slots,
@@ -175,15 +175,15 @@ class WorkerServiceImpl final : public v1::WorkerService::Service {
     ctx_->event_changes->Notify();
     if (!writer->Write(LeasedJobFromRow(row, ctx_->options.lease_seconds))) {
       ctx_->jobs->Released(row.lease.job_id);
-      auto status = ctx_->store->FailJob(row.lease, "infrastructure",
+      auto status = ctx_->store->FailJob(row.lease, v1::FAILURE_KIND_INFRASTRUCTURE,
                                          "lease stream closed before the job was delivered");
-      ctx_->leases->JobsAvailable(row.arch);
+      ctx_->leases->JobsAvailable(ArchName(row.arch));
       spdlog::warn("lease: undelivered job returned job_id={} submission_id={} status={}",
                    row.lease.job_id, row.submission_id, status.status().ToString());
       return absl::CancelledError("worker went away");
     }
     spdlog::info("job leased job_id={} attempt={} kind={} submission_id={} worker_id={}",
-                 row.lease.job_id, row.lease.attempt, row.kind, row.submission_id,
+                 row.lease.job_id, row.lease.attempt, JobKindName(row.kind), row.submission_id,
                  row.lease.worker_id);
     return absl::OkStatus();
   }
@@ -239,7 +239,7 @@ class WorkerServiceImpl final : public v1::WorkerService::Service {
     RETURN_IF_ERROR(ValidateStageResult(request.result(), "result"));
     ASSIGN_OR_RETURN(std::string json, MessageToJson(request.result()));
     RETURN_IF_ERROR(ctx_->store->ReportStage(LeaseRefFromProto(request.lease()),
-                                             StageName(request.result().stage()), json));
+                                             request.result().stage(), json));
     ctx_->event_changes->Notify();
     return absl::OkStatus();
   }
@@ -249,17 +249,19 @@ class WorkerServiceImpl final : public v1::WorkerService::Service {
   void RecordIfFinished(const std::string& submission_id) {
     if (submission_id.empty()) return;
     auto row = ctx_->store->GetSubmission(submission_id, "");
-    if (!row.ok() || row->state != "finished" || !row->verdict.has_value()) return;
+    if (!row.ok() || row->state != v1::SUBMISSION_STATE_FINISHED || !row->verdict.has_value()) {
+      return;
+    }
     RecordVerdict({row->id, row->tenant, row->model, row->task_id, row->arch,
                    row->verdict->verdict_class, row->verdict->speedup});
   }
 
   void RecordVerdict(const store::FinishedSubmission& finished) {
-    ctx_->metrics->RecordVerdict(finished.tenant, finished.model, finished.task_id, finished.arch,
-                                 finished.verdict_class);
+    ctx_->metrics->RecordVerdict(finished.tenant, finished.model, finished.task_id,
+                                 ArchName(finished.arch), VerdictClassName(finished.verdict_class));
     spdlog::info("verdict submission_id={} tenant={} task={} arch={} verdict={} speedup={}",
-                 finished.id, finished.tenant, finished.task_id, finished.arch,
-                 finished.verdict_class, finished.speedup);
+                 finished.id, finished.tenant, finished.task_id, ArchName(finished.arch),
+                 VerdictClassName(finished.verdict_class), finished.speedup);
   }
 
   absl::Status DoComplete(RpcScope& rpc, const v1::CompleteRequest& request) {
@@ -277,8 +279,8 @@ class WorkerServiceImpl final : public v1::WorkerService::Service {
     ctx_->leases->WakeWorker(lease.worker_id);
     ctx_->event_changes->Notify();
     // A compile job of a full-scope submission that compiled enqueues its evaluate job.
-    if (status.ok() && held.has_value() && held->kind == "compile" && verdict.compiled) {
-      ctx_->leases->JobsAvailable(held->arch);
+    if (status.ok() && held.has_value() && held->kind == v1::JOB_KIND_COMPILE && verdict.compiled) {
+      ctx_->leases->JobsAvailable(ArchName(held->arch));
     }
     if (!status.ok()) {
       spdlog::warn("complete refused job_id={} worker_id={} attempt={} error=\"{}\"", lease.job_id,
@@ -286,7 +288,7 @@ class WorkerServiceImpl final : public v1::WorkerService::Service {
       return status;
     }
     spdlog::info("job completed job_id={} worker_id={} attempt={} verdict={}", lease.job_id,
-                 lease.worker_id, lease.attempt, verdict.verdict_class);
+                 lease.worker_id, lease.attempt, VerdictClassName(verdict.verdict_class));
     if (finished.has_value()) RecordVerdict(*finished);
     return absl::OkStatus();
   }
@@ -302,7 +304,7 @@ class WorkerServiceImpl final : public v1::WorkerService::Service {
     }
     RETURN_IF_ERROR(ValidateOptionalText(request.reason(), "reason", kMaxMessageBytes));
     const store::LeaseRef lease = LeaseRefFromProto(request.lease());
-    auto will_retry = ctx_->store->FailJob(lease, kind, request.reason());
+    auto will_retry = ctx_->store->FailJob(lease, request.kind(), request.reason());
     auto held = ctx_->jobs->Released(lease.job_id);
     ctx_->leases->WakeWorker(lease.worker_id);
     ctx_->event_changes->Notify();

@@ -458,7 +458,9 @@ std::vector<NamedStatement> BuildStatements() {
         WHERE id = $1::uuid AND worker_id = $2::uuid AND attempt = $3 AND state = 'leased')sql"},
       // Only on the failure path: says why a fence refused, for the error message.
       {kDescribeJob, R"sql(
-        SELECT state, attempt, coalesce(worker_id::text, '') AS worker_id
+        SELECT state, attempt, coalesce(worker_id::text, '') AS worker_id,
+               coalesce(greatest(extract(epoch FROM now() - lease_expires_at), 0), 0)::float8
+                 AS expired_s
         FROM jobs WHERE id = $1::uuid)sql"},
       // Fenced terminal transition (done after a verdict, failed after a kernel failure).
       // The WHERE clause is the fence; zero rows back means the lease is lost, and a second

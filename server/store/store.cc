@@ -7,15 +7,12 @@
 #include "server/store/store.h"
 
 #include <algorithm>
-#include <array>
 #include <cctype>
 #include <chrono>
 #include <cmath>
-#include <condition_variable>
 #include <cstdint>
 #include <limits>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <pqxx/pqxx>
 #include <random>
@@ -27,6 +24,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/cord.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -57,39 +55,164 @@ namespace q = internal;
 constexpr int kMaxTransactionAttempts = 4;
 // Infrastructure-retry backoff never exceeds this, whatever the base and attempt.
 constexpr absl::Duration kMaxRetryBackoff = absl::Minutes(10);
+// The type URL of the payload that marks a fence refusal (LeaseLostError).
+constexpr char kLeaseLostPayload[] = "type.ptxbench.dev/ptxbench.store.LeaseLost";
 // Longest a page of ListSubmissions may be; larger requests are clamped.
 constexpr int kMaxPageSize = 500;
 constexpr int kDefaultPageSize = 50;
 
-constexpr std::array<const char*, 2> kArchs = {"sm_90a", "sm_100a"};
-constexpr std::array<const char*, 2> kLanguages = {"cuda", "ptx"};
-constexpr std::array<const char*, 3> kKnowledgeLevels = {"none", "templates", "contract"};
-constexpr std::array<const char*, 2> kScopes = {"full", "compile_only"};
-constexpr std::array<const char*, 3> kRoles = {"vendor", "worker", "admin"};
-constexpr std::array<const char*, 4> kWorkerStates = {"active", "draining", "unhealthy", "offline"};
-constexpr std::array<const char*, 2> kJobKinds = {"compile", "evaluate"};
-constexpr std::array<const char*, 4> kReportableStages = {"compile", "correctness",
-                                                          "target_instructions", "timing"};
-// What a worker may report with CompleteJob: everything but the two classes only the
-// scheduler decides.
-// clang-format off
-constexpr std::array<const char*, 10> kWorkerVerdictClasses = {
-    "pass", "compile_error", "plan_invalid", "runtime_error", "timeout", "wrong_result",
-    "target_not_executed", "input_mutated", "impossible_time", "compiled"};
-// clang-format on
-// A kernel failure without a verdict ends the submission with one of these.
-constexpr std::array<const char*, 8> kKernelFailureClasses = {
-    "compile_error", "plan_invalid",        "runtime_error", "timeout",
-    "wrong_result",  "target_not_executed", "input_mutated", "impossible_time"};
+// ---------------------------------------------------------------------------------------
+// Enums as text: the only place they are. The wire's enums take their names from
+// proto/wire_names.h; the store's own (store.h) from the tables below.
 
-template <size_t N>
-absl::Status CheckOneOf(const char* field, const std::string& value,
-                        const std::array<const char*, N>& allowed) {
-  for (const char* candidate : allowed) {
-    if (value == candidate) return absl::OkStatus();
+template <typename Enum>
+struct NamedValue {
+  Enum value;
+  const char* name;
+};
+
+constexpr NamedValue<JobState> kJobStateNames[] = {{JobState::kQueued, "queued"},
+                                                   {JobState::kLeased, "leased"},
+                                                   {JobState::kDone, "done"},
+                                                   {JobState::kFailed, "failed"},
+                                                   {JobState::kCancelled, "cancelled"}};
+constexpr NamedValue<EventKind> kEventKindNames[] = {{EventKind::kStage, "stage"},
+                                                     {EventKind::kNotice, "notice"}};
+constexpr NamedValue<AuditEntity> kAuditEntityNames[] = {{AuditEntity::kTenant, "tenant"},
+                                                         {AuditEntity::kToken, "token"},
+                                                         {AuditEntity::kWorker, "worker"},
+                                                         {AuditEntity::kSubmission, "submission"},
+                                                         {AuditEntity::kJob, "job"}};
+constexpr NamedValue<LeaseLostReason> kLeaseLostReasonNames[] = {
+    {LeaseLostReason::kNoSuchJob, "no_such_job"},
+    {LeaseLostReason::kLeasedAgain, "leased_again"},
+    {LeaseLostReason::kExpired, "expired"},
+    {LeaseLostReason::kCancelled, "cancelled"},
+    {LeaseLostReason::kFinished, "finished"}};
+
+template <typename Enum, size_t N>
+std::string NameIn(const NamedValue<Enum> (&table)[N], Enum value) {
+  for (const auto& entry : table) {
+    if (entry.value == value) return entry.name;
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat(field, " '", value, "' is not one of ", absl::StrJoin(allowed, ", ")));
+  return "";
+}
+
+template <typename Enum, size_t N>
+absl::StatusOr<Enum> ValueIn(const NamedValue<Enum> (&table)[N], const std::string& name,
+                             const char* what) {
+  for (const auto& entry : table) {
+    if (name == entry.name) return entry.value;
+  }
+  return absl::InvalidArgumentError(absl::StrCat("unknown ", what, " '", name, "'"));
+}
+
+// Text(value): the stored name; "" for a value without one (UNSPECIFIED, out of range).
+std::string Text(v1::Arch value) { return wire::ArchName(value); }
+std::string Text(v1::JobKind value) { return wire::JobKindName(value); }
+std::string Text(v1::EvaluationScope value) { return wire::ScopeName(value); }
+std::string Text(v1::KnowledgeLevel value) { return wire::KnowledgeLevelName(value); }
+std::string Text(v1::SourceLanguage value) { return wire::LanguageName(value); }
+std::string Text(v1::Role value) { return wire::RoleName(value); }
+std::string Text(v1::SubmissionState value) { return wire::SubmissionStateName(value); }
+std::string Text(v1::WorkerState value) { return wire::WorkerStateName(value); }
+std::string Text(v1::Stage value) { return wire::StageName(value); }
+std::string Text(v1::VerdictClass value) { return wire::VerdictClassName(value); }
+std::string Text(JobState value) { return NameIn(kJobStateNames, value); }
+std::string Text(EventKind value) { return NameIn(kEventKindNames, value); }
+std::string Text(AuditEntity value) { return NameIn(kAuditEntityNames, value); }
+
+// FromText(name, tag): the enum a stored name stands for. The tag picks the enum type.
+absl::StatusOr<v1::Arch> FromText(const std::string& name, v1::Arch*) {
+  return wire::ParseArch(name);
+}
+absl::StatusOr<v1::JobKind> FromText(const std::string& name, v1::JobKind*) {
+  return wire::ParseJobKind(name);
+}
+absl::StatusOr<v1::EvaluationScope> FromText(const std::string& name, v1::EvaluationScope*) {
+  return wire::ParseScope(name);
+}
+absl::StatusOr<v1::KnowledgeLevel> FromText(const std::string& name, v1::KnowledgeLevel*) {
+  return wire::ParseKnowledgeLevel(name);
+}
+absl::StatusOr<v1::SourceLanguage> FromText(const std::string& name, v1::SourceLanguage*) {
+  return wire::ParseLanguage(name);
+}
+absl::StatusOr<v1::Role> FromText(const std::string& name, v1::Role*) {
+  return wire::ParseRole(name);
+}
+absl::StatusOr<v1::SubmissionState> FromText(const std::string& name, v1::SubmissionState*) {
+  return wire::ParseSubmissionState(name);
+}
+absl::StatusOr<v1::WorkerState> FromText(const std::string& name, v1::WorkerState*) {
+  return wire::ParseWorkerState(name);
+}
+absl::StatusOr<v1::Stage> FromText(const std::string& name, v1::Stage*) {
+  return wire::ParseStage(name);
+}
+absl::StatusOr<v1::VerdictClass> FromText(const std::string& name, v1::VerdictClass*) {
+  return wire::ParseVerdictClass(name);
+}
+absl::StatusOr<JobState> FromText(const std::string& name, JobState*) {
+  return ValueIn(kJobStateNames, name, "job state");
+}
+absl::StatusOr<EventKind> FromText(const std::string& name, EventKind*) {
+  return ValueIn(kEventKindNames, name, "event kind");
+}
+absl::StatusOr<AuditEntity> FromText(const std::string& name, AuditEntity*) {
+  return ValueIn(kAuditEntityNames, name, "audit entity");
+}
+
+// A column holding an enum's name. The schema's CHECK constraints admit only known names, so
+// an unknown one means a newer schema or a damaged row: a conversion error, which the
+// transaction runner reports as INTERNAL ("unexpected value from PostgreSQL").
+template <typename Enum>
+Enum EnumColumn(const pqxx::row& row, const char* column) {
+  const std::string text = row[column].as<std::string>();
+  absl::StatusOr<Enum> value = FromText(text, static_cast<Enum*>(nullptr));
+  if (!value.ok()) {
+    throw pqxx::conversion_error(absl::StrCat("column ", column, ": ", value.status().message()));
+  }
+  return *value;
+}
+
+// workers.arch: '' for compile-only workers.
+v1::Arch WorkerArchColumn(const pqxx::row& row) {
+  if (row["arch"].as<std::string>().empty()) return v1::ARCH_UNSPECIFIED;
+  return EnumColumn<v1::Arch>(row, "arch");
+}
+
+// The stored name of an input enum, or INVALID_ARGUMENT naming the field.
+template <typename Enum>
+absl::StatusOr<std::string> RequireText(const char* field, Enum value) {
+  std::string text = Text(value);
+  if (text.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(field, ": ", static_cast<int>(value),
+                                                   " is not a value the store accepts here"));
+  }
+  return text;
+}
+
+bool IsReportableStage(v1::Stage stage) {
+  return stage == v1::STAGE_COMPILE || stage == v1::STAGE_CORRECTNESS ||
+         stage == v1::STAGE_TARGET_INSTRUCTIONS || stage == v1::STAGE_TIMING;
+}
+
+// A kernel failure without a verdict ends the submission with one of these.
+bool IsKernelFailureClass(v1::VerdictClass verdict_class) {
+  switch (verdict_class) {
+    case v1::VERDICT_CLASS_COMPILE_ERROR:
+    case v1::VERDICT_CLASS_PLAN_INVALID:
+    case v1::VERDICT_CLASS_RUNTIME_ERROR:
+    case v1::VERDICT_CLASS_TIMEOUT:
+    case v1::VERDICT_CLASS_WRONG_RESULT:
+    case v1::VERDICT_CLASS_TARGET_NOT_EXECUTED:
+    case v1::VERDICT_CLASS_INPUT_MUTATED:
+    case v1::VERDICT_CLASS_IMPOSSIBLE_TIME:
+      return true;
+    default:
+      return false;
+  }
 }
 
 bool IsUuid(const std::string& text) {
@@ -220,20 +343,20 @@ SubmissionRow SubmissionFromRow(const pqxx::row& row) {
   out.tenant = row["tenant"].as<std::string>();
   out.task_id = row["task_id"].as<std::string>();
   out.task_version_hash = row["task_version_hash"].as<std::string>();
-  out.arch = row["arch"].as<std::string>();
-  out.language = row["language"].as<std::string>();
+  out.arch = EnumColumn<v1::Arch>(row, "arch");
+  out.language = EnumColumn<v1::SourceLanguage>(row, "language");
   out.source_sha256 = row["source_sha256"].as<std::string>();
   out.model = row["model"].as<std::string>();
   out.session_id = row["session_id"].as<std::string>();
   out.turn_index = row["turn_index"].as<int>();
-  out.knowledge_level = row["knowledge_level"].as<std::string>();
-  out.scope = row["scope"].as<std::string>();
-  out.state = row["state"].as<std::string>();
-  out.stage = row["stage"].as<std::string>();
+  out.knowledge_level = EnumColumn<v1::KnowledgeLevel>(row, "knowledge_level");
+  out.scope = EnumColumn<v1::EvaluationScope>(row, "scope");
+  out.state = EnumColumn<v1::SubmissionState>(row, "state");
+  out.stage = EnumColumn<v1::Stage>(row, "stage");
   out.created_at = TimeFromMicros(row["created_us"]);
   if (!row["verdict_class"].is_null()) {
     VerdictRow verdict;
-    verdict.verdict_class = row["verdict_class"].as<std::string>();
+    verdict.verdict_class = EnumColumn<v1::VerdictClass>(row, "verdict_class");
     verdict.compiled = row["compiled"].as<bool>();
     verdict.correct = row["correct"].as<bool>();
     verdict.target_executed = row["target_executed"].as<bool>();
@@ -252,12 +375,12 @@ WorkerRow WorkerFromRow(const pqxx::row& row) {
   WorkerRow out;
   out.worker_id = row["worker_id"].as<std::string>();
   out.registration.hostname = row["hostname"].as<std::string>();
-  out.registration.arch = row["arch"].as<std::string>();
+  out.registration.arch = WorkerArchColumn(row);
   out.registration.gpu_name = row["gpu_name"].as<std::string>();
   out.registration.gpu_uuid = row["gpu_uuid"].as<std::string>();
   out.registration.compile_only = row["compile_only"].as<bool>();
   out.registration.identity_json = row["identity_json"].as<std::string>();
-  out.state = row["state"].as<std::string>();
+  out.state = EnumColumn<v1::WorkerState>(row, "state");
   out.health_detail = row["health_detail"].as<std::string>();
   out.last_seen = TimeFromMicros(row["last_seen_us"]);
   out.jobs_held = row["jobs_held"].as<int>();
@@ -357,40 +480,51 @@ class Store::Impl {
     }
   }
 
-  // The message of a fence refusal: starts with "lease lost" (IsLeaseLost), then says why,
-  // so that a worker's log explains itself.
+  // The fence's refusal (LeaseLostError): its typed reason for the caller, and a message
+  // that starts with "lease lost" and says what happened, so that a worker's log explains
+  // itself.
   absl::Status LeaseLost(pqxx::work& tx, const LeaseRef& lease) {
     pqxx::result job = tx.exec_prepared(q::kDescribeJob, lease.job_id);
     if (job.empty()) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("lease lost: job ", lease.job_id, " does not exist"));
+      return LeaseLostError(LeaseLostReason::kNoSuchJob,
+                            absl::StrCat("lease lost: job ", lease.job_id, " does not exist"));
     }
-    const std::string state = job[0]["state"].as<std::string>();
+    const JobState state = EnumColumn<JobState>(job[0], "state");
     const int attempt = job[0]["attempt"].as<int>();
     const std::string holder = job[0]["worker_id"].as<std::string>();
+    LeaseLostReason reason;
     std::string why;
     if (attempt != lease.attempt || holder != lease.worker_id) {
+      reason = LeaseLostReason::kLeasedAgain;
       why = absl::StrCat("the job was leased again (attempt ", attempt, ", worker ", holder, ")");
-    } else if (state == "cancelled") {
+    } else if (state == JobState::kCancelled) {
+      reason = LeaseLostReason::kCancelled;
       why = "its submission was cancelled";
-    } else if (state == "queued") {
+    } else if (state == JobState::kQueued) {
+      reason = LeaseLostReason::kExpired;
       why = "the lease expired and the job was queued again";
+    } else if (state == JobState::kLeased) {
+      reason = LeaseLostReason::kExpired;
+      why = absl::StrCat("the lease expired ",
+                         absl::FormatDuration(absl::Seconds(job[0]["expired_s"].as<double>())),
+                         " ago and was not renewed in time");
     } else {
-      why = absl::StrCat("the job is already ", state);
+      reason = LeaseLostReason::kFinished;
+      why = absl::StrCat("the job is already ", Text(state));
     }
-    return absl::FailedPreconditionError(absl::StrCat("lease lost: job ", lease.job_id, " attempt ",
-                                                      lease.attempt, " of worker ", lease.worker_id,
-                                                      ": ", why));
+    return LeaseLostError(reason,
+                          absl::StrCat("lease lost: job ", lease.job_id, " attempt ", lease.attempt,
+                                       " of worker ", lease.worker_id, ": ", why));
   }
 
   // Finishes a locked, unfinished submission: state, verdict row and "done" event, in the
   // caller's transaction. `finished`, when not null, receives the submission's labels.
   absl::Status FinishWithVerdict(pqxx::work& tx, const std::string& submission_id,
                                  const std::string& job_id, const VerdictRow& verdict,
-                                 const std::string& state,
+                                 v1::SubmissionState state,
                                  std::optional<FinishedSubmission>* finished = nullptr) {
     pqxx::result rows = tx.exec_prepared(
-        q::kFinishWithVerdict, submission_id, state, job_id, verdict.verdict_class,
+        q::kFinishWithVerdict, submission_id, Text(state), job_id, Text(verdict.verdict_class),
         verdict.compiled, verdict.correct, verdict.target_executed, verdict.tic, verdict.speedup,
         verdict.runtime_unverified, verdict.message, verdict.verdict_json);
     if (rows.empty()) {
@@ -403,7 +537,7 @@ class Store::Impl {
       out.tenant = rows[0]["tenant"].as<std::string>();
       out.model = rows[0]["model"].as<std::string>();
       out.task_id = rows[0]["task_id"].as<std::string>();
-      out.arch = rows[0]["arch"].as<std::string>();
+      out.arch = EnumColumn<v1::Arch>(rows[0], "arch");
       out.verdict_class = verdict.verdict_class;
       out.speedup = verdict.speedup;
     }
@@ -419,18 +553,19 @@ class Store::Impl {
                                                   const std::string& reason) {
     const int failures = job["infrastructure_attempts"].as<int>();
     const int cap = options_.max_infrastructure_attempts;
-    if (job["state"].as<std::string>() == "queued") {
-      tx.exec_prepared1(q::kAppendStageEvent, submission_id, "notice", "",
+    if (EnumColumn<JobState>(job, "state") == JobState::kQueued) {
+      tx.exec_prepared1(q::kAppendStageEvent, submission_id, Text(EventKind::kNotice), "",
                         NoticeJson(absl::StrCat("infrastructure failure (", failures, " of ", cap,
                                                 "): ", reason, "; the job will be retried")));
       return true;
     }
     VerdictRow verdict;
-    verdict.verdict_class = "infrastructure_failure";
-    verdict.compiled = job["kind"].as<std::string>() == "evaluate";
+    verdict.verdict_class = v1::VERDICT_CLASS_INFRASTRUCTURE_FAILURE;
+    verdict.compiled = EnumColumn<v1::JobKind>(job, "kind") == v1::JOB_KIND_EVALUATE;
     verdict.message =
         absl::StrCat("gave up after ", failures, " infrastructure failures; the last: ", reason);
-    RETURN_IF_ERROR(FinishWithVerdict(tx, submission_id, job_id, verdict, "finished"));
+    RETURN_IF_ERROR(
+        FinishWithVerdict(tx, submission_id, job_id, verdict, v1::SUBMISSION_STATE_FINISHED));
     return false;
   }
 
@@ -443,9 +578,30 @@ class Store::Impl {
 Store::Store(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Store::~Store() = default;
 
-bool IsLeaseLost(const absl::Status& status) {
-  return absl::IsFailedPrecondition(status) && absl::StartsWith(status.message(), "lease lost");
+std::string JobStateName(JobState state) { return Text(state); }
+std::string EventKindName(EventKind kind) { return Text(kind); }
+std::string AuditEntityName(AuditEntity entity) { return Text(entity); }
+std::string LeaseLostReasonName(LeaseLostReason reason) {
+  return NameIn(kLeaseLostReasonNames, reason);
 }
+
+absl::Status LeaseLostError(LeaseLostReason reason, const std::string& message) {
+  absl::Status status = absl::FailedPreconditionError(message);
+  status.SetPayload(kLeaseLostPayload, absl::Cord(LeaseLostReasonName(reason)));
+  return status;
+}
+
+std::optional<LeaseLostReason> LeaseLostReasonOf(const absl::Status& status) {
+  if (!absl::IsFailedPrecondition(status)) return std::nullopt;
+  auto payload = status.GetPayload(kLeaseLostPayload);  // absl::optional here.
+  if (!payload.has_value()) return std::nullopt;
+  absl::StatusOr<LeaseLostReason> reason =
+      ValueIn(kLeaseLostReasonNames, std::string(*payload), "lease lost reason");
+  if (!reason.ok()) return std::nullopt;
+  return *reason;
+}
+
+bool IsLeaseLost(const absl::Status& status) { return LeaseLostReasonOf(status).has_value(); }
 
 absl::StatusOr<std::unique_ptr<Store>> Store::Connect(const StoreOptions& options) {
   if (options.pool_size < 1) {
@@ -543,8 +699,8 @@ absl::Status Store::CreateToken(const TokenRow& token, const std::string& secret
     return absl::InvalidArgumentError(
         absl::StrCat("token_id '", token.token_id, "' must match [A-Za-z0-9_-]{1,64}"));
   }
-  RETURN_IF_ERROR(CheckOneOf("role", token.role, kRoles));
-  if (token.role == "vendor" && token.tenant.empty()) {
+  ASSIGN_OR_RETURN(const std::string role, RequireText("role", token.role));
+  if (token.role == v1::ROLE_VENDOR && token.tenant.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat("token '", token.token_id, "': a vendor token needs a tenant"));
   }
@@ -558,7 +714,7 @@ absl::Status Store::CreateToken(const TokenRow& token, const std::string& secret
       return absl::NotFoundError(
           absl::StrCat("token '", token.token_id, "': tenant '", token.tenant, "' does not exist"));
     }
-    tx.exec_prepared(q::kCreateToken, token.token_id, token.tenant, token.role, token.description,
+    tx.exec_prepared(q::kCreateToken, token.token_id, token.tenant, role, token.description,
                      digest);
     return absl::OkStatus();
   });
@@ -572,7 +728,7 @@ absl::StatusOr<TokenRow> Store::FindTokenBySecretHash(const std::string& secret_
     if (rows.empty()) return absl::NotFoundError("no active token has this secret");
     token.token_id = rows[0]["token_id"].as<std::string>();
     token.tenant = rows[0]["tenant"].as<std::string>();
-    token.role = rows[0]["role"].as<std::string>();
+    token.role = EnumColumn<v1::Role>(rows[0], "role");
     token.description = rows[0]["description"].as<std::string>();
     token.revoked = rows[0]["revoked"].as<bool>();
     return absl::OkStatus();
@@ -606,12 +762,12 @@ absl::StatusOr<SubmissionRow> Store::CreateSubmission(const NewSubmission& submi
   if (submission.task_id.empty() || submission.task_version_hash.empty()) {
     return absl::InvalidArgumentError("task_id and task_version_hash are required");
   }
-  RETURN_IF_ERROR(CheckOneOf("arch", submission.arch, kArchs));
-  RETURN_IF_ERROR(CheckOneOf("language", submission.language, kLanguages));
-  RETURN_IF_ERROR(CheckOneOf("knowledge_level", submission.knowledge_level, kKnowledgeLevels));
-  // types.proto: EVALUATION_SCOPE_UNSPECIFIED is treated as FULL.
-  const std::string scope = submission.scope.empty() ? "full" : submission.scope;
-  RETURN_IF_ERROR(CheckOneOf("scope", scope, kScopes));
+  ASSIGN_OR_RETURN(const std::string arch, RequireText("arch", submission.arch));
+  ASSIGN_OR_RETURN(const std::string language, RequireText("language", submission.language));
+  ASSIGN_OR_RETURN(const std::string knowledge_level,
+                   RequireText("knowledge_level", submission.knowledge_level));
+  // types.proto: EVALUATION_SCOPE_UNSPECIFIED is treated as FULL (wire::ScopeName).
+  ASSIGN_OR_RETURN(const std::string scope, RequireText("scope", submission.scope));
   if (submission.source.empty()) return absl::InvalidArgumentError("source is empty");
   if (submission.source.find('\0') != std::string::npos) {
     // PostgreSQL text cannot hold NUL; neither NVRTC nor ptxas would accept it either.
@@ -640,10 +796,10 @@ absl::StatusOr<SubmissionRow> Store::CreateSubmission(const NewSubmission& submi
     pqxx::result inserted;
     try {
       inserted = tx.exec_prepared(q::kInsertSubmission, submission.tenant, submission.task_id,
-                                  submission.task_version_hash, submission.arch,
-                                  submission.language, source_sha256, submission.launch_plan_json,
-                                  submission.model, submission.session_id, submission.turn_index,
-                                  submission.knowledge_level, scope, submission.idempotency_key);
+                                  submission.task_version_hash, arch, language, source_sha256,
+                                  submission.launch_plan_json, submission.model,
+                                  submission.session_id, submission.turn_index, knowledge_level,
+                                  scope, submission.idempotency_key);
     } catch (const pqxx::data_exception& e) {
       return absl::InvalidArgumentError(
           absl::StrCat("launch_plan_json is not valid JSON: ", e.what()));
@@ -658,7 +814,7 @@ absl::StatusOr<SubmissionRow> Store::CreateSubmission(const NewSubmission& submi
       id = first["id"].as<std::string>();
       if (first["task_id"].as<std::string>() != submission.task_id ||
           first["task_version_hash"].as<std::string>() != submission.task_version_hash ||
-          first["arch"].as<std::string>() != submission.arch ||
+          first["arch"].as<std::string>() != arch ||
           first["source_sha256"].as<std::string>() != source_sha256 ||
           first["scope"].as<std::string>() != scope) {
         return absl::AlreadyExistsError(absl::StrCat(
@@ -667,8 +823,9 @@ absl::StatusOr<SubmissionRow> Store::CreateSubmission(const NewSubmission& submi
       }
     } else {
       id = inserted[0][0].as<std::string>();
-      tx.exec_prepared1(q::kInsertJob, id, "compile");
-      tx.exec_prepared1(q::kAppendStageEvent, id, "stage", "queued", "{}");
+      tx.exec_prepared1(q::kInsertJob, id, Text(v1::JOB_KIND_COMPILE));
+      tx.exec_prepared1(q::kAppendStageEvent, id, Text(EventKind::kStage), Text(v1::STAGE_QUEUED),
+                        "{}");
     }
     row = SubmissionFromRow(tx.exec_prepared1(q::kGetSubmission, id, ""));
     return absl::OkStatus();
@@ -748,13 +905,14 @@ absl::StatusOr<SubmissionRow> Store::CancelSubmission(const std::string& id,
     if (locked.empty()) {
       return absl::NotFoundError(absl::StrCat("submission ", id, " not found"));
     }
-    const std::string state = locked[0]["state"].as<std::string>();
-    if (state == "queued" || state == "running") {
+    const v1::SubmissionState state = EnumColumn<v1::SubmissionState>(locked[0], "state");
+    if (state == v1::SUBMISSION_STATE_QUEUED || state == v1::SUBMISSION_STATE_RUNNING) {
       tx.exec_prepared(q::kCancelJobs, id);
       VerdictRow verdict;
-      verdict.verdict_class = "cancelled";
+      verdict.verdict_class = v1::VERDICT_CLASS_CANCELLED;
       verdict.message = absl::StrCat("cancelled by ", who, " before a verdict");
-      RETURN_IF_ERROR(impl_->FinishWithVerdict(tx, id, "", verdict, "cancelled"));
+      RETURN_IF_ERROR(
+          impl_->FinishWithVerdict(tx, id, "", verdict, v1::SUBMISSION_STATE_CANCELLED));
     }
     row = SubmissionFromRow(tx.exec_prepared1(q::kGetSubmission, id, tenant));
     return absl::OkStatus();
@@ -777,8 +935,8 @@ absl::StatusOr<std::vector<StageEventRow>> Store::ListStageEvents(const std::str
       StageEventRow& event = events.emplace_back();
       event.seq = row["seq"].as<int64_t>();
       event.submission_id = submission_id;
-      event.kind = row["kind"].as<std::string>();
-      event.stage = row["stage"].as<std::string>();
+      event.kind = EnumColumn<EventKind>(row, "kind");
+      event.stage = EnumColumn<v1::Stage>(row, "stage");
       event.payload_json = row["payload_json"].as<std::string>();
       event.at = TimeFromMicros(row["at_us"]);
     }
@@ -795,16 +953,19 @@ absl::Status Store::AppendNotice(const std::string& submission_id, const std::st
     if (locked.empty()) {
       return absl::NotFoundError(absl::StrCat("submission ", submission_id, " not found"));
     }
-    const std::string state = locked[0]["state"].as<std::string>();
-    if (state != "queued" && state != "running") return absl::OkStatus();
+    const v1::SubmissionState state = EnumColumn<v1::SubmissionState>(locked[0], "state");
+    if (state != v1::SUBMISSION_STATE_QUEUED && state != v1::SUBMISSION_STATE_RUNNING) {
+      return absl::OkStatus();
+    }
     try {
-      pqxx::result latest =
-          tx.exec_prepared(q::kLatestEventMatches, submission_id, "notice", notice_json);
+      pqxx::result latest = tx.exec_prepared(q::kLatestEventMatches, submission_id,
+                                             Text(EventKind::kNotice), notice_json);
       if (!latest.empty() && latest[0]["same"].as<bool>()) return absl::OkStatus();
     } catch (const pqxx::data_exception& e) {
       return absl::InvalidArgumentError(absl::StrCat("notice_json is not valid JSON: ", e.what()));
     }
-    tx.exec_prepared1(q::kAppendStageEvent, submission_id, "notice", "", notice_json);
+    tx.exec_prepared1(q::kAppendStageEvent, submission_id, Text(EventKind::kNotice), "",
+                      notice_json);
     return absl::OkStatus();
   });
 }
@@ -816,8 +977,11 @@ absl::StatusOr<WorkerRow> Store::RegisterWorker(const WorkerRegistration& regist
   if (registration.hostname.empty()) {
     return absl::InvalidArgumentError("worker hostname is required");
   }
-  if (!registration.arch.empty()) RETURN_IF_ERROR(CheckOneOf("arch", registration.arch, kArchs));
-  if (!registration.compile_only && registration.arch.empty()) {
+  std::string arch;  // '' for a compile-only worker (workers.arch).
+  if (registration.arch != v1::ARCH_UNSPECIFIED) {
+    ASSIGN_OR_RETURN(arch, RequireText("arch", registration.arch));
+  }
+  if (!registration.compile_only && arch.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "worker '", registration.hostname, "' has a GPU (compile_only is false) but no arch"));
   }
@@ -826,7 +990,7 @@ absl::StatusOr<WorkerRow> Store::RegisterWorker(const WorkerRegistration& regist
       impl_->Transact("RegisterWorker", "worker:" + registration.hostname, [&](pqxx::work& tx) {
         try {
           row = WorkerFromRow(tx.exec_prepared1(
-              q::kRegisterWorker, registration.hostname, registration.arch, registration.gpu_name,
+              q::kRegisterWorker, registration.hostname, arch, registration.gpu_name,
               registration.gpu_uuid, registration.compile_only, registration.identity_json));
         } catch (const pqxx::data_exception& e) {
           return absl::InvalidArgumentError(
@@ -849,14 +1013,14 @@ absl::StatusOr<std::vector<WorkerRow>> Store::ListWorkers() {
   return workers;
 }
 
-absl::StatusOr<WorkerRow> Store::SetWorkerState(const std::string& worker_id,
-                                                const std::string& state, const std::string& detail,
+absl::StatusOr<WorkerRow> Store::SetWorkerState(const std::string& worker_id, v1::WorkerState state,
+                                                const std::string& detail,
                                                 const std::string& actor) {
   RETURN_IF_ERROR(CheckUuid("worker_id", worker_id));
-  RETURN_IF_ERROR(CheckOneOf("worker state", state, kWorkerStates));
+  ASSIGN_OR_RETURN(const std::string state_text, RequireText("worker state", state));
   WorkerRow row;
   RETURN_IF_ERROR(impl_->Transact("SetWorkerState", Actor(actor, "admin"), [&](pqxx::work& tx) {
-    pqxx::result rows = tx.exec_prepared(q::kSetWorkerState, worker_id, state, detail);
+    pqxx::result rows = tx.exec_prepared(q::kSetWorkerState, worker_id, state_text, detail);
     if (rows.empty()) return absl::NotFoundError(absl::StrCat("worker ", worker_id, " not found"));
     row = WorkerFromRow(rows[0]);
     return absl::OkStatus();
@@ -864,13 +1028,14 @@ absl::StatusOr<WorkerRow> Store::SetWorkerState(const std::string& worker_id,
   return row;
 }
 
-absl::StatusOr<int64_t> Store::CountCapableWorkers(const std::string& arch, const std::string& kind,
+absl::StatusOr<int64_t> Store::CountCapableWorkers(v1::Arch arch, v1::JobKind kind,
                                                    absl::Duration recent) {
-  RETURN_IF_ERROR(CheckOneOf("arch", arch, kArchs));
-  RETURN_IF_ERROR(CheckOneOf("job kind", kind, kJobKinds));
+  ASSIGN_OR_RETURN(const std::string arch_text, RequireText("arch", arch));
+  ASSIGN_OR_RETURN(const std::string kind_text, RequireText("job kind", kind));
   int64_t count = 0;
   RETURN_IF_ERROR(impl_->AutoCommit("CountCapableWorkers", [&](pqxx::nontransaction& tx) {
-    count = tx.exec_prepared1(q::kCountCapableWorkers, arch, kind, Micros(recent))[0].as<int64_t>();
+    count = tx.exec_prepared1(q::kCountCapableWorkers, arch_text, kind_text, Micros(recent))[0]
+                .as<int64_t>();
     return absl::OkStatus();
   }));
   return count;
@@ -898,12 +1063,12 @@ absl::StatusOr<std::optional<LeasedJobRow>> Store::LeaseJob(const std::string& w
     leased.lease.job_id = row["job_id"].as<std::string>();
     leased.lease.worker_id = worker_id;
     leased.lease.attempt = row["attempt"].as<int>();
-    leased.kind = row["kind"].as<std::string>();
+    leased.kind = EnumColumn<v1::JobKind>(row, "kind");
     leased.submission_id = row["submission_id"].as<std::string>();
     leased.task_id = row["task_id"].as<std::string>();
     leased.task_version_hash = row["task_version_hash"].as<std::string>();
-    leased.arch = row["arch"].as<std::string>();
-    leased.language = row["language"].as<std::string>();
+    leased.arch = EnumColumn<v1::Arch>(row, "arch");
+    leased.language = EnumColumn<v1::SourceLanguage>(row, "language");
     leased.source = row["source"].as<std::string>();
     leased.launch_plan_json = row["launch_plan_json"].as<std::string>();
     leased.lease_expires_at = TimeFromMicros(row["expires_us"]);
@@ -946,7 +1111,7 @@ absl::StatusOr<HeartbeatResult> Store::Heartbeat(const std::string& worker_id,
       return absl::NotFoundError(
           absl::StrCat("worker ", worker_id, " is not registered; register again"));
     }
-    result.drain = worker[0]["state"].as<std::string>() == "draining";
+    result.drain = EnumColumn<v1::WorkerState>(worker[0], "state") == v1::WORKER_STATE_DRAINING;
     if (checkable.empty()) return absl::OkStatus();
     pqxx::result rows = tx.exec_prepared(q::kExtendLeases, worker_id, id_array, attempt_array,
                                          Micros(impl_->options().lease_duration));
@@ -963,10 +1128,15 @@ absl::StatusOr<HeartbeatResult> Store::Heartbeat(const std::string& worker_id,
   return result;
 }
 
-absl::Status Store::ReportStage(const LeaseRef& lease, const std::string& stage,
+absl::Status Store::ReportStage(const LeaseRef& lease, v1::Stage stage,
                                 const std::string& result_json) {
   RETURN_IF_ERROR(CheckLeaseRef(lease));
-  RETURN_IF_ERROR(CheckOneOf("stage", stage, kReportableStages));
+  if (!IsReportableStage(stage)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("stage: ", Text(stage).empty() ? absl::StrCat(stage) : Text(stage),
+                     " is not one a worker reports (compile, correctness, "
+                     "target_instructions, timing)"));
+  }
   const std::string payload = result_json.empty() ? "{}" : result_json;
   // No actor for Transact: kLockSubmissionOfJob, the first statement, sets it.
   return impl_->Transact("ReportStage", "", [&](pqxx::work& tx) {
@@ -978,7 +1148,8 @@ absl::Status Store::ReportStage(const LeaseRef& lease, const std::string& stage,
     }
     const std::string submission_id = locked[0]["submission_id"].as<std::string>();
     try {
-      tx.exec_prepared1(q::kAppendStageEvent, submission_id, "stage", stage, payload);
+      tx.exec_prepared1(q::kAppendStageEvent, submission_id, Text(EventKind::kStage), Text(stage),
+                        payload);
     } catch (const pqxx::data_exception& e) {
       return absl::InvalidArgumentError(absl::StrCat("result_json is not valid JSON: ", e.what()));
     }
@@ -993,16 +1164,16 @@ absl::Status Store::CompleteJob(const LeaseRef& lease, const VerdictRow& verdict
 absl::Status Store::CompleteJob(const LeaseRef& lease, const VerdictRow& verdict,
                                 std::optional<FinishedSubmission>* finished) {
   RETURN_IF_ERROR(CheckLeaseRef(lease));
-  if (verdict.verdict_class == "infrastructure_failure") {
+  if (verdict.verdict_class == v1::VERDICT_CLASS_INFRASTRUCTURE_FAILURE) {
     return absl::InvalidArgumentError(
         "verdict class infrastructure_failure is the scheduler's to decide: report it with "
-        "FailJob(kind \"infrastructure\") so the job is retried");
+        "FailJob(kind INFRASTRUCTURE) so the job is retried");
   }
-  if (verdict.verdict_class == "cancelled") {
+  if (verdict.verdict_class == v1::VERDICT_CLASS_CANCELLED) {
     return absl::InvalidArgumentError(
         "verdict class cancelled is the scheduler's to decide (CancelSubmission)");
   }
-  RETURN_IF_ERROR(CheckOneOf("verdict_class", verdict.verdict_class, kWorkerVerdictClasses));
+  RETURN_IF_ERROR(RequireText("verdict_class", verdict.verdict_class).status());
   if (!std::isfinite(verdict.speedup) || verdict.speedup < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("speedup must be a finite number >= 0 (got ", verdict.speedup, ")"));
@@ -1017,42 +1188,41 @@ absl::Status Store::CompleteJob(const LeaseRef& lease, const VerdictRow& verdict
                          WorkerActor(lease.worker_id));
     if (locked.empty() || !locked[0]["fenced_in"].as<bool>()) return impl_->LeaseLost(tx, lease);
     const std::string submission_id = locked[0]["submission_id"].as<std::string>();
-    const std::string kind = locked[0]["kind"].as<std::string>();
-    const std::string scope = locked[0]["scope"].as<std::string>();
-    if (kind == "evaluate" && verdict.verdict_class == "compiled") {
+    const v1::JobKind kind = EnumColumn<v1::JobKind>(locked[0], "kind");
+    const v1::EvaluationScope scope = EnumColumn<v1::EvaluationScope>(locked[0], "scope");
+    const bool compiled_class = verdict.verdict_class == v1::VERDICT_CLASS_COMPILED;
+    if (kind == v1::JOB_KIND_EVALUATE && compiled_class) {
       return absl::InvalidArgumentError(
           "an evaluate job cannot end with verdict class compiled: it runs every stage");
     }
-    if (kind == "compile" && verdict.verdict_class == "compiled" && scope == "full") {
+    if (kind == v1::JOB_KIND_COMPILE && compiled_class && scope == v1::EVALUATION_SCOPE_FULL) {
       // The compile stage passed on a CPU; the rest needs a GPU of the submission's arch.
-      tx.exec_prepared1(q::kInsertJob, submission_id, "evaluate");
+      tx.exec_prepared1(q::kInsertJob, submission_id, Text(v1::JOB_KIND_EVALUATE));
       return absl::OkStatus();
     }
     try {
-      return impl_->FinishWithVerdict(tx, submission_id, lease.job_id, verdict, "finished",
-                                      finished);
+      return impl_->FinishWithVerdict(tx, submission_id, lease.job_id, verdict,
+                                      v1::SUBMISSION_STATE_FINISHED, finished);
     } catch (const pqxx::data_exception& e) {
       return absl::InvalidArgumentError(absl::StrCat("verdict_json is not valid JSON: ", e.what()));
     }
   });
 }
 
-absl::StatusOr<bool> Store::FailJob(const LeaseRef& lease, const std::string& kind,
-                                    const std::string& reason) {
-  return FailJob(lease, kind, reason, "");
-}
-
-absl::StatusOr<bool> Store::FailJob(const LeaseRef& lease, const std::string& kind,
+absl::StatusOr<bool> Store::FailJob(const LeaseRef& lease, v1::FailureKind kind,
                                     const std::string& reason,
-                                    const std::string& kernel_verdict_class) {
+                                    v1::VerdictClass kernel_verdict_class) {
   RETURN_IF_ERROR(CheckLeaseRef(lease));
-  if (kind != "kernel" && kind != "infrastructure") {
+  if (kind != v1::FAILURE_KIND_KERNEL && kind != v1::FAILURE_KIND_INFRASTRUCTURE) {
     return absl::InvalidArgumentError(
-        absl::StrCat("failure kind '", kind, "' is not one of kernel, infrastructure"));
+        absl::StrCat("failure kind ", kind, " is not one of kernel, infrastructure"));
   }
-  if (kind == "kernel" && !kernel_verdict_class.empty()) {
-    RETURN_IF_ERROR(
-        CheckOneOf("kernel failure verdict class", kernel_verdict_class, kKernelFailureClasses));
+  if (kind == v1::FAILURE_KIND_KERNEL && kernel_verdict_class != v1::VERDICT_CLASS_UNSPECIFIED &&
+      !IsKernelFailureClass(kernel_verdict_class)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "kernel failure verdict class ", Text(kernel_verdict_class),
+        " is not one of compile_error, plan_invalid, runtime_error, timeout, wrong_result, "
+        "target_not_executed, input_mutated, impossible_time"));
   }
   bool will_retry = false;
   // No actor for Transact: kLockSubmissionOfJob, the first statement, sets it.
@@ -1062,18 +1232,20 @@ absl::StatusOr<bool> Store::FailJob(const LeaseRef& lease, const std::string& ki
         tx.exec_prepared(q::kLockSubmissionOfJob, lease.job_id, WorkerActor(lease.worker_id));
     if (locked.empty()) return impl_->LeaseLost(tx, lease);
     const std::string submission_id = locked[0]["submission_id"].as<std::string>();
-    if (kind == "kernel") {
+    if (kind == v1::FAILURE_KIND_KERNEL) {
       pqxx::result job = tx.exec_prepared(q::kFinishLeasedJob, lease.job_id, lease.worker_id,
-                                          lease.attempt, "failed", reason);
+                                          lease.attempt, Text(JobState::kFailed), reason);
       if (job.empty()) return impl_->LeaseLost(tx, lease);
-      const std::string job_kind = job[0]["kind"].as<std::string>();
+      const v1::JobKind job_kind = EnumColumn<v1::JobKind>(job[0], "kind");
       VerdictRow verdict;
-      verdict.verdict_class = !kernel_verdict_class.empty() ? kernel_verdict_class
-                              : job_kind == "compile"       ? "compile_error"
-                                                            : "runtime_error";
-      verdict.compiled = job_kind == "evaluate";
+      verdict.verdict_class = kernel_verdict_class != v1::VERDICT_CLASS_UNSPECIFIED
+                                  ? kernel_verdict_class
+                              : job_kind == v1::JOB_KIND_COMPILE ? v1::VERDICT_CLASS_COMPILE_ERROR
+                                                                 : v1::VERDICT_CLASS_RUNTIME_ERROR;
+      verdict.compiled = job_kind == v1::JOB_KIND_EVALUATE;
       verdict.message = reason;
-      return impl_->FinishWithVerdict(tx, submission_id, lease.job_id, verdict, "finished");
+      return impl_->FinishWithVerdict(tx, submission_id, lease.job_id, verdict,
+                                      v1::SUBMISSION_STATE_FINISHED);
     }
     pqxx::result job =
         tx.exec_prepared(q::kRetryLeasedJob, lease.job_id, lease.worker_id, lease.attempt, reason,
@@ -1146,8 +1318,8 @@ absl::StatusOr<std::vector<QueueDepthRow>> Store::QueueDepths() {
     depths.clear();
     for (const pqxx::row& row : tx.exec_prepared(q::kQueueDepths)) {
       QueueDepthRow& depth = depths.emplace_back();
-      depth.arch = row["arch"].as<std::string>();
-      depth.kind = row["kind"].as<std::string>();
+      depth.arch = EnumColumn<v1::Arch>(row, "arch");
+      depth.kind = EnumColumn<v1::JobKind>(row, "kind");
       depth.queued = row["queued"].as<int64_t>();
       depth.leased = row["leased"].as<int64_t>();
       depth.oldest_age_seconds = row["oldest_s"].as<double>();
@@ -1166,9 +1338,9 @@ absl::StatusOr<std::vector<JobRow>> Store::ListJobs(const std::string& submissio
       JobRow& job = jobs.emplace_back();
       job.job_id = row["job_id"].as<std::string>();
       job.submission_id = row["submission_id"].as<std::string>();
-      job.kind = row["kind"].as<std::string>();
-      job.arch = row["arch"].as<std::string>();
-      job.state = row["state"].as<std::string>();
+      job.kind = EnumColumn<v1::JobKind>(row, "kind");
+      job.arch = EnumColumn<v1::Arch>(row, "arch");
+      job.state = EnumColumn<JobState>(row, "state");
       job.attempt = row["attempt"].as<int>();
       job.worker_id = row["worker_id"].as<std::string>();
       if (!row["expires_us"].is_null()) job.lease_expires_at = TimeFromMicros(row["expires_us"]);
@@ -1182,17 +1354,18 @@ absl::StatusOr<std::vector<JobRow>> Store::ListJobs(const std::string& submissio
   return jobs;
 }
 
-absl::StatusOr<std::vector<AuditRow>> Store::ListAuditLog(const std::string& entity,
+absl::StatusOr<std::vector<AuditRow>> Store::ListAuditLog(AuditEntity entity,
                                                           const std::string& entity_id) {
+  ASSIGN_OR_RETURN(const std::string entity_text, RequireText("entity", entity));
   std::vector<AuditRow> rows;
   RETURN_IF_ERROR(impl_->Transact("ListAuditLog", "", [&](pqxx::work& tx) {
     rows.clear();
-    for (const pqxx::row& row : tx.exec_prepared(q::kListAuditLog, entity, entity_id)) {
+    for (const pqxx::row& row : tx.exec_prepared(q::kListAuditLog, entity_text, entity_id)) {
       AuditRow& audit = rows.emplace_back();
       audit.id = row["id"].as<int64_t>();
       audit.at = TimeFromMicros(row["at_us"]);
       audit.actor = row["actor"].as<std::string>();
-      audit.entity = row["entity"].as<std::string>();
+      audit.entity = EnumColumn<AuditEntity>(row, "entity");
       audit.entity_id = row["entity_id"].as<std::string>();
       audit.old_state = row["old_state"].as<std::string>();
       audit.new_state = row["new_state"].as<std::string>();

@@ -94,7 +94,7 @@ TEST_CASE("migrations go up then down then up again", "[store][migrations]") {
   REQUIRE(ValueOrFail(store->SchemaVersion()) == 4);
   // The schema works after the round trip, triggers included.
   REQUIRE_OK(store->CreateTenant(AcmeTenant()));
-  REQUIRE(ValueOrFail(store->ListAuditLog("tenant", "acme")).size() == 1);
+  REQUIRE(ValueOrFail(store->ListAuditLog(AuditEntity::kTenant, "acme")).size() == 1);
   REQUIRE_OK(store->MigrateDown(MigrationsDir(), 4));
   REQUIRE(ValueOrFail(store->SchemaVersion()) == 0);
 }
