@@ -10,6 +10,7 @@
 #include "server/api/convert.h"
 #include "server/api/rpc.h"
 #include "server/api/services.h"
+#include "server/api/tokens.h"
 #include "server/api/validate.h"
 #include "spdlog/spdlog.h"
 
@@ -94,32 +95,17 @@ class AdminServiceImpl final : public v1::AdminService::Service {
     RpcScope rpc(ctx_, "CreateToken", context);
     return rpc.Finish([&]() -> absl::Status {
       ASSIGN_OR_RETURN(Caller caller, rpc.Authenticate({Role::kAdmin}));
-      RETURN_IF_ERROR(ValidateTenantName(request->tenant(), "tenant"));
-      const std::string role = RoleName(request->role());
-      if (role.empty()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("role: required (vendor, worker or admin), got ", request->role()));
-      }
-      RETURN_IF_ERROR(
-          ValidateOptionalText(request->description(), "description", kMaxShortTextBytes));
-      auto tenant = ctx_->store->GetTenant(request->tenant());
-      if (absl::IsNotFound(tenant.status())) {
-        return absl::NotFoundError(
-            absl::StrCat("tenant: '", request->tenant(), "' does not exist; CreateTenant first"));
-      }
-      if (!tenant.ok()) return tenant.status();
-      const GeneratedToken token = GenerateToken();
-      store::TokenRow row;
-      row.token_id = token.token_id;
-      row.tenant = request->tenant();
-      row.role = request->role();
-      row.description = request->description();
-      RETURN_IF_ERROR(ctx_->store->CreateToken(row, token.sha256, caller.Actor()));
+      MintTokenRequest mint;
+      mint.tenant = request->tenant();
+      mint.role = request->role();
+      mint.description = request->description();
+      mint.actor = caller.Actor();
+      ASSIGN_OR_RETURN(MintedToken token, MintToken(*ctx_->store, mint));
       ctx_->auth->OnTokenCreated();
-      spdlog::info("token created token_id={} tenant={} role={} by_token={}", row.token_id,
-                   row.tenant, role, caller.token_id);
+      spdlog::info("token created token_id={} tenant={} role={} by_token={}", token.token_id,
+                   token.tenant, RoleName(token.role), caller.token_id);
       response->set_token_id(token.token_id);
-      response->set_secret(token.token);
+      response->set_secret(token.secret);
       return absl::OkStatus();
     }());
   }
