@@ -89,6 +89,12 @@ class SubmissionServiceImpl final
         if (!request.ParseFromString(bytes)) {
           return DescribeParseFailure(v1::SubmitRequest::descriptor(), bytes);
         }
+        if (ctx_->event_changes->shutting_down()) {
+          // Retryable: nothing was stored (server.cc's GracefulStop drains these first).
+          return absl::UnavailableError(
+              "server shutting down: nothing was stored; submit again (with the same "
+              "idempotency key) after the restart or to another replica");
+        }
         v1::SubmitResponse response;
         RETURN_IF_ERROR(DoSubmit(rpc, request, &response));
         grpc::Slice slice(response.SerializeAsString());

@@ -82,8 +82,25 @@ class WorkerServiceImpl final : public v1::WorkerService::Service {
     registration.compile_only = identity.compile_only();
     ASSIGN_OR_RETURN(registration.identity_json, MessageToJson(identity));
     ASSIGN_OR_RETURN(store::WorkerRow row, ctx_->store->RegisterWorker(registration));
+    // A registration under an existing id is a new process of that worker (a restart): it
+    // holds none of its predecessor's jobs, so they go back to the queue now rather than when
+    // their leases expire, and stop filling the new process's slots (measured before: a
+    // restarted one-slot worker idled ~20 s behind its predecessor's lease).
+    ASSIGN_OR_RETURN(
+        int released,
+        ctx_->store->ReleaseWorkerLeases(
+            row.worker_id, absl::StrCat("worker ", row.worker_id,
+                                        " registered again (restarted); its job was requeued")));
     ctx_->jobs->SetDraining(row.worker_id, row.state == v1::WORKER_STATE_DRAINING);
-    if (ctx_->jobs->ReleaseWorker(row.worker_id) > 0) ctx_->leases->WakeWorker(row.worker_id);
+    const bool forgot = ctx_->jobs->ReleaseWorker(row.worker_id) > 0;
+    if (forgot) ctx_->leases->WakeWorker(row.worker_id);
+    if (released > 0) {
+      row.jobs_held = 0;
+      ctx_->leases->JobsAvailable("");
+      ctx_->event_changes->Notify();
+      spdlog::info("worker registered again worker_id={}: {} leases of its predecessor released",
+                   row.worker_id, released);
+    }
     response->set_worker_id(row.worker_id);
     response->set_lease_seconds(ctx_->options.lease_seconds);
     spdlog::info("worker registered worker_id={} host={} arch={} gpu_uuid={} compile_only={}",

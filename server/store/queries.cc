@@ -11,6 +11,10 @@
 //   INVALID_ARGUMENT naming the field rather than a cast error from here.
 // - Locking protocol (migrations/0001_initial.up.sql): whoever changes a job's state holds its
 //   submission's row lock first. Statements named lock_* take that lock.
+// - The fence: a lease is held by (id, worker_id, attempt) in state 'leased' while
+//   lease_is_live(lease_expires_at) (migrations/0005_lease_liveness.up.sql: until it expires,
+//   or longer where the scheduler was down). Every statement that acts for a lease holder
+//   checks all of it; the reaper takes back exactly the leases that are not live.
 #include "server/store/queries.h"
 
 #include <string>
@@ -33,7 +37,9 @@ constexpr char kWorkerColumns[] = R"sql(
   w.id::text AS worker_id, w.hostname, w.arch, w.gpu_name, w.gpu_uuid, w.compile_only,
   w.identity::text AS identity_json, w.state, w.health_detail,
   (extract(epoch FROM w.last_seen) * 1000000)::bigint AS last_seen_us,
-  (SELECT count(*) FROM jobs j WHERE j.worker_id = w.id AND j.state = 'leased') AS jobs_held)sql";
+  (SELECT count(*) FROM jobs j
+   WHERE j.worker_id = w.id AND j.state = 'leased' AND lease_is_live(j.lease_expires_at))
+     AS jobs_held)sql";
 
 std::vector<NamedStatement> BuildStatements() {
   const std::string submission_columns = kSubmissionColumns;
@@ -283,7 +289,7 @@ std::vector<NamedStatement> BuildStatements() {
           UPDATE jobs j SET lease_expires_at = now() + $4 * interval '1 microsecond'
           FROM held h
           WHERE j.id = h.job_id AND j.attempt = h.attempt AND j.worker_id = $1::uuid
-            AND j.state = 'leased'
+            AND j.state = 'leased' AND lease_is_live(j.lease_expires_at)
           RETURNING j.id)
         SELECT h.job_id::text AS job_id, h.attempt,
                EXISTS (SELECT 1 FROM extended e WHERE e.id = h.job_id) AS extended,
@@ -455,7 +461,8 @@ std::vector<NamedStatement> BuildStatements() {
       // read is a stable answer to "does this worker still hold this attempt?".
       {kCheckLease, R"sql(
         SELECT kind FROM jobs
-        WHERE id = $1::uuid AND worker_id = $2::uuid AND attempt = $3 AND state = 'leased')sql"},
+        WHERE id = $1::uuid AND worker_id = $2::uuid AND attempt = $3 AND state = 'leased'
+          AND lease_is_live(lease_expires_at))sql"},
       // Only on the failure path: says why a fence refused, for the error message.
       {kDescribeJob, R"sql(
         SELECT state, attempt, coalesce(worker_id::text, '') AS worker_id,
@@ -469,6 +476,7 @@ std::vector<NamedStatement> BuildStatements() {
         UPDATE jobs SET state = $4, finished_at = now(), last_error = $5,
                         lease_expires_at = NULL
         WHERE id = $1::uuid AND worker_id = $2::uuid AND attempt = $3 AND state = 'leased'
+          AND lease_is_live(lease_expires_at)
         RETURNING kind)sql"},
       // CompleteJob's first statement: kLockSubmissionOfJob and kFinishLeasedJob (state
       // 'done') in one round trip, in the protocol's order: `finished` reads `locked`, so the
@@ -488,7 +496,7 @@ std::vector<NamedStatement> BuildStatements() {
           UPDATE jobs SET state = 'done', finished_at = now(), last_error = '',
                           lease_expires_at = NULL
           WHERE id = $1::uuid AND worker_id = $2::uuid AND attempt = $3 AND state = 'leased'
-            AND EXISTS (SELECT 1 FROM locked)
+            AND lease_is_live(lease_expires_at) AND EXISTS (SELECT 1 FROM locked)
           RETURNING kind)
         SELECT l.submission_id, l.scope, l.kind, EXISTS (SELECT 1 FROM finished) AS fenced_in
         FROM locked l)sql"},
@@ -508,6 +516,7 @@ std::vector<NamedStatement> BuildStatements() {
             ELSE now() + least($6::float8 * power(2, infrastructure_attempts) * (0.5 + random()),
                                $7::float8) * interval '1 microsecond' END
         WHERE id = $1::uuid AND worker_id = $2::uuid AND attempt = $3 AND state = 'leased'
+          AND lease_is_live(lease_expires_at)
         RETURNING state, kind, infrastructure_attempts,
                   (extract(epoch FROM not_before) * 1000000)::bigint AS not_before_us)sql"},
       // Candidates only, read without locks; each is then reaped in a transaction of its own
@@ -516,10 +525,13 @@ std::vector<NamedStatement> BuildStatements() {
       {kFindExpiredLeases, R"sql(
         SELECT id::text AS job_id, attempt, submission_id::text AS submission_id,
                worker_id::text AS worker_id
-        FROM jobs WHERE state = 'leased' AND lease_expires_at < now()
+        FROM jobs
+        WHERE state = 'leased' AND lease_expires_at < now() AND NOT lease_is_live(lease_expires_at)
         ORDER BY lease_expires_at LIMIT 1000)sql"},
       // Same retry-or-give-up rule as retry_leased_job, fenced by (id, attempt) and expiry
-      // instead of by the worker, which is gone.
+      // instead of by the worker, which is gone. Also used to release the leases of a worker
+      // that registered again ($7: that worker; $8 false: live or not), since its new process
+      // holds none of them: fenced by the worker then.
       {kReapExpiredLease, R"sql(
         UPDATE jobs SET
           infrastructure_attempts = infrastructure_attempts + 1,
@@ -530,8 +542,32 @@ std::vector<NamedStatement> BuildStatements() {
           not_before = CASE WHEN infrastructure_attempts + 1 >= $4 THEN not_before
             ELSE now() + least($5::float8 * power(2, infrastructure_attempts) * (0.5 + random()),
                                $6::float8) * interval '1 microsecond' END
-        WHERE id = $1::uuid AND attempt = $2 AND state = 'leased' AND lease_expires_at < now()
+        WHERE id = $1::uuid AND attempt = $2 AND state = 'leased'
+          AND ($7 = '' OR worker_id = nullif($7, '')::uuid)
+          AND (NOT $8::boolean OR NOT lease_is_live(lease_expires_at))
         RETURNING state, kind, infrastructure_attempts)sql"},
+      // The first step of every reaper pass (Store::ReapExpiredLeases). The gap since the
+      // last pass tells whether the scheduler was down (migrations/0005): if it was longer
+      // than outage_after, every lease that was live when the gap began gets a full lease
+      // from now, since its worker could not have renewed it. Then the pass stamps itself.
+      // FOR UPDATE: two servers' reapers take turns, so a gap is judged once.
+      {kLockLiveness, R"sql(
+        SELECT extract(epoch FROM now() - alive_at)::float8 AS gap_s,
+               now() - alive_at > $1 * interval '1 microsecond' AS was_down
+        FROM scheduler_liveness FOR UPDATE)sql"},
+      {kGrantOutageGrace, R"sql(
+        UPDATE jobs
+        SET lease_expires_at = greatest(lease_expires_at, now() + $1 * interval '1 microsecond')
+        WHERE state = 'leased'
+          AND lease_expires_at >= (SELECT alive_at FROM scheduler_liveness)
+        RETURNING id)sql"},
+      {kMarkSchedulerAlive, R"sql(
+        UPDATE scheduler_liveness
+        SET alive_at = now(), outage_after = $1 * interval '1 microsecond')sql"},
+      // The jobs a worker holds, live or not (ReleaseWorkerLeases).
+      {kListLeasesOfWorker, R"sql(
+        SELECT id::text AS job_id, attempt, submission_id::text AS submission_id
+        FROM jobs WHERE worker_id = $1::uuid AND state = 'leased')sql"},
       // Served from the partial indexes on queued/leased jobs; history does not slow it.
       {kQueueDepths, R"sql(
         SELECT arch, kind,

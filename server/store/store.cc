@@ -614,6 +614,9 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Connect(const StoreOptions& option
   if (options.max_infrastructure_attempts < 1) {
     return absl::InvalidArgumentError("max_infrastructure_attempts must be at least 1");
   }
+  if (options.outage_threshold < absl::Milliseconds(1)) {
+    return absl::InvalidArgumentError("outage_threshold must be at least 1 ms");
+  }
   if (options.retry_backoff_base < absl::ZeroDuration()) {
     return absl::InvalidArgumentError("retry_backoff_base must not be negative");
   }
@@ -1259,57 +1262,94 @@ absl::StatusOr<bool> Store::FailJob(const LeaseRef& lease, v1::FailureKind kind,
   return will_retry;
 }
 
-absl::StatusOr<int> Store::ReapExpiredLeases() {
-  struct Expired {
-    std::string job_id;
-    int attempt;
-    std::string submission_id;
-    std::string worker_id;
-  };
-  std::vector<Expired> expired;
+// Takes leases back as infrastructure attempts, one transaction per job: one job's trouble
+// does not hold back the others (the first error is returned after all were tried), and each
+// takes its submission's lock like every other job state change. `worker_id` non-empty fences
+// by that worker too; `only_if_expired` leaves live leases alone (the reaper). Returns how
+// many were taken back (a lease extended or finished meanwhile is skipped).
+absl::StatusOr<int> Store::TakeBackLeases(const std::vector<TakeBack>& leases,
+                                          const std::string& worker_id, bool only_if_expired,
+                                          const std::string& actor) {
+  int taken = 0;
+  absl::Status first_error = absl::OkStatus();
+  const StoreOptions& options = impl_->options();
+  for (const TakeBack& job : leases) {
+    bool taken_back = false;
+    absl::Status status = impl_->Transact("TakeBackLease", actor, [&](pqxx::work& tx) {
+      taken_back = false;
+      tx.exec_prepared(q::kLockSubmission, job.submission_id, "");
+      pqxx::result rows =
+          tx.exec_prepared(q::kReapExpiredLease, job.job_id, job.attempt, job.reason,
+                           options.max_infrastructure_attempts, Micros(options.retry_backoff_base),
+                           Micros(kMaxRetryBackoff), worker_id, only_if_expired);
+      if (rows.empty()) return absl::OkStatus();
+      taken_back = true;
+      return impl_
+          ->AfterInfrastructureFailure(tx, rows[0], job.submission_id, job.job_id, job.reason)
+          .status();
+    });
+    if (status.ok() && taken_back) ++taken;
+    if (!status.ok() && first_error.ok()) first_error = status;
+  }
+  RETURN_IF_ERROR(first_error);
+  return taken;
+}
+
+absl::StatusOr<int> Store::ReapExpiredLeases(ReapReport* report) {
+  const StoreOptions& options = impl_->options();
+  ReapReport pass;
+  // First, was the scheduler down? (migrations/0005_lease_liveness.up.sql.)
+  RETURN_IF_ERROR(impl_->Transact("ReapExpiredLeases", "system:reaper", [&](pqxx::work& tx) {
+    pass = ReapReport();
+    const pqxx::row mark = tx.exec_prepared1(q::kLockLiveness, Micros(options.outage_threshold));
+    pass.gap = absl::Seconds(mark["gap_s"].as<double>());
+    if (mark["was_down"].as<bool>()) {
+      pass.outage = true;
+      pass.graced = static_cast<int>(
+          tx.exec_prepared(q::kGrantOutageGrace, Micros(options.lease_duration)).size());
+    }
+    tx.exec_prepared(q::kMarkSchedulerAlive, Micros(options.outage_threshold));
+    return absl::OkStatus();
+  }));
+  std::vector<TakeBack> expired;
   RETURN_IF_ERROR(impl_->Transact("ReapExpiredLeases", "", [&](pqxx::work& tx) {
     expired.clear();
     for (const pqxx::row& row : tx.exec_prepared(q::kFindExpiredLeases)) {
-      expired.push_back({row["job_id"].as<std::string>(), row["attempt"].as<int>(),
-                         row["submission_id"].as<std::string>(),
-                         row["worker_id"].as<std::string>()});
+      expired.push_back(
+          {row["job_id"].as<std::string>(), row["attempt"].as<int>(),
+           row["submission_id"].as<std::string>(),
+           absl::StrCat("lease expired: worker ", row["worker_id"].as<std::string>(),
+                        " sent no heartbeat for ", absl::FormatDuration(options.lease_duration))});
     }
     return absl::OkStatus();
   }));
-  int reaped = 0;
-  absl::Status first_error = absl::OkStatus();
-  const StoreOptions& options = impl_->options();
-  for (const Expired& job : expired) {
-    const std::string reason =
-        absl::StrCat("lease expired: worker ", job.worker_id, " sent no heartbeat for ",
-                     absl::FormatDuration(options.lease_duration));
-    // One transaction per job: one job's trouble does not hold back the others (the first
-    // error is returned after all were tried), and each takes its submission's lock like every
-    // other job state change.
-    bool taken_back = false;
-    absl::Status status =
-        impl_->Transact("ReapExpiredLeases", "system:reaper", [&](pqxx::work& tx) {
-          taken_back = false;
-          tx.exec_prepared(q::kLockSubmission, job.submission_id, "");
-          pqxx::result rows =
-              tx.exec_prepared(q::kReapExpiredLease, job.job_id, job.attempt, reason,
-                               options.max_infrastructure_attempts,
-                               Micros(options.retry_backoff_base), Micros(kMaxRetryBackoff));
-          if (rows.empty()) return absl::OkStatus();  // Extended or finished meanwhile.
-          taken_back = true;
-          return impl_
-              ->AfterInfrastructureFailure(tx, rows[0], job.submission_id, job.job_id, reason)
-              .status();
-        });
-    if (status.ok() && taken_back) ++reaped;
-    if (!status.ok() && first_error.ok()) first_error = status;
+  absl::StatusOr<int> reaped = TakeBackLeases(expired, "", true, "system:reaper");
+  // After an outage every worker looks silent; their next heartbeat says otherwise.
+  if (!pass.outage) {
+    RETURN_IF_ERROR(impl_->Transact("ReapExpiredLeases", "system:reaper", [&](pqxx::work& tx) {
+      tx.exec_prepared(q::kMarkSilentWorkersOffline, Micros(options.lease_duration));
+      return absl::OkStatus();
+    }));
   }
-  RETURN_IF_ERROR(impl_->Transact("ReapExpiredLeases", "system:reaper", [&](pqxx::work& tx) {
-    tx.exec_prepared(q::kMarkSilentWorkersOffline, Micros(options.lease_duration));
+  RETURN_IF_ERROR(reaped.status());
+  pass.reaped = *reaped;
+  if (report != nullptr) *report = pass;
+  return pass.reaped;
+}
+
+absl::StatusOr<int> Store::ReleaseWorkerLeases(const std::string& worker_id,
+                                               const std::string& reason) {
+  RETURN_IF_ERROR(CheckUuid("worker_id", worker_id));
+  std::vector<TakeBack> held;
+  RETURN_IF_ERROR(impl_->AutoCommit("ReleaseWorkerLeases", [&](pqxx::nontransaction& tx) {
+    held.clear();
+    for (const pqxx::row& row : tx.exec_prepared(q::kListLeasesOfWorker, worker_id)) {
+      held.push_back({row["job_id"].as<std::string>(), row["attempt"].as<int>(),
+                      row["submission_id"].as<std::string>(), reason});
+    }
     return absl::OkStatus();
   }));
-  RETURN_IF_ERROR(first_error);
-  return reaped;
+  return TakeBackLeases(held, worker_id, false, WorkerActor(worker_id));
 }
 
 absl::StatusOr<std::vector<QueueDepthRow>> Store::QueueDepths() {

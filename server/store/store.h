@@ -80,6 +80,17 @@ struct StoreOptions {
   absl::Duration lease_duration = absl::Seconds(60);
   int max_infrastructure_attempts = 3;  // A job failing for infrastructure this often fails.
   absl::Duration retry_backoff_base = absl::Seconds(2);  // Doubles per attempt, jittered.
+  // No reaper pass for longer than this means the scheduler was down (ReapExpiredLeases): a
+  // few reaper intervals (the server sets 3 x its reap interval).
+  absl::Duration outage_threshold = absl::Seconds(15);
+};
+
+// What one reaper pass did (Store::ReapExpiredLeases).
+struct ReapReport {
+  int reaped = 0;       // Leases taken back.
+  bool outage = false;  // The gap since the last pass exceeded outage_threshold.
+  absl::Duration gap;   // Since the last pass (of any server).
+  int graced = 0;       // Leases extended because of the outage.
 };
 
 // Whether PostgreSQL answered lately, as the store saw it: every connection opened or found
@@ -383,11 +394,23 @@ class Store {
   absl::StatusOr<bool> FailJob(
       const LeaseRef& lease, v1::FailureKind kind, const std::string& reason,
       v1::VerdictClass kernel_verdict_class = v1::VERDICT_CLASS_UNSPECIFIED);
-  // Requeues every job whose lease expired (counts as an infrastructure attempt, with the
-  // same backoff and cap as FailJob: at the cap the submission finishes as
-  // infrastructure_failure). Returns the number of expired leases taken back. Also marks
-  // workers offline that were not seen for a lease period (draining ones stay draining).
-  absl::StatusOr<int> ReapExpiredLeases();
+  // Requeues every job whose lease is no longer live (counts as an infrastructure attempt,
+  // with the same backoff and cap as FailJob: at the cap the submission finishes as
+  // infrastructure_failure). Returns the number of leases taken back; `report`, if not null,
+  // says more. Also marks workers offline that were not seen for a lease period (draining
+  // ones stay draining).
+  //
+  // A lease is live until it expires, except where the scheduler was down: each pass stamps
+  // the time, and when it finds that no pass ran for longer than options.outage_threshold
+  // (a server restart, a database outage), no worker could have renewed its lease meanwhile,
+  // so every lease that was live when the gap began gets a full lease period from now, and
+  // only those that had expired before the gap are reaped. The fence applies the same rule
+  // (migrations/0005_lease_liveness.up.sql), so a lease is refused exactly when it is
+  // reapable. Call it at start and then at intervals well below outage_threshold.
+  absl::StatusOr<int> ReapExpiredLeases(ReapReport* report = nullptr);
+  // Requeues every job leased to `worker_id`, live or not, as an infrastructure attempt: the
+  // worker registered again, so it is a new process that holds none of them. Returns how many.
+  absl::StatusOr<int> ReleaseWorkerLeases(const std::string& worker_id, const std::string& reason);
   absl::StatusOr<std::vector<QueueDepthRow>> QueueDepths();
   // The jobs of one submission, compile first.
   absl::StatusOr<std::vector<JobRow>> ListJobs(const std::string& submission_id);
@@ -430,7 +453,16 @@ class Store {
 
  private:
   class Impl;
+  struct TakeBack {
+    std::string job_id;
+    int attempt = 0;
+    std::string submission_id;
+    std::string reason;
+  };
   explicit Store(std::unique_ptr<Impl> impl);
+  absl::StatusOr<int> TakeBackLeases(const std::vector<TakeBack>& leases,
+                                     const std::string& worker_id, bool only_if_expired,
+                                     const std::string& actor);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -1066,5 +1066,181 @@ TEST_CASE_METHOD(PgFixture,
   REQUIRE_STATUS(Store::Connect(no_pool), absl::StatusCode::kInvalidArgument);
 }
 
+// ---------------------------------------------------------------------------------------
+// Lease faults: expiry is fenced, except where the scheduler was down; restarted workers.
+
+TEST_CASE_METHOD(PgFixture,
+                 "an expired lease not yet reaped is refused everywhere and stores nothing",
+                 "[store][queue][faults]") {
+  auto store = ConnectStore(Options(absl::Milliseconds(300), absl::ZeroDuration()));
+  CreateTenants(*store);
+  SubmissionRow submission = Submit(*store, kAcme);
+  WorkerRow late = RegisterGpu(*store, "h200-late", "sm_90a");
+  std::optional<LeasedJobRow> job = Lease(*store, late.worker_id);
+  REQUIRE(job.has_value());
+  REQUIRE(ValueOrFail(store->ListWorkers())[0].jobs_held == 1);
+  absl::SleepFor(absl::Milliseconds(450));
+
+  // No reaper has run: the lease is expired but still 'leased' in the table.
+  REQUIRE(ValueOrFail(store->ListJobs(submission.id))[0].state == JobState::kLeased);
+  // A late heartbeat does not revive it, and the worker learns it lost the job.
+  HeartbeatResult beat = ValueOrFail(store->Heartbeat(late.worker_id, {job->lease}, true, ""));
+  REQUIRE(beat.lost.size() == 1);
+  REQUIRE(ValueOrFail(store->ListJobs(submission.id))[0].lease_expires_at.value() < absl::Now());
+  // A late stage report, completion or failure changes nothing, and says why in a type.
+  absl::Status report = store->ReportStage(job->lease, v1::STAGE_COMPILE, "{}");
+  REQUIRE(LeaseLostReasonOf(report) == LeaseLostReason::kExpired);
+  REQUIRE_THAT(std::string(report.message()), Catch::Contains("expired"));
+  absl::Status complete = store->CompleteJob(job->lease, MakeVerdict("compile_error", "late"));
+  REQUIRE(LeaseLostReasonOf(complete) == LeaseLostReason::kExpired);
+  REQUIRE(LeaseLostReasonOf(
+              store->FailJob(job->lease, v1::FAILURE_KIND_INFRASTRUCTURE, "late").status()) ==
+          LeaseLostReason::kExpired);
+  REQUIRE(database().Scalar("SELECT count(*) FROM verdicts").value() == "0");
+  REQUIRE(EventStages(*store, submission.id) == std::vector<std::string>{"queued"});
+  // ListWorkers does not count a lease nobody can use.
+  REQUIRE(ValueOrFail(store->ListWorkers())[0].jobs_held == 0);
+
+  // The reaper takes exactly that lease back; another worker gets the job.
+  REQUIRE(ValueOrFail(store->ReapExpiredLeases()) == 1);
+  WorkerRow other = RegisterGpu(*store, "h200-other", "sm_90a");
+  std::optional<LeasedJobRow> again = Lease(*store, other.worker_id);
+  REQUIRE(again.has_value());
+  REQUIRE(again->lease.attempt == 2);
+  REQUIRE(LeaseLostReasonOf(store->CompleteJob(job->lease, MakeVerdict("pass"))) ==
+          LeaseLostReason::kLeasedAgain);
+  REQUIRE_OK(store->CompleteJob(again->lease, MakeVerdict("compile_error", "from the holder")));
+  REQUIRE(LeaseLostReasonOf(store->CompleteJob(again->lease, MakeVerdict("pass"))) ==
+          LeaseLostReason::kFinished);
+  REQUIRE(LeaseLostReasonOf(store->CompleteJob(
+              {"00000000-0000-0000-0000-000000000000", other.worker_id, 1}, MakeVerdict("pass"))) ==
+          LeaseLostReason::kNoSuchJob);
+  // Other statuses carry no reason, whatever their message says.
+  REQUIRE_FALSE(LeaseLostReasonOf(absl::FailedPreconditionError("lease lost: forged")));
+  REQUIRE_FALSE(IsLeaseLost(absl::FailedPreconditionError("lease lost: forged")));
+}
+
+TEST_CASE_METHOD(PgFixture,
+                 "a scheduler back from an outage grants live leases a lease period and reaps "
+                 "only those that expired before it went down",
+                 "[store][queue][faults]") {
+  StoreOptions options = Options(absl::Seconds(2), absl::ZeroDuration());
+  options.outage_threshold = absl::Milliseconds(500);
+  auto store = ConnectStore(options);
+  CreateTenants(*store);
+  WorkerRow worker = RegisterGpu(*store, "h200-a", "sm_90a");
+  SubmissionRow before = Submit(*store, kAcme);
+  SubmissionRow during = Submit(*store, kAcme);
+  SubmissionRow beating = Submit(*store, kAcme);
+  std::optional<LeasedJobRow> expired_before = Lease(*store, worker.worker_id);
+  std::optional<LeasedJobRow> expired_during = Lease(*store, worker.worker_id);
+  std::optional<LeasedJobRow> heartbeat_first = Lease(*store, worker.worker_id);
+  REQUIRE(expired_before->submission_id == before.id);
+  REQUIRE(expired_during->submission_id == during.id);
+  REQUIRE(heartbeat_first->submission_id == beating.id);
+  // The last reaper pass ran 20 s ago, then the scheduler went down (a restart, a database
+  // outage). One lease had expired before that (its worker died); the others expired while
+  // nobody could serve their workers' heartbeats.
+  REQUIRE_OK(database().Sql(R"sql(
+      UPDATE scheduler_liveness SET alive_at = now() - interval '20 seconds';
+      UPDATE jobs SET lease_expires_at = now() - interval '30 seconds'
+        WHERE submission_id = ')sql" +
+                            before.id + R"sql(';
+      UPDATE jobs SET lease_expires_at = now() - interval '10 seconds'
+        WHERE submission_id IN (')sql" +
+                            during.id + "', '" + beating.id + "')"));
+
+  // Before any reaper pass, the fence already applies the rule: a worker back first keeps
+  // its lease; the one that expired before the outage stays lost.
+  HeartbeatResult beat = ValueOrFail(store->Heartbeat(
+      worker.worker_id, {heartbeat_first->lease, expired_before->lease}, true, ""));
+  REQUIRE(beat.lost.size() == 1);
+  REQUIRE(beat.lost[0].job_id == expired_before->lease.job_id);
+
+  ReapReport pass;
+  REQUIRE(ValueOrFail(store->ReapExpiredLeases(&pass)) == 1);
+  CHECK(pass.outage);
+  CHECK(pass.gap >= absl::Seconds(19));
+  CHECK(pass.graced == 2);
+  REQUIRE(ValueOrFail(store->ListJobs(before.id))[0].state == JobState::kQueued);
+  for (const SubmissionRow* kept : {&during, &beating}) {
+    JobRow job = ValueOrFail(store->ListJobs(kept->id))[0];
+    REQUIRE(job.state == JobState::kLeased);
+    REQUIRE(job.lease_expires_at.value() > absl::Now() + absl::Seconds(1));
+  }
+  // The worker whose heartbeat came after the pass still holds its job and completes it.
+  REQUIRE(ValueOrFail(store->Heartbeat(worker.worker_id, {expired_during->lease}, true, ""))
+              .lost.empty());
+  REQUIRE_OK(store->CompleteJob(expired_during->lease, MakeVerdict("compile_error", "kept")));
+  // The scheduler is up again: the next pass is no outage, grants nothing, reaps nothing.
+  REQUIRE(ValueOrFail(store->ReapExpiredLeases(&pass)) == 0);
+  CHECK_FALSE(pass.outage);
+  CHECK(pass.graced == 0);
+}
+
+TEST_CASE_METHOD(PgFixture, "with regular reaper passes an expired lease is reaped on time",
+                 "[store][queue][faults]") {
+  StoreOptions options = Options(absl::Milliseconds(400), absl::ZeroDuration());
+  options.outage_threshold = absl::Milliseconds(300);
+  auto store = ConnectStore(options);
+  CreateTenants(*store);
+  WorkerRow worker = RegisterGpu(*store, "h200-a", "sm_90a");
+  SubmissionRow submission = Submit(*store, kAcme);
+  REQUIRE(ValueOrFail(store->ReapExpiredLeases()) == 0);  // The pass at start.
+  std::optional<LeasedJobRow> job = Lease(*store, worker.worker_id);
+  REQUIRE(job.has_value());
+  const absl::Time leased = absl::Now();
+  int reaped = 0;
+  while (reaped == 0 && absl::Now() - leased < absl::Seconds(5)) {
+    ReapReport pass;
+    reaped = ValueOrFail(store->ReapExpiredLeases(&pass));
+    REQUIRE_FALSE(pass.outage);  // 100 ms apart: never an outage, never a grace.
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  REQUIRE(reaped == 1);
+  // Not before the lease ran out, and within two passes after.
+  const absl::Duration taken = absl::Now() - leased;
+  CHECK(taken >= absl::Milliseconds(400));
+  CHECK(taken < absl::Milliseconds(1500));
+  REQUIRE(ValueOrFail(store->ListJobs(submission.id))[0].state == JobState::kQueued);
+}
+
+TEST_CASE_METHOD(PgFixture, "a worker that registers again gets its predecessor's leases released",
+                 "[store][queue][faults]") {
+  auto store = ConnectStore(Options(absl::Seconds(60), absl::ZeroDuration()));
+  CreateTenants(*store);
+  WorkerRow worker = RegisterGpu(*store, "h200-a", "sm_90a");
+  SubmissionRow first = Submit(*store, kAcme);
+  SubmissionRow second = Submit(*store, kAcme);
+  std::optional<LeasedJobRow> a = Lease(*store, worker.worker_id);
+  std::optional<LeasedJobRow> b = Lease(*store, worker.worker_id);
+  REQUIRE((a.has_value() && b.has_value()));
+  // Another worker's lease is not touched.
+  WorkerRow neighbour = RegisterGpu(*store, "h200-b", "sm_90a");
+  SubmissionRow theirs = Submit(*store, kAcme);
+  std::optional<LeasedJobRow> c = Lease(*store, neighbour.worker_id);
+  REQUIRE(c->submission_id == theirs.id);
+
+  REQUIRE(ValueOrFail(store->ReleaseWorkerLeases(worker.worker_id, "worker restarted")) == 2);
+  for (const SubmissionRow* released : {&first, &second}) {
+    JobRow job = ValueOrFail(store->ListJobs(released->id))[0];
+    REQUIRE(job.state == JobState::kQueued);
+    REQUIRE(job.infrastructure_attempts == 1);
+    REQUIRE(job.last_error == "worker restarted");
+  }
+  for (const WorkerRow& row : ValueOrFail(store->ListWorkers())) {
+    REQUIRE(row.jobs_held == (row.worker_id == worker.worker_id ? 0 : 1));
+  }
+  // The predecessor's leases are dead; the new process leases the jobs again.
+  REQUIRE(IsLeaseLost(store->CompleteJob(a->lease, MakeVerdict("pass"))));
+  std::optional<LeasedJobRow> again = Lease(*store, worker.worker_id);
+  REQUIRE(again.has_value());
+  REQUIRE(again->lease.attempt == 2);
+  REQUIRE(ValueOrFail(store->ReleaseWorkerLeases(worker.worker_id, "again")) == 1);
+  REQUIRE(ValueOrFail(store->ReleaseWorkerLeases(worker.worker_id, "nothing held")) == 0);
+  REQUIRE_OK(store->CompleteJob(c->lease, MakeVerdict("compile_error")));
+  REQUIRE_STATUS(store->ReleaseWorkerLeases("not-a-uuid", "x"), absl::StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace ptxbench::store
