@@ -165,6 +165,7 @@ v1::Worker WorkerFromRow(const store::WorkerRow& row) {
   worker.set_health_detail(row.health_detail);
   *worker.mutable_last_seen() = ToTimestamp(row.last_seen);
   worker.set_jobs_held(row.jobs_held);
+  worker.set_token_id(row.registration.token_id);
   return worker;
 }
 

@@ -4,6 +4,8 @@
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
+#include <map>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -15,6 +17,7 @@
 #include "common/status.h"
 #include "ptxbench/v1/worker.grpc.pb.h"
 #include "server/api/convert.h"
+#include "server/api/result_check.h"
 #include "server/api/rpc.h"
 #include "server/api/services.h"
 #include "server/api/validate.h"
@@ -80,8 +83,10 @@ class WorkerServiceImpl final : public v1::WorkerService::Service {
     registration.gpu_name = identity.gpu_name();
     registration.gpu_uuid = identity.gpu_uuid();
     registration.compile_only = identity.compile_only();
+    registration.token_id = caller.token_id;
     ASSIGN_OR_RETURN(registration.identity_json, MessageToJson(identity));
     ASSIGN_OR_RETURN(store::WorkerRow row, ctx_->store->RegisterWorker(registration));
+    RememberOwner(row);
     // A registration under an existing id is a new process of that worker (a restart): it
     // holds none of its predecessor's jobs, so they go back to the queue now rather than when
     // their leases expire, and stop filling the new process's slots (measured before: a
@@ -109,13 +114,40 @@ class WorkerServiceImpl final : public v1::WorkerService::Service {
     return absl::OkStatus();
   }
 
-  absl::StatusOr<store::WorkerRow> FindWorker(const std::string& worker_id) {
-    ASSIGN_OR_RETURN(auto workers, ctx_->store->ListWorkers());
-    for (auto& worker : workers) {
-      if (worker.worker_id == worker_id) return std::move(worker);
+  // A worker id belongs to the token that registered it (store.h, RegisterWorker): every call
+  // about a worker, or a lease of one, must come from that token. The owner is cached: it
+  // changes only when a registration claims an id whose token was revoked (a revoked token
+  // cannot call at all), and a mismatch is read again before it is refused.
+  absl::Status CheckOwner(const Caller& caller, const std::string& worker_id) {
+    {
+      std::lock_guard<std::mutex> lock(owners_mu_);
+      auto it = owners_.find(worker_id);
+      if (it != owners_.end() && it->second == caller.token_id) return absl::OkStatus();
     }
-    return absl::NotFoundError(
-        absl::StrCat("worker_id: unknown worker '", worker_id, "'; call Register first"));
+    ASSIGN_OR_RETURN(store::WorkerRow row, ctx_->store->GetWorker(worker_id));
+    RememberOwner(row);
+    if (row.registration.token_id != caller.token_id) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          "worker_id: worker ", worker_id,
+          " is registered by another token; a worker may act only for the ids it registered"));
+    }
+    return absl::OkStatus();
+  }
+
+  // The same for a job call: a lease naming an unknown worker is simply not held.
+  absl::Status CheckLeaseOwner(const Caller& caller, const store::LeaseRef& lease) {
+    absl::Status owned = CheckOwner(caller, lease.worker_id);
+    if (absl::IsNotFound(owned)) {
+      return store::LeaseLostError(
+          store::LeaseLostReason::kLeasedAgain,
+          absl::StrCat("lease lost: worker ", lease.worker_id, " is not registered"));
+    }
+    return owned;
+  }
+
+  void RememberOwner(const store::WorkerRow& row) {
+    std::lock_guard<std::mutex> lock(owners_mu_);
+    owners_[row.worker_id] = row.registration.token_id;
   }
 
   absl::Status DoLease(RpcScope& rpc, grpc::ServerContext* context, const v1::LeaseRequest& request,
@@ -128,7 +160,9 @@ class WorkerServiceImpl final : public v1::WorkerService::Service {
     }
     const int slots = request.slots() == 0 ? 1 : request.slots();
     const std::string& worker_id = request.worker_id();
-    ASSIGN_OR_RETURN(store::WorkerRow worker, FindWorker(worker_id));
+    ASSIGN_OR_RETURN(store::WorkerRow worker, ctx_->store->GetWorker(worker_id));
+    RememberOwner(worker);
+    RETURN_IF_ERROR(CheckOwner(caller, worker_id));
     ctx_->jobs->SetDraining(worker_id, worker.state == v1::WORKER_STATE_DRAINING);
     ctx_->jobs->HoldAtLeast(worker_id, worker.jobs_held);
     LeaseDispatcher::Waiter waiter;
@@ -211,6 +245,7 @@ class WorkerServiceImpl final : public v1::WorkerService::Service {
     RETURN_IF_ERROR(ValidateRequiredText(request.worker_id(), "worker_id", kMaxShortTextBytes));
     RETURN_IF_ERROR(
         ValidateOptionalText(request.health_detail(), "health_detail", kMaxMessageBytes));
+    RETURN_IF_ERROR(CheckOwner(caller, request.worker_id()));
     std::vector<store::LeaseRef> leases;
     for (int i = 0; i < request.leases_size(); ++i) {
       RETURN_IF_ERROR(ValidateJobLease(request.leases(i), absl::StrCat("leases[", i, "]")));
@@ -254,6 +289,7 @@ class WorkerServiceImpl final : public v1::WorkerService::Service {
     RETURN_IF_ERROR(ValidateJobLease(request.lease(), "lease"));
     if (!request.has_result()) return absl::InvalidArgumentError("result: required");
     RETURN_IF_ERROR(ValidateStageResult(request.result(), "result"));
+    RETURN_IF_ERROR(CheckLeaseOwner(caller, LeaseRefFromProto(request.lease())));
     ASSIGN_OR_RETURN(std::string json, MessageToJson(request.result()));
     RETURN_IF_ERROR(ctx_->store->ReportStage(LeaseRefFromProto(request.lease()),
                                              request.result().stage(), json));
@@ -289,8 +325,17 @@ class WorkerServiceImpl final : public v1::WorkerService::Service {
     RETURN_IF_ERROR(ValidateVerdict(request.verdict(), "verdict"));
     ASSIGN_OR_RETURN(store::VerdictRow verdict, VerdictToRow(request.verdict()));
     const store::LeaseRef lease = LeaseRefFromProto(request.lease());
+    RETURN_IF_ERROR(CheckLeaseOwner(caller, lease));
     std::optional<store::FinishedSubmission> finished;
-    absl::Status status = ctx_->store->CompleteJob(lease, verdict, &finished);
+    // Under the fence, before anything is stored: could this job have produced this result?
+    // (result_check.h.) A refusal requeues the job and is recorded in its audit row.
+    const v1::Verdict& wire_verdict = request.verdict();
+    absl::Status status =
+        ctx_->store->CompleteJob(lease, verdict, &finished, [&](const store::CompletingJob& job) {
+          const Task* task = ctx_->catalog->Find(job.task_id);
+          if (task != nullptr && task->version_hash != job.task_version_hash) task = nullptr;
+          return CheckResult(job, wire_verdict, task);
+        });
     // Whether completed or lost, the job no longer holds one of this worker's slots.
     auto held = ctx_->jobs->Released(lease.job_id);
     ctx_->leases->WakeWorker(lease.worker_id);
@@ -302,6 +347,8 @@ class WorkerServiceImpl final : public v1::WorkerService::Service {
     if (!status.ok()) {
       spdlog::warn("complete refused job_id={} worker_id={} attempt={} error=\"{}\"", lease.job_id,
                    lease.worker_id, lease.attempt, status.ToString());
+      // A refused result requeued the job (store.h): wake a leaser for it.
+      if (absl::IsInvalidArgument(status)) ctx_->leases->JobsAvailable("");
       return status;
     }
     spdlog::info("job completed job_id={} worker_id={} attempt={} verdict={}", lease.job_id,
@@ -321,6 +368,7 @@ class WorkerServiceImpl final : public v1::WorkerService::Service {
     }
     RETURN_IF_ERROR(ValidateOptionalText(request.reason(), "reason", kMaxMessageBytes));
     const store::LeaseRef lease = LeaseRefFromProto(request.lease());
+    RETURN_IF_ERROR(CheckLeaseOwner(caller, lease));
     auto will_retry = ctx_->store->FailJob(lease, request.kind(), request.reason());
     auto held = ctx_->jobs->Released(lease.job_id);
     ctx_->leases->WakeWorker(lease.worker_id);
@@ -335,6 +383,8 @@ class WorkerServiceImpl final : public v1::WorkerService::Service {
   }
 
   ApiContext* ctx_;
+  std::mutex owners_mu_;
+  std::map<std::string, std::string> owners_;  // Worker id -> owning token id.
 };
 
 }  // namespace

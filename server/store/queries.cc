@@ -35,6 +35,7 @@ constexpr char kSubmissionColumns[] = R"sql(
 // The columns of a WorkerRow (FROM workers w).
 constexpr char kWorkerColumns[] = R"sql(
   w.id::text AS worker_id, w.hostname, w.arch, w.gpu_name, w.gpu_uuid, w.compile_only,
+  coalesce(w.token_id, '') AS token_id,
   w.identity::text AS identity_json, w.state, w.health_detail,
   (extract(epoch FROM w.last_seen) * 1000000)::bigint AS last_seen_us,
   (SELECT count(*) FROM jobs j
@@ -244,16 +245,26 @@ std::vector<NamedStatement> BuildStatements() {
       // Upsert on (hostname, gpu_uuid): a restarted daemon gets its id back (worker.proto).
       // An admin's drain survives the restart; any other state becomes active, since a
       // daemon that registers is alive and has just run its health checks.
+      // The id belongs to the token that registered it ($7; migrations/0006): the upsert's
+      // WHERE lets the same token in; another token claims the id only if it was registered
+      // without a token, its token was revoked, or it was silent for a lease period ($8 us:
+      // it then holds no live lease, and the caller releases what it held). Otherwise it
+      // updates nothing and returns no row (refused).
       {kRegisterWorker, R"sql(
-        INSERT INTO workers AS w (hostname, arch, gpu_name, gpu_uuid, compile_only, identity)
-        VALUES ($1, $2, $3, $4, $5, coalesce(nullif($6, '')::jsonb, '{}'))
+        INSERT INTO workers AS w (hostname, arch, gpu_name, gpu_uuid, compile_only, identity,
+                                  token_id)
+        VALUES ($1, $2, $3, $4, $5, coalesce(nullif($6, '')::jsonb, '{}'), nullif($7, ''))
         ON CONFLICT (hostname, gpu_uuid) DO UPDATE SET
           arch = EXCLUDED.arch, gpu_name = EXCLUDED.gpu_name,
           compile_only = EXCLUDED.compile_only, identity = EXCLUDED.identity,
-          last_seen = now(),
+          token_id = EXCLUDED.token_id, last_seen = now(),
           state = CASE WHEN w.state = 'draining' THEN 'draining' ELSE 'active' END,
           health_detail = CASE WHEN w.state = 'draining' THEN w.health_detail ELSE '' END
+        WHERE w.token_id IS NOT DISTINCT FROM EXCLUDED.token_id OR w.token_id IS NULL
+           OR EXISTS (SELECT 1 FROM api_tokens t WHERE t.token_id = w.token_id AND t.revoked)
+           OR w.last_seen < now() - $8 * interval '1 microsecond'
         RETURNING )sql" + worker_columns},
+      {kGetWorker, "SELECT " + worker_columns + " FROM workers w WHERE w.id = $1::uuid"},
       {kListWorkers,
        "SELECT " + worker_columns + " FROM workers w ORDER BY w.hostname, w.gpu_uuid"},
       {kSetWorkerState, R"sql(
@@ -487,8 +498,8 @@ std::vector<NamedStatement> BuildStatements() {
       // caller rolls back when the verdict is refused after this. $4 is the audit actor.
       {kLockAndFinishLeasedJob, R"sql(
         WITH locked AS (
-          SELECT s.id::text AS submission_id, s.scope, j.kind,
-                 set_config('ptxbench.actor', $4, true) AS actor
+          SELECT s.id::text AS submission_id, s.scope, j.kind, s.task_id, s.task_version_hash,
+                 s.arch, set_config('ptxbench.actor', $4, true) AS actor
           FROM jobs j JOIN submissions s ON s.id = j.submission_id
           WHERE j.id = $1::uuid
           FOR UPDATE OF s),
@@ -498,7 +509,8 @@ std::vector<NamedStatement> BuildStatements() {
           WHERE id = $1::uuid AND worker_id = $2::uuid AND attempt = $3 AND state = 'leased'
             AND lease_is_live(lease_expires_at) AND EXISTS (SELECT 1 FROM locked)
           RETURNING kind)
-        SELECT l.submission_id, l.scope, l.kind, EXISTS (SELECT 1 FROM finished) AS fenced_in
+        SELECT l.submission_id, l.scope, l.kind, l.task_id, l.task_version_hash, l.arch,
+               EXISTS (SELECT 1 FROM finished) AS fenced_in
         FROM locked l)sql"},
       // Fenced infrastructure failure. One statement decides retry or give up, so the
       // decision and the counter can never disagree. All right-hand sides read the old row:

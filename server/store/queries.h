@@ -59,6 +59,7 @@ inline constexpr char kLatestEventMatches[] = "latest_event_matches";
 // Workers.
 inline constexpr char kRegisterWorker[] = "register_worker";
 inline constexpr char kListWorkers[] = "list_workers";
+inline constexpr char kGetWorker[] = "get_worker";
 inline constexpr char kSetWorkerState[] = "set_worker_state";
 inline constexpr char kCountCapableWorkers[] = "count_capable_workers";
 inline constexpr char kHeartbeatWorker[] = "heartbeat_worker";

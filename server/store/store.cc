@@ -380,6 +380,7 @@ WorkerRow WorkerFromRow(const pqxx::row& row) {
   out.registration.gpu_uuid = row["gpu_uuid"].as<std::string>();
   out.registration.compile_only = row["compile_only"].as<bool>();
   out.registration.identity_json = row["identity_json"].as<std::string>();
+  out.registration.token_id = row["token_id"].as<std::string>();
   out.state = EnumColumn<v1::WorkerState>(row, "state");
   out.health_detail = row["health_detail"].as<std::string>();
   out.last_seen = TimeFromMicros(row["last_seen_us"]);
@@ -991,16 +992,45 @@ absl::StatusOr<WorkerRow> Store::RegisterWorker(const WorkerRegistration& regist
   WorkerRow row;
   RETURN_IF_ERROR(
       impl_->Transact("RegisterWorker", "worker:" + registration.hostname, [&](pqxx::work& tx) {
+        pqxx::result rows;
         try {
-          row = WorkerFromRow(tx.exec_prepared1(
-              q::kRegisterWorker, registration.hostname, arch, registration.gpu_name,
-              registration.gpu_uuid, registration.compile_only, registration.identity_json));
+          rows = tx.exec_prepared(q::kRegisterWorker, registration.hostname, arch,
+                                  registration.gpu_name, registration.gpu_uuid,
+                                  registration.compile_only, registration.identity_json,
+                                  registration.token_id, Micros(impl_->options().lease_duration));
         } catch (const pqxx::data_exception& e) {
           return absl::InvalidArgumentError(
               absl::StrCat("identity_json is not valid JSON: ", e.what()));
         }
+        if (rows.empty()) {
+          // ABORTED, not PERMISSION_DENIED: the same registration succeeds once the other
+          // token's process has been silent for a lease period (a token rotation: the old
+          // process was stopped), so the worker retries it (worker/daemon/worker.cc).
+          return absl::AbortedError(absl::StrCat(
+              "worker '", registration.hostname, "' with GPU '", registration.gpu_uuid,
+              "' is registered by another token and was seen within a lease period (",
+              absl::FormatDuration(impl_->options().lease_duration),
+              "); a worker id belongs to the token that registered it until that token is "
+              "revoked or the worker is silent for a lease period"));
+        }
+        row = WorkerFromRow(rows[0]);
         return absl::OkStatus();
       }));
+  return row;
+}
+
+absl::StatusOr<WorkerRow> Store::GetWorker(const std::string& worker_id) {
+  RETURN_IF_ERROR(CheckUuid("worker_id", worker_id));
+  WorkerRow row;
+  RETURN_IF_ERROR(impl_->AutoCommit("GetWorker", [&](pqxx::nontransaction& tx) {
+    pqxx::result rows = tx.exec_prepared(q::kGetWorker, worker_id);
+    if (rows.empty()) {
+      return absl::NotFoundError(
+          absl::StrCat("worker ", worker_id, " is not registered; register again"));
+    }
+    row = WorkerFromRow(rows[0]);
+    return absl::OkStatus();
+  }));
   return row;
 }
 
@@ -1166,6 +1196,12 @@ absl::Status Store::CompleteJob(const LeaseRef& lease, const VerdictRow& verdict
 
 absl::Status Store::CompleteJob(const LeaseRef& lease, const VerdictRow& verdict,
                                 std::optional<FinishedSubmission>* finished) {
+  return CompleteJob(lease, verdict, finished, nullptr);
+}
+
+absl::Status Store::CompleteJob(const LeaseRef& lease, const VerdictRow& verdict,
+                                std::optional<FinishedSubmission>* finished,
+                                const ResultCheck& check) {
   RETURN_IF_ERROR(CheckLeaseRef(lease));
   if (verdict.verdict_class == v1::VERDICT_CLASS_INFRASTRUCTURE_FAILURE) {
     return absl::InvalidArgumentError(
@@ -1181,9 +1217,11 @@ absl::Status Store::CompleteJob(const LeaseRef& lease, const VerdictRow& verdict
     return absl::InvalidArgumentError(
         absl::StrCat("speedup must be a finite number >= 0 (got ", verdict.speedup, ")"));
   }
+  absl::Status refusal;  // Set when `check` refused the result.
   // No actor for Transact: kLockSubmissionOfJob, the first statement, sets it.
-  return impl_->Transact("CompleteJob", "", [&](pqxx::work& tx) {
+  absl::Status completed = impl_->Transact("CompleteJob", "", [&](pqxx::work& tx) {
     if (finished != nullptr) finished->reset();
+    refusal = absl::OkStatus();
     // Lock, fence and mark the job done in one statement (queries.cc); a refusal below
     // rolls the whole transaction back.
     pqxx::result locked =
@@ -1193,6 +1231,16 @@ absl::Status Store::CompleteJob(const LeaseRef& lease, const VerdictRow& verdict
     const std::string submission_id = locked[0]["submission_id"].as<std::string>();
     const v1::JobKind kind = EnumColumn<v1::JobKind>(locked[0], "kind");
     const v1::EvaluationScope scope = EnumColumn<v1::EvaluationScope>(locked[0], "scope");
+    if (check) {
+      CompletingJob job;
+      job.kind = kind;
+      job.scope = scope;
+      job.task_id = locked[0]["task_id"].as<std::string>();
+      job.task_version_hash = locked[0]["task_version_hash"].as<std::string>();
+      job.arch = EnumColumn<v1::Arch>(locked[0], "arch");
+      refusal = check(job);
+      if (!refusal.ok()) return refusal;  // Rolls back the job's 'done'.
+    }
     const bool compiled_class = verdict.verdict_class == v1::VERDICT_CLASS_COMPILED;
     if (kind == v1::JOB_KIND_EVALUATE && compiled_class) {
       return absl::InvalidArgumentError(
@@ -1210,6 +1258,13 @@ absl::Status Store::CompleteJob(const LeaseRef& lease, const VerdictRow& verdict
       return absl::InvalidArgumentError(absl::StrCat("verdict_json is not valid JSON: ", e.what()));
     }
   });
+  if (refusal.ok()) return completed;
+  // The result cannot be right: nothing of it was stored. The job runs again (elsewhere, if
+  // other workers are free) and the reason stays in its audit row (last_error).
+  const std::string reason = absl::StrCat("result refused: ", refusal.message());
+  absl::StatusOr<bool> requeued = FailJob(lease, v1::FAILURE_KIND_INFRASTRUCTURE, reason);
+  if (!requeued.ok() && !IsLeaseLost(requeued.status())) return requeued.status();
+  return absl::InvalidArgumentError(reason);
 }
 
 absl::StatusOr<bool> Store::FailJob(const LeaseRef& lease, v1::FailureKind kind,

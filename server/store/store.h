@@ -16,6 +16,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -212,6 +213,9 @@ struct WorkerRegistration {
   std::string gpu_uuid;
   bool compile_only = false;
   std::string identity_json;  // The full WorkerIdentity (versions) for audit.
+  // The token registering it, which the worker id then belongs to (RegisterWorker); empty
+  // for a caller without a token (the loopback bootstrap).
+  std::string token_id;
 };
 
 struct WorkerRow {
@@ -287,6 +291,18 @@ struct QueueDepthRow {
   double oldest_age_seconds = 0;
 };
 
+// What the store knows of a job whose result is being stored (Store::CompleteJob's check).
+struct CompletingJob {
+  v1::JobKind kind = v1::JOB_KIND_UNSPECIFIED;
+  v1::EvaluationScope scope = v1::EVALUATION_SCOPE_UNSPECIFIED;
+  std::string task_id;
+  std::string task_version_hash;
+  v1::Arch arch = v1::ARCH_UNSPECIFIED;
+};
+// OK to store the result; otherwise why the result cannot be right for that job
+// (INVALID_ARGUMENT, e.g. "a compile job cannot report a speedup").
+using ResultCheck = std::function<absl::Status(const CompletingJob& job)>;
+
 class Store {
  public:
   // Connects (pool) without touching the schema.
@@ -342,8 +358,14 @@ class Store {
   // or the submission has finished (a watcher's last event is always "done").
   absl::Status AppendNotice(const std::string& submission_id, const std::string& notice_json);
 
-  // Workers.
+  // Workers. RegisterWorker upserts on (hostname, gpu_uuid), so a restarted worker gets its id
+  // back. The id belongs to registration.token_id. Another token claims it only when it was
+  // registered without a token, its token is revoked, or the worker was silent for a lease
+  // period (then it holds no live lease); otherwise ABORTED (retry: a rotated worker's id
+  // moves once its old process has stopped). The returned row names its token.
   absl::StatusOr<WorkerRow> RegisterWorker(const WorkerRegistration& registration);
+  // NOT_FOUND for an unknown id.
+  absl::StatusOr<WorkerRow> GetWorker(const std::string& worker_id);
   absl::StatusOr<std::vector<WorkerRow>> ListWorkers();
   absl::StatusOr<WorkerRow> SetWorkerState(const std::string& worker_id, v1::WorkerState state,
                                            const std::string& detail,
@@ -384,6 +406,13 @@ class Store {
   // no second query (bench/scheduler_bench: one GetSubmission round trip per job).
   absl::Status CompleteJob(const LeaseRef& lease, const VerdictRow& verdict,
                            std::optional<FinishedSubmission>* finished);
+  // The same, with `check` asked (under the fence, before anything is stored) whether the
+  // result is one the job could have produced. A refused result stores nothing: the job is
+  // requeued as an infrastructure attempt (the lease holder is not trusted with it again;
+  // at the cap the submission ends infrastructure_failure), its audit row records the
+  // reason, and the call returns INVALID_ARGUMENT "result refused: <reason>".
+  absl::Status CompleteJob(const LeaseRef& lease, const VerdictRow& verdict,
+                           std::optional<FinishedSubmission>* finished, const ResultCheck& check);
   // kind KERNEL: the submission finishes with a kernel verdict and is never retried: the
   // `kernel_verdict_class` given (one of COMPILE_ERROR, PLAN_INVALID, RUNTIME_ERROR, TIMEOUT,
   // WRONG_RESULT, TARGET_NOT_EXECUTED, INPUT_MUTATED, IMPOSSIBLE_TIME), or by default

@@ -43,6 +43,10 @@ absl::Duration Jittered(absl::Duration backoff) {
 
 // Whether a gRPC failure may go away by itself (server restarting, network blip): those
 // calls are retried; anything else is a definite answer.
+// How long a registration refused because another token's process still holds the worker id
+// is retried: two default lease periods.
+constexpr absl::Duration kClaimWait = absl::Seconds(120);
+
 bool Transient(const grpc::Status& status) {
   return status.error_code() == grpc::StatusCode::UNAVAILABLE ||
          status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED ||
@@ -193,7 +197,9 @@ class Worker::Impl {
           "--compile-only on machines without one");
     }
     absl::Duration backoff = absl::Milliseconds(200);
+    const absl::Time started = absl::Now();
     for (int attempt = 0;; ++attempt) {
+      if (stopping_) return absl::CancelledError("stopping");
       grpc::ClientContext context;
       Authorize(&context);
       context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
@@ -206,7 +212,17 @@ class Worker::Impl {
                      options_.compile_only ? "compile-only" : identity.arch, lease_seconds_);
         return absl::OkStatus();
       }
-      if (!Transient(status) || attempt >= 40 || stopping_) {
+      // ABORTED: this GPU's worker id is held by another token whose process was seen within
+      // a lease period (store.h, RegisterWorker): a token rotation whose old process just
+      // stopped. The id moves to this token once that process has been silent for a lease
+      // period (60 s by default), so that wait is retried too, up to kClaimWait.
+      const bool claim_pending =
+          status.error_code() == grpc::StatusCode::ABORTED && absl::Now() - started < kClaimWait;
+      if (claim_pending && attempt % 10 == 0) {
+        spdlog::warn("worker: registering with {}: {}; retrying", options_.server,
+                     status.error_message());
+      }
+      if (!claim_pending && (!Transient(status) || attempt >= 40 || stopping_)) {
         return absl::UnavailableError(
             absl::StrCat("registering with ", options_.server, ": ", status.error_message()));
       }
