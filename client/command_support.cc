@@ -3,36 +3,175 @@
 #include <google/protobuf/util/json_util.h>
 #include <grpcpp/grpcpp.h>
 
+#include <cctype>
 #include <fstream>
 #include <iostream>
+#include <random>
 #include <sstream>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "client/cli.h"
 
 namespace ptxbench::client {
+namespace {
 
-std::vector<FlagSpec> WithConnectionFlags(std::vector<FlagSpec> verb_flags) {
-  std::vector<FlagSpec> all = {
-      {"server", true, "server address HOST:PORT (or PTXBENCH_SERVER)"},
-      {"token", true, "bearer token (or PTXBENCH_TOKEN)"},
-      {"tls", false, "use TLS"},
-      {"tls-ca", true, "PEM file of the roots that signed the server's certificate"},
-  };
-  all.insert(all.end(), verb_flags.begin(), verb_flags.end());
+std::vector<FlagSpec> AllFlags(const Verb& verb) {
+  std::vector<FlagSpec> all;
+  if (verb.connects) all = ConnectionFlags(verb.default_server);
+  all.insert(all.end(), verb.flags.begin(), verb.flags.end());
+  all.push_back({"help", false, "print this help and exit"});
   return all;
 }
 
-ConnectionOptions ConnectionFrom(const ParsedArgs& args) {
-  ConnectionOptions options;
-  options.server = args.GetOrEnv("server", "PTXBENCH_SERVER");
-  options.token = args.GetOrEnv("token", "PTXBENCH_TOKEN");
-  options.tls = args.GetBool("tls") || args.Has("tls-ca");
-  options.tls_ca_file = args.Get("tls-ca");
-  return options;
+}  // namespace
+
+std::string VerbUsage(const Verb& verb) {
+  return absl::StrCat("usage: ptxbench ", verb.name, " [flags]", verb.arguments.empty() ? "" : " ",
+                      verb.arguments, "\n", verb.summary, "\nflags:\n", FlagHelp(AllFlags(verb)));
 }
 
-std::string RpcError(const grpc::Status& status) {
-  return absl::StrCat("rpc failed (", status.error_code(), "): ", status.error_message());
+bool WantsHelp(const std::vector<std::string>& args) {
+  for (const std::string& arg : args) {
+    if (arg == "--") return false;
+    if (arg == "--help" || arg == "-h") return true;
+  }
+  return false;
+}
+
+std::optional<ParsedArgs> ParseVerb(const Verb& verb, const std::vector<std::string>& args,
+                                    std::ostream& out, std::ostream& err, int* exit_code) {
+  if (WantsHelp(args)) {
+    out << VerbUsage(verb);
+    *exit_code = kExitPass;
+    return std::nullopt;
+  }
+  absl::StatusOr<ParsedArgs> parsed = ParseArgs(args, AllFlags(verb));
+  if (!parsed.ok()) {
+    *exit_code = UsageError(verb, std::string(parsed.status().message()), err);
+    return std::nullopt;
+  }
+  return std::move(*parsed);
+}
+
+int UsageError(const Verb& verb, const std::string& problem, std::ostream& err) {
+  // The problem stays the last thing but one on the screen: the flag list is one --help away.
+  err << "ptxbench " << verb.name << ": " << problem << "\n"
+      << "usage: ptxbench " << verb.name << " [flags]" << (verb.arguments.empty() ? "" : " ")
+      << verb.arguments << "   (ptxbench " << verb.name << " --help lists the flags)\n";
+  return kExitUsage;
+}
+
+absl::StatusOr<Connection> ConnectionOf(const ParsedArgs& args, std::ostream& err) {
+  return ConnectionFromFlags(args, err);
+}
+
+std::string GrpcCodeName(int code) {
+  static const char* const kNames[] = {"OK",
+                                       "CANCELLED",
+                                       "UNKNOWN",
+                                       "INVALID_ARGUMENT",
+                                       "DEADLINE_EXCEEDED",
+                                       "NOT_FOUND",
+                                       "ALREADY_EXISTS",
+                                       "PERMISSION_DENIED",
+                                       "RESOURCE_EXHAUSTED",
+                                       "FAILED_PRECONDITION",
+                                       "ABORTED",
+                                       "OUT_OF_RANGE",
+                                       "UNIMPLEMENTED",
+                                       "INTERNAL",
+                                       "UNAVAILABLE",
+                                       "DATA_LOSS",
+                                       "UNAUTHENTICATED"};
+  if (code >= 0 && code < static_cast<int>(sizeof(kNames) / sizeof(kNames[0]))) {
+    return kNames[code];
+  }
+  return absl::StrCat("code ", code);
+}
+
+CallFailure DescribeCallFailure(const grpc::Status& status, const Connection& connection) {
+  const std::string& address = connection.dial.address;
+  const std::string said =
+      absl::StrCat(status.error_message(), " (", GrpcCodeName(status.error_code()), ")");
+  switch (status.error_code()) {
+    case grpc::StatusCode::UNAVAILABLE:
+      return {absl::StrCat("cannot reach the server at ", address, ": ", said,
+                           "\nhint: is ptxbench-server running at ", address,
+                           "? set --server or PTXBENCH_SERVER",
+                           connection.dial.tls ? "; check --tls-ca" : ""),
+              kExitInfrastructure};
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return {absl::StrCat("the server at ", address, " did not answer in time: ", said),
+              kExitInfrastructure};
+    case grpc::StatusCode::CANCELLED:
+      return {absl::StrCat("the server at ", address, " cancelled the call (stopping?): ", said),
+              kExitInfrastructure};
+    case grpc::StatusCode::UNAUTHENTICATED:
+      return {absl::StrCat("the server refused the token: ", said,
+                           "\nhint: pass --token-file FILE or set PTXBENCH_TOKEN_FILE"),
+              kExitUsage};
+    case grpc::StatusCode::PERMISSION_DENIED:
+      return {absl::StrCat("the token may not do this: ", said), kExitUsage};
+    case grpc::StatusCode::INVALID_ARGUMENT:
+    case grpc::StatusCode::NOT_FOUND:
+    case grpc::StatusCode::ALREADY_EXISTS:
+    case grpc::StatusCode::FAILED_PRECONDITION:
+    case grpc::StatusCode::OUT_OF_RANGE:
+      return {said, kExitUsage};
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      return {absl::StrCat("the server refused for now (a limit): ", said), kExitInfrastructure};
+    default:
+      return {absl::StrCat("the call failed: ", said), kExitInfrastructure};
+  }
+}
+
+bool RetryableCall(const grpc::Status& status) {
+  return status.error_code() == grpc::StatusCode::UNAVAILABLE ||
+         status.error_code() == grpc::StatusCode::CANCELLED;
+}
+
+grpc::Status CallWithRetries(const std::function<grpc::Status()>& call, const CallRetry& retry,
+                             const std::string& what, std::ostream& notes) {
+  thread_local std::mt19937_64 random(std::random_device{}());
+  absl::Duration wait = retry.first_wait;
+  for (int attempt = 1;; ++attempt) {
+    grpc::Status status = call();
+    if (status.ok() || !RetryableCall(status) || attempt >= retry.max_attempts) return status;
+    // Full jitter: clients that lost one server together do not come back together.
+    const absl::Duration sleep = wait * std::uniform_real_distribution<double>(0.5, 1.0)(random);
+    notes << absl::StrFormat("%s: %s (%s); retry %d of %d in %.1f s\n", what,
+                             status.error_message(), GrpcCodeName(status.error_code()), attempt,
+                             retry.max_attempts - 1, absl::ToDoubleSeconds(sleep));
+    notes.flush();
+    std::this_thread::sleep_for(absl::ToChronoNanoseconds(sleep));
+    wait = std::min(wait * 2, retry.max_wait);
+  }
+}
+
+std::string NewIdempotencyKey() {
+  unsigned char bytes[16] = {0};
+  std::ifstream urandom("/dev/urandom", std::ios::binary);
+  urandom.read(reinterpret_cast<char*>(bytes), sizeof(bytes));
+  if (!urandom) {
+    // No /dev/urandom (a strange chroot): the random device is the fallback, still unique
+    // enough for one client's retries.
+    std::random_device device;
+    for (unsigned char& b : bytes) b = static_cast<unsigned char>(device());
+  }
+  std::string key = "ptxbench-";
+  for (unsigned char b : bytes) absl::StrAppendFormat(&key, "%02x", b);
+  return key;
+}
+
+bool IsSubmissionId(const std::string& id) {
+  if (id.size() != 36) return false;
+  for (size_t i = 0; i < id.size(); ++i) {
+    const bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+    if (dash ? id[i] != '-' : !std::isxdigit(static_cast<unsigned char>(id[i]))) return false;
+  }
+  return true;
 }
 
 absl::StatusOr<std::string> ReadFile(const std::string& path) {

@@ -1,14 +1,20 @@
-// What the client's verbs share: the connection flags, reading input files, error text for
-// RPC failures and JSON output of messages.
+// What the client's verbs share: one way to declare and parse a verb (its usage line, its
+// flags, --help on stdout with exit 0, a usage error on stderr with exit 2), the connection
+// flags, errors of failed calls in words with a hint and the exit code they deserve, retries
+// of calls a restarting server fails, reading input files and JSON output of messages.
 #ifndef PTXBENCH_CLIENT_COMMAND_SUPPORT_H_
 #define PTXBENCH_CLIENT_COMMAND_SUPPORT_H_
 
+#include <functional>
+#include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "client/connection.h"
+#include "absl/time/time.h"
 #include "common/cli_args.h"
+#include "proto/dial.h"
 
 namespace google::protobuf {
 class Message;
@@ -20,11 +26,63 @@ class Status;
 
 namespace ptxbench::client {
 
-// --server, --token, --tls, --tls-ca followed by a verb's own flags.
-std::vector<FlagSpec> WithConnectionFlags(std::vector<FlagSpec> verb_flags);
-ConnectionOptions ConnectionFrom(const ParsedArgs& args);
+struct Verb {
+  std::string name;             // "submit"
+  std::string arguments;        // After the flags in the usage line: "SOURCE".
+  std::string summary;          // One line: what the verb does.
+  std::vector<FlagSpec> flags;  // The verb's own flags (--help is added).
+  bool connects = false;        // Adds the connection flags (proto/dial.h).
+  std::string default_server = kDefaultServerAddress;  // "" for `run` (no server: own stack).
+};
 
-std::string RpcError(const grpc::Status& status);
+// "usage: ptxbench VERB [flags] ARGS\nSUMMARY\nflags:\n  --..." for --help and usage errors.
+std::string VerbUsage(const Verb& verb);
+// Whether `args` ask for help (--help or -h before any "--").
+bool WantsHelp(const std::vector<std::string>& args);
+
+// Parses a verb's arguments. nullopt means the verb is done and `*exit_code` says how: 0 after
+// printing --help on `out`, 2 after printing the problem and the usage on `err`.
+std::optional<ParsedArgs> ParseVerb(const Verb& verb, const std::vector<std::string>& args,
+                                    std::ostream& out, std::ostream& err, int* exit_code);
+// Prints "ptxbench VERB: PROBLEM" and the usage on `err`; returns kExitUsage.
+int UsageError(const Verb& verb, const std::string& problem, std::ostream& err);
+
+// The connection of a verb that connects; a bad --token-file or --tls-ca is the error.
+absl::StatusOr<Connection> ConnectionOf(const ParsedArgs& args, std::ostream& err);
+
+// A failed call in words, with a hint for the usual causes, and the exit code it deserves:
+// 2 for what the caller can fix (bad input, unknown id, refused token), 3 for infrastructure
+// (server unreachable or restarting, timeouts).
+struct CallFailure {
+  std::string message;
+  int exit_code = 3;
+};
+CallFailure DescribeCallFailure(const grpc::Status& status, const Connection& connection);
+// The gRPC code's name ("UNAVAILABLE") rather than its number.
+std::string GrpcCodeName(int code);
+
+// Whether a call that failed with `status` may succeed when sent again unchanged: the server
+// was unreachable or restarting (UNAVAILABLE), a server stopping gracefully cancelled it
+// (CANCELLED: ServerContext calls cut by Shutdown), or it ran out of time.
+bool RetryableCall(const grpc::Status& status);
+
+struct CallRetry {
+  int max_attempts = 6;
+  absl::Duration first_wait = absl::Milliseconds(500);
+  absl::Duration max_wait = absl::Seconds(10);
+};
+// Calls `call` until it succeeds, fails with a status that is not RetryableCall, or
+// `retry.max_attempts` are spent; waits with jittered exponential backoff between attempts
+// and reports each retry on `notes` ("ptxbench submit: UNAVAILABLE ...; retry 2 of 5 in 1.2 s").
+grpc::Status CallWithRetries(const std::function<grpc::Status()>& call, const CallRetry& retry,
+                             const std::string& what, std::ostream& notes);
+
+// A fresh idempotency key ("ptxbench-<32 hex digits>" from /dev/urandom): a Submit retried
+// after a lost reply with the same key returns the submission it created.
+std::string NewIdempotencyKey();
+// Whether `id` is a submission id (a UUID, 8-4-4-4-12 hex digits).
+bool IsSubmissionId(const std::string& id);
+
 // A file's bytes; "-" reads standard input.
 absl::StatusOr<std::string> ReadFile(const std::string& path);
 std::string ToJson(const google::protobuf::Message& message);

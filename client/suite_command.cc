@@ -7,11 +7,14 @@
 #include <chrono>
 #include <set>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "client/cli.h"
 #include "client/command_support.h"
 #include "client/enums.h"
+#include "common/build_info.h"
 #include "common/task.h"
 #include "ptxbench/v1/vendor.grpc.pb.h"
 
@@ -81,30 +84,43 @@ std::string ExpectedUnderCompileOnly(const std::string& expect) {
 }
 
 int SuiteCommand(const std::vector<std::string>& raw, std::ostream& out, std::ostream& err) {
-  const std::vector<FlagSpec> specs = WithConnectionFlags({
-      {"tasks-dir", true, "task definitions to validate", "tasks"},
-      {"task", true, "only this task id"},
-      {"full-arches", true,
-       "comma-separated arches evaluated fully (a GPU worker of each must be registered); "
-       "the others get the compile stage only"},
-      {"model", true, "model name recorded with the submissions", "reference-suite"},
-      {"json", false, "print one JSON object with every row instead of the table"},
-      {"timeout-seconds", true,
-       "give up waiting for verdicts after this long (0: wait forever); sources left without "
-       "a verdict count as mismatches",
-       "0"},
-  });
-  auto args = ParseArgs(raw, specs);
-  if (!args.ok() || !args->positional().empty()) {
-    err << "ptxbench suite: "
-        << (args.ok() ? "unexpected argument" : std::string(args.status().message())) << "\n"
-        << "usage: ptxbench suite [flags]\n"
-        << FlagHelp(specs);
-    return kExitUsage;
+  static const auto* verb = new Verb{
+      "suite",
+      "",
+      "Submits every reference solution and decoy of the tasks and checks each verdict against "
+      "the one its task expects; exit 0 only when all match.",
+      {
+          {"tasks-dir", true, "task definitions to validate (default: ./tasks or the source tree)"},
+          {"task", true, "only this task id"},
+          {"full-arches", true,
+           "comma-separated arches evaluated fully (a GPU worker of each must be registered); "
+           "the others get the compile stage only"},
+          {"model", true, "model name recorded with the submissions", "reference-suite"},
+          {"json", false, "print one JSON object with every row instead of the table"},
+          {"timeout-seconds", true,
+           "give up waiting for verdicts after this long (0: wait forever); sources left "
+           "without a verdict count as mismatches",
+           "0"},
+      },
+      /*connects=*/true};
+  int exit_code = 0;
+  std::optional<ParsedArgs> args = ParseVerb(*verb, raw, out, err, &exit_code);
+  if (!args.has_value()) return exit_code;
+  if (!args->positional().empty()) {
+    return UsageError(*verb, absl::StrCat("unexpected argument '", args->positional()[0], "'"),
+                      err);
   }
-  auto catalog = TaskCatalog::Load(args->Get("tasks-dir"));
+  auto catalog =
+      TaskCatalog::Load(args->Has("tasks-dir") ? args->Get("tasks-dir") : SourceTreeDir("tasks"));
   if (!catalog.ok()) {
     err << "ptxbench suite: " << catalog.status().message() << "\n";
+    return kExitUsage;
+  }
+  if (args->Has("task") && catalog->Find(args->Get("task")) == nullptr) {
+    std::vector<std::string> ids;
+    for (const Task& task : catalog->tasks()) ids.push_back(task.id);
+    err << "ptxbench suite: --task: unknown task '" << args->Get("task")
+        << "'\nhint: the tasks are " << absl::StrJoin(ids, ", ") << "\n";
     return kExitUsage;
   }
   std::set<std::string> full_arches;
@@ -113,19 +129,25 @@ int SuiteCommand(const std::vector<std::string>& raw, std::ostream& out, std::os
   }
   auto timeout_seconds = args->GetInt("timeout-seconds", 0);
   if (!timeout_seconds.ok() || *timeout_seconds < 0) {
-    err << "ptxbench suite: --timeout-seconds: a whole number >= 0\n";
-    return kExitUsage;
+    return UsageError(*verb, "--timeout-seconds: a whole number >= 0", err);
   }
   const auto started = std::chrono::steady_clock::now();
   // gRPC deadlines take the system clock.
   const auto deadline = std::chrono::system_clock::now() + std::chrono::seconds(*timeout_seconds);
-  const ConnectionOptions connection = ConnectionFrom(*args);
-  auto channel = Dial(connection);
-  if (!channel.ok()) {
-    err << "ptxbench suite: " << channel.status().message() << "\n";
-    return kExitUsage;
+  absl::StatusOr<Connection> connection_or = ConnectionOf(*args, err);
+  if (!connection_or.ok()) {
+    return UsageError(*verb, std::string(connection_or.status().message()), err);
   }
+  const Connection connection = *connection_or;
+  auto channel = Dial(connection.dial);
+  if (!channel.ok()) return UsageError(*verb, std::string(channel.status().message()), err);
   auto stub = v1::SubmissionService::NewStub(*channel);
+  const CallRetry retry;
+  auto failed = [&](const std::string& what, const grpc::Status& status) {
+    const CallFailure failure = DescribeCallFailure(status, connection);
+    err << "ptxbench suite: " << what << ": " << failure.message << "\n";
+    return failure.exit_code;
+  };
 
   // Submit everything first so that workers evaluate in parallel, then collect.
   std::vector<Row> rows;
@@ -158,14 +180,17 @@ int SuiteCommand(const std::vector<std::string>& raw, std::ostream& out, std::os
       request.set_model(args->Get("model"));
       request.set_knowledge_level(v1::KNOWLEDGE_LEVEL_NONE);
       request.set_scope(row.full ? v1::EVALUATION_SCOPE_FULL : v1::EVALUATION_SCOPE_COMPILE_ONLY);
-      grpc::ClientContext context;
-      Authorize(&context, connection);
+      request.set_idempotency_key(NewIdempotencyKey());
       v1::SubmitResponse response;
-      grpc::Status status = stub->Submit(&context, request, &response);
+      grpc::Status status = CallWithRetries(
+          [&] {
+            grpc::ClientContext context;
+            Authorize(&context, connection.token);
+            return stub->Submit(&context, request, &response);
+          },
+          retry, "ptxbench suite: Submit", err);
       if (!status.ok()) {
-        err << "ptxbench suite: submitting " << task.id << "/" << source.path << ": "
-            << RpcError(status) << "\n";
-        return kExitInfrastructure;
+        return failed(absl::StrCat("submitting ", task.id, "/", source.path), status);
       }
       row.submission_id = response.submission().id();
       rows.push_back(row);
@@ -176,7 +201,7 @@ int SuiteCommand(const std::vector<std::string>& raw, std::ostream& out, std::os
   for (Row& row : rows) {
     {
       grpc::ClientContext context;
-      Authorize(&context, connection);
+      Authorize(&context, connection.token);
       if (*timeout_seconds > 0) context.set_deadline(deadline);
       v1::WatchSubmissionRequest request;
       request.set_submission_id(row.submission_id);
@@ -193,21 +218,19 @@ int SuiteCommand(const std::vector<std::string>& raw, std::ostream& out, std::os
         all_ok = false;
         continue;
       }
-      if (!status.ok()) {
-        err << "ptxbench suite: watching " << row.submission_id << ": " << RpcError(status) << "\n";
-        return kExitInfrastructure;
-      }
+      if (!status.ok()) return failed(absl::StrCat("watching ", row.submission_id), status);
     }
-    grpc::ClientContext context;
-    Authorize(&context, connection);
-    v1::GetSubmissionRequest request;
-    request.set_submission_id(row.submission_id);
     v1::Submission submission;
-    grpc::Status status = stub->GetSubmission(&context, request, &submission);
-    if (!status.ok()) {
-      err << "ptxbench suite: " << RpcError(status) << "\n";
-      return kExitInfrastructure;
-    }
+    grpc::Status status = CallWithRetries(
+        [&] {
+          grpc::ClientContext context;
+          Authorize(&context, connection.token);
+          v1::GetSubmissionRequest request;
+          request.set_submission_id(row.submission_id);
+          return stub->GetSubmission(&context, request, &submission);
+        },
+        retry, "ptxbench suite: GetSubmission", err);
+    if (!status.ok()) return failed(absl::StrCat("reading ", row.submission_id), status);
     const v1::Verdict& verdict = submission.verdict();
     row.got = VerdictClassText(verdict.verdict_class());
     row.tic = verdict.tic();

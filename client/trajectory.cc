@@ -92,6 +92,16 @@ absl::StatusOr<TrajectoryHeader> HeaderFromJson(const json& line) {
   RETURN_IF_ERROR(Optional(*run, "target_speedup", r.target_speedup));
   RETURN_IF_ERROR(Optional(*run, "temperature", r.temperature));
   RETURN_IF_ERROR(Optional(*run, "max_tokens", r.max_tokens));
+  RETURN_IF_ERROR(Optional(*run, "client", r.client_version));
+  RETURN_IF_ERROR(Optional(*run, "server", r.server));
+  std::string scope;
+  header.scope_recorded = run->contains("scope") && !(*run)["scope"].is_null();
+  RETURN_IF_ERROR(Optional(*run, "scope", scope));
+  if (header.scope_recorded) {
+    auto parsed = wire::ParseScope(scope);
+    if (!parsed.ok()) return Annotate(parsed.status(), "run.scope");
+    r.scope = *parsed;
+  }
   if (r.turns < 1) return absl::InvalidArgumentError("run.turns must be at least 1");
   if (r.trajectory_index < 0) {
     return absl::InvalidArgumentError("run.trajectory_index must not be negative");
@@ -118,12 +128,19 @@ absl::StatusOr<TurnRecord> TurnFromJson(const json& line) {
     }
   }
   RETURN_IF_ERROR(Optional(line, "reply", turn.reply));
+  RETURN_IF_ERROR(Optional(line, "reasoning", turn.reasoning));
+  RETURN_IF_ERROR(Optional(line, "stop_reason", turn.stop_reason));
   const json* usage = nullptr;
   RETURN_IF_ERROR(ObjectField(line, "usage", usage, /*required=*/false));
   if (usage != nullptr) {
     absl::Status status = Optional(*usage, "input_tokens", turn.usage.input_tokens);
     if (status.ok()) status = Optional(*usage, "output_tokens", turn.usage.output_tokens);
-    if (status.ok()) status = Optional(*usage, "reasoning_tokens", turn.usage.reasoning_tokens);
+    if (status.ok()) {
+      // null or absent: the provider did not report the figure (not the same as 0).
+      int64_t reasoning = -1;
+      status = Optional(*usage, "reasoning_tokens", reasoning);
+      if (status.ok() && reasoning >= 0) turn.usage.reasoning_tokens = reasoning;
+    }
     if (!status.ok()) return Annotate(status, "usage");
   }
   RETURN_IF_ERROR(Required(line, "extracted", turn.extracted));
@@ -234,6 +251,33 @@ bool IsCorrect(const TurnRecord& turn) {
          !turn.verdict->runtime_unverified;
 }
 
+bool IsCompiled(const TurnRecord& turn) {
+  return !turn.infra_failed && turn.verdict.has_value() && turn.verdict->compiled;
+}
+
+std::optional<double> SpeedOfLight(const TurnRecord& turn) {
+  if (!IsTic(turn)) return std::nullopt;
+  for (const StageReport& stage : turn.verdict->stages) {
+    if (stage.stage != Stage::kTiming || !stage.detail.is_object()) continue;
+    const json* floor_ms = nullptr;
+    const json* median_ms = nullptr;
+    if (auto it = stage.detail.find("roofline_floor_ms"); it != stage.detail.end()) {
+      floor_ms = &*it;
+    }
+    const json::json_pointer median_path("/timing/result/candidate/median_ms");
+    if (stage.detail.contains(median_path)) median_ms = &stage.detail.at(median_path);
+    if (floor_ms == nullptr || median_ms == nullptr || !floor_ms->is_number() ||
+        !median_ms->is_number()) {
+      return std::nullopt;
+    }
+    const double floor = floor_ms->get<double>();
+    const double median = median_ms->get<double>();
+    if (!(floor > 0) || !(median > 0) || floor > median) return std::nullopt;
+    return floor / median;
+  }
+  return std::nullopt;
+}
+
 json HeaderJson(const TrajectoryHeader& header) {
   const RunConfig& r = header.run;
   return json{
@@ -252,6 +296,9 @@ json HeaderJson(const TrajectoryHeader& header) {
            {"target_speedup", r.target_speedup},
            {"temperature", r.temperature},
            {"max_tokens", r.max_tokens},
+           {"scope", wire::ScopeName(r.scope)},
+           {"client", r.client_version},
+           {"server", r.server},
        }},
       {"started_at", header.started_at},
   };
@@ -271,10 +318,14 @@ json TurnJson(const TurnRecord& turn) {
       {"turn", turn.turn},
       {"prompt_messages", std::move(messages)},
       {"reply", turn.reply},
+      {"reasoning", turn.reasoning},
+      {"stop_reason", turn.stop_reason},
       {"usage",
        {{"input_tokens", turn.usage.input_tokens},
         {"output_tokens", turn.usage.output_tokens},
-        {"reasoning_tokens", turn.usage.reasoning_tokens}}},
+        {"reasoning_tokens", turn.usage.reasoning_tokens.has_value()
+                                 ? json(*turn.usage.reasoning_tokens)
+                                 : json(nullptr)}}},
       {"extracted", turn.extracted},
       {"source", turn.source},
       {"language", turn.language},
@@ -371,6 +422,17 @@ absl::StatusOr<Trajectory> ReadTrajectory(const std::string& path) {
       return fail(absl::InvalidArgumentError(
           absl::StrCat("unknown record kind '", kind, "' (header, turn or end)")));
     }
+  }
+  if (have_header && !trajectory.header.scope_recorded) {
+    // Only a compile-only submission is answered with class `compiled`: a full-scope one that
+    // compiles goes on to its evaluate job (docs/architecture.md, "The life of a submission").
+    const bool compile_only =
+        std::any_of(trajectory.turns.begin(), trajectory.turns.end(), [](const TurnRecord& t) {
+          return t.verdict.has_value() && t.verdict->verdict_class == VerdictClass::kCompiled &&
+                 !t.verdict->runtime_unverified;
+        });
+    trajectory.header.run.scope =
+        compile_only ? v1::EVALUATION_SCOPE_COMPILE_ONLY : v1::EVALUATION_SCOPE_FULL;
   }
   if (!have_header) {
     return absl::DataLossError(absl::StrCat(

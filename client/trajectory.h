@@ -37,11 +37,20 @@ struct RunConfig {
   double target_speedup = 1.0;  // The run stops early at a TIC turn with at least this speedup.
   double temperature = 0;
   int64_t max_tokens = 0;
+  // What the server was asked to evaluate: EVALUATION_SCOPE_FULL, or _COMPILE_ONLY (no turn
+  // can be TIC; reports give such runs compile figures only, never mixed with full-scope ones).
+  v1::EvaluationScope scope = v1::EVALUATION_SCOPE_FULL;
+  std::string client_version;  // The ptxbench that wrote the file ("" when not recorded).
+  std::string server;          // "host:port" of the server, or "embedded" (the stack it started).
 };
 
 struct TrajectoryHeader {
   RunConfig run;
   std::string started_at;  // RFC 3339 UTC, e.g. "2026-11-30T05:40:00Z".
+  // False for files written before the header recorded run.scope: ReadTrajectory then infers
+  // it (compile_only when some verdict is of class `compiled`, which only compile-only
+  // submissions receive; full otherwise).
+  bool scope_recorded = true;
 };
 
 struct ChatMessage {
@@ -52,7 +61,9 @@ struct ChatMessage {
 struct TokenUsage {
   int64_t input_tokens = 0;
   int64_t output_tokens = 0;
-  int64_t reasoning_tokens = 0;  // As the provider reports them; 0 when it reports none.
+  // As the provider reports them (OpenAI's and DeepSeek's completion_tokens_details, SGLang's
+  // usage.reasoning_tokens); absent when it reports none (vLLM, Anthropic), which is not 0.
+  std::optional<int64_t> reasoning_tokens;
 };
 
 // An infrastructure failure met during a turn (lost worker, queue timeout, provider outage),
@@ -68,7 +79,12 @@ struct InfraFailure {
 struct TurnRecord {
   int turn = 0;
   std::vector<ChatMessage> prompt_messages;  // Exactly what was sent to the model.
-  std::string reply;                         // The model's whole reply text.
+  std::string reply;                         // The model's whole reply text, as it came.
+  // The model's reasoning: what the provider returned apart from the reply (reasoning_content
+  // or reasoning of OpenAI-compatible servers, Anthropic's thinking blocks), else the
+  // <think>...</think> sections of the reply. Never sent back to the model (docs/client.md).
+  std::string reasoning;
+  std::string stop_reason;  // The provider's finish_reason / stop_reason ("stop", "length", ...).
   TokenUsage usage;
   bool extracted = false;          // Whether a kernel source was found in the reply.
   std::string source;              // The extracted source ("" when not extracted).
@@ -116,6 +132,15 @@ struct Trajectory {
 bool IsTic(const TurnRecord& turn);
 // Correct (every workload within tolerance), again only when the runtime stages ran.
 bool IsCorrect(const TurnRecord& turn);
+// The verdict says the source compiled (for every scope; runtime_unverified verdicts included).
+bool IsCompiled(const TurnRecord& turn);
+// The fraction of the speed of light a TIC turn reached: the timed workload's roofline floor
+// (timing stage detail `roofline_floor_ms`, docs/measurement.md) over the candidate's median
+// time (`timing.result.candidate.median_ms`). nullopt for a turn that is not TIC, has no timing
+// stage, or whose figures are missing, not positive, or give a fraction above 1 (a time below
+// the floor is impossible_time, never TIC). migrations/0005_benchmark_figures.up.sql computes the
+// same figure from the stored verdict (benchmark_speed_of_light).
+std::optional<double> SpeedOfLight(const TurnRecord& turn);
 
 // JSON of each record as one line holds it (without the newline).
 nlohmann::json HeaderJson(const TrajectoryHeader& header);

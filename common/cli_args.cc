@@ -5,6 +5,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 
 namespace ptxbench {
 
@@ -90,12 +91,27 @@ absl::StatusOr<ParsedArgs> ParseArgs(const std::vector<std::string>& args,
 }
 
 std::string FlagHelp(const std::vector<FlagSpec>& specs) {
+  // Wrapped at 80 columns, the width of a default terminal, under a 29-column flag column.
+  constexpr size_t kWidth = 80;
+  constexpr size_t kIndent = 29;
   std::string out;
   for (const FlagSpec& spec : specs) {
     std::string left = absl::StrCat("  --", spec.name, spec.takes_value ? " VALUE" : "");
-    absl::StrAppendFormat(&out, "%-28s %s", left, spec.help);
-    if (!spec.default_value.empty()) absl::StrAppend(&out, " (default: ", spec.default_value, ")");
-    absl::StrAppend(&out, "\n");
+    std::string help = spec.help;
+    if (!spec.default_value.empty()) absl::StrAppend(&help, " (default: ", spec.default_value, ")");
+    std::string line = absl::StrFormat("%-28s", left);
+    if (line.size() >= kIndent) {
+      absl::StrAppend(&out, line, "\n");
+      line = std::string(kIndent - 1, ' ');
+    }
+    for (absl::string_view word : absl::StrSplit(help, ' ', absl::SkipEmpty())) {
+      if (line.size() + 1 + word.size() > kWidth && line.size() > kIndent) {
+        absl::StrAppend(&out, line, "\n");
+        line = std::string(kIndent - 1, ' ');
+      }
+      absl::StrAppend(&line, " ", word);
+    }
+    absl::StrAppend(&out, line, "\n");
   }
   return out;
 }

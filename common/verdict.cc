@@ -13,7 +13,7 @@ namespace {
 
 // Names as stored in the database and reports; the order is irrelevant, the spelling is a
 // compatibility promise (docs/api.md).
-constexpr std::array<std::pair<VerdictClass, const char*>, 12> kVerdictClassNames = {{
+constexpr std::array<std::pair<VerdictClass, const char*>, 14> kVerdictClassNames = {{
     {VerdictClass::kPass, "pass"},
     {VerdictClass::kCompileError, "compile_error"},
     {VerdictClass::kPlanInvalid, "plan_invalid"},
@@ -26,6 +26,8 @@ constexpr std::array<std::pair<VerdictClass, const char*>, 12> kVerdictClassName
     {VerdictClass::kCompiled, "compiled"},
     {VerdictClass::kInfrastructureFailure, "infrastructure_failure"},
     {VerdictClass::kCancelled, "cancelled"},
+    {VerdictClass::kTargetWorkInsufficient, "target_work_insufficient"},
+    {VerdictClass::kProfiledPathDiffers, "profiled_path_differs"},
 }};
 
 constexpr std::array<std::pair<Stage, const char*>, 6> kStageNames = {{

@@ -29,6 +29,12 @@ enum class VerdictClass {
   kCompiled,               // Compile-only scope: compiled cleanly.
   kInfrastructureFailure,  // Only ever set by the scheduler, never by the engine.
   kCancelled,
+  // Issue 11's strong target-instruction check (docs/measurement.md, "Work share"): the target
+  // families ran, but did less of the task's arithmetic than the task's threshold.
+  kTargetWorkInsufficient,
+  // The instrumented (SASS-metrics) run and the hardware counters of the timed path disagree
+  // on the target work: the kernel behaves differently when it is profiled.
+  kProfiledPathDiffers,
 };
 
 // Mirrors ptxbench.v1.Stage (without UNSPECIFIED); names "queued", "compile", "correctness",

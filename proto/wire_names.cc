@@ -70,7 +70,9 @@ constexpr NamedValue<v1::VerdictClass> kVerdictClasses[] = {
     {v1::VERDICT_CLASS_IMPOSSIBLE_TIME, "impossible_time"},
     {v1::VERDICT_CLASS_COMPILED, "compiled"},
     {v1::VERDICT_CLASS_INFRASTRUCTURE_FAILURE, "infrastructure_failure"},
-    {v1::VERDICT_CLASS_CANCELLED, "cancelled"}};
+    {v1::VERDICT_CLASS_CANCELLED, "cancelled"},
+    {v1::VERDICT_CLASS_TARGET_WORK_INSUFFICIENT, "target_work_insufficient"},
+    {v1::VERDICT_CLASS_PROFILED_PATH_DIFFERS, "profiled_path_differs"}};
 constexpr NamedValue<v1::FailureKind> kFailureKinds[] = {
     {v1::FAILURE_KIND_KERNEL, "kernel"}, {v1::FAILURE_KIND_INFRASTRUCTURE, "infrastructure"}};
 

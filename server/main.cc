@@ -16,6 +16,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/build_info.h"
 #include "common/cli_args.h"
 #include "common/status.h"
 #include "proto/wire_names.h"
@@ -31,7 +32,8 @@ constexpr char kUsage[] =
     "usage: ptxbench-server [serve] [flags]\n"
     "       ptxbench-server migrate [up | down N] [flags]\n"
     "       ptxbench-server token create --role admin|vendor|worker [--tenant T] [flags]\n"
-    "       ptxbench-server health [--server HOST:PORT] [--tls-ca FILE]\n";
+    "       ptxbench-server health [--server HOST:PORT] [--tls-ca FILE]\n"
+    "       ptxbench-server --version\n";
 
 // A folder of the source tree (tasks/, migrations/): ./<name> when run from a checkout, else
 // the checkout this binary was built from.
@@ -230,6 +232,10 @@ int Health(const ParsedArgs& args) {
 
 int Main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
+  if (!args.empty() && (args[0] == "--version" || args[0] == "version")) {
+    std::cout << VersionLine("ptxbench-server") << "\n";
+    return 0;
+  }
   std::string verb = "serve";
   if (!args.empty() && !absl::StartsWith(args[0], "-")) {
     verb = args[0];

@@ -59,6 +59,15 @@ std::string JsonLine(const nlohmann::ordered_json& value) {
                     nlohmann::ordered_json::error_handler_t::replace);
 }
 
+// `ptxbench VERB --help` prints the usage on stdout with exit 0, as every verb does.
+bool HelpAsked(const std::vector<std::string>& args) {
+  for (const std::string& arg : args) {
+    if (arg == "--") return false;
+    if (arg == "--help" || arg == "-h") return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 int ReportCommand(const std::vector<std::string>& raw, std::ostream& out, std::ostream& err) {
@@ -74,6 +83,10 @@ int ReportCommand(const std::vector<std::string>& raw, std::ostream& out, std::o
         << FlagHelp(specs);
     return kExitUsage;
   };
+  if (HelpAsked(raw)) {
+    out << "usage: ptxbench report [flags] RUN_DIR...\n" << FlagHelp(specs);
+    return kExitPass;
+  }
   auto args = ParseArgs(raw, specs);
   if (!args.ok()) return usage(std::string(args.status().message()));
   if (args->positional().empty()) return usage("at least one RUN_DIR is needed");
@@ -124,13 +137,27 @@ int ExportCommand(const std::vector<std::string>& raw, std::ostream& out, std::o
       {"assistant", true, "assistant message: reply (whole reply) or source (code block only)",
        "reply"},
       {"metadata", false, "add a \"metadata\" object (task, arch, model, file, turns, class)"},
+      {"layout", true,
+       "row layout and loss mask: openai (messages, weight), trl (prompt/completion), "
+       "llama-factory (sharegpt conversations), axolotl (messages, train)",
+       "openai"},
+      {"keep-reasoning", false, "keep <think>...</think> reasoning in trained assistant messages"},
+      {"compile-repairs", false,
+       "fixit: pair a kernel that did not compile with the next turn's that did (compile-only "
+       "runs included) instead of a failure with a TIC repair"},
   };
   auto usage = [&](const std::string& problem) {
     err << "ptxbench export: " << problem << "\n"
-        << "usage: ptxbench export --format kernelgen|fixit --out FILE [flags] RUN_DIR...\n"
+        << "usage: ptxbench export --format kernelgen|fixit --out FILE [--layout L] [flags] "
+           "RUN_DIR...\n"
         << FlagHelp(specs);
     return kExitUsage;
   };
+  if (HelpAsked(raw)) {
+    out << "usage: ptxbench export --format kernelgen|fixit --out FILE [flags] RUN_DIR...\n"
+        << FlagHelp(specs);
+    return kExitPass;
+  }
   auto args = ParseArgs(raw, specs);
   if (!args.ok()) return usage(std::string(args.status().message()));
   if (args->positional().empty()) return usage("at least one RUN_DIR is needed");
@@ -148,6 +175,14 @@ int ExportCommand(const std::vector<std::string>& raw, std::ostream& out, std::o
   if (*cap < 0) return usage("--max-per-class must not be negative");
   options.max_per_class = static_cast<int>(*cap);
   options.metadata = args->GetBool("metadata");
+  auto layout = report::ParseExportLayout(args->Get("layout"));
+  if (!layout.ok()) return usage(std::string(layout.status().message()));
+  options.layout = *layout;
+  options.keep_reasoning = args->GetBool("keep-reasoning");
+  options.compile_repairs = args->GetBool("compile-repairs");
+  if (options.compile_repairs && options.format != report::ExportFormat::kFixit) {
+    return usage("--compile-repairs needs --format fixit");
+  }
 
   auto trajectories = report::LoadTrajectories(args->positional());
   if (!trajectories.ok()) {

@@ -10,12 +10,21 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/sha256.h"
+#include "proto/wire_names.h"
 
 namespace ptxbench::client::report {
 namespace {
 
 using json = nlohmann::json;
 using row_json = nlohmann::ordered_json;
+
+// One message of a row; `trained` marks the message the loss falls on (the last assistant
+// message; never a system or user message).
+struct Message {
+  std::string role;
+  std::string content;
+  bool trained = false;
+};
 
 const ChatMessage* FirstWithRole(const std::vector<ChatMessage>& messages,
                                  const std::string& role) {
@@ -27,12 +36,6 @@ const ChatMessage* FirstWithRole(const std::vector<ChatMessage>& messages,
 
 std::string SourceHash(const TurnRecord& turn) {
   return turn.source_sha256.empty() ? Sha256Hex(turn.source) : turn.source_sha256;
-}
-
-std::string AssistantText(const TurnRecord& turn, AssistantContent content) {
-  if (content == AssistantContent::kReply) return turn.reply;
-  return absl::StrCat("```", turn.language.empty() ? "cuda" : turn.language, "\n", turn.source,
-                      turn.source.empty() || turn.source.back() == '\n' ? "" : "\n", "```");
 }
 
 // A failed turn a repair can be learned from: a kernel was evaluated and found wrong for a
@@ -49,6 +52,61 @@ bool IsKernelFailure(const TurnRecord& turn) {
     default:
       return true;
   }
+}
+
+// A kernel that did not compile (compile error, or a plan the compile stage refused).
+bool IsCompileFailure(const TurnRecord& turn) {
+  if (turn.infra_failed || !turn.extracted || !turn.verdict.has_value()) return false;
+  const VerdictClass c = turn.verdict->verdict_class;
+  return !turn.verdict->compiled && c != VerdictClass::kInfrastructureFailure &&
+         c != VerdictClass::kCancelled;
+}
+
+row_json Plain(const Message& m) { return {{"role", m.role}, {"content", m.content}}; }
+
+// The row in the layout's shape, each with the loss mask its trainer reads (export.h).
+row_json RowInLayout(const std::vector<Message>& messages, ExportLayout layout) {
+  switch (layout) {
+    case ExportLayout::kOpenAi: {
+      row_json out = row_json::array();
+      for (const Message& m : messages) {
+        row_json message = Plain(m);
+        if (m.role == "assistant") message["weight"] = m.trained ? 1 : 0;
+        out.push_back(std::move(message));
+      }
+      return {{"messages", std::move(out)}};
+    }
+    case ExportLayout::kAxolotl: {
+      row_json out = row_json::array();
+      for (const Message& m : messages) {
+        row_json message = Plain(m);
+        message["train"] = m.trained;
+        out.push_back(std::move(message));
+      }
+      return {{"messages", std::move(out)}};
+    }
+    case ExportLayout::kTrl: {
+      row_json prompt = row_json::array();
+      for (size_t i = 0; i + 1 < messages.size(); ++i) prompt.push_back(Plain(messages[i]));
+      return {{"prompt", std::move(prompt)},
+              {"completion", row_json::array({Plain(messages.back())})}};
+    }
+    case ExportLayout::kLlamaFactory: {
+      row_json row = row_json::object();
+      row_json conversations = row_json::array();
+      for (const Message& m : messages) {
+        if (m.role == "system") {
+          row["system"] = m.content;
+          continue;
+        }
+        conversations.push_back(
+            {{"from", m.role == "assistant" ? "gpt" : "human"}, {"value", m.content}});
+      }
+      row["conversations"] = std::move(conversations);
+      return row;
+    }
+  }
+  return {};
 }
 
 class Builder {
@@ -69,39 +127,10 @@ class Builder {
       }
     }
     if (t.turns.empty()) return;
-    // The first prompt holds the system message and the task as the model first saw them;
-    // later prompts may fold history into the user message (context policies, docs/client.md).
-    const ChatMessage* system = FirstWithRole(t.turns.front().prompt_messages, "system");
-    const ChatMessage* task = FirstWithRole(t.turns.front().prompt_messages, "user");
-    if (task == nullptr) {
-      ++without_task_prompt_;
-      return;
-    }
-    row_json prefix = row_json::array();
-    if (system != nullptr) prefix.push_back({{"role", "system"}, {"content", system->content}});
-    prefix.push_back({{"role", "user"}, {"content", task->content}});
-
     if (options_.format == ExportFormat::kKernelGen) {
-      for (const TurnRecord* turn : charged) {
-        if (!IsTic(*turn) || !turn->extracted) continue;
-        row_json messages = prefix;
-        messages.push_back(Assistant(*turn, 1));
-        Emit(t, "pass", {SourceHash(*turn)}, std::move(messages), {turn->turn});
-      }
-      return;
-    }
-    for (size_t i = 0; i + 1 < charged.size(); ++i) {
-      const TurnRecord& failed = *charged[i];
-      const TurnRecord& repaired = *charged[i + 1];
-      if (!IsKernelFailure(failed) || failed.feedback.empty()) continue;
-      if (!IsTic(repaired) || !repaired.extracted) continue;
-      row_json messages = prefix;
-      messages.push_back(Assistant(failed, 0));
-      messages.push_back({{"role", "user"}, {"content", failed.feedback}});
-      messages.push_back(Assistant(repaired, 1));
-      Emit(t, VerdictClassName(failed.verdict->verdict_class),
-           {SourceHash(failed), SourceHash(repaired)}, std::move(messages),
-           {failed.turn, repaired.turn});
+      AddKernelGen(t, charged);
+    } else {
+      AddFixit(t, charged);
     }
   }
 
@@ -116,6 +145,8 @@ class Builder {
     }
     result.summary = {
         {"format", options_.format == ExportFormat::kKernelGen ? "kernelgen" : "fixit"},
+        {"layout", ExportLayoutName(options_.layout)},
+        {"compile_repairs", options_.compile_repairs},
         {"trajectories", trajectories_},
         {"rows", result.rows.size()},
         {"max_per_class", options_.max_per_class},
@@ -126,24 +157,100 @@ class Builder {
           {"over_cap", over_cap_},
           {"infra_failed_turns", infra_failed_turns_},
           {"runtime_unverified_turns", runtime_unverified_turns_},
-          {"trajectories_without_task_prompt", without_task_prompt_}}},
+          {"trajectories_without_task_prompt", without_task_prompt_},
+          {"pairs_without_prompt", pairs_without_prompt_},
+          {"compile_only_trajectories", compile_only_skipped_}}},
     };
     return result;
   }
 
  private:
-  row_json Assistant(const TurnRecord& turn, int weight) const {
-    return {{"role", "assistant"},
-            {"content", AssistantText(turn, options_.content)},
-            {"weight", weight}};
+  // The trained assistant message: the reply (its <think> reasoning removed unless asked) or
+  // the source in a fenced block.
+  Message Trained(const TurnRecord& turn) const {
+    std::string text;
+    if (options_.content == AssistantContent::kReply) {
+      text = options_.keep_reasoning ? turn.reply : WithoutReasoning(turn.reply);
+    } else {
+      text = absl::StrCat("```", turn.language.empty() ? "cuda" : turn.language, "\n", turn.source,
+                          turn.source.empty() || turn.source.back() == '\n' ? "" : "\n", "```");
+    }
+    return {"assistant", std::move(text), true};
+  }
+
+  void AddKernelGen(const Trajectory& t, const std::vector<const TurnRecord*>& charged) {
+    // The first prompt holds the system message and the task as the model first saw them.
+    const ChatMessage* system = FirstWithRole(t.turns.front().prompt_messages, "system");
+    const ChatMessage* task = FirstWithRole(t.turns.front().prompt_messages, "user");
+    if (task == nullptr) {
+      ++without_task_prompt_;
+      return;
+    }
+    for (const TurnRecord* turn : charged) {
+      if (!IsTic(*turn) || !turn->extracted) continue;
+      std::vector<Message> messages;
+      if (system != nullptr) messages.push_back({"system", system->content});
+      messages.push_back({"user", task->content});
+      messages.push_back(Trained(*turn));
+      Emit(t, "pass", {SourceHash(*turn)}, messages, {turn->turn});
+    }
+  }
+
+  void AddFixit(const Trajectory& t, const std::vector<const TurnRecord*>& charged) {
+    const bool compile_only = t.header.run.scope == v1::EVALUATION_SCOPE_COMPILE_ONLY;
+    if (compile_only && !options_.compile_repairs) {
+      // Nothing of a compile-only run is ever TIC: its pairs are compile repairs, on request.
+      ++compile_only_skipped_;
+      return;
+    }
+    for (size_t i = 0; i + 1 < charged.size(); ++i) {
+      const TurnRecord& failed = *charged[i];
+      const TurnRecord& repaired = *charged[i + 1];
+      if (failed.feedback.empty() || !repaired.extracted) continue;
+      if (options_.compile_repairs) {
+        if (!IsCompileFailure(failed) || !IsCompiled(repaired)) continue;
+      } else if (!IsKernelFailure(failed) || !IsTic(repaired)) {
+        continue;
+      }
+      // What the model was shown before it wrote the repaired kernel, message for message:
+      // the system message, the task, and (context full or latest) its failed reply and the
+      // feedback message as sent; with context single, one user message holds them all.
+      const std::vector<ChatMessage>& prompt = repaired.prompt_messages;
+      const ChatMessage* system = FirstWithRole(prompt, "system");
+      const ChatMessage* task = FirstWithRole(prompt, "user");
+      if (task == nullptr) {
+        ++pairs_without_prompt_;
+        continue;
+      }
+      std::vector<Message> messages;
+      if (system != nullptr) messages.push_back({"system", system->content});
+      messages.push_back({"user", task->content});
+      const size_t n = prompt.size();
+      if (n >= 4 && prompt[n - 2].role == "assistant" && prompt[n - 1].role == "user" &&
+          &prompt[n - 1] != task) {
+        messages.push_back({"assistant", prompt[n - 2].content});
+        messages.push_back({"user", prompt[n - 1].content});
+      }
+      messages.push_back(Trained(repaired));
+      Emit(t, VerdictClassName(failed.verdict->verdict_class),
+           {SourceHash(failed), SourceHash(repaired)}, messages, {failed.turn, repaired.turn});
+    }
   }
 
   void Emit(const Trajectory& t, const std::string& failure_class,
-            const std::vector<std::string>& hashes, row_json messages, std::vector<int> turns) {
+            const std::vector<std::string>& hashes, const std::vector<Message>& messages,
+            std::vector<int> turns) {
     const RunConfig& run = t.header.run;
-    // The same kernel (or the same failed/repaired pair) of the same task and arch, from
-    // whichever trajectory, is one row: repeats would weigh it twice in training.
-    if (!seen_.insert({run.task, run.arch, hashes}).second) {
+    // The same kernel (or the same failed/repaired pair) of the same task and arch, shown the
+    // same prompt, is one row: repeats would weigh it twice in training. The prompt is part of
+    // the key (every system and user message, byte for byte), so rows whose prompts differ
+    // (another knowledge level, other feedback) are never collapsed; assistant messages count
+    // by their kernel, so two replies that differ only in prose around the same kernel are one.
+    std::string prompt_bytes;
+    for (const Message& m : messages) {
+      if (m.role != "assistant") absl::StrAppend(&prompt_bytes, m.role, "\n", m.content, "\n\x1e");
+    }
+    if (!seen_.insert({run.task, run.arch, Sha256Hex(prompt_bytes), hashes}).second) {
       ++duplicates_;
       return;
     }
@@ -153,7 +260,7 @@ class Builder {
       return;
     }
     ++count;
-    row_json row = {{"messages", std::move(messages)}};
+    row_json row = RowInLayout(messages, options_.layout);
     if (options_.metadata) {
       row["metadata"] = {{"task", run.task},           {"arch", run.arch}, {"model", run.model},
                          {"knowledge", run.knowledge}, {"file", t.path},   {"turns", turns},
@@ -164,7 +271,7 @@ class Builder {
 
   const ExportOptions& options_;
   std::vector<row_json> rows_;
-  std::set<std::tuple<std::string, std::string, std::vector<std::string>>> seen_;
+  std::set<std::tuple<std::string, std::string, std::string, std::vector<std::string>>> seen_;
   std::map<std::pair<std::string, std::string>, int> counts_;  // (task, class) -> rows.
   int trajectories_ = 0;
   int duplicates_ = 0;
@@ -172,9 +279,52 @@ class Builder {
   int infra_failed_turns_ = 0;
   int runtime_unverified_turns_ = 0;
   int without_task_prompt_ = 0;
+  int pairs_without_prompt_ = 0;
+  int compile_only_skipped_ = 0;
 };
 
 }  // namespace
+
+std::string WithoutReasoning(const std::string& text) {
+  std::string out;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    const size_t open = text.find("<think>", pos);
+    if (open == std::string::npos) {
+      out.append(text, pos, std::string::npos);
+      break;
+    }
+    out.append(text, pos, open - pos);
+    const size_t close = text.find("</think>", open);
+    if (close == std::string::npos) break;  // Unclosed: the rest is reasoning too.
+    pos = close + std::string("</think>").size();
+  }
+  const size_t first = out.find_first_not_of(" \t\r\n");
+  return first == std::string::npos ? std::string() : out.substr(first);
+}
+
+absl::StatusOr<ExportLayout> ParseExportLayout(const std::string& name) {
+  for (ExportLayout layout : {ExportLayout::kOpenAi, ExportLayout::kTrl,
+                              ExportLayout::kLlamaFactory, ExportLayout::kAxolotl}) {
+    if (ExportLayoutName(layout) == name) return layout;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown layout '", name, "' (openai, trl, llama-factory or axolotl)"));
+}
+
+std::string ExportLayoutName(ExportLayout layout) {
+  switch (layout) {
+    case ExportLayout::kOpenAi:
+      return "openai";
+    case ExportLayout::kTrl:
+      return "trl";
+    case ExportLayout::kLlamaFactory:
+      return "llama-factory";
+    case ExportLayout::kAxolotl:
+      return "axolotl";
+  }
+  return "openai";
+}
 
 absl::StatusOr<ExportFormat> ParseExportFormat(const std::string& name) {
   if (name == "kernelgen") return ExportFormat::kKernelGen;
@@ -214,6 +364,12 @@ std::string RenderExportSummary(const json& summary) {
       "%d runtime-unverified turns\n",
       excluded.value("duplicate", 0), excluded.value("over_cap", 0),
       excluded.value("infra_failed_turns", 0), excluded.value("runtime_unverified_turns", 0));
+  if (excluded.value("compile_only_trajectories", 0) > 0) {
+    out << absl::StrFormat(
+        "%d compile-only trajectories give no fixit rows (never TIC); --compile-repairs pairs "
+        "their non-compiling kernels with the next compiling one\n",
+        excluded.value("compile_only_trajectories", 0));
+  }
   return out.str();
 }
 

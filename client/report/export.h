@@ -1,10 +1,11 @@
-// Fine-tuning data from trajectory files, as chat-message JSON lines
-// ({"messages":[{"role","content"}...]}) that common fine-tuning tools load:
-//   kernelgen: system, task, a TIC kernel                               (3 messages)
-//   fixit:     system, task, failed kernel, its feedback, repaired kernel (5 messages)
-// Only assistant messages carry "weight" (the OpenAI chat fine-tuning convention): 1 on the
-// last message, 0 on an earlier one, so the loss falls on the last message only. docs/client.md
-// ("export") has the selection rules.
+// Fine-tuning data from trajectory files, as JSON lines in the layout a trainer loads as
+// intended (docs/client.md, "export", has each trainer's settings):
+//   kernelgen: system, task, a TIC kernel
+//   fixit:     system, task, failed kernel, its feedback, repaired kernel: every prompt message
+//              byte-equal to a message the model was shown before writing the repaired kernel
+//              (the repaired turn's prompt_messages), and only the repaired kernel trained.
+// With --compile-repairs, fixit pairs a kernel that did not compile with the next turn's that
+// did, compile-only runs included.
 #ifndef PTXBENCH_CLIENT_REPORT_EXPORT_H_
 #define PTXBENCH_CLIENT_REPORT_EXPORT_H_
 
@@ -25,22 +26,42 @@ absl::StatusOr<ExportFormat> ParseExportFormat(const std::string& name);  // ker
 enum class AssistantContent { kReply, kSource };
 absl::StatusOr<AssistantContent> ParseAssistantContent(const std::string& name);  // reply, source
 
+// The row layouts, each with the loss mask its trainer reads:
+//   kOpenAi:       {"messages":[...]} with "weight" 0/1 on assistant messages (OpenAI chat
+//                  fine-tuning).
+//   kTrl:          {"prompt":[...],"completion":[{"role":"assistant",...}]}: TRL's
+//                  conversational prompt-completion type (loss on the completion only).
+//   kLlamaFactory: {"system":...,"conversations":[{"from":"human"|"gpt","value":...}]}:
+//                  LLaMA-Factory's sharegpt format (train with mask_history: true).
+//   kAxolotl:      {"messages":[...]} with "train" true/false on every message (Axolotl's
+//                  chat_template with message_field_training: train).
+enum class ExportLayout { kOpenAi, kTrl, kLlamaFactory, kAxolotl };
+absl::StatusOr<ExportLayout> ParseExportLayout(const std::string& name);  // openai, trl, ...
+std::string ExportLayoutName(ExportLayout layout);
+
 struct ExportOptions {
   ExportFormat format = ExportFormat::kKernelGen;
   AssistantContent content = AssistantContent::kReply;
-  int max_per_class = 0;  // Rows per (task, failure class); 0: no cap.
-  bool metadata = false;  // Add "metadata" (task, arch, model, file, turns, class) to each row.
+  ExportLayout layout = ExportLayout::kOpenAi;
+  int max_per_class = 0;         // Rows per (task, failure class); 0: no cap.
+  bool metadata = false;         // Add "metadata" (task, arch, model, file, turns, class).
+  bool keep_reasoning = false;   // Keep <think>...</think> in trained assistant messages.
+  bool compile_repairs = false;  // fixit: (did not compile, compiled) pairs instead.
 };
 
 struct ExportResult {
   // Keys in the order people read them ("role" before "content", "messages" first).
   std::vector<nlohmann::ordered_json> rows;
-  // {"format", "rows", "per_task": {task: {class: n}}, "excluded": {...}}.
+  // {"format", "layout", "rows", "per_task": {task: {class: n}}, "excluded": {...}}.
   nlohmann::json summary;
 };
 
 // Rows in the order of `trajectories` (sorted files) and their turns; deterministic.
 ExportResult BuildExport(const std::vector<Trajectory>& trajectories, const ExportOptions& options);
+
+// The text with every <think>...</think> block (and an unclosed one up to the end) removed,
+// and the blank lines it leaves at the start trimmed.
+std::string WithoutReasoning(const std::string& text);
 
 // The summary as a small table for the terminal.
 std::string RenderExportSummary(const nlohmann::json& summary);

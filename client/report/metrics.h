@@ -15,19 +15,23 @@
 
 namespace ptxbench::client::report {
 
+// A group: trajectories of one model on one task, arch and knowledge level, in one scope.
+// Compile-only runs are a group of their own and get compile figures only (docs/metrics.md).
 struct GroupKey {
   std::string model;
   std::string task;
   std::string arch;
   std::string knowledge;
+  v1::EvaluationScope scope = v1::EVALUATION_SCOPE_FULL;
 
+  bool compile_only() const { return scope == v1::EVALUATION_SCOPE_COMPILE_ONLY; }
   bool operator<(const GroupKey& other) const {
-    return std::tie(model, task, arch, knowledge) <
-           std::tie(other.model, other.task, other.arch, other.knowledge);
+    return std::tie(scope, model, task, arch, knowledge) <
+           std::tie(other.scope, other.model, other.task, other.arch, other.knowledge);
   }
   bool operator==(const GroupKey& other) const {
-    return std::tie(model, task, arch, knowledge) ==
-           std::tie(other.model, other.task, other.arch, other.knowledge);
+    return std::tie(scope, model, task, arch, knowledge) ==
+           std::tie(other.scope, other.model, other.task, other.arch, other.knowledge);
   }
 };
 
@@ -43,6 +47,28 @@ struct Rate {
   double value() const { return total == 0 ? 0 : static_cast<double>(hits) / total; }
 };
 
+// The 95 % Wilson score interval of a rate (z = 1.96): unlike the normal approximation it stays
+// inside [0, 1] and is not empty at 0/n or n/n, which matters at the n = 8-12 trajectories of a
+// group. {0, 1} for a rate of no trials.
+struct Interval {
+  double low = 0;
+  double high = 1;
+};
+Interval WilsonInterval(const Rate& rate);
+
+// Where a report's trajectories come from, for a paper or a slide: every distinct value seen.
+struct Provenance {
+  std::string generated_at;      // When the report was built (RFC 3339 UTC).
+  std::string first_started_at;  // Earliest and latest trajectory start.
+  std::string last_started_at;
+  std::vector<std::string> client_versions;   // Header `client`; "not recorded" when absent.
+  std::vector<std::string> servers;           // Header `server`.
+  std::vector<std::string> harness_versions;  // Verdict reports' `harness_version` (the engine).
+  std::vector<std::string> gpus;              // Verdict reports' device names.
+  std::vector<std::string> task_versions;     // "task version" per task.
+  std::vector<std::string> model_settings;    // Per model: provider, temperature, max tokens, ...
+};
+
 struct GroupMetrics {
   GroupKey key;
   int trajectories = 0;
@@ -54,30 +80,46 @@ struct GroupMetrics {
   std::vector<std::optional<Rate>> tic_at_limit;
   // TIC rate at every limit k = 1 .. min_budget (the plot's curve).
   std::vector<Rate> tic_curve;
-  Rate correct;                       // At least one correct charged turn.
-  Rate compiled;                      // At least one charged turn that compiled.
+  Rate correct;   // At least one correct charged turn.
+  Rate compiled;  // At least one charged turn that compiled.
+  // Compiled within each turn limit (as tic_at_limit) and at every k = 1 .. min_budget: the
+  // figures of compile-only groups, computed for every group.
+  std::vector<std::optional<Rate>> compiled_at_limit;
+  std::vector<Rate> compile_curve;
+  // Of the trajectories whose first charged turn did not compile, those that compiled later.
+  Rate compile_repairs;
+  // Mean 1-based charged turn of the first compiling turn, over trajectories that compiled.
+  std::optional<double> mean_turns_to_compile;
   std::vector<Rate> fast_p;           // One per ReportOptions::fast_p, over each whole trajectory.
   std::vector<double> tic_speedups;   // Every TIC turn's speedup > 0, in file order.
   int tic_turns_without_speedup = 0;  // TIC turns whose verdict has no speedup (not timed).
   std::optional<double> geomean_speedup;  // Over tic_speedups.
   std::optional<double> best_speedup;
+  // SpeedOfLight() of every TIC turn that has one, in file order; geometric mean and best.
+  std::vector<double> tic_speeds_of_light;
+  std::optional<double> geomean_speed_of_light;
+  std::optional<double> best_speed_of_light;
   int charged_turns = 0;
   int infra_failed_turns = 0;
   int runtime_unverified_turns = 0;  // Charged turns whose verdict is runtime_unverified.
   double input_tokens_per_turn = 0;  // Means over charged turns.
   double output_tokens_per_turn = 0;
-  double reasoning_tokens_per_turn = 0;
+  // Over the charged turns whose provider reported the figure; absent when none did (printed
+  // "not reported", never 0).
+  std::optional<double> reasoning_tokens_per_turn;
 };
 
 struct Report {
   ReportOptions options;
-  std::vector<GroupMetrics> groups;  // Sorted by key.
+  std::vector<GroupMetrics> groups;  // Sorted by key: full-scope groups first.
   int files = 0;
   std::vector<std::string> warnings;  // Torn lines, unfinished trajectories, duplicates.
+  Provenance provenance;
 };
 
 // Every trajectory file under the folders (recursively), read whole. The first malformed file
-// fails the load with an error naming its file and line.
+// fails the load with an error naming its file and line; NOT_FOUND names the folders when none
+// holds a trajectory file (traj-*.jsonl), so that a report is never made of nothing.
 absl::StatusOr<std::vector<Trajectory>> LoadTrajectories(const std::vector<std::string>& dirs);
 
 // The figures of docs/metrics.md. INVALID_ARGUMENT for options out of range (a turn limit < 1,
@@ -85,6 +127,9 @@ absl::StatusOr<std::vector<Trajectory>> LoadTrajectories(const std::vector<std::
 // copy of the same trajectory: it is skipped with a warning.
 absl::StatusOr<Report> BuildReport(const std::vector<Trajectory>& trajectories,
                                    const ReportOptions& options);
+
+// The groups of one scope, in report order.
+std::vector<const GroupMetrics*> GroupsOfScope(const Report& report, bool compile_only);
 
 nlohmann::json ReportJson(const Report& report);
 

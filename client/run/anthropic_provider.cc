@@ -19,7 +19,7 @@ class AnthropicProvider : public ModelProvider {
  public:
   AnthropicProvider(std::string model, const ProviderOptions& options)
       : model_(std::move(model)), options_(options) {
-    base_url_ = BaseUrlOr(options.base_url, "ANTHROPIC_BASE_URL", "https://api.anthropic.com");
+    base_url_ = BaseUrlOr(options.base_url, "ANTHROPIC_BASE_URL", kAnthropicPublicUrl);
     api_key_ = SettingOr(options.api_key, "ANTHROPIC_API_KEY", "");
   }
 
@@ -68,22 +68,30 @@ class AnthropicProvider : public ModelProvider {
         out.text += block.value("text", "");
       } else if (type == "thinking") {
         out.reasoning += block.value("thinking", "");
+      } else if (type == "redacted_thinking") {
+        // Encrypted by the API: kept as a marker so the record shows reasoning happened.
+        out.reasoning += "[redacted thinking]";
       }
     }
     if (reply.contains("stop_reason") && reply["stop_reason"].is_string()) {
       out.stop_reason = reply["stop_reason"].get<std::string>();
     }
-    const json usage = reply.value("usage", json::object());
+    const json usage =
+        reply.contains("usage") && reply["usage"].is_object() ? reply["usage"] : json::object();
     out.usage.input_tokens = JsonIntOr(usage, "input_tokens", 0) +
                              JsonIntOr(usage, "cache_read_input_tokens", 0) +
                              JsonIntOr(usage, "cache_creation_input_tokens", 0);
     out.usage.output_tokens = JsonIntOr(usage, "output_tokens", 0);
-    // output_tokens includes thinking; a separate figure is recorded only when the API sends one.
-    out.usage.reasoning_tokens = JsonIntOr(usage, "thinking_tokens", 0);
-    if (out.usage.reasoning_tokens == 0) {
-      out.usage.reasoning_tokens =
-          JsonIntOr(usage.value("output_tokens_details", json::object()), "thinking_tokens", 0);
+    // output_tokens includes thinking; the Messages API reports no separate figure today, so
+    // one is recorded only when the reply has it (absent, not 0, otherwise).
+    constexpr int64_t kAbsent = -1;
+    int64_t thinking = JsonIntOr(usage, "thinking_tokens", kAbsent);
+    if (thinking == kAbsent) {
+      const json details =
+          usage.contains("output_tokens_details") ? usage["output_tokens_details"] : json::object();
+      thinking = JsonIntOr(details, "thinking_tokens", kAbsent);
     }
+    if (thinking != kAbsent) out.usage.reasoning_tokens = thinking;
     return out;
   }
 

@@ -15,6 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/build_info.h"
 
 namespace ptxbench::client::run {
 namespace {
@@ -34,17 +35,6 @@ std::string Tail(const std::string& path, size_t lines) {
   std::string out;
   for (size_t i = from; i < all.size(); ++i) absl::StrAppend(&out, all[i], "\n");
   return out;
-}
-
-// A folder of the source tree: ./<name> when run from a checkout, else the checkout this
-// binary was built from (as ptxbench-server finds its own defaults).
-std::string DefaultDir(const std::string& name) {
-  if (fs::is_directory(name)) return fs::absolute(name).string();
-#ifdef PTXBENCH_SOURCE_DIR
-  std::string built_from = absl::StrCat(PTXBENCH_SOURCE_DIR, "/", name);
-  if (fs::is_directory(built_from)) return built_from;
-#endif
-  return fs::absolute(name).string();
 }
 
 // fork + exec with the output appended to `log_path`. The child gets SIGTERM when this
@@ -123,12 +113,23 @@ std::string WaitForLine(const std::string& log_path, size_t offset, const std::s
 // run was killed). Its embedded PostgreSQL holds owner.lock until the cluster is down
 // (server/embedded_pg/embedded_postgres.h) and a second server refuses the folder meanwhile,
 // so wait for the lock to be free.
-void WaitForEarlierStack(const std::string& data_dir, std::chrono::seconds timeout) {
+void WaitForEarlierStack(const std::string& data_dir, std::chrono::seconds timeout,
+                         std::ostream* notes) {
   const std::string lock_path = data_dir + "/postgres/owner.lock";
   const int fd = open(lock_path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return;  // No cluster yet.
   const auto deadline = std::chrono::steady_clock::now() + timeout;
+  bool told = false;
   while (flock(fd, LOCK_EX | LOCK_NB) != 0 && std::chrono::steady_clock::now() < deadline) {
+    if (!told && notes != nullptr) {
+      // Said at once: a silent wait of up to a minute looks like a hang.
+      *notes << "ptxbench run: waiting (up to " << timeout.count()
+             << " s) for the embedded stack of an earlier run to stop: its PostgreSQL still "
+                "holds "
+             << lock_path << "\n";
+      notes->flush();
+      told = true;
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   close(fd);  // Releases the lock if it was taken.
@@ -147,8 +148,8 @@ absl::StatusOr<std::unique_ptr<EmbeddedStack>> EmbeddedStack::Start(const StackO
   if (options.bin_dir.empty()) {
     options.bin_dir = fs::read_symlink("/proc/self/exe").parent_path().string();
   }
-  if (options.tasks_dir.empty()) options.tasks_dir = DefaultDir("tasks");
-  if (options.migrations_dir.empty()) options.migrations_dir = DefaultDir("migrations");
+  if (options.tasks_dir.empty()) options.tasks_dir = SourceTreeDir("tasks");
+  if (options.migrations_dir.empty()) options.migrations_dir = SourceTreeDir("migrations");
   const std::string server = options.bin_dir + "/ptxbench-server";
   const std::string worker = options.bin_dir + "/ptxbench-worker";
   for (const std::string& program : {server, worker}) {
@@ -165,7 +166,12 @@ absl::StatusOr<std::unique_ptr<EmbeddedStack>> EmbeddedStack::Start(const StackO
     return absl::PermissionDeniedError(
         absl::StrCat("cannot create ", options.data_dir, ": ", error.message()));
   }
-  WaitForEarlierStack(options.data_dir, std::chrono::seconds(60));
+  WaitForEarlierStack(options.data_dir, std::chrono::seconds(60), options.notes);
+  if (options.notes != nullptr && !fs::exists(options.data_dir + "/postgres")) {
+    *options.notes << "ptxbench run: first start in " << options.data_dir
+                   << ": creating its PostgreSQL cluster (initdb, a few seconds)\n";
+    options.notes->flush();
+  }
   const std::string server_log = options.data_dir + "/server.log";
   const size_t server_log_start = FileSize(server_log);
   auto pid = Spawn({server, "serve", "--data-dir", options.data_dir, "--tasks-dir",
@@ -235,6 +241,13 @@ absl::Status EmbeddedStack::Stop() {
     server_pid_ = -1;
   }
   return absl::OkStatus();
+}
+
+std::vector<pid_t> EmbeddedStack::pids() const {
+  std::vector<pid_t> all;
+  if (server_pid_ > 0) all.push_back(server_pid_);
+  all.insert(all.end(), worker_pids_.begin(), worker_pids_.end());
+  return all;
 }
 
 EmbeddedStack::~EmbeddedStack() { (void)Stop(); }

@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -18,11 +19,12 @@
 namespace ptxbench::client::run {
 
 struct StackOptions {
-  std::string data_dir;        // Server state and the programs' logs.
-  std::string bin_dir;         // Empty: the folder of the running executable.
-  std::string tasks_dir;       // Empty: ./tasks, else the source tree's tasks/.
-  std::string migrations_dir;  // Empty: ./migrations, else the source tree's.
-  bool use_gpu = true;         // Start a GPU worker when a GPU is present.
+  std::string data_dir;           // Server state and the programs' logs.
+  std::string bin_dir;            // Empty: the folder of the running executable.
+  std::string tasks_dir;          // Empty: ./tasks, else the source tree's tasks/.
+  std::string migrations_dir;     // Empty: ./migrations, else the source tree's.
+  bool use_gpu = true;            // Start a GPU worker when a GPU is present.
+  std::ostream* notes = nullptr;  // Where waits are explained as they begin (may be null).
 };
 
 class EmbeddedStack {
@@ -43,6 +45,9 @@ class EmbeddedStack {
 
   // Drains the workers, then stops the server (SIGTERM each; SIGKILL after 60 s). Idempotent.
   absl::Status Stop();
+  // The programs' process ids, server first (for tests and for a caller that must signal
+  // them itself).
+  std::vector<pid_t> pids() const;
 
  private:
   explicit EmbeddedStack(StackOptions options) : options_(std::move(options)) {}

@@ -12,19 +12,38 @@ namespace ptxbench::client::run {
 namespace {
 
 absl::Status FromGrpc(const grpc::Status& status, const std::string& what) {
+  if (status.error_code() == grpc::StatusCode::CANCELLED) {
+    // This client cancels no call of its own: CANCELLED is a server that stopped while the
+    // call was in flight (Shutdown cuts open calls), and the same call to the restarted
+    // server succeeds. Retryable, like a server that cannot be reached.
+    return absl::UnavailableError(
+        absl::StrCat(what, ": cancelled by the server (stopping?): ", status.error_message()));
+  }
   return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
                       absl::StrCat(what, ": ", status.error_message()));
 }
 
 class GrpcEvaluationClient : public EvaluationClient {
  public:
-  GrpcEvaluationClient(const std::shared_ptr<grpc::Channel>& channel, ConnectionOptions options)
-      : stub_(v1::SubmissionService::NewStub(channel)), options_(std::move(options)) {}
+  GrpcEvaluationClient(const std::shared_ptr<grpc::Channel>& channel, Connection connection)
+      : stub_(v1::SubmissionService::NewStub(channel)), connection_(std::move(connection)) {}
+
+  absl::StatusOr<std::vector<std::string>> TaskIds() override {
+    grpc::ClientContext context;
+    Authorize(&context, connection_.token);
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    v1::ListTasksResponse response;
+    grpc::Status status = stub_->ListTasks(&context, v1::ListTasksRequest(), &response);
+    if (!status.ok()) return FromGrpc(status, "ListTasks");
+    std::vector<std::string> ids;
+    for (const v1::TaskSummary& task : response.tasks()) ids.push_back(task.id());
+    return ids;
+  }
 
   absl::StatusOr<TaskPrompt> GetTask(const std::string& task, v1::Arch arch,
                                      v1::KnowledgeLevel knowledge) override {
     grpc::ClientContext context;
-    Authorize(&context, options_);
+    Authorize(&context, connection_.token);
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
     v1::GetTaskRequest request;
     request.set_task_id(task);
@@ -64,7 +83,7 @@ class GrpcEvaluationClient : public EvaluationClient {
     }
     {
       grpc::ClientContext context;
-      Authorize(&context, options_);
+      Authorize(&context, connection_.token);
       context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
       v1::SubmitResponse response;
       grpc::Status status = stub_->Submit(&context, request, &response);
@@ -80,7 +99,7 @@ class GrpcEvaluationClient : public EvaluationClient {
                           std::chrono::milliseconds(absl::ToInt64Milliseconds(verdict_timeout));
     {
       grpc::ClientContext context;
-      Authorize(&context, options_);
+      Authorize(&context, connection_.token);
       context.set_deadline(deadline);
       v1::WatchSubmissionRequest watch;
       watch.set_submission_id(outcome.submission_id);
@@ -98,7 +117,7 @@ class GrpcEvaluationClient : public EvaluationClient {
       }
     }
     grpc::ClientContext context;
-    Authorize(&context, options_);
+    Authorize(&context, connection_.token);
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
     v1::GetSubmissionRequest get;
     get.set_submission_id(outcome.submission_id);
@@ -119,16 +138,16 @@ class GrpcEvaluationClient : public EvaluationClient {
 
  private:
   std::unique_ptr<v1::SubmissionService::Stub> stub_;
-  ConnectionOptions options_;
+  Connection connection_;
 };
 
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<EvaluationClient>> EvaluationClient::Connect(
-    const ConnectionOptions& options) {
-  auto channel = Dial(options);
+    const Connection& connection) {
+  auto channel = Dial(connection.dial);
   if (!channel.ok()) return channel.status();
-  return std::unique_ptr<EvaluationClient>(new GrpcEvaluationClient(*channel, options));
+  return std::unique_ptr<EvaluationClient>(new GrpcEvaluationClient(*channel, connection));
 }
 
 }  // namespace ptxbench::client::run

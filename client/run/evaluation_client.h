@@ -5,10 +5,11 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "client/connection.h"
+#include "proto/dial.h"
 #include "ptxbench/v1/types.pb.h"
 
 namespace ptxbench::client::run {
@@ -44,15 +45,18 @@ struct EvaluationOutcome {
 class EvaluationClient {
  public:
   virtual ~EvaluationClient() = default;
-  static absl::StatusOr<std::unique_ptr<EvaluationClient>> Connect(
-      const ConnectionOptions& options);
+  static absl::StatusOr<std::unique_ptr<EvaluationClient>> Connect(const Connection& connection);
 
+  // The server's task ids (for the hint after an unknown one).
+  virtual absl::StatusOr<std::vector<std::string>> TaskIds() = 0;
   // NOT_FOUND or INVALID_ARGUMENT when the server has no such task for the arch.
   virtual absl::StatusOr<TaskPrompt> GetTask(const std::string& task, v1::Arch arch,
                                              v1::KnowledgeLevel knowledge) = 0;
   // Submits (idempotently, by spec.idempotency_key) and waits for the verdict, at most
-  // `verdict_timeout`. Errors are infrastructure: the server unreachable (UNAVAILABLE), no
-  // verdict in time (DEADLINE_EXCEEDED), a refused token (UNAUTHENTICATED) ...
+  // `verdict_timeout`. Errors are infrastructure: the server unreachable or stopping
+  // (UNAVAILABLE; a graceful stop's CANCELLED is reported as UNAVAILABLE, since the same
+  // call sent again succeeds), no verdict in time (DEADLINE_EXCEEDED), a refused token
+  // (UNAUTHENTICATED) ...
   virtual absl::StatusOr<EvaluationOutcome> Evaluate(const SubmitSpec& spec,
                                                      absl::Duration verdict_timeout) = 0;
 };

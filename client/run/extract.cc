@@ -4,6 +4,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "nlohmann/json.hpp"
 
@@ -16,24 +17,7 @@ struct Block {
   bool closed = false;
 };
 
-// Drops <think>...</think> sections; an unclosed one runs to the end of the reply.
-std::string WithoutThinking(const std::string& reply) {
-  std::string out;
-  size_t at = 0;
-  for (;;) {
-    const size_t open = reply.find("<think>", at);
-    if (open == std::string::npos) break;
-    out.append(reply, at, open - at);
-    const size_t close = reply.find("</think>", open);
-    if (close == std::string::npos) return out;
-    at = close + 8;
-  }
-  // Some servers strip the opening tag but leave "</think>" after the reasoning.
-  out.append(reply, at, std::string::npos);
-  const size_t stray = out.find("</think>");
-  if (stray != std::string::npos) out = out.substr(stray + 8);
-  return out;
-}
+std::string WithoutThinking(const std::string& reply) { return SplitThinking(reply).answer; }
 
 // A fence line: up to three spaces, then at least three backticks or tildes.
 bool IsFence(const std::string& line, char* fence_char, size_t* fence_length, std::string* info) {
@@ -108,6 +92,40 @@ std::string LanguageOf(const Block& block) {
 }
 
 }  // namespace
+
+ThinkingSplit SplitThinking(const std::string& reply) {
+  ThinkingSplit split;
+  auto add_reasoning = [&](absl::string_view text) {
+    text = absl::StripAsciiWhitespace(text);
+    if (text.empty()) return;
+    absl::StrAppend(&split.reasoning, split.reasoning.empty() ? "" : "\n\n", text);
+  };
+  size_t at = 0;
+  for (;;) {
+    const size_t open = reply.find("<think>", at);
+    if (open == std::string::npos) break;
+    split.answer.append(reply, at, open - at);
+    const size_t close = reply.find("</think>", open);
+    if (close == std::string::npos) {
+      add_reasoning(absl::string_view(reply).substr(open + 7));
+      return split;
+    }
+    add_reasoning(absl::string_view(reply).substr(open + 7, close - open - 7));
+    at = close + 8;
+  }
+  // Some servers strip the opening tag but leave "</think>" after the reasoning.
+  std::string rest = reply.substr(at);
+  const size_t stray = rest.find("</think>");
+  if (stray != std::string::npos) {
+    // Everything before it was reasoning.
+    const std::string before = split.answer + rest.substr(0, stray);
+    split.answer.clear();
+    add_reasoning(before);
+    rest = rest.substr(stray + 8);
+  }
+  split.answer += rest;
+  return split;
+}
 
 ExtractedSource ExtractSource(const std::string& reply) {
   ExtractedSource out;

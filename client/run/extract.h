@@ -25,6 +25,15 @@ struct ExtractedSource {
 
 ExtractedSource ExtractSource(const std::string& reply);
 
+// A reply cut into what the model said and the reasoning it wrote inline, DeepSeek-R1 style
+// (<think>...</think>; an unclosed one runs to the end, a stray "</think>" ends reasoning that
+// lost its opening tag).
+struct ThinkingSplit {
+  std::string answer;
+  std::string reasoning;  // The <think> sections' text, joined by blank lines.
+};
+ThinkingSplit SplitThinking(const std::string& reply);
+
 }  // namespace ptxbench::client::run
 
 #endif  // PTXBENCH_CLIENT_RUN_EXTRACT_H_

@@ -1,5 +1,6 @@
 #include "client/run/feedback.h"
 
+#include <map>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -60,16 +61,37 @@ void CompileSection(const v1::Verdict& verdict, const FeedbackOptions& options, 
   }
   const json detail = Detail(stage);
   absl::StrAppend(out, stage->ok() ? "ok: " : "FAILED: ", stage->summary(), "\n");
+  std::map<std::string, int64_t> static_shared;  // Kernel name -> ptxas's static figure.
   if (detail.contains("kernels") && detail["kernels"].is_array()) {
     for (const json& kernel : detail["kernels"]) {
       if (!kernel.is_object() || !kernel.contains("resources")) continue;
       const json& r = kernel["resources"];
+      const std::string name = Text(kernel.value("name", json("")));
+      static_shared[name] = Int(r, "shared_bytes");
       absl::StrAppend(
-          out, absl::StrFormat("kernel %s: %d registers, %d bytes shared memory, %d bytes spill "
-                               "stores, %d bytes spill loads, %d bytes stack frame\n",
-                               Text(kernel.value("name", json(""))), Int(r, "registers"),
-                               Int(r, "shared_bytes"), Int(r, "spill_store_bytes"),
-                               Int(r, "spill_load_bytes"), Int(r, "stack_frame_bytes")));
+          out, absl::StrFormat("kernel %s: %d registers, %d bytes static shared memory, %d bytes "
+                               "spill stores, %d bytes spill loads, %d bytes stack frame\n",
+                               name, Int(r, "registers"), Int(r, "shared_bytes"),
+                               Int(r, "spill_store_bytes"), Int(r, "spill_load_bytes"),
+                               Int(r, "stack_frame_bytes")));
+    }
+  }
+  // What each launch of the timed workload uses: static (ptxas) plus dynamic (the plan). The
+  // static figure alone said "0 bytes" for a TMA pipeline launched with 197,696 B.
+  if (detail.contains("launches") && detail["launches"].is_array()) {
+    int index = 0;
+    for (const json& launch : detail["launches"]) {
+      if (!launch.is_object()) continue;
+      const std::string kernel = Text(launch.value("kernel", json("")));
+      const int64_t dynamic = Int(launch, "dynamic_shared_bytes");
+      const auto found = static_shared.find(kernel);
+      const int64_t fixed = found != static_shared.end() ? found->second : 0;
+      absl::StrAppend(
+          out, absl::StrFormat("launch %d (%s, timed workload): grid %s, block %s, shared memory "
+                               "per block %d bytes (%d dynamic from the plan + %d static)\n",
+                               index++, kernel, Text(launch.value("grid", json::array())),
+                               Text(launch.value("block", json::array())), dynamic + fixed, dynamic,
+                               fixed));
     }
   }
   if (detail.contains("plan_error")) {

@@ -12,6 +12,10 @@
 
 namespace ptxbench::client::run {
 
+// The public endpoints the providers use when no base URL is given.
+inline constexpr char kOpenAiPublicUrl[] = "https://api.openai.com/v1";
+inline constexpr char kAnthropicPublicUrl[] = "https://api.anthropic.com";
+
 // `given` when not empty, else the environment variable `env` when set and not empty, else
 // `fallback` (flag over environment over default, as every provider option works).
 std::string SettingOr(const std::string& given, const char* env, const std::string& fallback);

@@ -17,7 +17,7 @@ class OpenAiProvider : public ModelProvider {
  public:
   OpenAiProvider(std::string model, const ProviderOptions& options)
       : model_(std::move(model)), options_(options) {
-    base_url_ = BaseUrlOr(options.base_url, "OPENAI_BASE_URL", "https://api.openai.com/v1");
+    base_url_ = BaseUrlOr(options.base_url, "OPENAI_BASE_URL", kOpenAiPublicUrl);
     api_key_ = SettingOr(options.api_key, "OPENAI_API_KEY", "");
   }
 
@@ -50,17 +50,29 @@ class OpenAiProvider : public ModelProvider {
           absl::StrCat(what, ": a 200 response without choices: ", reply.dump().substr(0, 300)));
     }
     const json& choice = reply["choices"][0];
-    const json message = choice.value("message", json::object());
+    // A null message or usage (some servers send them) reads as empty.
+    const json message = choice.contains("message") && choice["message"].is_object()
+                             ? choice["message"]
+                             : json::object();
     ModelReply out;
     out.text = JsonStringOr(message, "content");
     out.reasoning = JsonStringOr(message, "reasoning_content");
     if (out.reasoning.empty()) out.reasoning = JsonStringOr(message, "reasoning");
     out.stop_reason = JsonStringOr(choice, "finish_reason");
-    const json usage = reply.value("usage", json::object());
+    const json usage =
+        reply.contains("usage") && reply["usage"].is_object() ? reply["usage"] : json::object();
     out.usage.input_tokens = JsonIntOr(usage, "prompt_tokens", 0);
     out.usage.output_tokens = JsonIntOr(usage, "completion_tokens", 0);
-    out.usage.reasoning_tokens =
-        JsonIntOr(usage.value("completion_tokens_details", json::object()), "reasoning_tokens", 0);
+    // OpenAI and DeepSeek report completion_tokens_details.reasoning_tokens; SGLang reports
+    // usage.reasoning_tokens; vLLM reports neither (its completion_tokens_details is null), and
+    // then the figure is absent rather than 0.
+    constexpr int64_t kAbsent = -1;
+    const json details = usage.contains("completion_tokens_details")
+                             ? usage["completion_tokens_details"]
+                             : json::object();
+    int64_t reasoning = JsonIntOr(details, "reasoning_tokens", kAbsent);
+    if (reasoning == kAbsent) reasoning = JsonIntOr(usage, "reasoning_tokens", kAbsent);
+    if (reasoning != kAbsent) out.usage.reasoning_tokens = reasoning;
     return out;
   }
 

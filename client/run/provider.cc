@@ -5,8 +5,10 @@
 #include <mutex>
 
 #include "absl/strings/cord.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "client/run/http_provider_support.h"
 #include "nlohmann/json.hpp"
 
 namespace ptxbench::client::run {
@@ -102,6 +104,27 @@ std::optional<double> RetryAfterSeconds(const absl::Status& status) {
   double seconds = 0;
   if (payload.has_value() && absl::SimpleAtod(std::string(*payload), &seconds)) return seconds;
   return std::nullopt;
+}
+
+absl::Status CheckProviderCredentials(const ProviderOptions& options) {
+  struct Endpoint {
+    const char* provider;
+    const char* url_env;
+    const char* public_url;
+    const char* key_env;
+  };
+  for (const Endpoint& e :
+       {Endpoint{"openai", "OPENAI_BASE_URL", kOpenAiPublicUrl, "OPENAI_API_KEY"},
+        Endpoint{"anthropic", "ANTHROPIC_BASE_URL", kAnthropicPublicUrl, "ANTHROPIC_API_KEY"}}) {
+    if (!absl::StartsWith(options.spec, absl::StrCat(e.provider, ":"))) continue;
+    const std::string url = BaseUrlOr(options.base_url, e.url_env, e.public_url);
+    if (url == e.public_url && SettingOr(options.api_key, e.key_env, "").empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--model ", options.spec, ": ", e.key_env, " is not set, and ", url, " needs it; set ",
+          e.key_env, ", or pass --base-url (or ", e.url_env, ") of a server that needs no key"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::unique_ptr<ModelProvider>> MakeProvider(const ProviderOptions& options) {

@@ -25,7 +25,9 @@ using ::ptxbench::client::TokenUsage;
 
 struct ModelReply {
   std::string text;
-  std::string reasoning;  // Reasoning text some servers return beside the answer (vLLM, SGLang).
+  // Reasoning the API returns apart from the answer: reasoning_content (vLLM, SGLang, DeepSeek)
+  // or reasoning (OpenRouter-style), Anthropic thinking blocks.
+  std::string reasoning;
   std::string stop_reason;
   TokenUsage usage;
 };
@@ -64,6 +66,11 @@ class ModelProvider {
 
 // The provider `options.spec` names, limited to `options.concurrency` calls at once.
 absl::StatusOr<std::unique_ptr<ModelProvider>> MakeProvider(const ProviderOptions& options);
+
+// Catches, before anything starts, a provider that cannot work: openai: or anthropic: with its
+// public endpoint and no API key (a local server given by --base-url needs none). The error
+// names the variable to set.
+absl::Status CheckProviderCredentials(const ProviderOptions& options);
 
 // Rate limits (RESOURCE_EXHAUSTED), server errors and lost connections (UNAVAILABLE, INTERNAL)
 // and timeouts (DEADLINE_EXCEEDED).

@@ -10,6 +10,7 @@
 #include <random>
 #include <thread>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -46,6 +47,16 @@ void Backoff(const RetryPolicy& policy, int failures, const absl::Status& error)
 }
 
 std::string Describe(const absl::Status& status) { return std::string(status.message()); }
+
+// An earlier reply as the next prompt shows it: without its <think> sections. Reasoning is
+// never sent back (docs/client.md, "Reasoning"): the APIs that return it apart (OpenAI's
+// reasoning models, DeepSeek, vLLM and SGLang reasoning parsers, Anthropic without tool use)
+// document that earlier turns' reasoning is not to be passed in, and resending it would grow
+// every prompt by the longest part of each reply.
+std::string ReplyToResend(const std::string& reply) {
+  if (reply.find("think>") == std::string::npos) return reply;
+  return std::string(absl::StripLeadingAsciiWhitespace(SplitThinking(reply).answer));
+}
 
 class Runner {
  public:
@@ -101,7 +112,11 @@ class Runner {
     summary_.problems.push_back(line);
   }
 
-  void Count(const std::string& task, TrajectoryOutcome outcome) {
+  bool Interrupted() const {
+    return options_.interrupted != nullptr && options_.interrupted->load();
+  }
+
+  void Count(const std::string& task, TrajectoryOutcome outcome, int charged_turns) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       ++summary_.trajectories;
@@ -115,6 +130,12 @@ class Runner {
         case TrajectoryOutcome::kFailed:
           ++summary_.failed;
           break;
+        case TrajectoryOutcome::kCompiled:
+          ++summary_.compiled;
+          break;
+        case TrajectoryOutcome::kNotCompiled:
+          ++summary_.not_compiled;
+          break;
         case TrajectoryOutcome::kInfrastructure:
           ++summary_.infrastructure_stopped;
           break;
@@ -124,7 +145,15 @@ class Runner {
           break;
       }
     }
-    progress_.Finished(task, outcome);
+    progress_.Finished(task, outcome, charged_turns);
+  }
+
+  // What the log line says a turn came to.
+  static std::string TurnOutcome(const TurnRecord& record, bool rejected) {
+    if (!record.extracted) return "no kernel in the reply";
+    if (rejected) return "refused by the server";
+    if (!record.verdict.has_value()) return "no verdict";
+    return VerdictClassName(record.verdict->verdict_class);
   }
 
   RunConfig ConfigFor(const TaskInfo& task, int index) const {
@@ -142,6 +171,10 @@ class Runner {
     // -1: the provider's own default temperature was used.
     config.temperature = options_.temperature.value_or(-1);
     config.max_tokens = options_.max_tokens;
+    config.scope =
+        options_.compile_only ? v1::EVALUATION_SCOPE_COMPILE_ONLY : v1::EVALUATION_SCOPE_FULL;
+    config.server = options_.server_label;
+    config.client_version = options_.client_version;
     return config;
   }
 
@@ -150,17 +183,22 @@ class Runner {
     auto differs = [](const char* what, const std::string& a, const std::string& b) {
       return a == b ? std::string() : absl::StrCat(what, " '", a, "' (this run: '", b, "')");
     };
-    for (const std::string& d : {differs("model", have.model, want.model),
-                                 differs("task version", have.task_version, want.task_version),
-                                 differs("context", have.context_policy, want.context_policy),
-                                 differs("target speedup", absl::StrCat(have.target_speedup),
-                                         absl::StrCat(want.target_speedup))}) {
+    for (const std::string& d :
+         {differs("model", have.model, want.model),
+          differs("task version", have.task_version, want.task_version),
+          differs("context", have.context_policy, want.context_policy),
+          differs("scope", wire::ScopeName(have.scope), wire::ScopeName(want.scope)),
+          differs("target speedup", absl::StrCat(have.target_speedup),
+                  absl::StrCat(want.target_speedup))}) {
       if (!d.empty()) return d;
     }
     return "";
   }
 
-  static TrajectoryOutcome OutcomeOf(bool tic, bool correct) {
+  TrajectoryOutcome OutcomeOf(bool tic, bool correct, bool compiled) const {
+    if (options_.compile_only) {
+      return compiled ? TrajectoryOutcome::kCompiled : TrajectoryOutcome::kNotCompiled;
+    }
     return tic ? TrajectoryOutcome::kTic
                : (correct ? TrajectoryOutcome::kCorrect : TrajectoryOutcome::kFailed);
   }
@@ -178,37 +216,40 @@ class Runner {
       if (!mismatch.empty()) {
         Problem(absl::StrCat(name, ": ", path, " was written with another ", mismatch,
                              "; use another --out or remove it"));
-        Count(task.id, TrajectoryOutcome::kInfrastructure);
+        Count(task.id, TrajectoryOutcome::kInfrastructure, 0);
         return;
       }
       trajectory = *existing;
     } else if (!absl::IsNotFound(existing.status()) && !absl::IsDataLoss(existing.status())) {
       Problem(absl::StrCat(name, ": ", Describe(existing.status())));
-      Count(task.id, TrajectoryOutcome::kInfrastructure);
+      Count(task.id, TrajectoryOutcome::kInfrastructure, 0);
       return;
     }
     bool tic = false;
     bool correct = false;
+    bool compiled = false;
     std::vector<PastTurn> past;
     for (const TurnRecord& turn : trajectory.turns) {
       if (turn.infra_failed) continue;
       tic = tic || IsTic(turn);
       correct = correct || IsCorrect(turn);
-      past.push_back({turn.reply, turn.source, turn.feedback});
+      compiled = compiled || IsCompiled(turn);
+      past.push_back({ReplyToResend(turn.reply), turn.source, turn.feedback});
     }
     {
       std::lock_guard<std::mutex> lock(mutex_);
       summary_.turns_resumed += static_cast<int>(past.size());
     }
+    if (!past.empty()) progress_.Resumed(task.id, static_cast<int>(past.size()));
     if (existing.ok() && trajectory.finished()) {
-      Count(task.id, OutcomeOf(tic, correct));
+      Count(task.id, OutcomeOf(tic, correct, compiled), static_cast<int>(past.size()));
       return;
     }
     if (existing.ok()) {
       absl::StatusOr<TrajectoryWriter> resumed = TrajectoryWriter::Resume(trajectory);
       if (!resumed.ok()) {
         Problem(absl::StrCat(name, ": ", Describe(resumed.status())));
-        Count(task.id, TrajectoryOutcome::kInfrastructure);
+        Count(task.id, TrajectoryOutcome::kInfrastructure, static_cast<int>(past.size()));
         return;
       }
       writer.emplace(std::move(*resumed));
@@ -218,7 +259,7 @@ class Runner {
       absl::StatusOr<TrajectoryWriter> created = TrajectoryWriter::Create(path, trajectory.header);
       if (!created.ok()) {
         Problem(absl::StrCat(name, ": ", Describe(created.status())));
-        Count(task.id, TrajectoryOutcome::kInfrastructure);
+        Count(task.id, TrajectoryOutcome::kInfrastructure, static_cast<int>(past.size()));
         return;
       }
       writer.emplace(std::move(*created));
@@ -229,6 +270,7 @@ class Runner {
 
     std::optional<TrajectoryEnd> end;
     for (int turn = static_cast<int>(past.size()) + 1; turn <= options_.turns; ++turn) {
+      if (Interrupted()) return;
       TurnRecord record;
       record.turn = turn;
       record.prompt_messages = BuildMessages(task.prompt, past, options_.context, options_.arch);
@@ -241,11 +283,13 @@ class Runner {
         ++attempts;
         reply = provider_.Complete(record.prompt_messages, context);
         if (reply.ok() || !IsTransient(reply.status())) break;
-        if (attempts >= options_.retry.max_attempts) break;
+        if (attempts >= options_.retry.max_attempts || Interrupted()) break;
         record.infra_failures.push_back({Describe(reply.status()), attempts});
+        progress_.Retried(task.id);
         Backoff(options_.retry, attempts, reply.status());
       }
       record.model_seconds = SecondsSince(model_start);
+      if (Interrupted()) return;
       if (!reply.ok()) {
         if (absl::IsOutOfRange(reply.status()) &&
             absl::StartsWith(reply.status().message(), kReplayExhausted)) {
@@ -255,7 +299,7 @@ class Runner {
             writer.reset();
             std::error_code ignored;
             std::filesystem::remove(path, ignored);
-            Count(task.id, TrajectoryOutcome::kSkipped);
+            Count(task.id, TrajectoryOutcome::kSkipped, 0);
             return;
           }
           // The replayed trajectory has no more turns: its own turn limit.
@@ -269,14 +313,19 @@ class Runner {
         (void)writer->AppendTurn(record);
         Problem(absl::StrCat(name, " turn ", turn, ": model call failed after ", attempts,
                              " attempts (not charged): ", Describe(reply.status())));
-        Count(task.id, TrajectoryOutcome::kInfrastructure);
+        Count(task.id, TrajectoryOutcome::kInfrastructure, static_cast<int>(past.size()));
         return;
       }
       record.reply = reply->text;
+      record.stop_reason = reply->stop_reason;
       record.usage = reply->usage;
+      // Reasoning the API returned apart, else what the model wrote inside <think> tags.
+      record.reasoning =
+          !reply->reasoning.empty() ? reply->reasoning : SplitThinking(reply->text).reasoning;
 
       const ExtractedSource extracted = ExtractSource(reply->text);
       std::optional<v1::Verdict> wire_verdict;
+      bool rejected = false;
       if (!extracted.ok) {
         record.feedback = extracted.problem;
       } else {
@@ -287,16 +336,18 @@ class Runner {
         const auto eval_start = std::chrono::steady_clock::now();
         absl::StatusOr<EvaluationOutcome> outcome = Evaluate(task, record, extracted, session);
         record.eval_seconds = SecondsSince(eval_start);
+        if (Interrupted()) return;
         if (!outcome.ok()) {
           record.infra_failed = true;
           record.finished_at = NowRfc3339();
           (void)writer->AppendTurn(record);
           Problem(absl::StrCat(name, " turn ", turn,
                                ": evaluation failed (not charged): ", Describe(outcome.status())));
-          Count(task.id, TrajectoryOutcome::kInfrastructure);
+          Count(task.id, TrajectoryOutcome::kInfrastructure, static_cast<int>(past.size()));
           return;
         }
         record.submission_id = outcome->submission_id;
+        rejected = outcome->rejected;
         if (outcome->rejected) {
           record.feedback = RejectedSubmissionFeedback(outcome->rejection);
         } else {
@@ -318,18 +369,19 @@ class Runner {
       absl::Status appended = writer->AppendTurn(record);
       if (!appended.ok()) {
         Problem(absl::StrCat(name, " turn ", turn, ": ", Describe(appended)));
-        Count(task.id, TrajectoryOutcome::kInfrastructure);
+        Count(task.id, TrajectoryOutcome::kInfrastructure, static_cast<int>(past.size()));
         return;
       }
       {
         std::lock_guard<std::mutex> lock(mutex_);
         ++summary_.turns_run;
       }
-      progress_.TurnDone(task.id);
-      past.push_back({record.reply, record.source, record.feedback});
+      progress_.TurnDone(task.id, TurnNote{index, turn, TurnOutcome(record, rejected)});
+      past.push_back({ReplyToResend(record.reply), record.source, record.feedback});
       const bool turn_tic = IsTic(record);
       tic = tic || turn_tic;
       correct = correct || IsCorrect(record);
+      compiled = compiled || IsCompiled(record);
       if (!options_.compile_only && turn_tic && wire_verdict.has_value() &&
           wire_verdict->speedup() >= options_.target_speedup) {
         end = TrajectoryEnd{EndReason::kTicReached, "", NowRfc3339()};
@@ -339,7 +391,7 @@ class Runner {
     if (!end.has_value()) end = TrajectoryEnd{EndReason::kTurnLimit, "", NowRfc3339()};
     absl::Status ended = writer->AppendEnd(*end);
     if (!ended.ok()) Problem(absl::StrCat(name, ": ", Describe(ended)));
-    Count(task.id, OutcomeOf(tic, correct));
+    Count(task.id, OutcomeOf(tic, correct, compiled), static_cast<int>(past.size()));
   }
 
   // Submits and waits, retrying what is not the kernel's fault. The idempotency key is fixed
@@ -388,7 +440,8 @@ class Runner {
         return outcome.status();
       }
       record.infra_failures.push_back({absl::StrCat("server: ", Describe(failure)), attempts});
-      if (attempts >= options_.retry.max_attempts) return failure;
+      if (attempts >= options_.retry.max_attempts || Interrupted()) return failure;
+      progress_.Retried(task.id);
       Backoff(options_.retry, attempts, failure);
     }
   }

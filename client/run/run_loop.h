@@ -11,6 +11,8 @@
 #ifndef PTXBENCH_CLIENT_RUN_RUN_LOOP_H_
 #define PTXBENCH_CLIENT_RUN_RUN_LOOP_H_
 
+#include <atomic>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +46,11 @@ struct RunOptions {
   double verdict_timeout_seconds = 3600;
   std::optional<double> temperature;  // Recorded in the trajectory header.
   int64_t max_tokens = 0;
+  // Set when the user interrupts the run (Ctrl-C): nothing more is written or started, so the
+  // files hold only finished turns and the same command resumes them. May be null.
+  const std::atomic<bool>* interrupted = nullptr;
+  std::string server_label;    // Recorded in the header: "host:port" or "embedded".
+  std::string client_version;  // Recorded in the header ("" until --version provides one).
 };
 
 struct RunSummary {
@@ -51,6 +58,8 @@ struct RunSummary {
   int tic = 0;
   int correct = 0;
   int failed = 0;
+  int compiled = 0;                   // Compile-only trajectories with a turn that compiled.
+  int not_compiled = 0;               // Compile-only trajectories without one.
   int infrastructure_stopped = 0;     // Unfinished; the same command resumes them.
   int skipped = 0;                    // Replay only: trajectories the replay has no replies for.
   int turns_run = 0;                  // Charged turns run by this invocation.

@@ -3,12 +3,11 @@
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 
-#include <fstream>
 #include <future>
-#include <sstream>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "proto/dial.h"
 
 namespace ptxbench::api {
 namespace {
@@ -53,19 +52,12 @@ absl::StatusOr<std::string> DecodeResponse(const std::string& bytes) {
 }  // namespace
 
 absl::StatusOr<std::string> CheckHealth(const HealthCheckOptions& options) {
-  std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
-  if (!options.tls_ca_file.empty()) {
-    std::ifstream in(options.tls_ca_file);
-    if (!in)
-      return absl::InvalidArgumentError(absl::StrCat("tls_ca: cannot read ", options.tls_ca_file));
-    std::ostringstream pem;
-    pem << in.rdbuf();
-    grpc::SslCredentialsOptions ssl;
-    ssl.pem_root_certs = pem.str();
-    credentials = grpc::SslCredentials(ssl);
-  }
-  auto channel = grpc::CreateChannel(options.address, credentials);
-  grpc::GenericStub stub(channel);
+  DialOptions dial;
+  dial.address = options.address;
+  dial.tls_ca_file = options.tls_ca_file;  // TLS when set.
+  auto channel = Dial(dial);
+  if (!channel.ok()) return channel.status();
+  grpc::GenericStub stub(*channel);
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() +
                        absl::ToChronoNanoseconds(options.timeout));

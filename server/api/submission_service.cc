@@ -26,7 +26,12 @@ v1::TaskSummary SummaryOf(const Task& task) {
   std::set<std::string> families;
   for (const auto& [arch_name, arch] : task.arches) {
     auto parsed = ParseArch(arch_name);
-    if (parsed.ok()) summary.add_arches(*parsed);
+    if (parsed.ok()) {
+      summary.add_arches(*parsed);
+      v1::ArchTargets* targets = summary.add_arch_targets();
+      targets->set_arch(*parsed);
+      for (const auto& family : arch.target_families) targets->add_target_families(family);
+    }
     families.insert(arch.target_families.begin(), arch.target_families.end());
   }
   for (const auto& family : families) summary.add_target_families(family);

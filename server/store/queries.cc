@@ -12,7 +12,7 @@
 // - Locking protocol (migrations/0001_initial.up.sql): whoever changes a job's state holds its
 //   submission's row lock first. Statements named lock_* take that lock.
 // - The fence: a lease is held by (id, worker_id, attempt) in state 'leased' while
-//   lease_is_live(lease_expires_at) (migrations/0005_lease_liveness.up.sql: until it expires,
+//   lease_is_live(lease_expires_at) (migrations/0006_lease_liveness.up.sql: until it expires,
 //   or longer where the scheduler was down). Every statement that acts for a lease holder
 //   checks all of it; the reaper takes back exactly the leases that are not live.
 #include "server/store/queries.h"
@@ -245,7 +245,8 @@ std::vector<NamedStatement> BuildStatements() {
       // Upsert on (hostname, gpu_uuid): a restarted daemon gets its id back (worker.proto).
       // An admin's drain survives the restart; any other state becomes active, since a
       // daemon that registers is alive and has just run its health checks.
-      // The id belongs to the token that registered it ($7; migrations/0006): the upsert's
+      // The id belongs to the token that registered it ($7; migrations/0007_worker_tokens): the
+      // upsert's
       // WHERE lets the same token in; another token claims the id only if it was registered
       // without a token, its token was revoked, or it was silent for a lease period ($8 us:
       // it then holds no live lease, and the caller releases what it held). Otherwise it
@@ -559,7 +560,8 @@ std::vector<NamedStatement> BuildStatements() {
           AND (NOT $8::boolean OR NOT lease_is_live(lease_expires_at))
         RETURNING state, kind, infrastructure_attempts)sql"},
       // The first step of every reaper pass (Store::ReapExpiredLeases). The gap since the
-      // last pass tells whether the scheduler was down (migrations/0005): if it was longer
+      // last pass tells whether the scheduler was down (migrations/0006_lease_liveness): if it was
+      // longer
       // than outage_after, every lease that was live when the gap began gets a full lease
       // from now, since its worker could not have renewed it. Then the pass stamps itself.
       // FOR UPDATE: two servers' reapers take turns, so a gap is judged once.

@@ -1353,7 +1353,7 @@ absl::StatusOr<int> Store::TakeBackLeases(const std::vector<TakeBack>& leases,
 absl::StatusOr<int> Store::ReapExpiredLeases(ReapReport* report) {
   const StoreOptions& options = impl_->options();
   ReapReport pass;
-  // First, was the scheduler down? (migrations/0005_lease_liveness.up.sql.)
+  // First, was the scheduler down? (migrations/0006_lease_liveness.up.sql.)
   RETURN_IF_ERROR(impl_->Transact("ReapExpiredLeases", "system:reaper", [&](pqxx::work& tx) {
     pass = ReapReport();
     const pqxx::row mark = tx.exec_prepared1(q::kLockLiveness, Micros(options.outage_threshold));

@@ -434,7 +434,7 @@ class Store {
   // (a server restart, a database outage), no worker could have renewed its lease meanwhile,
   // so every lease that was live when the gap began gets a full lease period from now, and
   // only those that had expired before the gap are reaped. The fence applies the same rule
-  // (migrations/0005_lease_liveness.up.sql), so a lease is refused exactly when it is
+  // (migrations/0006_lease_liveness.up.sql), so a lease is refused exactly when it is
   // reapable. Call it at start and then at intervals well below outage_threshold.
   absl::StatusOr<int> ReapExpiredLeases(ReapReport* report = nullptr);
   // Requeues every job leased to `worker_id`, live or not, as an infrastructure attempt: the

@@ -1,7 +1,9 @@
 // `ptxbench report` against the hand-written fixture in testdata/report (4 groups of 3
 // trajectories; every expected figure below is worked out by hand in the comments).
 #include <stdlib.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
@@ -9,9 +11,11 @@
 #include <sstream>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "client/report/commands.h"
 #include "client/report/metrics.h"
 #include "client/report/render.h"
+#include "tests/support/process.h"
 #include "tests/support/status_testing.h"
 #include "tests/support/temp_files.h"
 
@@ -194,7 +198,7 @@ TEST_CASE("Table, Markdown and HTML hold every row, the marker and self-containe
       markdown,
       Contains("| openai:model-a | gemm_n7168_k5120 | sm_90a | templates | 3 | 0.0% (0/3) | "
                "66.7% (2/3) | 66.7% (2/3) | 66.7% (2/3) | 66.7% (2/3) | 66.7% (2/3) | "
-               "66.7% (2/3) | 66.7% (2/3) | 33.3% (1/3) | 1.032 | 1.250 | 1000 | 500 | 100 |"));
+               "66.7% (2/3) | 66.7% (2/3) | 33.3% (1/3) | 1.032 | - | 1.250 | 1000 | 500 | 100 |"));
   CHECK_THAT(markdown, Contains("| anthropic:model-b | mha_with_lse_d128 | sm_100a\xE2\x80\xA0 | "
                                 "templates | 3 | 0.0% (0/3) | 0.0% (0/3) | n/a | n/a |"));
   CHECK_THAT(markdown, Contains("| anthropic:model-b | gemm_n7168_k5120 | sm_90a |"));
@@ -204,11 +208,17 @@ TEST_CASE("Table, Markdown and HTML hold every row, the marker and self-containe
   const std::string html = RenderHtml(report);
   CHECK(html.rfind("<!DOCTYPE html>", 0) == 0);
   CHECK_THAT(html, Contains("</html>"));
-  CHECK_THAT(html, Contains("<td class=\"k\">openai:model-a</td><td class=\"k\">gemm_n7168_k5120"));
+  CHECK_THAT(html,
+             Contains("<td class=\"k model\">openai:model-a</td><td class=\"k\">gemm_n7168_k5120"));
+  // Provenance and 95 % intervals on the page.
+  CHECK_THAT(html, Contains("<dl class=\"provenance\""));
+  CHECK_THAT(html, Contains("title=\"2/3; 95% Wilson interval 20.8&ndash;93.9%\">66.7%"
+                            "<span class=\"ci\">21&ndash;94%</span>"));
   CHECK_THAT(html, Contains("<tr class=\"unverified\">"));
-  // Two plots per task (TIC curve, speedup strip), each an inline <svg>.
-  CHECK(Count(html, "<svg ") == 4);
-  CHECK(Count(html, "</svg>") == 4);
+  // Two plots per task (TIC curve, speedup strip), each an inline <svg>, in a <figure>.
+  CHECK(Count(html, "<svg class=\"plot\"") == 4);
+  CHECK(Count(html, "<figure id=") == 4);
+  CHECK(Count(html, "<svg ") == Count(html, "</svg>"));
   CHECK_THAT(html, Contains("<polyline"));
   // Self-contained: nothing fetched, no script.
   for (const char* external :
@@ -262,6 +272,338 @@ TEST_CASE("A malformed trajectory file fails the report with its file and line")
   CHECK_THAT(err.str(), Contains("--limits: 'x' is not an integer"));
   CHECK(ReportCommand({dir.path() + "/nowhere"}, out, err) == 2);
   CHECK_THAT(err.str(), Contains("nowhere: not a directory"));
+}
+
+}  // namespace
+}  // namespace ptxbench::client::report
+
+namespace ptxbench::client::report {
+namespace {
+
+// Trajectories made in memory, for figures the hand-written fixture does not hold.
+TurnRecord Turn(int number, VerdictClass verdict_class, double speedup = 0,
+                std::optional<std::pair<double, double>> floor_and_median = std::nullopt) {
+  TurnRecord turn;
+  turn.turn = number;
+  turn.extracted = true;
+  turn.source = absl::StrCat("kernel-", number);
+  Verdict verdict;
+  verdict.verdict_class = verdict_class;
+  verdict.compiled = verdict_class != VerdictClass::kCompileError;
+  verdict.correct = verdict.tic = verdict.target_executed = verdict_class == VerdictClass::kPass;
+  verdict.speedup = speedup;
+  verdict.report = {{"harness_version", "ptxbench-engine/0.1"},
+                    {"device", {{"name", "NVIDIA H200"}}}};
+  if (floor_and_median.has_value()) {
+    StageReport timing;
+    timing.stage = Stage::kTiming;
+    timing.ok = true;
+    timing.detail = {
+        {"roofline_floor_ms", floor_and_median->first},
+        {"timing", {{"result", {{"candidate", {{"median_ms", floor_and_median->second}}}}}}}};
+    verdict.stages.push_back(timing);
+  }
+  turn.verdict = verdict;
+  return turn;
+}
+
+Trajectory Made(const std::string& model, int index, v1::EvaluationScope scope,
+                std::vector<TurnRecord> turns, bool scope_recorded = true) {
+  Trajectory t;
+  t.path = absl::StrCat("/made/", model, "/traj-", index, ".jsonl");
+  t.header.run.model = model;
+  t.header.run.provider = "openai";
+  t.header.run.task = "gemm_n7168_k5120";
+  t.header.run.task_version = "v7";
+  t.header.run.arch = "sm_90a";
+  t.header.run.knowledge = "none";
+  t.header.run.trajectory_index = index;
+  t.header.run.turns = 8;
+  t.header.run.scope = scope;
+  t.header.run.client_version = "ptxbench 0.1 (abc1234)";
+  t.header.run.server = "embedded";
+  t.header.run.temperature = -1;
+  t.header.started_at = absl::StrCat("2026-12-01T00:00:0", index, "Z");
+  t.header.scope_recorded = scope_recorded;
+  t.turns = std::move(turns);
+  t.end = TrajectoryEnd{};
+  return t;
+}
+
+TEST_CASE("Wilson intervals of the rates") {
+  // Worked out with z = 1.96: 2/3 -> [0.2077, 0.9385]; 0/3 -> [0, 0.5615]; 8/8 -> [0.6756, 1].
+  Interval i = WilsonInterval({2, 3});
+  CHECK(i.low == Approx(0.2077).margin(1e-4));
+  CHECK(i.high == Approx(0.9385).margin(1e-4));
+  i = WilsonInterval({0, 3});
+  CHECK(i.low == 0);
+  CHECK(i.high == Approx(0.5615).margin(1e-4));
+  i = WilsonInterval({8, 8});
+  CHECK(i.low == Approx(0.6756).margin(1e-4));
+  CHECK(i.high == Approx(1.0).margin(1e-12));
+  i = WilsonInterval({0, 0});
+  CHECK(i.low == 0);
+  CHECK(i.high == 1);
+}
+
+TEST_CASE("Speed of light: roofline floor over the median, only where it can be true") {
+  // 0.5 ms floor, 0.8 ms median: 62.5 %. A floor above the median is impossible (that time is
+  // refused as impossible_time), a missing figure says nothing: neither counts.
+  std::vector<Trajectory> trajectories = {
+      Made("openai:m", 0, v1::EVALUATION_SCOPE_FULL,
+           {Turn(1, VerdictClass::kPass, 1.2, std::pair{0.5, 0.8}),
+            Turn(2, VerdictClass::kPass, 1.5, std::pair{0.9, 0.6}),
+            Turn(3, VerdictClass::kPass, 1.1)}),
+      Made("openai:m", 1, v1::EVALUATION_SCOPE_FULL,
+           {Turn(1, VerdictClass::kWrongResult, 0, std::pair{0.5, 0.6}),
+            Turn(2, VerdictClass::kPass, 0.9, std::pair{0.2, 0.8})}),
+  };
+  const Report report = ValueOrFail(BuildReport(trajectories, ReportOptions{}));
+  REQUIRE(report.groups.size() == 1);
+  const GroupMetrics& g = report.groups[0];
+  CHECK(g.tic_speeds_of_light == std::vector<double>{0.625, 0.25});
+  CHECK(*g.geomean_speed_of_light == Approx(std::sqrt(0.625 * 0.25)));
+  CHECK(*g.best_speed_of_light == 0.625);
+  CHECK_FALSE(SpeedOfLight(trajectories[1].turns[0]).has_value());  // Not TIC.
+  // Provenance lists what the files and verdicts record.
+  CHECK(report.provenance.client_versions == std::vector<std::string>{"ptxbench 0.1 (abc1234)"});
+  CHECK(report.provenance.harness_versions == std::vector<std::string>{"ptxbench-engine/0.1"});
+  CHECK(report.provenance.gpus == std::vector<std::string>{"NVIDIA H200"});
+  CHECK(report.provenance.task_versions == std::vector<std::string>{"gemm_n7168_k5120 v7"});
+  CHECK(report.provenance.first_started_at == "2026-12-01T00:00:00Z");
+  CHECK(report.provenance.last_started_at == "2026-12-01T00:00:01Z");
+  REQUIRE(report.provenance.model_settings.size() == 1);
+  CHECK_THAT(report.provenance.model_settings[0], Contains("temperature provider default"));
+  const nlohmann::json json = ReportJson(report);
+  CHECK(json["provenance"]["servers"] == nlohmann::json::array({"embedded"}));
+  CHECK(json["groups"][0]["correct_rate"]["wilson95"].size() == 2);
+}
+
+TEST_CASE("Compile-only runs are a group of their own with compile figures only") {
+  std::vector<Trajectory> trajectories = {
+      // The same model, task, arch and knowledge in full scope: never mixed with the others.
+      Made("openai:m", 0, v1::EVALUATION_SCOPE_FULL, {Turn(1, VerdictClass::kPass, 1.0)}),
+      // Compiled first at turns 2, 1 and never: compiled@1 1/3, compiled 2/3; of the two whose
+      // first turn did not compile, one compiled later; turns to compile (2 + 1) / 2.
+      Made("openai:m", 0, v1::EVALUATION_SCOPE_COMPILE_ONLY,
+           {Turn(1, VerdictClass::kCompileError), Turn(2, VerdictClass::kCompiled)}),
+      Made("openai:m", 1, v1::EVALUATION_SCOPE_COMPILE_ONLY, {Turn(1, VerdictClass::kCompiled)}),
+      // An older file without the scope in its header: inferred from its `compiled` verdicts.
+      Made("openai:m", 2, v1::EVALUATION_SCOPE_COMPILE_ONLY,
+           {Turn(1, VerdictClass::kCompileError), Turn(2, VerdictClass::kCompileError)},
+           /*scope_recorded=*/false),
+  };
+  const Report report = ValueOrFail(BuildReport(trajectories, ReportOptions{}));
+  REQUIRE(report.groups.size() == 2);
+  const auto full = GroupsOfScope(report, false);
+  const auto compile = GroupsOfScope(report, true);
+  REQUIRE(full.size() == 1);
+  REQUIRE(compile.size() == 1);
+  CHECK(full[0]->trajectories == 1);
+  CheckRate(full[0]->tic_at_limit[0], 1, 1);
+  const GroupMetrics& c = *compile[0];
+  CHECK(c.trajectories == 3);
+  CheckRate(c.compiled_at_limit[0], 1, 3);
+  CheckRate(c.compiled_at_limit[1], 2, 3);
+  CheckRate(c.compiled, 2, 3);
+  CheckRate(c.compile_repairs, 1, 2);
+  CHECK(*c.mean_turns_to_compile == 1.5);
+  CHECK(std::any_of(report.warnings.begin(), report.warnings.end(), [](const std::string& w) {
+    return w.find("compile-only inferred") != std::string::npos;
+  }));
+  const nlohmann::json json = ReportJson(report);
+  const nlohmann::json& cj = json["groups"][1];
+  CHECK(cj["scope"] == "compile_only");
+  CHECK(cj["tic_rate_at_turn_limit"].is_null());
+  CHECK(cj["fast_p"].is_null());
+  CHECK(cj["compile_repairs"]["hits"] == 1);
+  // The tables keep them apart: the compile-only table has no TIC column.
+  const std::string table = RenderTable(report);
+  CHECK_THAT(table, Contains("compile-only runs"));
+  CHECK_THAT(table, Contains("compiled@1"));
+  CHECK_THAT(table, Contains("compile repairs"));
+  const std::string html = RenderHtml(report);
+  CHECK_THAT(html, Contains("id=\"compile-figures\""));
+  CHECK_THAT(html, Contains("id=\"compile-curve-gemm_n7168_k5120\""));
+}
+
+TEST_CASE("ptxbench report on a folder without trajectories fails with the reason") {
+  ScopedTempDir empty("ptxbench-report-empty-");
+  fs::create_directories(empty.path() + "/openai_m/gemm/sm_90a/none");
+  std::ofstream(empty.path() + "/openai_m/gemm/sm_90a/none/notes.txt") << "not a trajectory";
+  std::ostringstream out;
+  std::ostringstream err;
+  CHECK(ReportCommand({empty.path()}, out, err) == 2);
+  CHECK_THAT(err.str(), Contains("no trajectory files (traj-*.jsonl"));
+  CHECK_THAT(err.str(), Contains(empty.path()));
+  CHECK_FALSE(fs::exists(empty.path() + "/report.html"));
+}
+
+// The committed H200 repair-loop run (docs/results/) is reported from its files as they are.
+TEST_CASE("the committed repair-loop run is re-reportable") {
+  const std::string run = SourceDir() + "/docs/results/2026-11-30-h200-repair-loop";
+  ScopedTempDir out_dir("ptxbench-report-");
+  std::ostringstream out;
+  std::ostringstream err;
+  const int code = ReportCommand({"--out", out_dir.path(), run}, out, err);
+  INFO(err.str());
+  REQUIRE(code == 0);
+  const nlohmann::json json = nlohmann::json::parse(ReadWholeFile(out_dir.path() + "/report.json"));
+  REQUIRE(json["groups"].size() >= 1);
+  for (const auto& g : json["groups"]) {
+    CHECK(g["scope"] == "full");
+    CHECK(g["unfinished"] == 0);
+  }
+  CHECK(json["provenance"]["gpus"] == nlohmann::json::array({"NVIDIA H200"}));
+}
+
+}  // namespace
+}  // namespace ptxbench::client::report
+
+namespace ptxbench::client::report {
+namespace {
+
+// A run of the size a paper reports: five models with their real (long) names, three tasks,
+// twelve trajectories each, TIC at varied turns with timed speedups, and a compile-only run.
+Report PaperSizedReport() {
+  const std::vector<std::string> models = {
+      "openai:gpt-5-2025-08-07", "anthropic:claude-opus-4-1-20250805",
+      "openai:deepseek-ai/DeepSeek-R1-Distill-Qwen-32B",
+      "openai:Qwen/Qwen3-Coder-480B-A35B-Instruct-FP8", "openai:meta-llama/Llama-3.3-70B-Instruct"};
+  const std::vector<std::string> tasks = {"gemm_n7168_k5120", "mha_with_lse_d128",
+                                          "mha_bwd_d128_causal"};
+  std::vector<Trajectory> trajectories;
+  int seed = 0;
+  for (size_t m = 0; m < models.size(); ++m) {
+    for (const std::string& task : tasks) {
+      for (int index = 0; index < 12; ++index) {
+        ++seed;
+        std::vector<TurnRecord> turns;
+        const int first_tic = 1 + static_cast<int>((seed * 7 + m * 3) % 11);  // > 8: never.
+        for (int turn = 1; turn <= std::min(8, first_tic); ++turn) {
+          if (turn < first_tic) {
+            turns.push_back(Turn(
+                turn, turn % 3 == 0 ? VerdictClass::kCompileError : VerdictClass::kWrongResult));
+          } else {
+            const double speedup = 0.15 * std::pow(1.6, static_cast<double>((seed + m) % 9));
+            turns.push_back(Turn(turn, VerdictClass::kPass, speedup,
+                                 std::pair{0.5, 0.5 * std::max(1.05, 2.5 / speedup)}));
+          }
+        }
+        Trajectory t = Made(models[m], index, v1::EVALUATION_SCOPE_FULL, std::move(turns));
+        t.header.run.task = task;
+        trajectories.push_back(std::move(t));
+      }
+    }
+  }
+  for (int index = 0; index < 6; ++index) {
+    trajectories.push_back(
+        Made(models[0], index, v1::EVALUATION_SCOPE_COMPILE_ONLY,
+             {Turn(1, index % 2 ? VerdictClass::kCompiled : VerdictClass::kCompileError),
+              Turn(2, VerdictClass::kCompiled)}));
+  }
+  return ValueOrFail(BuildReport(trajectories, ReportOptions{}));
+}
+
+std::string FindChromium() {
+  for (const char* name : {"chromium", "chromium-browser"}) {
+    for (const char* dir : {"/usr/bin", "/usr/local/bin", "/bin"}) {
+      const std::string path = std::string(dir) + "/" + name;
+      if (access(path.c_str(), X_OK) == 0) return path;
+    }
+  }
+  return "";
+}
+
+// Measures the page as the browser laid it out, into <pre id="probe">: the document's width
+// against the window's, every figure's and table's box, and every table cell whose content
+// is wider than the cell.
+constexpr char kProbe[] = R"(<script>
+(function () {
+  const width = document.documentElement.clientWidth;
+  const boxes = {};
+  for (const el of document.querySelectorAll('figure[id], table[id], dl[id]')) {
+    const r = el.getBoundingClientRect();
+    boxes[el.id] = {left: r.left, right: r.right, width: r.width, height: r.height};
+  }
+  const overflowing = [];
+  for (const cell of document.querySelectorAll('td, th')) {
+    if (cell.scrollWidth > cell.clientWidth + 1) overflowing.push(cell.textContent);
+  }
+  const probe = document.createElement('pre');
+  probe.id = 'probe';
+  probe.textContent = 'PROBE' + JSON.stringify({
+    window_width: width, document_width: document.documentElement.scrollWidth,
+    boxes: boxes, overflowing: overflowing}) + 'EBORP';
+  document.body.appendChild(probe);
+})();
+</script>)";
+
+TEST_CASE("the HTML report fits 1400 px in Chromium with every figure drawn", "[browser]") {
+  const std::string chromium = FindChromium();
+  if (chromium.empty()) {
+    FAIL("chromium is not installed: scripts/install-deps installs it (Debian package chromium)");
+  }
+  const Report report = PaperSizedReport();
+  REQUIRE(report.groups.size() == 16);
+  std::string html = RenderHtml(report);
+  ScopedTempDir dir("ptxbench-report-browser-");
+  std::ofstream(dir.path() + "/report.html") << html;
+  const size_t body_end = html.rfind("</body>");
+  REQUIRE(body_end != std::string::npos);
+  html.insert(body_end, kProbe);
+  std::ofstream(dir.path() + "/probe.html") << html;
+
+  const std::vector<std::string> browser = {
+      chromium,        "--headless",        "--no-sandbox",
+      "--disable-gpu", "--hide-scrollbars", "--window-size=1400,1000"};
+  std::vector<std::string> dump = browser;
+  dump.insert(dump.end(), {"--dump-dom", "file://" + dir.path() + "/probe.html"});
+  const testing::CommandResult r = testing::RunCommand(dump, absl::Seconds(120));
+  INFO(r.output.substr(0, 4000));
+  REQUIRE(r.exit_code == 0);
+  const size_t begin = r.output.find("PROBE{");
+  const size_t end = r.output.find("}EBORP");
+  REQUIRE(begin != std::string::npos);
+  REQUIRE(end != std::string::npos);
+  const nlohmann::json probe = nlohmann::json::parse(r.output.substr(begin + 5, end - begin - 4));
+  INFO(probe.dump(1));
+  CHECK(probe["window_width"] == 1400);
+  CHECK(probe["document_width"].get<double>() <= 1400);
+  CHECK(probe["overflowing"].empty());
+  std::vector<std::string> expected = {"provenance", "figures", "tokens", "compile-figures",
+                                       "compile-curve-gemm_n7168_k5120"};
+  for (const char* task : {"gemm_n7168_k5120", "mha_with_lse_d128", "mha_bwd_d128_causal"}) {
+    expected.push_back(absl::StrCat("tic-curve-", task));
+    expected.push_back(absl::StrCat("speedups-", task));
+  }
+  for (const std::string& id : expected) {
+    INFO(id);
+    REQUIRE(probe["boxes"].contains(id));
+    const nlohmann::json& box = probe["boxes"][id];
+    CHECK(box["width"].get<double>() > 600);  // A figure as wide as the page, not a stamp.
+    CHECK(box["height"].get<double>() > 40);
+    CHECK(box["left"].get<double>() >= 0);
+    CHECK(box["right"].get<double>() <= 1400);
+  }
+  CHECK(probe["boxes"].size() == expected.size());
+
+  // A screenshot of the page as rendered (PTXBENCH_REPORT_SCREENSHOT keeps it, e.g. for docs/).
+  const char* keep = std::getenv("PTXBENCH_REPORT_SCREENSHOT");
+  const std::string png = keep != nullptr ? keep : dir.path() + "/report.png";
+  if (keep != nullptr) std::ofstream(png + ".html") << RenderHtml(report);
+  std::vector<std::string> shot = {chromium,
+                                   "--headless",
+                                   "--no-sandbox",
+                                   "--disable-gpu",
+                                   "--hide-scrollbars",
+                                   "--window-size=1400,2400",
+                                   "--screenshot=" + png,
+                                   "file://" + dir.path() + "/report.html"};
+  const testing::CommandResult s = testing::RunCommand(shot, absl::Seconds(120));
+  INFO(s.output.substr(0, 2000));
+  REQUIRE(s.exit_code == 0);
+  CHECK(ReadWholeFile(png).rfind("\x89PNG", 0) == 0);
 }
 
 }  // namespace

@@ -165,9 +165,14 @@ def check_rules(prometheus, start):
 
 def check_sql(database, dashboards, start, end):
     """Every PostgreSQL query of every dashboard, with Grafana's macros and the variables'
-    values (from running the variables' own queries), returns rows."""
+    values (from running the variables' own queries), runs and returns rows. One exception:
+    this CPU stack evaluates compile-only submissions only (no GPU worker), so a query of
+    full-scope trajectories (`scope = 'full'`) may be empty here; dashboard_figures_test runs
+    every leaderboard query over a run with full-scope verdicts and requires rows of each."""
     errors = []
     checked = 0
+    full_scope = int(database.scalar(
+        "SELECT count(*) FROM benchmark_trajectories WHERE scope = 'full'"))
     time_from = datetime.datetime.fromtimestamp(start - 3600, datetime.timezone.utc)
     time_to = datetime.datetime.fromtimestamp(end + 3600, datetime.timezone.utc)
     for name, dashboard in dashboards.items():
@@ -197,7 +202,7 @@ def check_sql(database, dashboards, start, end):
             except RuntimeError as e:
                 errors.append(f"{name} / {title}:\n{sql}\n    error: {e}")
                 continue
-            if not rows:
+            if not rows and not (full_scope == 0 and "scope = 'full'" in sql):
                 errors.append(f"{name} / {title}:\n{sql}\n    returned no rows")
     return checked, errors
 

@@ -21,6 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/status.h"
+#include "proto/dial.h"
 #include "proto/wire_names.h"
 #include "ptxbench/v1/worker.grpc.pb.h"
 #include "worker/daemon/verdict_wire.h"
@@ -102,24 +103,13 @@ class Worker::Impl {
   absl::Status Init() {
     if (options_.hostname.empty()) options_.hostname = Hostname();
     if (options_.slots < 1) return absl::InvalidArgumentError("--slots must be at least 1");
-    std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
-    if (options_.tls) {
-      grpc::SslCredentialsOptions ssl;
-      credentials = grpc::SslCredentials(ssl);
-    }
-    grpc::ChannelArguments arguments;
-    arguments.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 20000);
-    arguments.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-    arguments.SetMaxReceiveMessageSize(16 << 20);
-    // gRPC's reconnection backoff defaults to 1 s growing by 1.6x to 120 s, so a channel that
-    // lost its server kept failing calls fast for up to 20 s after the server was back
-    // (measured in a chaos run: workers reconnected 9-20 s after a server restart). Capped to
-    // our own retry pace instead.
-    arguments.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-    arguments.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
-    arguments.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS,
-                     static_cast<int>(absl::ToInt64Milliseconds(options_.reconnect_backoff_max)));
-    channel_ = grpc::CreateCustomChannel(options_.server, credentials, arguments);
+    DialOptions dial;
+    dial.address = options_.server;
+    dial.tls = options_.tls;
+    dial.tls_ca_file = options_.tls_ca_file;
+    // Reconnect at our own retry pace (proto/dial.h): within ~2 s of a server restart.
+    dial.max_reconnect_backoff = options_.reconnect_backoff_max;
+    ASSIGN_OR_RETURN(channel_, Dial(dial));
     stub_ = v1::WorkerService::NewStub(channel_);
     if (!options_.metrics_listen.empty()) {
       try {
@@ -170,9 +160,7 @@ class Worker::Impl {
 
  private:
   void Authorize(grpc::ClientContext* context) const {
-    if (!options_.token.empty()) {
-      context->AddMetadata("authorization", absl::StrCat("Bearer ", options_.token));
-    }
+    ::ptxbench::Authorize(context, options_.token);
   }
 
   absl::Status Register() {

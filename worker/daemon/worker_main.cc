@@ -6,7 +6,11 @@
 #include <iostream>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
+#include "common/build_info.h"
 #include "common/cli_args.h"
+#include "common/status.h"
+#include "proto/dial.h"
 #include "worker/daemon/engine_executor.h"
 #include "worker/daemon/worker.h"
 
@@ -18,56 +22,77 @@ std::atomic<int> g_signal{0};
 void OnSignal(int signal) { g_signal = signal; }
 
 const std::vector<FlagSpec>& Flags() {
-  static const auto* flags = new std::vector<FlagSpec>{
-      {"server", true, "scheduler address HOST:PORT (or PTXBENCH_SERVER)", "127.0.0.1:50051"},
-      {"token", true, "worker-role bearer token (or PTXBENCH_TOKEN)"},
-      {"tls", false, "connect with TLS"},
-      {"tls-ca", true, "PEM roots for the server certificate"},
-      {"gpu", true, "CUDA device ordinal this daemon is pinned to", "0"},
-      {"compile-only", false, "take compile jobs of every arch; no GPU needed"},
-      {"metrics-listen", true, "HOST:PORT for Prometheus /metrics (empty: none)"},
-      {"tasks-dir", true, "the task definitions (must match the server's versions)", "tasks"},
-      {"evaluator", true, "path of ptxbench-evaluator (default: beside this binary)"},
-      {"hostname", true, "name recorded in verdicts (default: the host name)"},
-      {"help", false, "print this help"},
-  };
+  static const auto* flags = [] {
+    auto* all = new std::vector<FlagSpec>(ConnectionFlags());
+    const std::vector<FlagSpec> own = {
+        {"gpu", true, "CUDA device ordinal this daemon is pinned to", "0"},
+        {"compile-only", false, "take compile jobs of every arch; no GPU needed"},
+        {"metrics-listen", true, "HOST:PORT for Prometheus /metrics (empty: none)"},
+        {"tasks-dir", true,
+         "the task definitions (must match the server's versions; default: ./tasks or the "
+         "source tree's)"},
+        {"evaluator", true, "path of ptxbench-evaluator (default: beside this binary)"},
+        {"hostname", true, "name recorded in verdicts (default: the host name)"},
+        {"version", false, "print the harness version, commit and CUDA toolkit and exit"},
+        {"help", false, "print this help and exit"},
+    };
+    all->insert(all->end(), own.begin(), own.end());
+    return all;
+  }();
   return *flags;
 }
 
 }  // namespace
 
-int WorkerMain(const std::vector<std::string>& raw) {
-  auto args = ParseArgs(raw, Flags());
-  if (!args.ok() || args->GetBool("help") || !args->positional().empty()) {
-    std::ostream& out = args.ok() && args->GetBool("help") ? std::cout : std::cerr;
-    if (!args.ok()) out << "ptxbench-worker: " << args.status().message() << "\n";
-    if (args.ok() && !args->positional().empty()) {
-      out << "ptxbench-worker: unexpected argument '" << args->positional()[0] << "'\n";
-    }
-    out << "usage: ptxbench-worker [flags]\n" << FlagHelp(Flags());
-    return args.ok() && args->GetBool("help") ? 0 : 2;
+absl::StatusOr<WorkerConfig> ParseWorkerFlags(const std::vector<std::string>& raw,
+                                              std::ostream& warnings) {
+  ASSIGN_OR_RETURN(ParsedArgs args, ParseArgs(raw, Flags()));
+  if (!args.positional().empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unexpected argument '", args.positional()[0], "'"));
   }
-  auto gpu = args->GetInt("gpu", 0);
-  if (!gpu.ok()) {
-    std::cerr << "ptxbench-worker: " << gpu.status().message() << "\n";
+  ASSIGN_OR_RETURN(int64_t gpu, args.GetInt("gpu", 0));
+  if (gpu < 0) return absl::InvalidArgumentError("--gpu: a device ordinal >= 0");
+  ASSIGN_OR_RETURN(Connection connection, ConnectionFromFlags(args, warnings));
+  WorkerConfig config;
+  WorkerOptions& options = config.worker;
+  options.server = connection.dial.address;
+  options.token = connection.token;
+  options.tls = connection.dial.tls;
+  options.tls_ca_file = connection.dial.tls_ca_file;
+  options.gpu = static_cast<int>(gpu);
+  options.compile_only = args.GetBool("compile-only");
+  options.metrics_listen = args.Get("metrics-listen");
+  options.hostname = args.Get("hostname");
+  EngineExecutorOptions& executor = config.executor;
+  executor.tasks_dir = args.Has("tasks-dir") ? args.Get("tasks-dir") : SourceTreeDir("tasks");
+  executor.evaluator_path = args.Get("evaluator");
+  executor.gpu = options.gpu;
+  executor.compile_only = options.compile_only;
+  return config;
+}
+
+int WorkerMain(const std::vector<std::string>& raw) {
+  for (const std::string& arg : raw) {
+    if (arg == "--") break;
+    if (arg == "--help" || arg == "-h") {
+      std::cout << "usage: ptxbench-worker [flags]\n" << FlagHelp(Flags());
+      return 0;
+    }
+    if (arg == "--version") {
+      std::cout << VersionLine("ptxbench-worker") << "\n";
+      return 0;
+    }
+  }
+  absl::StatusOr<WorkerConfig> config = ParseWorkerFlags(raw, std::cerr);
+  if (!config.ok()) {
+    std::cerr << "ptxbench-worker: " << config.status().message() << "\n"
+              << "usage: ptxbench-worker [flags]\n"
+              << FlagHelp(Flags());
     return 2;
   }
-  WorkerOptions options;
-  options.server = args->GetOrEnv("server", "PTXBENCH_SERVER");
-  options.token = args->GetOrEnv("token", "PTXBENCH_TOKEN");
-  options.tls = args->GetBool("tls") || args->Has("tls-ca");
-  options.tls_ca_file = args->Get("tls-ca");
-  options.gpu = static_cast<int>(*gpu);
-  options.compile_only = args->GetBool("compile-only");
-  options.metrics_listen = args->Get("metrics-listen");
-  options.hostname = args->Get("hostname");
-
-  EngineExecutorOptions executor_options;
-  executor_options.tasks_dir = args->Get("tasks-dir");
-  executor_options.evaluator_path = args->Get("evaluator");
-  executor_options.gpu = options.gpu;
-  executor_options.compile_only = options.compile_only;
-  auto executor = CreateEngineExecutor(executor_options);
+  const WorkerOptions& options = config->worker;
+  auto executor = CreateEngineExecutor(config->executor);
   if (!executor.ok()) {
     std::cerr << "ptxbench-worker: " << executor.status().message() << "\n";
     return 1;

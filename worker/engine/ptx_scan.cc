@@ -43,10 +43,33 @@ std::string StripComments(std::string_view ptx) {
   return out;
 }
 
-// Removes leading labels ("$L__BB0_3:", "WAIT:") and a predicate guard ("@!%p1").
+// Whether `statement` starts with a directive that PTX ends at the end of its line rather than
+// with ';' (PTX ISA 9.0, section 11.5 "Debugging Directives": .loc, .file; .section holds a
+// braced block of its own and never precedes an instruction). NVRTC's --generate-line-info
+// puts a .loc line before nearly every instruction, so such a line shares its piece with the
+// instruction after it.
+bool StartsWithLineDirective(std::string_view statement) {
+  for (std::string_view directive : {std::string_view(".loc"), std::string_view(".file")}) {
+    if (statement.substr(0, directive.size()) == directive &&
+        (statement.size() == directive.size() ||
+         std::isspace(static_cast<unsigned char>(statement[directive.size()])))) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Removes leading labels ("$L__BB0_3:", "WAIT:"), line directives (".loc 1 42 7"), and a
+// predicate guard ("@!%p1").
 std::string_view StripLabelsAndGuard(std::string_view statement) {
   while (true) {
     statement = Trim(statement);
+    if (StartsWithLineDirective(statement)) {
+      const size_t end_of_line = statement.find('\n');
+      statement = end_of_line == std::string_view::npos ? std::string_view()
+                                                        : statement.substr(end_of_line + 1);
+      continue;
+    }
     size_t n = 0;
     while (n < statement.size() && IsPtxIdentChar(statement[n])) ++n;
     if (n > 0 && n < statement.size() && statement[n] == ':' &&
@@ -179,11 +202,15 @@ void ParseFunctionHeader(std::string_view header, bool is_entry, std::string& na
 }
 
 // Walks statements: pieces of the comment-free text cut at ';', '{' and '}'. Calls
-// on_instruction(function, mnemonic) for every instruction inside a function body.
+// on_instruction(function, mnemonic) for every instruction inside a function body. `fragment`:
+// the text is a piece of a function body (one line of it), so every statement is an
+// instruction, whatever braces it opens or closes.
 template <typename OnInstruction>
-void WalkStatements(std::string_view ptx, PtxScan* scan, OnInstruction on_instruction) {
+void WalkStatements(std::string_view ptx, PtxScan* scan, OnInstruction on_instruction,
+                    bool fragment = false) {
   const std::string code = StripComments(ptx);
-  int depth = 0;
+  const int body_depth = fragment ? 1 : 0;  // Never leaves the body of a fragment.
+  int depth = body_depth;
   std::string function;  // The function whose body we are in; empty at module scope.
   size_t start = 0;
   for (size_t i = 0; i <= code.size(); ++i) {
@@ -232,7 +259,7 @@ void WalkStatements(std::string_view ptx, PtxScan* scan, OnInstruction on_instru
     if (!mnemonic.empty() && mnemonic.front() != '.') on_instruction(function, mnemonic);
     if (c == '{') {
       ++depth;
-    } else if (c == '}') {
+    } else if (c == '}' && depth > body_depth) {
       if (--depth == 0) function.clear();
     }
   }
@@ -259,6 +286,20 @@ std::vector<std::string> PtxMnemonics(std::string_view ptx) {
   WalkStatements(ptx, nullptr, [&](const std::string&, std::string_view mnemonic) {
     mnemonics.emplace_back(mnemonic);
   });
+  return mnemonics;
+}
+
+std::vector<std::string> PtxFragmentMnemonics(std::string_view fragment) {
+  std::vector<std::string> mnemonics;
+  WalkStatements(
+      fragment, nullptr,
+      [&](const std::string&, std::string_view mnemonic) {
+        // A fragment may hold the tail of a declaration (the ')' closing a parameter list).
+        if (std::isalpha(static_cast<unsigned char>(mnemonic.front()))) {
+          mnemonics.emplace_back(mnemonic);
+        }
+      },
+      /*fragment=*/true);
   return mnemonics;
 }
 

@@ -4,6 +4,7 @@
 // compile-only, since CI has no GPU.
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 
 #include <algorithm>
 #include <atomic>
@@ -21,6 +22,7 @@
 #include "absl/time/clock.h"
 #include "client/trajectory.h"
 #include "tests/client/run/stub_http_server.h"
+#include "tests/client/run/tcp_proxy.h"
 #include "tests/server/api/api_test_support.h"
 #include "tests/support/pg_fixture.h"
 #include "tests/support/process.h"
@@ -148,6 +150,19 @@ std::string SessionOf(const std::string& out, const client::Trajectory& trajecto
 }
 
 std::string Quoted(const std::string& text) { return "'" + text + "'"; }
+
+// The one stack-* folder the embedded stack made under a PTXBENCH_STATE_DIR.
+std::string StackDirUnder(const std::string& state) {
+  std::vector<std::string> found;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(state, error)) {
+    if (absl::StartsWith(entry.path().filename().string(), "stack-")) {
+      found.push_back(entry.path().string());
+    }
+  }
+  REQUIRE(found.size() == 1);
+  return found[0];
+}
 
 TEST_CASE("run: a compile error, its log as feedback, then the fix, turns linked in the database") {
   Stack stack;
@@ -489,6 +504,7 @@ TEST_CASE("run: replay with no server given starts the embedded stack and stops 
   std::filesystem::copy_file(TaskFile(kBroken), replay + "/turn-01.cu");
   std::ofstream(replay + "/turn-02.md") << ReplyWith(kFixed);
   unsetenv("PTXBENCH_SERVER");
+  setenv("PTXBENCH_STATE_DIR", (dir + "/state").c_str(), 1);
   const std::string out = dir + "/out";
   CommandResult r =
       RunCommand({kBin + "/ptxbench", "run", "--model", "replay:" + dir + "/replay", "--task",
@@ -500,7 +516,9 @@ TEST_CASE("run: replay with no server given starts the embedded stack and stops 
   CHECK(absl::StrContains(r.output, "starting the embedded stack"));
   // The replay has no traj-01: skipped, no file.
   CHECK(absl::StrContains(r.output, "1 trajectories skipped"));
-  CHECK(absl::StrContains(r.output, "1/1  TIC 0  correct 0  failed 1"));
+  // Compile-only: turn 2 compiled, so the trajectory is "compiled", never "failed".
+  CHECK(absl::StrContains(r.output, "1/1 compiled 1 not compiled 0"));
+  CHECK(absl::StrContains(r.output, "trajectories: compiled 1, not compiled 0"));
   client::RunConfig missing;
   missing.model = "replay:" + dir + "/replay";
   missing.task = kTask;
@@ -510,6 +528,10 @@ TEST_CASE("run: replay with no server given starts the embedded stack and stops 
   CHECK_FALSE(std::filesystem::exists(client::TrajectoryPath(out, missing)));
   client::Trajectory t = ReadRun(out, "replay:" + dir + "/replay", 0);
   CHECK(t.header.run.provider == "replay");
+  // The header records the scope and where the run was evaluated.
+  CHECK(t.header.run.scope == v1::EVALUATION_SCOPE_COMPILE_ONLY);
+  CHECK(t.header.scope_recorded);
+  CHECK(t.header.run.server == "embedded");
   REQUIRE(t.turns.size() == 2);
   REQUIRE(t.turns[0].verdict.has_value());
   CHECK(t.turns[0].verdict->verdict_class == VerdictClass::kCompileError);
@@ -517,8 +539,13 @@ TEST_CASE("run: replay with no server given starts the embedded stack and stops 
   CHECK(t.turns[1].verdict->verdict_class == VerdictClass::kCompiled);
   REQUIRE(t.end.has_value());
   CHECK(t.end->reason == client::EndReason::kTurnLimit);  // The replay had two turns.
-  // The stack stopped cleanly: the server took its SIGTERM as a graceful stop.
-  CHECK(absl::StrContains(ReadWholeFile(out + "/stack/server.log"), "stopping"));
+  // The stack lives apart from RUN_DIR (which holds results, not a PostgreSQL cluster), and
+  // it stopped cleanly: the server took its SIGTERM as a graceful stop.
+  CHECK_FALSE(std::filesystem::exists(out + "/stack"));
+  const std::string stack_dir = StackDirUnder(dir + "/state");
+  CHECK(absl::StrContains(r.output, "starting the embedded stack in " + stack_dir));
+  CHECK(absl::StrContains(ReadWholeFile(stack_dir + "/server.log"), "stopping"));
+  unsetenv("PTXBENCH_STATE_DIR");
   std::filesystem::remove_all(dir);
 }
 
@@ -535,10 +562,12 @@ TEST_CASE("run: a killed run takes its embedded stack down, and the rerun resume
   });
   unsetenv("PTXBENCH_SERVER");
   const std::string out = dir + "/out";
+  const std::string stack_dir = dir + "/stack";
   const std::vector<std::string> args = {
-      kBin + "/ptxbench", "run",   "--model", "openai:m",    "--base-url",      model.url(),
-      "--task",           kTask,   "--turns", "2",           "--trajectories",  "1",
-      "--compile-only",   "--out", out,       "--tasks-dir", kSource + "/tasks"};
+      kBin + "/ptxbench", "run",   "--model", "openai:m",    "--base-url",       model.url(),
+      "--task",           kTask,   "--turns", "2",           "--trajectories",   "1",
+      "--compile-only",   "--out", out,       "--tasks-dir", kSource + "/tasks", "--stack-dir",
+      stack_dir};
   auto client = ChildProcess::Start(args, dir + "/client.log");
   REQUIRE(client != nullptr);
   const absl::Time deadline = absl::Now() + absl::Seconds(120);
@@ -557,8 +586,8 @@ TEST_CASE("run: a killed run takes its embedded stack down, and the rerun resume
   REQUIRE(client->Wait(absl::Seconds(10)).has_value());
   // The stack's programs got SIGTERM when their parent died: the server stops gracefully.
   const absl::Time stop_deadline = absl::Now() + absl::Seconds(60);
-  while (!absl::StrContains(ReadWholeFile(out + "/stack/server.log"), "stopping")) {
-    INFO(ReadWholeFile(out + "/stack/server.log"));
+  while (!absl::StrContains(ReadWholeFile(stack_dir + "/server.log"), "stopping")) {
+    INFO(ReadWholeFile(stack_dir + "/server.log"));
     REQUIRE(absl::Now() < stop_deadline);
     absl::SleepFor(absl::Milliseconds(100));
   }
@@ -595,6 +624,322 @@ TEST_CASE("run: an unreachable server is retried with backoff, then reported as 
   CHECK(r.exit_code == 3);
   CHECK(absl::StrContains(r.output, "task 'gemm_n7168_k5120' for sm_90a"));
   CHECK(model.requests().empty());  // Nothing was asked of the model.
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("run: reasoning is kept in the trajectory and never sent back; its tokens not reported") {
+  Stack stack;
+  // DeepSeek-R1 style through a server without a reasoning parser (vLLM's usage: no count).
+  StubHttpServer model([](const StubRequest& request) {
+    const std::string content =
+        absl::StrCat("<think>turn ", TurnOfRequest(request), ": I should use wgmma.</think>\n",
+                     ReplyWith(TurnOfRequest(request) == 1 ? kBroken : kFixed));
+    return StubResponse{200,
+                        ChatCompletionBody({{"role", "assistant"}, {"content", content}},
+                                           {{"prompt_tokens", 100}, {"completion_tokens", 50}},
+                                           TurnOfRequest(request) == 1 ? "length" : "stop"),
+                        {},
+                        0};
+  });
+  const std::string out = stack.dir() + "/out";
+  CommandResult r =
+      RunCommand(stack.RunArgs("openai:r1", model.url(), out, 2, 1), absl::Seconds(180));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(absl::StrContains(r.output, "reasoning not reported by the provider"));
+  client::Trajectory t = ReadRun(out, "openai:r1", 0);
+  REQUIRE(t.turns.size() == 2);
+  CHECK(t.turns[0].reasoning == "turn 1: I should use wgmma.");
+  CHECK(t.turns[0].stop_reason == "length");
+  CHECK(t.turns[1].stop_reason == "stop");
+  CHECK(absl::StartsWith(t.turns[0].reply, "<think>"));  // The reply is kept as it came.
+  CHECK_FALSE(t.turns[0].usage.reasoning_tokens.has_value());
+  // Turn 2's prompt holds turn 1's answer without its reasoning.
+  REQUIRE(t.turns[1].prompt_messages.size() == 4);
+  CHECK(t.turns[1].prompt_messages[2].role == "assistant");
+  CHECK(t.turns[1].prompt_messages[2].content == ReplyWith(kBroken));
+  for (const StubRequest& request : model.requests()) {
+    CHECK_FALSE(absl::StrContains(request.body, "I should use wgmma"));
+  }
+}
+
+TEST_CASE("run and submit: an unknown task id is a usage error with the server's task ids") {
+  Stack stack;
+  StubHttpServer model([](const StubRequest&) { return OpenAi(ReplyWith(kFixed)); });
+  std::vector<std::string> args =
+      stack.RunArgs("openai:m", model.url(), stack.dir() + "/out", 1, 1);
+  *std::find(args.begin(), args.end(), kTask) = "gemm_typo";
+  CommandResult r = RunCommand(args, absl::Seconds(60));
+  INFO(r.output);
+  CHECK(r.exit_code == 2);
+  CHECK(absl::StrContains(r.output, "unknown task 'gemm_typo'"));
+  CHECK(absl::StrContains(r.output, "hint: the server's tasks are "));
+  CHECK(absl::StrContains(r.output, kTask));
+  CHECK(model.requests().empty());
+  CommandResult submit =
+      RunCommand({kBin + "/ptxbench", "submit", "--server", stack.address(), "--task", "gemm_typo",
+                  "--arch", "sm_90a", "--compile-only", TaskFile(kFixed)},
+                 absl::Seconds(60));
+  INFO(submit.output);
+  CHECK(submit.exit_code == 2);
+  CHECK(absl::StrContains(submit.output, "hint: the server's tasks are "));
+  CHECK_FALSE(absl::StrContains(submit.output, "(3)"));  // Code names, not numbers.
+}
+
+// A ptxbench-server that the test stops and starts again on the same database, reached
+// through a proxy whose address stays the same, with a compile-only worker when asked for.
+class RestartableStack {
+ public:
+  RestartableStack() : proxy_("127.0.0.1:1") {
+    auto database = TestDatabase::Create(/*migrate=*/false);
+    REQUIRE(database.ok());
+    database_ = std::move(*database);
+    dir_ = MakeTempDir("ptxbench-restart-test-");
+    StartServer();
+  }
+  ~RestartableStack() {
+    worker_.reset();
+    server_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  void StartServer() {
+    const std::string log = absl::StrCat(dir_, "/server-", ++starts_, ".log");
+    server_ =
+        ChildProcess::Start({kBin + "/ptxbench-server", "serve", "--database-url", database_->url(),
+                             "--listen", "127.0.0.1:0", "--metrics-listen", "off", "--tasks-dir",
+                             kSource + "/tasks", "--migrations-dir", kSource + "/migrations"},
+                            log);
+    REQUIRE(server_ != nullptr);
+    auto line = server_->WaitForLogLine("ptxbench-server serving grpc=", absl::Seconds(60));
+    INFO(server_->Log());
+    REQUIRE(line.has_value());
+    const size_t at = line->find("grpc=") + 5;
+    proxy_.set_upstream(line->substr(at, line->find(' ', at) - at));
+  }
+  // SIGKILL: a crash; SIGTERM: a graceful stop (in-flight calls end CANCELLED or UNAVAILABLE).
+  void StopServer(int signal) {
+    server_->Signal(signal);
+    REQUIRE(server_->Wait(absl::Seconds(60)).has_value());
+    proxy_.set_upstream("127.0.0.1:1");  // Nothing listens there: connections are refused.
+    proxy_.CutAll();
+  }
+  void StartWorker() {
+    worker_ = ChildProcess::Start(
+        {kBin + "/ptxbench-worker", "--compile-only", "--server", proxy_.address(), "--tasks-dir",
+         kSource + "/tasks", "--hostname", "restart-test-worker"},
+        dir_ + "/worker.log");
+    REQUIRE(worker_ != nullptr);
+    REQUIRE(worker_->WaitForLogLine("registered with", absl::Seconds(30)).has_value());
+  }
+
+  std::string Sql(const std::string& sql) {
+    auto value = database_->Scalar(sql);
+    INFO(sql);
+    REQUIRE(value.ok());
+    return value->value_or("NULL");
+  }
+  // Waits until `sql` answers `want`.
+  void WaitForSql(const std::string& sql, const std::string& want, absl::Duration timeout) {
+    const absl::Time deadline = absl::Now() + timeout;
+    while (Sql(sql) != want) {
+      INFO(sql);
+      REQUIRE(absl::Now() < deadline);
+      absl::SleepFor(absl::Milliseconds(50));
+    }
+  }
+
+  TcpProxy& proxy() { return proxy_; }
+  const std::string& dir() const { return dir_; }
+
+ private:
+  TcpProxy proxy_;
+  std::unique_ptr<TestDatabase> database_;
+  std::string dir_;
+  std::unique_ptr<ChildProcess> server_;
+  std::unique_ptr<ChildProcess> worker_;
+  int starts_ = 0;
+};
+
+TEST_CASE("submit: the reply lost after the commit, the retry returns the original submission") {
+  RestartableStack stack;
+  // The source carries a marker: the proxy lets the Submit through and drops its reply.
+  const std::string marker = "lost-reply-marker-7f3a";
+  const std::string source = stack.dir() + "/kernel.cu";
+  std::ofstream(source) << "// " << marker << "\n" << ReadWholeFile(TaskFile(kFixed));
+  stack.proxy().HoldRepliesAfter(marker);
+  auto client = ChildProcess::Start(
+      {kBin + "/ptxbench", "submit", "--server", stack.proxy().address(), "--task", kTask, "--arch",
+       "sm_90a", "--compile-only", "--session", "lost-reply", source},
+      stack.dir() + "/client.log");
+  REQUIRE(client != nullptr);
+  // The server committed the submission; its answer is held in the proxy.
+  stack.WaitForSql("SELECT count(*) FROM submissions WHERE session_id = 'lost-reply'", "1",
+                   absl::Seconds(60));
+  CHECK(stack.proxy().holding());
+  const std::string id =
+      stack.Sql("SELECT id::text FROM submissions WHERE session_id = 'lost-reply'");
+  stack.StopServer(SIGKILL);  // Killed right after the commit: the client never heard.
+  stack.StartServer();
+  auto status = client->Wait(absl::Seconds(90));
+  INFO(client->Log());
+  REQUIRE(status.has_value());
+  CHECK(WIFEXITED(*status));
+  CHECK(WEXITSTATUS(*status) == 0);
+  // The client retried with the same idempotency key and printed the first submission.
+  CHECK(absl::StrContains(client->Log(), "retry 1 of"));
+  CHECK(absl::StrContains(client->Log(), id));
+  CHECK(stack.Sql("SELECT count(*) FROM submissions WHERE session_id = 'lost-reply'") == "1");
+  CHECK(stack.Sql("SELECT count(*) FROM submissions WHERE idempotency_key IS NULL") == "0");
+}
+
+TEST_CASE("run: through a graceful server stop and a crash, no turn is charged twice or lost") {
+  RestartableStack stack;  // No worker yet: the first submission waits in the queue.
+  std::atomic<bool> asked_turn_two{false};
+  StubHttpServer model([&](const StubRequest& request) {
+    StubResponse response = OpenAi(ReplyWith(TurnOfRequest(request) == 1 ? kBroken : kFixed));
+    if (TurnOfRequest(request) == 2) {
+      asked_turn_two = true;
+      response.delay_seconds = 1;  // The crash comes while the model writes turn 2.
+    }
+    return response;
+  });
+  const std::string out = stack.dir() + "/out";
+  std::vector<std::string> args = {kBin + "/ptxbench",
+                                   "run",
+                                   "--server",
+                                   stack.proxy().address(),
+                                   "--model",
+                                   "openai:m",
+                                   "--base-url",
+                                   model.url(),
+                                   "--task",
+                                   kTask,
+                                   "--turns",
+                                   "2",
+                                   "--trajectories",
+                                   "1",
+                                   "--compile-only",
+                                   "--retries",
+                                   "10",
+                                   "--retry-base-seconds",
+                                   "0.3",
+                                   "--out",
+                                   out};
+  auto client = ChildProcess::Start(args, stack.dir() + "/client.log");
+  REQUIRE(client != nullptr);
+  // Turn 1 is submitted and its verdict awaited (nobody compiles yet): stop the server
+  // gracefully under the open watch, start it again, then give it a worker.
+  stack.WaitForSql("SELECT count(*) FROM submissions WHERE turn_index = 0", "1", absl::Seconds(60));
+  stack.StopServer(SIGTERM);
+  stack.StartServer();
+  stack.StartWorker();
+  // Turn 2: the model is asked; the server crashes before the submission arrives.
+  const absl::Time deadline = absl::Now() + absl::Seconds(120);
+  while (!asked_turn_two) {
+    INFO(client->Log());
+    REQUIRE(absl::Now() < deadline);
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  stack.StopServer(SIGKILL);
+  absl::SleepFor(absl::Seconds(1));
+  stack.StartServer();
+  auto status = client->Wait(absl::Seconds(180));
+  INFO(client->Log());
+  REQUIRE(status.has_value());
+  CHECK(WIFEXITED(*status));
+  CHECK(WEXITSTATUS(*status) == 0);
+  client::Trajectory t = ReadRun(out, "openai:m", 0);
+  // Two charged turns, both with their real verdicts; the outages are recorded as retries of
+  // those turns, not as turns.
+  REQUIRE(t.turns.size() == 2);
+  CHECK(t.charged_turns() == 2);
+  for (const client::TurnRecord& turn : t.turns) {
+    CHECK_FALSE(turn.infra_failed);
+    REQUIRE(turn.verdict.has_value());
+  }
+  CHECK(t.turns[0].verdict->verdict_class == VerdictClass::kCompileError);
+  CHECK(t.turns[1].verdict->verdict_class == VerdictClass::kCompiled);
+  CHECK_FALSE(t.turns[0].infra_failures.empty());  // The stopped server's watch, retried.
+  CHECK(model.requests().size() == 2);             // The model was asked once per turn.
+  const std::string session = Quoted(SessionOf(out, t));
+  CHECK(stack.Sql("SELECT count(*) FROM submissions WHERE session_id = " + session +
+                  " AND turn_index = 0") == "1");
+  CHECK(stack.Sql("SELECT count(*) FROM submissions WHERE session_id = " + session +
+                  " AND turn_index = 1") == "1");
+  CHECK(absl::StrContains(client->Log(), "0 already done"));
+}
+
+// The processes whose command line contains `needle` (other than this test).
+std::vector<pid_t> ProcessesWith(const std::string& needle) {
+  std::vector<pid_t> found;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", error)) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string cmdline = ReadWholeFile(entry.path().string() + "/cmdline");
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    const std::string stat = ReadWholeFile(entry.path().string() + "/stat");
+    const bool zombie = stat.find(") Z ") != std::string::npos;
+    if (!zombie && cmdline.find(needle) != std::string::npos) found.push_back(std::stoi(name));
+  }
+  return found;
+}
+
+TEST_CASE("run: Ctrl-C stops cleanly, stops the embedded stack and prints how to resume") {
+  const std::string dir = MakeTempDir("ptxbench-run-interrupt-");
+  std::filesystem::permissions(
+      dir, std::filesystem::perms::owner_all | std::filesystem::perms::group_read |
+               std::filesystem::perms::group_exec | std::filesystem::perms::others_read |
+               std::filesystem::perms::others_exec);
+  StubHttpServer model([](const StubRequest& request) {
+    StubResponse response = OpenAi(ReplyWith(kBroken));
+    if (TurnOfRequest(request) == 2) response.delay_seconds = 120;  // Interrupted while waiting.
+    return response;
+  });
+  unsetenv("PTXBENCH_SERVER");
+  const std::string stack_dir = dir + "/stack";
+  const std::vector<std::string> args = {
+      kBin + "/ptxbench", "run",   "--model",    "openai:m",    "--base-url",       model.url(),
+      "--task",           kTask,   "--turns",    "3",           "--trajectories",   "1",
+      "--compile-only",   "--out", dir + "/out", "--tasks-dir", kSource + "/tasks", "--stack-dir",
+      stack_dir};
+  auto client = ChildProcess::Start(args, dir + "/client.log");
+  REQUIRE(client != nullptr);
+  const absl::Time deadline = absl::Now() + absl::Seconds(180);
+  auto turn_two_asked = [&] {
+    for (const StubRequest& request : model.requests()) {
+      if (TurnOfRequest(request) == 2) return true;
+    }
+    return false;
+  };
+  while (!turn_two_asked()) {
+    INFO(client->Log());
+    REQUIRE(absl::Now() < deadline);
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  CHECK_FALSE(ProcessesWith(stack_dir).empty());  // The embedded server runs.
+  client->Signal(SIGINT);
+  auto status = client->Wait(absl::Seconds(120));
+  INFO(client->Log());
+  REQUIRE(status.has_value());
+  CHECK(WIFEXITED(*status));
+  CHECK(WEXITSTATUS(*status) == 130);
+  CHECK(absl::StrContains(client->Log(), "interrupted; stopping"));
+  CHECK(absl::StrContains(client->Log(), "Resume with the same command:"));
+  CHECK(absl::StrContains(client->Log(), "ptxbench run --model openai:m"));
+  // Nothing of the stack is left: no server on its folder, no worker on its address.
+  const std::string serving = ReadWholeFile(stack_dir + "/server.log");
+  const size_t at = serving.rfind("grpc=");
+  REQUIRE(at != std::string::npos);
+  const std::string address = serving.substr(at + 5, serving.find(' ', at) - at - 5);
+  CHECK(ProcessesWith(stack_dir).empty());
+  CHECK(ProcessesWith("--server " + address).empty());
+  CHECK(absl::StrContains(serving, "stopping"));
+  // The finished turn is on disk; the interrupted one is not.
+  client::Trajectory t = ReadRun(dir + "/out", "openai:m", 0);
+  CHECK(t.turns.size() == 1);
+  CHECK_FALSE(t.finished());
   std::filesystem::remove_all(dir);
 }
 

@@ -1,17 +1,21 @@
 // The parts of `ptxbench run` that need no server: reply extraction, prompts under each
 // context policy, feedback from verdicts, progress lines, and the providers against local
 // HTTP stubs shaped like the real APIs.
+#include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
+#include <sstream>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "client/run/extract.h"
 #include "client/run/feedback.h"
 #include "client/run/progress.h"
@@ -134,7 +138,12 @@ TEST_CASE("feedback: compile log with resources -> correctness -> target evidenc
             {"shared_bytes", 49152},
             {"spill_store_bytes", 8},
             {"spill_load_bytes", 8},
-            {"stack_frame_bytes", 16}}}}}}});
+            {"stack_frame_bytes", 16}}}}}},
+       {"launches",
+        {{{"kernel", "gemm"},
+          {"grid", {28, 64, 1}},
+          {"block", {384, 1, 1}},
+          {"dynamic_shared_bytes", 197696}}}}});
   *verdict.add_stages() =
       Stage(v1::STAGE_CORRECTNESS, true, "2 trials on 1 workloads within tolerance",
             {{"trials",
@@ -172,7 +181,12 @@ TEST_CASE("feedback: compile log with resources -> correctness -> target evidenc
   const size_t speedup = text.find("## 5. Speedup");
   REQUIRE(compile != std::string::npos);
   CHECK(spill != std::string::npos);
-  CHECK(absl::StrContains(text, "kernel gemm: 90 registers, 49152 bytes shared memory"));
+  CHECK(absl::StrContains(text, "kernel gemm: 90 registers, 49152 bytes static shared memory"));
+  // Per launch: the plan's dynamic shared memory beside ptxas's static figure.
+  CHECK(absl::StrContains(text,
+                          "launch 0 (gemm, timed workload): grid [28,64,1], block [384,1,1], "
+                          "shared memory per block 246848 bytes (197696 dynamic from the plan "
+                          "+ 49152 static)"));
   CHECK(compile < correctness);
   CHECK(correctness < target);
   CHECK(target < speedup);
@@ -228,10 +242,75 @@ TEST_CASE("progress: the bar line counts TIC, correct, failed, running and infra
   counts.running = 2;
   counts.infrastructure = 1;
   counts.turns_done = 7;
-  const std::string line = Progress::Line("gemm", counts, 8);
-  CHECK(absl::StrContains(line, "[####....] 2/4  TIC 1  correct 1  failed 0  running 2"));
-  CHECK(absl::StrContains(line, "infra-stopped 1"));
-  CHECK(absl::StrContains(line, "turns 7"));
+  const std::string line = Progress::Line("gemm", counts);
+  CHECK(absl::StrContains(line, "[######......] 2/4 TIC 1 correct 1 failed 0 run 2 infra 1"));
+  CHECK(line.size() <= 80);
+  // A task id longer than the room left is cut, never the figures.
+  const std::string long_line =
+      Progress::Line("mha_with_lse_d128_causal_and_an_unusually_long_suffix_for_testing", counts);
+  CHECK(long_line.size() <= 80);
+  CHECK(
+      absl::StrContains(long_line, "~ [######......] 2/4 TIC 1 correct 1 failed 0 run 2 infra 1"));
+}
+
+TEST_CASE("progress: without a terminal, one line per finished turn with elapsed, ETA, retries") {
+  std::ostringstream log;
+  Progress progress({"gemm"}, /*trajectories_per_task=*/2, /*turns_per_trajectory=*/4,
+                    /*live=*/false, log);
+  const auto start = std::chrono::steady_clock::now();
+  progress.set_now_for_testing(start);
+  progress.Started("gemm");
+  progress.Started("gemm");
+  CHECK(log.str().empty());  // Nothing is drawn: no escape codes in a log file.
+  progress.Retried("gemm");
+  progress.set_now_for_testing(start + std::chrono::seconds(60));
+  progress.TurnDone("gemm", TurnNote{0, 1, "compile_error"});
+  const std::string first = log.str();
+  CHECK(absl::StrContains(first, "gemm traj-00 turn 1/4: compile_error"));
+  CHECK(absl::StrContains(first, "turns 1  retries 1"));
+  // 8 turns of budget, 1 done in 60 s (elapsed, measured from construction, is >= 60 s): at
+  // most 7 more at that rate.
+  CHECK(absl::StrContains(first, "ETA <= 07:0"));
+  CHECK(first.find('\x1b') == std::string::npos);
+  // A trajectory that reaches TIC at turn 2 gives its last 2 turns back to the estimate.
+  progress.TurnDone("gemm", TurnNote{0, 2, "pass"});
+  progress.Finished("gemm", TrajectoryOutcome::kTic, 2);
+  CHECK(absl::StrContains(progress.StatusLine(), "turns 2  retries 1  ETA <= 02:0"));
+  const std::string lines = log.str();
+  CHECK(std::count(lines.begin(), lines.end(), '\n') == 2);
+}
+
+TEST_CASE("progress: on a terminal, bars and the status line fit 80 columns") {
+  std::ostringstream terminal;
+  Progress progress({"gemm_n7168_k5120", "mha_with_lse_d128_causal"}, 12, 8, /*live=*/true,
+                    terminal);
+  progress.Started("gemm_n7168_k5120");
+  progress.TurnDone("gemm_n7168_k5120", TurnNote{0, 1, "pass"});
+  const std::string screen = terminal.str();
+  CHECK(absl::StrContains(screen, "\x1b[2K"));
+  for (absl::string_view line : absl::StrSplit(screen, '\n')) {
+    // Escape sequences aside, every line fits.
+    std::string text(line);
+    size_t at;
+    while ((at = text.find('\x1b')) != std::string::npos) {
+      const size_t end = text.find_first_of("FK", at);
+      text.erase(at, end == std::string::npos ? std::string::npos : end - at + 1);
+    }
+    CHECK(text.size() <= 80);
+  }
+  CHECK(absl::StrContains(screen, "elapsed "));
+}
+
+TEST_CASE("progress: compile-only trajectories are compiled or not compiled, never failed") {
+  TaskCounts counts;
+  counts.total = 4;
+  counts.compiled = 3;
+  counts.not_compiled = 1;
+  const std::string line = Progress::Line("gemm", counts);
+  CHECK(absl::StrContains(line, "] 4/4 compiled 3 not compiled 1"));
+  CHECK(line.size() <= 80);
+  CHECK_FALSE(absl::StrContains(line, "failed"));
+  CHECK_FALSE(absl::StrContains(line, "TIC"));
 }
 
 TEST_CASE("openai provider: request shape, reply, usage with reasoning tokens") {
@@ -376,6 +455,123 @@ TEST_CASE("anthropic provider: system apart, version header, thinking and text b
   CHECK(body["messages"][0]["role"] == "user");
   CHECK(body["thinking"]["budget_tokens"] == 4096);
   CHECK(body["max_tokens"].get<int64_t>() > 4096);
+}
+
+TEST_CASE("extract: <think> sections are split from the answer, however the server sends them") {
+  ThinkingSplit both = SplitThinking("<think>plan A\nthen B</think>\nHere:\n```cuda\nx\n```");
+  CHECK(both.reasoning == "plan A\nthen B");
+  CHECK(both.answer == "\nHere:\n```cuda\nx\n```");
+  // Two sections; an unclosed last one runs to the end.
+  ThinkingSplit two = SplitThinking("<think>a</think>mid<think>b</think>end<think>c");
+  CHECK(two.reasoning == "a\n\nb\n\nc");
+  CHECK(two.answer == "midend");
+  // The opening tag stripped by the server (DeepSeek-R1 chat templates): up to "</think>".
+  ThinkingSplit stray = SplitThinking("thinking first</think>the answer");
+  CHECK(stray.reasoning == "thinking first");
+  CHECK(stray.answer == "the answer");
+  ThinkingSplit none = SplitThinking("just an answer");
+  CHECK(none.reasoning.empty());
+  CHECK(none.answer == "just an answer");
+}
+
+// The reasoning and its token count as five kinds of servers return them. The figure is
+// "not reported" (absent), never 0, where the server sends none.
+TEST_CASE("providers: reasoning text, finish reason and reasoning tokens from each server kind") {
+  struct Case {
+    const char* name;
+    std::string spec;
+    std::string body;
+    std::string text;
+    std::string reasoning;
+    std::string stop_reason;
+    std::optional<int64_t> reasoning_tokens;
+  };
+  using nlohmann::json;
+  const std::vector<Case> cases = {
+      // OpenAI's reasoning models: the count in completion_tokens_details, no reasoning text.
+      {"openai", "openai:o-stub",
+       testing::ChatCompletionBody({{"role", "assistant"}, {"content", "answer"}},
+                                   {{"prompt_tokens", 10},
+                                    {"completion_tokens", 500},
+                                    {"completion_tokens_details", {{"reasoning_tokens", 448}}}},
+                                   "stop"),
+       "answer", "", "stop", 448},
+      // vLLM with a reasoning parser: reasoning_content, and no count at all.
+      {"vllm", "openai:qwen3",
+       testing::ChatCompletionBody(
+           {{"role", "assistant"}, {"content", "answer"}, {"reasoning_content", "vllm thinks"}},
+           {{"prompt_tokens", 10},
+            {"completion_tokens", 90},
+            {"total_tokens", 100},
+            {"prompt_tokens_details", nullptr}},
+           "length"),
+       "answer", "vllm thinks", "length", std::nullopt},
+      // SGLang: reasoning_content, and usage.reasoning_tokens at the top of usage.
+      {"sglang", "openai:qwen3",
+       testing::ChatCompletionBody(
+           {{"role", "assistant"}, {"content", "answer"}, {"reasoning_content", "sglang thinks"}},
+           {{"prompt_tokens", 29},
+            {"completion_tokens", 105},
+            {"total_tokens", 134},
+            {"prompt_tokens_details", nullptr},
+            {"reasoning_tokens", 61}},
+           "stop"),
+       "answer", "sglang thinks", "stop", 61},
+      // DeepSeek-R1 style through a server without a reasoning parser: <think> in the content.
+      {"deepseek-think", "openai:deepseek-r1",
+       testing::ChatCompletionBody(
+           {{"role", "assistant"}, {"content", "<think>inline thoughts</think>\nanswer"}},
+           {{"prompt_tokens", 10},
+            {"completion_tokens", 40},
+            {"completion_tokens_details", {{"reasoning_tokens", 25}}}},
+           "stop"),
+       "<think>inline thoughts</think>\nanswer", "", "stop", 25},
+      // Anthropic with extended thinking: thinking blocks, output_tokens includes them.
+      {"anthropic", "anthropic:claude-stub",
+       testing::AnthropicMessageBody("answer", "claude thinks", 900, 400), "answer",
+       "claude thinks", "end_turn", std::nullopt},
+  };
+  for (const Case& c : cases) {
+    INFO(c.name);
+    StubHttpServer stub([&](const StubRequest&) { return StubResponse{200, c.body, {}, 0}; });
+    ProviderOptions options;
+    options.spec = c.spec;
+    options.base_url = stub.url();
+    options.api_key = "key";
+    auto provider = MakeProvider(options);
+    REQUIRE(provider.ok());
+    auto reply = (*provider)->Complete({{"user", "U"}}, CallContext{});
+    REQUIRE(reply.ok());
+    CHECK(reply->text == c.text);
+    CHECK(reply->reasoning == c.reasoning);
+    CHECK(reply->stop_reason == c.stop_reason);
+    CHECK(reply->usage.reasoning_tokens == c.reasoning_tokens);
+  }
+}
+
+TEST_CASE("providers: a missing key for a public endpoint is caught before anything starts") {
+  unsetenv("OPENAI_API_KEY");
+  unsetenv("OPENAI_BASE_URL");
+  unsetenv("ANTHROPIC_API_KEY");
+  unsetenv("ANTHROPIC_BASE_URL");
+  ProviderOptions options;
+  options.spec = "openai:gpt-5";
+  absl::Status missing = CheckProviderCredentials(options);
+  CHECK(absl::IsInvalidArgument(missing));
+  CHECK(absl::StrContains(missing.message(), "OPENAI_API_KEY is not set"));
+  CHECK(absl::StrContains(missing.message(), "https://api.openai.com/v1"));
+  options.spec = "anthropic:claude";
+  CHECK(absl::StrContains(CheckProviderCredentials(options).message(), "ANTHROPIC_API_KEY"));
+  // A local server needs no key; a key set is enough for the public endpoint.
+  options.spec = "openai:local";
+  options.base_url = "http://127.0.0.1:8000/v1";
+  CHECK(CheckProviderCredentials(options).ok());
+  options.base_url.clear();
+  setenv("OPENAI_API_KEY", "sk-x", 1);
+  CHECK(CheckProviderCredentials(options).ok());
+  unsetenv("OPENAI_API_KEY");
+  options.spec = "replay:/nowhere";
+  CHECK(CheckProviderCredentials(options).ok());
 }
 
 TEST_CASE("replay provider: files by task, arch, trajectory and turn, then exhausted") {

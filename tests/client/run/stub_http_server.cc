@@ -152,6 +152,16 @@ std::string OpenAiChatBody(const std::string& content, int64_t prompt_tokens,
   return body.dump();
 }
 
+std::string ChatCompletionBody(const nlohmann::json& message, const nlohmann::json& usage,
+                               const std::string& finish_reason) {
+  nlohmann::json body = {
+      {"id", "chatcmpl-stub"},
+      {"object", "chat.completion"},
+      {"choices", {{{"index", 0}, {"message", message}, {"finish_reason", finish_reason}}}},
+      {"usage", usage}};
+  return body.dump();
+}
+
 std::string AnthropicMessageBody(const std::string& text, const std::string& thinking,
                                  int64_t input_tokens, int64_t output_tokens) {
   nlohmann::json content = nlohmann::json::array();

@@ -63,6 +63,10 @@ class StubHttpServer {
 // Response bodies shaped as the real APIs answer.
 std::string OpenAiChatBody(const std::string& content, int64_t prompt_tokens,
                            int64_t completion_tokens, int64_t reasoning_tokens);
+// An OpenAI-compatible chat completion with the given message object and usage object, as the
+// servers that differ in where reasoning goes answer (vLLM, SGLang, DeepSeek).
+std::string ChatCompletionBody(const nlohmann::json& message, const nlohmann::json& usage,
+                               const std::string& finish_reason);
 std::string AnthropicMessageBody(const std::string& text, const std::string& thinking,
                                  int64_t input_tokens, int64_t output_tokens);
 

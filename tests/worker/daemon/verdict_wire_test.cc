@@ -13,7 +13,8 @@ TEST_CASE("every verdict class and stage has a wire value") {
         VerdictClass::kRuntimeError, VerdictClass::kTimeout, VerdictClass::kWrongResult,
         VerdictClass::kTargetNotExecuted, VerdictClass::kInputMutated,
         VerdictClass::kImpossibleTime, VerdictClass::kCompiled,
-        VerdictClass::kInfrastructureFailure, VerdictClass::kCancelled}) {
+        VerdictClass::kInfrastructureFailure, VerdictClass::kCancelled,
+        VerdictClass::kTargetWorkInsufficient, VerdictClass::kProfiledPathDiffers}) {
     Verdict verdict;
     verdict.verdict_class = c;
     INFO(VerdictClassName(c));

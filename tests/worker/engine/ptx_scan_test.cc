@@ -1,7 +1,13 @@
 #include "worker/engine/ptx_scan.h"
 
 #include <catch2/catch.hpp>
+#include <sstream>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "common/task.h"
+#include "tests/worker/engine/engine_test_support.h"
+#include "worker/engine/compile.h"
 #include "worker/engine/ptxas_info.h"
 
 namespace ptxbench {
@@ -104,6 +110,110 @@ TEST_CASE("Mnemonics come without predicates, labels and operands") {
       "ret",
       "ret"};
   CHECK(mnemonics == expected);
+}
+
+// NVRTC with --generate-line-info (as Compile() runs it) writes a `.loc` line, which PTX ends
+// without ';', before nearly every statement, so it shares a statement piece with what follows.
+TEST_CASE("Instructions after a .loc line count, inline-asm scopes included") {
+  constexpr char kWithLoc[] = R"(.version 9.0
+.target sm_90a
+.address_size 64
+.file 1 "submission.cu"
+.visible .entry k(.param .u64 k_param_0)
+{
+  .reg .b32 %r<4>;
+  .loc 1 10 3
+  // begin inline asm
+  {
+  .reg .pred p;
+  .loc 1 11 5
+  wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 {%f1,%f2,%f3,%f4}, %rd1, %rd2, p, 1, 1, 0, 0;
+  }
+  // end inline asm
+  .loc 1 12 3
+  @%p1 cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%r1], [%rd3, {%r2, %r3}], [%r4];
+$L__BB0_2:
+  .loc 1 13 3
+  mbarrier.try_wait.parity.shared::cta.b64 %p2, [%r1], %r2;
+  .loc	1 14 1
+  ret;
+}
+)";
+  const PtxScan scan = ScanPtx(kWithLoc);
+  CHECK(scan.family_counts.at("wgmma") == 1);
+  CHECK(scan.family_counts.at("tma") == 1);
+  CHECK(scan.family_counts.at("mbarrier") == 1);
+  CHECK(PtxMnemonics(kWithLoc) ==
+        std::vector<std::string>{
+            "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16",
+            "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes",
+            "mbarrier.try_wait.parity.shared::cta.b64", "ret"});
+}
+
+// An independent count of the lines of NVRTC's PTX whose instruction starts with `prefix`:
+// NVRTC writes one statement per line, so a line-by-line reading is an oracle for the scanner.
+int LinesStartingWith(const std::string& ptx, const std::string& prefix) {
+  std::istringstream lines(ptx);
+  std::string line;
+  int count = 0;
+  while (std::getline(lines, line)) {
+    size_t at = line.find_first_not_of(" \t");
+    if (at == std::string::npos) continue;
+    std::string rest = line.substr(at);
+    if (rest[0] == '@') rest = rest.substr(rest.find_first_of(" \t") + 1);
+    rest = rest.substr(std::min(rest.size(), rest.find_first_not_of(" \t")));
+    if (absl::StartsWith(rest, prefix)) ++count;
+  }
+  return count;
+}
+
+TEST_CASE("The reference GEMM's real NVRTC output: every TMA copy and wgmma is counted") {
+  auto task = LoadTask(SourceDir() + "/tasks/gemm_n7168_k5120");
+  REQUIRE(task.ok());
+  auto headers = TemplateHeaders(*task, "sm_90a");
+  REQUIRE(headers.ok());
+  CompileRequest request;
+  request.source = ReadFile(SourceDir() + "/tasks/gemm_n7168_k5120/solutions/sm90a_wgmma_tma.cu");
+  request.arch = "sm_90a";
+  request.headers = *headers;
+  auto result = Compile(request);
+  REQUIRE(result.ok());
+  INFO(result->log);
+  REQUIRE(result->ok);
+  // The PTX is what the bug needs: line info before the instructions.
+  REQUIRE(absl::StrContains(result->ptx, "\t.loc\t"));
+  const int tma = LinesStartingWith(result->ptx, "cp.async.bulk.tensor") +
+                  LinesStartingWith(result->ptx, "cp.reduce.async.bulk.tensor");
+  const int wgmma = LinesStartingWith(result->ptx, "wgmma.mma_async");
+  const int mbarrier = LinesStartingWith(result->ptx, "mbarrier.");
+  // The kernel's source: two TMA loads per stage and one TMA store per consumer warpgroup, four
+  // wgmma.m64n256k16 per k-step (docs in the solution's header comment); the compiler may
+  // duplicate or unroll, so the oracle is the PTX itself, and it must have found some.
+  CHECK(tma >= 3);
+  CHECK(wgmma >= 4);
+  CHECK(result->ptx_families.at("tma") == tma);
+  CHECK(result->ptx_families.at("wgmma") == wgmma);
+  CHECK(result->ptx_families.at("mbarrier") == mbarrier);
+  const PtxScan scan = ScanPtx(result->ptx);
+  CHECK(scan.family_counts == result->ptx_families);
+}
+
+TEST_CASE("Mnemonics of one line of a function body, whatever braces it opens or closes") {
+  using M = std::vector<std::string>;
+  // Inline asm's scope, a vector operand and a predicate on one line (as nvdisasm -gp names it).
+  CHECK(PtxFragmentMnemonics("{ .reg .pred p; setp.ne.b32 p, %r1, 0; "
+                             "@p wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 "
+                             "{%f1,%f2,%f3,%f4}, %rd1, %rd2, p, 1, 1, 0, 0;") ==
+        M{"setp.ne.b32", "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16"});
+  // A line that closes a scope opened on an earlier one still has its instructions.
+  CHECK(PtxFragmentMnemonics("} $L__BB0_3: @!%p2 bra $L__BB0_2; // wgmma.fence") == M{"bra"});
+  CHECK(PtxFragmentMnemonics("\tmbarrier.try_wait.parity.shared::cta.b64 P1, [%r1], 0;") ==
+        M{"mbarrier.try_wait.parity.shared::cta.b64"});
+  // Declarations, directives, operand continuations and a parameter list's end are none.
+  CHECK(PtxFragmentMnemonics(".reg .b32 %r<12>;").empty());
+  CHECK(PtxFragmentMnemonics("{%f1, %f2}, %rd4;").empty());
+  CHECK(PtxFragmentMnemonics(")").empty());
+  CHECK(PtxFragmentMnemonics("").empty());
 }
 
 // Captured from nvJitLink 13.0 (-verbose) for a kernel pair compiled for sm_90a.

@@ -1,4 +1,4 @@
--- 0005_lease_liveness: a lease is fenced on its expiry, except where the service was down.
+-- 0006_lease_liveness: a lease is fenced on its expiry, except where the service was down.
 --
 -- Before this migration the fence checked (job, worker, attempt) but not expiry, so a lease
 -- that had expired but was not yet reaped still accepted heartbeats (reviving it) and a late

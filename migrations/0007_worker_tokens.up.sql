@@ -1,4 +1,4 @@
--- 0006_worker_tokens: a worker's identity belongs to the token that registered it.
+-- 0007_worker_tokens: a worker's identity belongs to the token that registered it.
 --
 -- Before, worker ids were not tied to tokens: any worker token could lease, heartbeat and
 -- complete as any worker id it learned (issue: a worker token could store any verdict). Now

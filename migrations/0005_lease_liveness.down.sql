@@ -1,3 +1,0 @@
--- Reverts 0005_lease_liveness: the fence goes back to (job, worker, attempt) only.
-DROP FUNCTION lease_is_live(timestamptz);
-DROP TABLE scheduler_liveness;

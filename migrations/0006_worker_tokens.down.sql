@@ -1,2 +1,0 @@
--- Reverts 0006_worker_tokens: worker ids are no longer tied to tokens.
-ALTER TABLE workers DROP COLUMN token_id;

@@ -1,0 +1,116 @@
+#include "proto/dial.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "common/build_info.h"
+
+namespace ptxbench {
+namespace {
+
+absl::StatusOr<std::string> ReadSmallFile(const std::string& path, const std::string& what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat(what, ": cannot read ", path));
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::string Env(const char* name) {
+  const char* value = std::getenv(name);
+  return value != nullptr ? std::string(value) : std::string();
+}
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<grpc::Channel>> Dial(const DialOptions& options) {
+  if (options.address.empty()) {
+    return absl::InvalidArgumentError(
+        "no server address: pass --server HOST:PORT or set PTXBENCH_SERVER");
+  }
+  std::shared_ptr<grpc::ChannelCredentials> credentials;
+  if (options.tls || !options.tls_ca_file.empty()) {
+    grpc::SslCredentialsOptions ssl;
+    if (!options.tls_ca_file.empty()) {
+      absl::StatusOr<std::string> pem = ReadSmallFile(options.tls_ca_file, "--tls-ca");
+      if (!pem.ok()) return pem.status();
+      if (pem->find("-----BEGIN CERTIFICATE-----") == std::string::npos) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--tls-ca: ", options.tls_ca_file, " holds no PEM certificate"));
+      }
+      ssl.pem_root_certs = *pem;
+    }
+    credentials = grpc::SslCredentials(ssl);
+  } else {
+    credentials = grpc::InsecureChannelCredentials();
+  }
+  grpc::ChannelArguments arguments;
+  arguments.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS,
+                   static_cast<int>(absl::ToInt64Milliseconds(options.keepalive)));
+  arguments.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS,
+                   static_cast<int>(absl::ToInt64Milliseconds(kKeepaliveTimeout)));
+  arguments.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  arguments.SetMaxReceiveMessageSize(options.max_receive_message_bytes);
+  // The server's logs and metrics can then tell our programs (and their versions) apart from
+  // other gRPC clients.
+  arguments.SetUserAgentPrefix(UserAgent());
+  if (options.max_reconnect_backoff > absl::ZeroDuration()) {
+    arguments.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+    arguments.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+    arguments.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS,
+                     static_cast<int>(absl::ToInt64Milliseconds(options.max_reconnect_backoff)));
+  }
+  return grpc::CreateCustomChannel(options.address, credentials, arguments);
+}
+
+void Authorize(grpc::ClientContext* context, const std::string& token) {
+  if (!token.empty()) context->AddMetadata("authorization", absl::StrCat("Bearer ", token));
+}
+
+std::vector<FlagSpec> ConnectionFlags(const std::string& default_server) {
+  return {
+      {"server", true, "server address HOST:PORT (or PTXBENCH_SERVER)", default_server},
+      {"token-file", true, "file holding the bearer token (or PTXBENCH_TOKEN_FILE)"},
+      {"token", true,
+       "bearer token (or PTXBENCH_TOKEN); prefer --token-file: other users can read "
+       "arguments"},
+      {"tls", false, "connect with TLS (the system roots unless --tls-ca)"},
+      {"tls-ca", true, "PEM roots of a private CA that signed the server's certificate"},
+  };
+}
+
+absl::StatusOr<Connection> ConnectionFromFlags(const ParsedArgs& args, std::ostream& warnings) {
+  Connection connection;
+  const std::string server_flag = args.Has("server") ? args.Get("server") : Env("PTXBENCH_SERVER");
+  connection.server_given = !server_flag.empty();
+  connection.dial.address = connection.server_given ? server_flag : args.Get("server");
+  connection.dial.tls_ca_file = args.Get("tls-ca");
+  connection.dial.tls = args.GetBool("tls") || !connection.dial.tls_ca_file.empty();
+
+  std::string token_file =
+      args.Has("token-file") ? args.Get("token-file") : Env("PTXBENCH_TOKEN_FILE");
+  if (!token_file.empty()) {
+    absl::StatusOr<std::string> token = ReadSmallFile(token_file, "--token-file");
+    if (!token.ok()) return token.status();
+    connection.token = std::string(absl::StripAsciiWhitespace(*token));
+    if (connection.token.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("--token-file: ", token_file, " is empty"));
+    }
+    return connection;
+  }
+  if (args.Has("token")) {
+    warnings << "warning: --token is visible to every user of this machine (/proc/PID/cmdline); "
+                "use --token-file or PTXBENCH_TOKEN_FILE\n";
+    connection.token = args.Get("token");
+    return connection;
+  }
+  connection.token = Env("PTXBENCH_TOKEN");
+  return connection;
+}
+
+}  // namespace ptxbench
