@@ -40,6 +40,10 @@ struct DialOptions {
   // The largest reply accepted. A Submission with its stage details is well under 1 MiB; the
   // margin is for ListSubmissions pages.
   int max_receive_message_bytes = 64 << 20;
+  // The longest wait between reconnection attempts of a channel that lost its server; zero
+  // keeps gRPC's default (1 s growing 1.6x to 120 s). The worker daemon sets its own retry
+  // pace: with the default, workers reconnected 9-20 s after a server restart in a chaos run.
+  absl::Duration max_reconnect_backoff = absl::ZeroDuration();
 };
 
 // A channel to `options.address`. INVALID_ARGUMENT for an empty address, NOT_FOUND for an
