@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <cstdint>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -164,7 +165,7 @@ class ChaosStack {
   // The embedded postmaster's pid (postmaster.pid's first line), if it runs.
   std::optional<pid_t> PostmasterPid() const {
     std::ifstream in(dir_ + "/state/postgres/pgdata/postmaster.pid");
-    long pid = 0;
+    int64_t pid = 0;
     if (!(in >> pid) || pid <= 0 || kill(static_cast<pid_t>(pid), 0) != 0) return std::nullopt;
     return static_cast<pid_t>(pid);
   }
