@@ -117,10 +117,11 @@ absl::Status CheckEvaluateJob(const store::CompletingJob& job, const v1::Verdict
                               const StageSet& stages, const Task* task) {
   const v1::VerdictClass verdict_class = verdict.verdict_class();
   const bool pass = verdict_class == v1::VERDICT_CLASS_PASS;
-  if (verdict.tic() != pass) {
-    return Refuse(absl::StrCat("tic is ", verdict.tic() ? "true" : "false", " with verdict class ",
-                               ClassName(verdict_class),
-                               ": tic holds for pass, and only for pass"));
+  // tic only with pass; a pass without tic is honest (the strong check not made: the judge's
+  // Verdict.target_work says why) and gains a forger nothing.
+  if (verdict.tic() && !pass) {
+    return Refuse(absl::StrCat("tic with verdict class ", ClassName(verdict_class),
+                               ": tic holds only for pass"));
   }
   if (pass) {
     if (!verdict.compiled() || !verdict.correct() || !verdict.target_executed()) {
@@ -137,12 +138,13 @@ absl::Status CheckEvaluateJob(const store::CompletingJob& job, const v1::Verdict
       }
     }
   }
+  // (target_executed may be true here: the families ran but did too little of the work.)
   if (verdict_class == v1::VERDICT_CLASS_TARGET_NOT_EXECUTED &&
-      (!verdict.correct() || verdict.target_executed() || !stages.Passed(v1::STAGE_CORRECTNESS) ||
+      (!verdict.correct() || !stages.Passed(v1::STAGE_CORRECTNESS) ||
        !stages.Has(v1::STAGE_TARGET_INSTRUCTIONS))) {
     return Refuse(
         "verdict class target_not_executed needs correct, a passed correctness stage and a "
-        "target_instructions stage that found a family missing");
+        "target_instructions stage");
   }
   if ((verdict.correct() || verdict.target_executed()) && !stages.Has(v1::STAGE_CORRECTNESS)) {
     return Refuse("correct or target_executed without a correctness stage");

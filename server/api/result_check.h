@@ -6,7 +6,7 @@
 //   correctness, target-instruction or timing stage, correct/target_executed/tic, a speedup;
 // - a verdict without the stages its class needs (PASS: compile, correctness and target
 //   instructions, all passed; a speedup needs a timing stage), or whose flags contradict its
-//   class (tic is exactly PASS);
+//   class (tic only with PASS; a PASS without tic is allowed: the strong check was not made);
 // - numbers outside physical bounds: a speedup above kMaxPlausibleSpeedup; a timed median
 //   below the task's roofline floor on the fastest GPU of the arch that is not classed
 //   impossible_time; a speedup that is not the timing stage's baseline / candidate medians.

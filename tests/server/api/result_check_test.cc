@@ -125,6 +125,10 @@ TEST_CASE("honest results pass: compile verdicts, a pass, failures and an imposs
   missing_family.set_tic(false);
   missing_family.mutable_stages(2)->set_ok(false);
   REQUIRE_OK(CheckResult(Job(v1::JOB_KIND_EVALUATE), missing_family, &Gemm()));
+  // The families ran but did too little of the work (issue 11's strong check).
+  v1::Verdict token_use = missing_family;
+  token_use.set_target_executed(true);
+  REQUIRE_OK(CheckResult(Job(v1::JOB_KIND_EVALUATE), token_use, &Gemm()));
 }
 
 TEST_CASE("a compile job's result cannot claim what only a GPU can show", "[api][result_check]") {
@@ -184,12 +188,14 @@ TEST_CASE("an evaluate job's verdict needs its stages and stays within physical 
   v1::Verdict no_correctness = HonestPass();
   no_correctness.mutable_stages(1)->set_ok(false);
   CheckRefused(evaluate, no_correctness, "needs a passed correctness stage");
+  // A pass whose strong TIC check was not made (no counters on this machine) is not TIC:
+  // honest, and worth nothing to a forger.
   v1::Verdict no_tic = HonestPass();
   no_tic.set_tic(false);
-  CheckRefused(evaluate, no_tic, "tic holds for pass, and only for pass");
+  REQUIRE_OK(CheckResult(evaluate, no_tic, &Gemm()));
   v1::Verdict tic_elsewhere = HonestPass();
   tic_elsewhere.set_verdict_class(v1::VERDICT_CLASS_WRONG_RESULT);
-  CheckRefused(evaluate, tic_elsewhere, "tic holds for pass");
+  CheckRefused(evaluate, tic_elsewhere, "tic holds only for pass");
   v1::Verdict unverified = HonestPass();
   unverified.set_runtime_unverified(true);
   CheckRefused(evaluate, unverified, "runtime_unverified");
