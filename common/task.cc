@@ -9,11 +9,13 @@
 #include <set>
 #include <sstream>
 #include <utility>
+#include <variant>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/expr.h"
+#include "common/json_fields.h"
 #include "common/sha256.h"
 #include "common/status.h"
 #include "common/target_families.h"
@@ -40,13 +42,6 @@ const std::set<std::string>& ReservedNames() {
   return *kNames;
 }
 
-bool IsIdentifier(const std::string& s) {
-  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
-  return std::all_of(s.begin(), s.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-  });
-}
-
 bool IsLowerSnake(const std::string& s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
     return std::islower(static_cast<unsigned char>(c)) ||
@@ -69,99 +64,60 @@ class FieldErrors {
   std::string file_;
 };
 
-std::string Join(const std::string& parent, const std::string& key) {
-  return parent.empty() ? key : absl::StrCat(parent, ".", key);
-}
-
-std::string Index(const std::string& parent, size_t i) { return absl::StrCat(parent, "[", i, "]"); }
-
 std::string NamedBy(const std::string& field) {
   return absl::StrCat("named by task.json field '", field, "'");
 }
 
-absl::Status CheckKeys(const FieldErrors& errors, const json& object, const std::string& field,
-                       const std::set<std::string>& allowed) {
-  for (const auto& [key, value] : object.items()) {
-    if (allowed.count(key) == 0) {
-      return errors.Error(
-          Join(field, key),
-          absl::StrCat("unknown field (allowed: ", absl::StrJoin(allowed, ", "), ")"));
-    }
-  }
-  return absl::OkStatus();
+// The field readers are common/json_fields.h's; these adapters put the file in front of the
+// field's error ("tasks/x/task.json: field 'axes[2]': expected a string").
+template <typename T>
+absl::StatusOr<T> Checked(const FieldErrors& errors, FieldOr<T> result) {
+  if (!result.ok()) return errors.Error(result.error().field, result.error().message);
+  return std::move(result).value();
 }
 
-absl::StatusOr<const json*> Member(const FieldErrors& errors, const json& object,
-                                   const std::string& parent, const std::string& key,
-                                   bool required) {
-  auto it = object.find(key);
-  if (it == object.end()) {
-    if (required) return errors.Error(Join(parent, key), "missing");
-    return nullptr;
+absl::Status CheckKeys(const FieldErrors& errors, const json& object, const std::string& field,
+                       const std::vector<std::string_view>& allowed) {
+  if (std::optional<FieldError> error = ptxbench::CheckKeys(object, field, allowed)) {
+    return errors.Error(error->field, error->message);
   }
-  return &*it;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::string> GetString(const FieldErrors& errors, const json& object,
                                       const std::string& parent, const std::string& key,
                                       bool required = true, bool allow_empty = false) {
-  ASSIGN_OR_RETURN(const json* value, Member(errors, object, parent, key, required));
-  if (value == nullptr) return std::string();
-  if (!value->is_string()) return errors.Error(Join(parent, key), "expected a string");
-  std::string text = value->get<std::string>();
-  if (!allow_empty && text.empty()) return errors.Error(Join(parent, key), "must not be empty");
-  return text;
+  return Checked(errors, ptxbench::GetString(object, parent, key, required, allow_empty));
 }
 
 absl::StatusOr<std::optional<int64_t>> GetInt(const FieldErrors& errors, const json& object,
                                               const std::string& parent, const std::string& key,
                                               bool required = true) {
-  ASSIGN_OR_RETURN(const json* value, Member(errors, object, parent, key, required));
-  if (value == nullptr) return std::optional<int64_t>();
-  if (!value->is_number_integer() ||
-      (value->is_number_unsigned() &&
-       value->get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))) {
-    return errors.Error(Join(parent, key), "expected an integer");
-  }
-  return std::optional<int64_t>(value->get<int64_t>());
+  return Checked(errors, ptxbench::GetInt(object, parent, key, required));
 }
 
 absl::StatusOr<std::optional<double>> GetNumber(const FieldErrors& errors, const json& object,
                                                 const std::string& parent, const std::string& key,
                                                 bool required = true) {
-  ASSIGN_OR_RETURN(const json* value, Member(errors, object, parent, key, required));
-  if (value == nullptr) return std::optional<double>();
-  if (!value->is_number()) return errors.Error(Join(parent, key), "expected a number");
-  return std::optional<double>(value->get<double>());
+  return Checked(errors, ptxbench::GetNumber(object, parent, key, required));
 }
 
 absl::StatusOr<bool> GetBool(const FieldErrors& errors, const json& object,
                              const std::string& parent, const std::string& key,
                              bool default_value) {
-  ASSIGN_OR_RETURN(const json* value, Member(errors, object, parent, key, false));
-  if (value == nullptr) return default_value;
-  if (!value->is_boolean()) return errors.Error(Join(parent, key), "expected true or false");
-  return value->get<bool>();
+  return Checked(errors, ptxbench::GetBool(object, parent, key, default_value));
 }
 
 absl::StatusOr<const json*> GetObject(const FieldErrors& errors, const json& object,
                                       const std::string& parent, const std::string& key,
                                       bool required = true) {
-  ASSIGN_OR_RETURN(const json* value, Member(errors, object, parent, key, required));
-  if (value != nullptr && !value->is_object()) {
-    return errors.Error(Join(parent, key), "expected an object");
-  }
-  return value;
+  return Checked(errors, ptxbench::GetObject(object, parent, key, required));
 }
 
 absl::StatusOr<const json*> GetArray(const FieldErrors& errors, const json& object,
                                      const std::string& parent, const std::string& key,
                                      bool required = true) {
-  ASSIGN_OR_RETURN(const json* value, Member(errors, object, parent, key, required));
-  if (value != nullptr && !value->is_array()) {
-    return errors.Error(Join(parent, key), "expected an array");
-  }
-  return value;
+  return Checked(errors, ptxbench::GetArray(object, parent, key, required));
 }
 
 absl::StatusOr<DType> ParseDType(const std::string& name) {
@@ -337,7 +293,7 @@ absl::Status LoadTensors(const FieldErrors& errors, const json& root, Task& task
   std::set<std::string> names;
   bool has_input = false, has_output = false;
   for (size_t i = 0; i < tensors->size(); ++i) {
-    const std::string field = Index("tensors", i);
+    const std::string field = FieldIndex("tensors", i);
     const json& entry = (*tensors)[i];
     if (!entry.is_object()) return errors.Error(field, "expected an object");
     RETURN_IF_ERROR(CheckKeys(errors, entry, field,
@@ -345,14 +301,16 @@ absl::Status LoadTensors(const FieldErrors& errors, const json& root, Task& task
     TensorSpec spec;
     ASSIGN_OR_RETURN(spec.name, GetString(errors, entry, field, "name"));
     if (!IsIdentifier(spec.name)) {
-      return errors.Error(Join(field, "name"),
+      return errors.Error(FieldJoin(field, "name"),
                           absl::StrCat("'", spec.name, "' is not an identifier"));
     }
     if (!names.insert(spec.name).second) {
-      return errors.Error(Join(field, "name"), absl::StrCat("duplicate tensor '", spec.name, "'"));
+      return errors.Error(FieldJoin(field, "name"),
+                          absl::StrCat("duplicate tensor '", spec.name, "'"));
     }
     if (std::find(task.axes.begin(), task.axes.end(), spec.name) != task.axes.end()) {
-      return errors.Error(Join(field, "name"), absl::StrCat("'", spec.name, "' is also an axis"));
+      return errors.Error(FieldJoin(field, "name"),
+                          absl::StrCat("'", spec.name, "' is also an axis"));
     }
     ASSIGN_OR_RETURN(std::string role, GetString(errors, entry, field, "role"));
     if (role == "input") {
@@ -362,20 +320,20 @@ absl::Status LoadTensors(const FieldErrors& errors, const json& root, Task& task
       spec.role = TensorRole::kOutput;
       has_output = true;
     } else {
-      return errors.Error(Join(field, "role"),
+      return errors.Error(FieldJoin(field, "role"),
                           absl::StrCat("'", role, "' is not 'input' or 'output'"));
     }
     ASSIGN_OR_RETURN(std::string dtype, GetString(errors, entry, field, "dtype"));
     auto parsed_dtype = ParseDType(dtype);
     if (!parsed_dtype.ok())
-      return errors.Error(Join(field, "dtype"), std::string(parsed_dtype.status().message()));
+      return errors.Error(FieldJoin(field, "dtype"), std::string(parsed_dtype.status().message()));
     spec.dtype = *parsed_dtype;
     ASSIGN_OR_RETURN(const json* shape, GetArray(errors, entry, field, "shape"));
     if (shape->empty() || shape->size() > 8) {
-      return errors.Error(Join(field, "shape"), "needs 1 to 8 dimensions");
+      return errors.Error(FieldJoin(field, "shape"), "needs 1 to 8 dimensions");
     }
     for (size_t d = 0; d < shape->size(); ++d) {
-      const std::string dim_field = Index(Join(field, "shape"), d);
+      const std::string dim_field = FieldIndex(FieldJoin(field, "shape"), d);
       const json& dim = (*shape)[d];
       std::string text;
       if (dim.is_string()) {
@@ -398,20 +356,20 @@ absl::Status LoadTensors(const FieldErrors& errors, const json& root, Task& task
                      GetString(errors, entry, field, "distribution", /*required=*/false));
     if (!distribution.empty()) {
       if (spec.role == TensorRole::kOutput) {
-        return errors.Error(Join(field, "distribution"), "outputs have no input distribution");
+        return errors.Error(FieldJoin(field, "distribution"), "outputs have no input distribution");
       }
       if (distribution == "normal") {
         spec.distribution = Distribution::kNormal;
       } else if (distribution == "spiky") {
         spec.distribution = Distribution::kSpiky;
       } else {
-        return errors.Error(Join(field, "distribution"),
+        return errors.Error(FieldJoin(field, "distribution"),
                             absl::StrCat("'", distribution, "' is not 'normal' or 'spiky'"));
       }
     }
     ASSIGN_OR_RETURN(const json* derived, GetObject(errors, entry, field, "derived", false));
     if (derived != nullptr) {
-      const std::string derived_field = Join(field, "derived");
+      const std::string derived_field = FieldJoin(field, "derived");
       if (spec.role != TensorRole::kInput) {
         return errors.Error(derived_field, "only inputs can be derived");
       }
@@ -437,29 +395,29 @@ absl::Status LoadWorkloads(const FieldErrors& errors, const json& root, Task& ta
   std::set<std::string> names;
   int timed = 0;
   for (size_t i = 0; i < workloads->size(); ++i) {
-    const std::string field = Index("workloads", i);
+    const std::string field = FieldIndex("workloads", i);
     const json& entry = (*workloads)[i];
     if (!entry.is_object()) return errors.Error(field, "expected an object");
     RETURN_IF_ERROR(CheckKeys(errors, entry, field, {"name", "axes", "timed", "trials"}));
     Workload workload;
     ASSIGN_OR_RETURN(workload.name, GetString(errors, entry, field, "name"));
     if (!IsLowerSnake(workload.name)) {
-      return errors.Error(Join(field, "name"),
+      return errors.Error(FieldJoin(field, "name"),
                           absl::StrCat("'", workload.name, "' is not lower_snake_case"));
     }
     if (!names.insert(workload.name).second) {
-      return errors.Error(Join(field, "name"),
+      return errors.Error(FieldJoin(field, "name"),
                           absl::StrCat("duplicate workload '", workload.name, "'"));
     }
     ASSIGN_OR_RETURN(const json* axes, GetObject(errors, entry, field, "axes"));
-    const std::string axes_field = Join(field, "axes");
+    const std::string axes_field = FieldJoin(field, "axes");
     for (const auto& [name, value] : axes->items()) {
       if (std::find(task.axes.begin(), task.axes.end(), name) == task.axes.end()) {
-        return errors.Error(Join(axes_field, name), "not an axis of the task");
+        return errors.Error(FieldJoin(axes_field, name), "not an axis of the task");
       }
       ASSIGN_OR_RETURN(std::optional<int64_t> extent, GetInt(errors, *axes, axes_field, name));
       if (*extent < 1 || *extent > kMaxAxisValue) {
-        return errors.Error(Join(axes_field, name),
+        return errors.Error(FieldJoin(axes_field, name),
                             absl::StrCat(*extent, " is outside 1..", kMaxAxisValue));
       }
       workload.axes[name] = *extent;
@@ -474,7 +432,7 @@ absl::Status LoadWorkloads(const FieldErrors& errors, const json& root, Task& ta
     ASSIGN_OR_RETURN(std::optional<int64_t> trials, GetInt(errors, entry, field, "trials", false));
     if (trials.has_value()) {
       if (*trials < 1 || *trials > kMaxTrials) {
-        return errors.Error(Join(field, "trials"),
+        return errors.Error(FieldJoin(field, "trials"),
                             absl::StrCat(*trials, " is outside 1..", kMaxTrials));
       }
       workload.trials = static_cast<int>(*trials);
@@ -530,7 +488,7 @@ absl::Status LoadArches(const FieldErrors& errors, const json& root, Task& task)
   ASSIGN_OR_RETURN(const json* arches, GetObject(errors, root, "", "arches"));
   if (arches->empty()) return errors.Error("arches", "at least one arch is needed");
   for (const auto& [arch, entry] : arches->items()) {
-    const std::string field = Join("arches", arch);
+    const std::string field = FieldJoin("arches", arch);
     if (arch != "sm_90a" && arch != "sm_100a") {
       return errors.Error(field, "unknown arch (known: sm_90a, sm_100a)");
     }
@@ -539,9 +497,10 @@ absl::Status LoadArches(const FieldErrors& errors, const json& root, Task& task)
     ArchSpec spec;
     spec.arch = arch;
     ASSIGN_OR_RETURN(const json* families, GetArray(errors, entry, field, "target_families"));
-    if (families->empty()) return errors.Error(Join(field, "target_families"), "must not be empty");
+    if (families->empty())
+      return errors.Error(FieldJoin(field, "target_families"), "must not be empty");
     for (size_t i = 0; i < families->size(); ++i) {
-      const std::string family_field = Index(Join(field, "target_families"), i);
+      const std::string family_field = FieldIndex(FieldJoin(field, "target_families"), i);
       if (!(*families)[i].is_string()) return errors.Error(family_field, "expected a string");
       const std::string name = (*families)[i].get<std::string>();
       const TargetFamily* family = FindTargetFamily(name);
@@ -574,29 +533,29 @@ absl::StatusOr<std::vector<SourceRef>> LoadSourceRefs(const FieldErrors& errors,
   ASSIGN_OR_RETURN(const json* list, GetArray(errors, root, "", key, /*required=*/false));
   if (list == nullptr) return refs;
   for (size_t i = 0; i < list->size(); ++i) {
-    const std::string field = Index(key, i);
+    const std::string field = FieldIndex(key, i);
     const json& entry = (*list)[i];
     if (!entry.is_object()) return errors.Error(field, "expected an object");
     RETURN_IF_ERROR(CheckKeys(errors, entry, field, {"arch", "path", "expect", "scope", "note"}));
     SourceRef ref;
     ASSIGN_OR_RETURN(ref.arch, GetString(errors, entry, field, "arch"));
     if (task.arches.count(ref.arch) == 0) {
-      return errors.Error(Join(field, "arch"),
+      return errors.Error(FieldJoin(field, "arch"),
                           absl::StrCat("'", ref.arch, "' is not one of the task's arches"));
     }
     ASSIGN_OR_RETURN(ref.path, GetString(errors, entry, field, "path"));
     ASSIGN_OR_RETURN(ref.expect, GetString(errors, entry, field, "expect"));
     auto expected = ParseVerdictClass(ref.expect);
     if (!expected.ok())
-      return errors.Error(Join(field, "expect"), std::string(expected.status().message()));
+      return errors.Error(FieldJoin(field, "expect"), std::string(expected.status().message()));
     if (*expected == VerdictClass::kInfrastructureFailure ||
         *expected == VerdictClass::kCancelled) {
-      return errors.Error(Join(field, "expect"), "must be a statement about the kernel");
+      return errors.Error(FieldJoin(field, "expect"), "must be a statement about the kernel");
     }
     ASSIGN_OR_RETURN(std::string scope, GetString(errors, entry, field, "scope", false));
     if (!scope.empty()) {
       if (scope != "full" && scope != "compile_only") {
-        return errors.Error(Join(field, "scope"),
+        return errors.Error(FieldJoin(field, "scope"),
                             absl::StrCat("'", scope, "' is not 'full' or 'compile_only'"));
       }
       ref.scope = scope;
@@ -623,11 +582,11 @@ absl::Status CheckDerivedInputs(const FieldErrors& errors, const Task& task) {
   for (size_t i = 0; i < task.tensors.size(); ++i) {
     const TensorSpec& tensor = task.tensors[i];
     if (!tensor.derived.has_value()) continue;
-    const std::string field = Join(Index("tensors", i), "derived");
+    const std::string field = FieldJoin(FieldIndex("tensors", i), "derived");
     const OperationSignature* op =
         FindDerivableOperation(task.baseline_library, tensor.derived->operation);
     if (op == nullptr) {
-      return errors.Error(Join(field, "operation"),
+      return errors.Error(FieldJoin(field, "operation"),
                           absl::StrCat("'", tensor.derived->operation, "' is not an operation of ",
                                        task.baseline_library, " that can derive an input"));
     }
@@ -639,7 +598,7 @@ absl::Status CheckDerivedInputs(const FieldErrors& errors, const Task& task) {
     }
     if (produced == nullptr) {
       return errors.Error(
-          Join(field, "output"),
+          FieldJoin(field, "output"),
           absl::StrCat("'", tensor.derived->output, "' is not an output of ", op->operation,
                        " (outputs: ", absl::StrJoin(output_names, ", "), ")"));
     }
@@ -652,13 +611,13 @@ absl::Status CheckDerivedInputs(const FieldErrors& errors, const Task& task) {
     for (const OperationSignature::Tensor& in : op->inputs) {
       const TensorSpec* source = find_tensor(in.name);
       if (source == nullptr || source->role != TensorRole::kInput || source->derived) {
-        return errors.Error(Join(field, "operation"),
+        return errors.Error(FieldJoin(field, "operation"),
                             absl::StrCat(op->operation, " reads '", in.name,
                                          "', which is not a drawn input of the task"));
       }
       if (source->dtype != in.dtype || source->shape != in.shape) {
         return errors.Error(
-            Join(field, "operation"),
+            FieldJoin(field, "operation"),
             absl::StrCat(op->operation, " reads ", in.name, " as ", describe(in.dtype, in.shape),
                          ", the task has ", describe(source->dtype, source->shape)));
       }
@@ -677,14 +636,14 @@ absl::Status CheckWorkloadExpressions(const FieldErrors& errors, const Task& tas
       const TensorSpec& tensor = task.tensors[t];
       int64_t bytes = DTypeBytes(tensor.dtype);
       for (size_t d = 0; d < tensor.shape.size(); ++d) {
-        const std::string field = Index(Join(Index("tensors", t), "shape"), d);
+        const std::string field = FieldIndex(FieldJoin(FieldIndex("tensors", t), "shape"), d);
         auto extent = EvalIntExpr(tensor.shape[d], workload.axes);
         if (!extent.ok())
           return errors.Error(field, absl::StrCat(extent.status().message(), where));
         if (*extent < 1)
           return errors.Error(field, absl::StrCat("extent ", *extent, " is not positive", where));
         if (__builtin_mul_overflow(bytes, *extent, &bytes)) {
-          return errors.Error(Join(Index("tensors", t), "shape"),
+          return errors.Error(FieldJoin(FieldIndex("tensors", t), "shape"),
                               absl::StrCat("size overflows int64", where));
         }
       }
@@ -699,7 +658,8 @@ absl::Status CheckWorkloadExpressions(const FieldErrors& errors, const Task& tas
     for (const auto& [name, text] : task.scalars) {
       auto value = EvalRealExpr(text, workload.axes);
       if (!value.ok())
-        return errors.Error(Join("scalars", name), absl::StrCat(value.status().message(), where));
+        return errors.Error(FieldJoin("scalars", name),
+                            absl::StrCat(value.status().message(), where));
     }
   }
   return absl::OkStatus();
@@ -941,12 +901,16 @@ absl::StatusOr<Task> LoadTask(const std::string& task_dir) {
   Task task;
   task.dir = clean_dir.string();
   RETURN_IF_ERROR(files.Read("task.json", "", "the task definition", task.files));
-  json root;
-  try {
-    root = json::parse(task.files.at("task.json"));
-  } catch (const json::parse_error& e) {
-    return absl::InvalidArgumentError(absl::StrCat(errors.file(), ": not valid JSON: ", e.what()));
+  std::variant<json, JsonParseError> parsed = ParseJson(task.files.at("task.json"));
+  if (const JsonParseError* failure = std::get_if<JsonParseError>(&parsed)) {
+    if (failure->malformed) {
+      return absl::InvalidArgumentError(absl::StrCat(errors.file(), ": not valid JSON at line ",
+                                                     failure->line, " (byte ", failure->byte,
+                                                     "): ", failure->message));
+    }
+    return errors.Error(failure->field, failure->message);
   }
+  json root = std::get<json>(std::move(parsed));
   if (!root.is_object())
     return absl::InvalidArgumentError(absl::StrCat(errors.file(), ": not a JSON object"));
   RETURN_IF_ERROR(CheckKeys(errors, root, "",
@@ -970,7 +934,7 @@ absl::StatusOr<Task> LoadTask(const std::string& task_dir) {
   ASSIGN_OR_RETURN(const json* axes, GetArray(errors, root, "", "axes"));
   if (axes->empty()) return errors.Error("axes", "at least one axis is needed");
   for (size_t i = 0; i < axes->size(); ++i) {
-    const std::string field = Index("axes", i);
+    const std::string field = FieldIndex("axes", i);
     if (!(*axes)[i].is_string()) return errors.Error(field, "expected a string");
     const std::string axis = (*axes)[i].get<std::string>();
     if (!IsIdentifier(axis) || ReservedNames().count(axis) > 0) {
@@ -987,7 +951,7 @@ absl::StatusOr<Task> LoadTask(const std::string& task_dir) {
   ASSIGN_OR_RETURN(const json* scalars, GetObject(errors, root, "", "scalars", /*required=*/false));
   if (scalars != nullptr) {
     for (const auto& [name, value] : scalars->items()) {
-      const std::string field = Join("scalars", name);
+      const std::string field = FieldJoin("scalars", name);
       if (!IsIdentifier(name) || ReservedNames().count(name) > 0) {
         return errors.Error(field, "not a usable scalar name");
       }
@@ -1045,17 +1009,18 @@ absl::StatusOr<Task> LoadTask(const std::string& task_dir) {
                    GetObject(errors, root, "", "templates", /*required=*/false));
   if (templates != nullptr) {
     for (const auto& [arch, list] : templates->items()) {
-      const std::string field = Join("templates", arch);
+      const std::string field = FieldJoin("templates", arch);
       auto spec = task.arches.find(arch);
       if (spec == task.arches.end()) return errors.Error(field, "not one of the task's arches");
       if (!list.is_array()) return errors.Error(field, "expected an array of paths");
       std::set<std::string> include_names;
       for (size_t i = 0; i < list.size(); ++i) {
-        if (!list[i].is_string()) return errors.Error(Index(field, i), "expected a path string");
+        if (!list[i].is_string())
+          return errors.Error(FieldIndex(field, i), "expected a path string");
         const std::string path = list[i].get<std::string>();
         const std::string include_name = fs::path(path).filename().string();
         if (!include_names.insert(include_name).second) {
-          return errors.Error(Index(field, i),
+          return errors.Error(FieldIndex(field, i),
                               absl::StrCat("a second header named '", include_name, "'"));
         }
         spec->second.template_headers.push_back(path);
@@ -1068,21 +1033,21 @@ absl::StatusOr<Task> LoadTask(const std::string& task_dir) {
 
   // Every referenced file, read once; a missing one is reported with the field naming it.
   for (const std::string& level : KnowledgeLevels()) {
-    const std::string field = Join("prompts", level);
+    const std::string field = FieldJoin("prompts", level);
     RETURN_IF_ERROR(files.Read(task.prompt_paths[level], field, NamedBy(field), task.files));
   }
   for (const auto& [arch, spec] : task.arches) {
     for (size_t i = 0; i < spec.template_headers.size(); ++i) {
-      const std::string field = Index(Join("templates", arch), i);
+      const std::string field = FieldIndex(FieldJoin("templates", arch), i);
       RETURN_IF_ERROR(files.Read(spec.template_headers[i], field, NamedBy(field), task.files));
     }
   }
   for (size_t i = 0; i < task.solutions.size(); ++i) {
-    const std::string field = Join(Index("solutions", i), "path");
+    const std::string field = FieldJoin(FieldIndex("solutions", i), "path");
     RETURN_IF_ERROR(files.Read(task.solutions[i].path, field, NamedBy(field), task.files));
   }
   for (size_t i = 0; i < task.decoys.size(); ++i) {
-    const std::string field = Join(Index("decoys", i), "path");
+    const std::string field = FieldJoin(FieldIndex("decoys", i), "path");
     RETURN_IF_ERROR(files.Read(task.decoys[i].path, field, NamedBy(field), task.files));
   }
   RETURN_IF_ERROR(

@@ -1,10 +1,10 @@
 #include "server/api/validate.h"
 
 #include <map>
-#include <set>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/launch_plan.h"
 #include "common/status.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/wire_format_lite.h"
@@ -19,32 +19,6 @@ absl::Status Invalid(const std::string& field, const std::string& what) {
 
 std::string Indexed(const std::string& field, int index) {
   return absl::StrCat(field, "[", index, "]");
-}
-
-absl::Status ValidateExpressions(const google::protobuf::RepeatedPtrField<std::string>& values,
-                                 const std::string& field, int min_count, int max_count) {
-  if (values.size() < min_count || values.size() > max_count) {
-    if (min_count == max_count || values.size() < min_count) {
-      return Invalid(field, absl::StrCat(values.size(), " dimensions, expected ", min_count, " to ",
-                                         max_count));
-    }
-    return Invalid(field, absl::StrCat(values.size(), " dimensions, at most ", max_count));
-  }
-  for (int i = 0; i < values.size(); ++i) {
-    RETURN_IF_ERROR(ValidateRequiredText(values[i], Indexed(field, i), kMaxExpressionBytes));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status ValidateChoice(const std::string& value, const std::string& field,
-                            std::initializer_list<const char*> allowed) {
-  if (value.empty()) return absl::OkStatus();  // The engine's default.
-  std::string listed;
-  for (const char* choice : allowed) {
-    if (value == choice) return absl::OkStatus();
-    absl::StrAppend(&listed, listed.empty() ? "" : ", ", "\"", choice, "\"");
-  }
-  return Invalid(field, absl::StrCat("'", value.substr(0, 64), "' is not one of ", listed));
 }
 
 absl::Status ValidateTaskAndArch(const std::string& task_id, v1::Arch arch,
@@ -114,39 +88,6 @@ absl::Status DescribeParseFailure(const google::protobuf::Descriptor* descriptor
   return Invalid("request", absl::StrCat("not a valid ", descriptor->full_name()));
 }
 
-std::optional<size_t> FindInvalidUtf8(const std::string& text) {
-  const auto* bytes = reinterpret_cast<const unsigned char*>(text.data());
-  const size_t size = text.size();
-  size_t i = 0;
-  while (i < size) {
-    const unsigned char lead = bytes[i];
-    if (lead < 0x80) {
-      ++i;
-      continue;
-    }
-    size_t length = 0;
-    uint32_t min_value = 0;
-    uint32_t value = 0;
-    if ((lead & 0xE0) == 0xC0) {
-      length = 2, min_value = 0x80, value = lead & 0x1F;
-    } else if ((lead & 0xF0) == 0xE0) {
-      length = 3, min_value = 0x800, value = lead & 0x0F;
-    } else if ((lead & 0xF8) == 0xF0) {
-      length = 4, min_value = 0x10000, value = lead & 0x07;
-    } else {
-      return i;
-    }
-    if (i + length > size) return i;
-    for (size_t k = 1; k < length; ++k) {
-      if ((bytes[i + k] & 0xC0) != 0x80) return i;
-      value = (value << 6) | (bytes[i + k] & 0x3F);
-    }
-    if (value < min_value || value > 0x10FFFF || (value >= 0xD800 && value <= 0xDFFF)) return i;
-    i += length;
-  }
-  return std::nullopt;
-}
-
 absl::Status ValidateOptionalText(const std::string& text, const std::string& field,
                                   size_t max_bytes) {
   if (text.size() > max_bytes) {
@@ -165,77 +106,15 @@ absl::Status ValidateRequiredText(const std::string& text, const std::string& fi
 }
 
 absl::Status ValidateLaunchPlan(const v1::LaunchPlan& plan, const std::string& field) {
-  const std::string launches_field = absl::StrCat(field, ".launches");
-  if (plan.launches_size() == 0) return Invalid(launches_field, "at least one launch required");
-  if (plan.launches_size() > kMaxLaunches) {
-    return Invalid(launches_field,
-                   absl::StrCat(plan.launches_size(), " launches, at most ", kMaxLaunches));
-  }
-  for (int i = 0; i < plan.launches_size(); ++i) {
-    const v1::Launch& launch = plan.launches(i);
-    const std::string at = Indexed(launches_field, i);
-    RETURN_IF_ERROR(ValidateRequiredText(launch.kernel(), at + ".kernel", kMaxShortTextBytes));
-    RETURN_IF_ERROR(ValidateExpressions(launch.grid(), at + ".grid", 1, 3));
-    RETURN_IF_ERROR(ValidateExpressions(launch.block(), at + ".block", 1, 3));
-    RETURN_IF_ERROR(ValidateExpressions(launch.cluster(), at + ".cluster", 0, 3));
-    RETURN_IF_ERROR(ValidateOptionalText(launch.dynamic_shared_bytes(),
-                                         at + ".dynamic_shared_bytes", kMaxExpressionBytes));
-    if (launch.args_size() > kMaxLaunchArgs) {
-      return Invalid(at + ".args",
-                     absl::StrCat(launch.args_size(), " arguments, at most ", kMaxLaunchArgs));
-    }
-    for (int a = 0; a < launch.args_size(); ++a) {
-      const v1::LaunchArgument& arg = launch.args(a);
-      const std::string arg_field = Indexed(at + ".args", a);
-      switch (arg.kind_case()) {
-        case v1::LaunchArgument::kTensor:
-          RETURN_IF_ERROR(
-              ValidateRequiredText(arg.tensor(), arg_field + ".tensor", kMaxShortTextBytes));
-          break;
-        case v1::LaunchArgument::kScratch:
-          RETURN_IF_ERROR(
-              ValidateRequiredText(arg.scratch(), arg_field + ".scratch", kMaxShortTextBytes));
-          break;
-        case v1::LaunchArgument::kScalar:
-          RETURN_IF_ERROR(
-              ValidateRequiredText(arg.scalar(), arg_field + ".scalar", kMaxShortTextBytes));
-          break;
-        case v1::LaunchArgument::kTensorMap:
-          RETURN_IF_ERROR(ValidateRequiredText(arg.tensor_map(), arg_field + ".tensor_map",
-                                               kMaxShortTextBytes));
-          break;
-        case v1::LaunchArgument::KIND_NOT_SET:
-          return Invalid(arg_field, "one of tensor, scratch, scalar, tensor_map is required");
-      }
-    }
-  }
-  std::set<std::string> names;
-  for (int i = 0; i < plan.scratch_size(); ++i) {
-    const std::string at = Indexed(field + ".scratch", i);
-    RETURN_IF_ERROR(ValidateRequiredText(plan.scratch(i).name(), at + ".name", kMaxShortTextBytes));
-    RETURN_IF_ERROR(
-        ValidateRequiredText(plan.scratch(i).bytes(), at + ".bytes", kMaxExpressionBytes));
-    if (!names.insert(plan.scratch(i).name()).second) {
-      return Invalid(at + ".name", absl::StrCat("'", plan.scratch(i).name(), "' declared twice"));
-    }
-  }
-  for (int i = 0; i < plan.tensor_maps_size(); ++i) {
-    const v1::TensorMapSpec& map = plan.tensor_maps(i);
-    const std::string at = Indexed(field + ".tensor_maps", i);
-    RETURN_IF_ERROR(ValidateRequiredText(map.name(), at + ".name", kMaxShortTextBytes));
-    if (!names.insert(map.name()).second) {
-      return Invalid(at + ".name", absl::StrCat("'", map.name(), "' declared twice"));
-    }
-    RETURN_IF_ERROR(ValidateRequiredText(map.tensor(), at + ".tensor", kMaxShortTextBytes));
-    // cuTensorMapEncodeTiled takes 1 to 5 dimensions (CUDA driver API, tensorRank).
-    RETURN_IF_ERROR(ValidateExpressions(map.box(), at + ".box", 1, 5));
-    RETURN_IF_ERROR(ValidateExpressions(map.element_strides(), at + ".element_strides", 0, 5));
-    RETURN_IF_ERROR(ValidateExpressions(map.dims(), at + ".dims", 0, 5));
-    RETURN_IF_ERROR(ValidateChoice(map.swizzle(), at + ".swizzle", {"none", "32B", "64B", "128B"}));
-    RETURN_IF_ERROR(ValidateChoice(map.interleave(), at + ".interleave", {"none", "16B", "32B"}));
-    RETURN_IF_ERROR(
-        ValidateChoice(map.l2_promotion(), at + ".l2_promotion", {"none", "64B", "128B", "256B"}));
-    RETURN_IF_ERROR(ValidateChoice(map.oob_fill(), at + ".oob_fill", {"zero", "nan"}));
+  // The same text the worker gives the engine: protobuf's JSON with the proto field names
+  // (convert.cc MessageToJson; worker/daemon/worker.cc prints the leased plan alike).
+  absl::StatusOr<std::string> json = MessageToJson(plan);
+  if (!json.ok()) return Invalid(field, std::string(json.status().message()));
+  PlanOr<LaunchPlan> parsed = ParseLaunchPlanJson(*json);
+  if (!parsed.ok()) {
+    const PlanError& error = parsed.error();
+    return Invalid(error.field.empty() ? field : absl::StrCat(field, ".", error.field),
+                   error.message);
   }
   return absl::OkStatus();
 }

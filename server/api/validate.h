@@ -1,8 +1,11 @@
-// Shallow validation of API requests: required fields, enum values, sizes, encodings and the
-// shape of a launch plan. Every error is INVALID_ARGUMENT and starts with the field's path as
-// the request spells it ("launch_plan.launches[0].grid: 4 dimensions, at most 3"), so a model
-// or vendor can fix the request without reading server code. Whether the plan's expressions
-// parse or its kernel exists is the engine's question (a PLAN_INVALID verdict), not the API's.
+// Validation of API requests: required fields, enum values, sizes and encodings, and the launch
+// plan. Every error is INVALID_ARGUMENT and starts with the field's path as the request spells
+// it ("launch_plan.launches[0].grid: has 4 entries; 1 to 3 are allowed"), so a model or vendor
+// can fix the request without reading server code. The launch plan is checked by the one
+// definition the engine uses (common/launch_plan.h): the API refuses exactly what the engine
+// would refuse from the plan alone, with the same field path. Whether a plan's values fit the
+// task's workloads, the device or the compiled kernel is the engine's question (a PLAN_INVALID
+// verdict), not the API's.
 #ifndef PTXBENCH_SERVER_API_VALIDATE_H_
 #define PTXBENCH_SERVER_API_VALIDATE_H_
 
@@ -11,6 +14,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "common/json_fields.h"
 #include "common/task.h"
 #include "google/protobuf/descriptor.h"
 #include "ptxbench/v1/admin.pb.h"
@@ -25,13 +29,10 @@ inline constexpr size_t kMaxSourceBytes = 1 << 20;      // 1 MiB.
 inline constexpr size_t kMaxShortTextBytes = 256;       // ids, names, model, session.
 inline constexpr size_t kMaxMessageBytes = 64 << 10;    // reasons, summaries.
 inline constexpr size_t kMaxStoredJsonBytes = 4 << 20;  // detail/report JSON of a verdict.
-inline constexpr int kMaxLaunches = 16;
-inline constexpr int kMaxLaunchArgs = 64;
-inline constexpr size_t kMaxExpressionBytes = 256;
+// The launch plan's limits are common/launch_plan.h's (kMaxPlanLaunches, ...).
 
-// The byte offset of the first byte that is not part of well-formed UTF-8 (RFC 3629: no
-// overlong forms, no surrogates, nothing above U+10FFFF), or nullopt when all of it is.
-std::optional<size_t> FindInvalidUtf8(const std::string& text);
+// RFC 3629 well-formedness, shared with the JSON reader (common/json_fields.h).
+using ::ptxbench::FindInvalidUtf8;
 
 // Why a serialized message failed to parse, when the reason is a string field that is not
 // UTF-8 (protobuf refuses those in proto3 while parsing): INVALID_ARGUMENT naming the field
@@ -41,9 +42,12 @@ std::optional<size_t> FindInvalidUtf8(const std::string& text);
 absl::Status DescribeParseFailure(const google::protobuf::Descriptor* descriptor,
                                   const std::string& bytes);
 
-// Submit: the task exists and is defined for the arch; enums are known; sizes and the plan's
-// shape are within limits.
+// Submit: the task exists and is defined for the arch; enums are known; sizes are within limits;
+// the launch plan passes ValidateLaunchPlan.
 absl::Status ValidateSubmitRequest(const v1::SubmitRequest& request, const TaskCatalog& catalog);
+
+// The plan as the engine will read it: its canonical JSON (MessageToJson, the text the worker
+// hands the engine) through ParseLaunchPlanJson, every error prefixed with `field`.
 absl::Status ValidateLaunchPlan(const v1::LaunchPlan& plan, const std::string& field);
 
 // GetTask: the task exists and is defined for the arch; the knowledge level is set.

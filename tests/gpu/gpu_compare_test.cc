@@ -10,45 +10,13 @@
 #include <random>
 #include <vector>
 
+#include "tests/gpu/gpu_fixture.h"
 #include "worker/engine/gpu/compare.h"
 #include "worker/engine/gpu/poison.h"
 #include "worker/engine/gpu/runtime.h"
 
 namespace ptxbench::gpu {
 namespace {
-
-struct CompareFixture {
-  DeviceInfo device;
-  std::unique_ptr<Builtins> builtins;
-  Stream stream;
-  CompareFixture() {
-    auto d = InitDevice(0);
-    INFO(d.status().message());
-    REQUIRE(d.ok());
-    device = *d;
-    auto b = Builtins::Load(device);
-    INFO(b.status().message());
-    REQUIRE(b.ok());
-    builtins = std::move(*b);
-    auto s = Stream::Create();
-    REQUIRE(s.ok());
-    stream = std::move(*s);
-  }
-};
-
-CompareFixture& G() {
-  static CompareFixture f;
-  return f;
-}
-
-DeviceBuffer Upload(const void* data, size_t bytes) {
-  auto b = DeviceBuffer::Allocate(bytes);
-  REQUIRE(b.ok());
-  if (bytes > 0) {
-    REQUIRE(cudaMemcpy(b->get(), data, bytes, cudaMemcpyHostToDevice) == cudaSuccess);
-  }
-  return std::move(*b);
-}
 
 bool SameNumber(double a, double b) { return (std::isnan(a) && std::isnan(b)) || a == b; }
 
@@ -58,8 +26,8 @@ CompareReport CheckAgainstHost(const void* got, const void* expected, uint64_t c
                                const ToleranceRule& rule, uint32_t poison) {
   const size_t bytes = count * ElementBytes(type);
   DeviceBuffer g = Upload(got, bytes), e = Upload(expected, bytes);
-  auto gpu =
-      G().builtins->Compare(g.get(), e.get(), count, type, shape, rule, poison, G().stream.get());
+  auto gpu = SharedGpu().builtins->Compare(g.get(), e.get(), count, type, shape, rule, poison,
+                                           SharedGpu().stream.get());
   INFO(gpu.status().message());
   REQUIRE(gpu.ok());
   CompareReport host = CompareOutputs(got, expected, count, type, shape, rule, poison, 4);
@@ -205,8 +173,9 @@ TEST_CASE("GPU compare: relative-norm rule, tiny and empty outputs", "[gpu][comp
   rule.max_relative_norm = 0.001;
   CHECK_FALSE(
       CheckAgainstHost(g.data(), e.data(), 100, ElementType::kFP32, {100}, rule, kPoisonFP32).pass);
-  auto empty = G().builtins->Compare(nullptr, nullptr, 0, ElementType::kBF16, {0}, ToleranceRule{},
-                                     kPoisonBF16, G().stream.get());
+  auto empty =
+      SharedGpu().builtins->Compare(nullptr, nullptr, 0, ElementType::kBF16, {0}, ToleranceRule{},
+                                    kPoisonBF16, SharedGpu().stream.get());
   REQUIRE(empty.ok());
   CHECK_FALSE(empty->pass);
   CHECK(empty->reason == "empty output");
@@ -226,8 +195,8 @@ TEST_CASE("GPU compare: a timed-GEMM output (8192 x 7168 bf16), GPU against CPU 
   CompareReport gpu;
   for (int rep = 0; rep < 5; ++rep) {
     auto t0 = Clock::now();
-    auto r = G().builtins->Compare(gd.get(), ed.get(), n, ElementType::kBF16, {8192, 7168},
-                                   ToleranceRule{}, kPoisonBF16, G().stream.get());
+    auto r = SharedGpu().builtins->Compare(gd.get(), ed.get(), n, ElementType::kBF16, {8192, 7168},
+                                           ToleranceRule{}, kPoisonBF16, SharedGpu().stream.get());
     best_gpu = std::min(best_gpu, std::chrono::duration<double>(Clock::now() - t0).count());
     REQUIRE(r.ok());
     gpu = *r;

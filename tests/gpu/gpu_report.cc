@@ -4,6 +4,7 @@
 //   ptxbench-gpu-report --tasks-dir tasks --out report.json [--task ID]... [--repeat 5]
 //                       [--extras-task gemm_n7168_k5120 | --extras-task none]
 //                       [--evaluator PATH] [--skip-validation] [--only-path PATH]
+//                       [--skip-path SUBSTRING]...
 //
 // 1. Task validation: every solution and decoy of every task under --tasks-dir (or of the
 //    --task ones), evaluated through Evaluate() exactly as a worker would, against the verdict
@@ -141,6 +142,8 @@ int main(int argc, char** argv) {
   std::string tasks_dir = "tasks", task_id = "gemm_n7168_k5120", out_path = "gpu-report.json";
   std::vector<std::string> only_tasks;  // --task; empty: every task.
   std::string only_path;                // --only-path: validate only sources with this path.
+  std::vector<std::string> skip_paths;   // --skip-path: sources whose path contains this are
+                                         // listed as skipped (a call that must save GPU time).
   std::string evaluator;
   int repeat = 5;
   bool skip_validation = false;
@@ -161,6 +164,8 @@ int main(int argc, char** argv) {
       evaluator = next();
     else if (a == "--only-path")
       only_path = next();
+    else if (a == "--skip-path")
+      skip_paths.push_back(next());
     else if (a == "--skip-validation")
       skip_validation = true;
     else {
@@ -225,6 +230,13 @@ int main(int argc, char** argv) {
       json rows = json::array();
       for (const ptxbench::SourceRef& ref : refs) {
         if (!only_path.empty() && ref.path != only_path) continue;
+        if (std::any_of(skip_paths.begin(), skip_paths.end(), [&](const std::string& p) {
+              return ref.path.find(p) != std::string::npos;
+            })) {
+          std::cout << t.id << " " << ref.path << ": skipped (--skip-path)\n" << std::flush;
+          rows.push_back({{"task", t.id}, {"path", ref.path}, {"skipped", true}});
+          continue;
+        }
         auto [v, seconds] = evaluate_task(t, ref.arch, Slurp(t.dir + "/" + ref.path), "");
         json row = {{"task", t.id}, {"path", ref.path}, {"arch", ref.arch}, {"expect", ref.expect}};
         if (!v.ok()) {

@@ -10,6 +10,7 @@
 
 #include "common/status.h"
 #include "common/task.h"
+#include "tests/gpu/gpu_fixture.h"
 #include "tests/support/host_reference.h"
 #include "worker/engine/gpu/baseline.h"
 #include "worker/engine/gpu/philox.h"
@@ -23,45 +24,8 @@ namespace {
 using ::ptxbench::testing::AllCloseFailures;
 using ::ptxbench::testing::RelativeNorm;
 
-struct Fixture {
-  DeviceInfo device;
-  std::unique_ptr<Builtins> builtins;
-  Stream stream;
-  Fixture() {
-    auto d = InitDevice(0);
-    INFO(d.status().message());
-    REQUIRE(d.ok());
-    device = *d;
-    auto b = Builtins::Load(device);
-    INFO(b.status().message());
-    REQUIRE(b.ok());
-    builtins = std::move(*b);
-    auto s = Stream::Create();
-    REQUIRE(s.ok());
-    stream = std::move(*s);
-  }
-};
-
-Fixture& F() {
-  static Fixture f;
-  return f;
-}
-
-float Bf16ToFloat(uint16_t b) {
-  uint32_t bits = static_cast<uint32_t>(b) << 16;
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
-std::vector<uint16_t> DownloadBf16(const DeviceBuffer& buffer, size_t count) {
-  std::vector<uint16_t> host(count);
-  REQUIRE(cudaMemcpy(host.data(), buffer.get(), count * 2, cudaMemcpyDeviceToHost) == cudaSuccess);
-  return host;
-}
-
 TEST_CASE("the device initializes with the evaluator's limits", "[gpu]") {
-  Fixture& f = F();
+  GpuFixture& f = SharedGpu();
   CHECK(f.device.cc_major >= 9);
   CHECK(f.device.sm_count > 0);
   CHECK(f.device.l2_bytes > 0);
@@ -81,7 +45,7 @@ TEST_CASE("the device initializes with the evaluator's limits", "[gpu]") {
 }
 
 TEST_CASE("generated inputs depend only on (seed, tensor, index)", "[gpu]") {
-  Fixture& f = F();
+  GpuFixture& f = SharedGpu();
   constexpr size_t kCount = 1 << 24;
   auto a = DeviceBuffer::Allocate(kCount * 2);
   auto b = DeviceBuffer::Allocate(kCount * 2);
@@ -114,7 +78,7 @@ TEST_CASE("generated inputs depend only on (seed, tensor, index)", "[gpu]") {
 }
 
 TEST_CASE("the spiky distribution has spikes at the documented rate", "[gpu]") {
-  Fixture& f = F();
+  GpuFixture& f = SharedGpu();
   constexpr size_t kCount = 1 << 24;
   auto a = DeviceBuffer::Allocate(kCount * 4);
   REQUIRE(a.ok());
@@ -137,7 +101,7 @@ TEST_CASE("the spiky distribution has spikes at the documented rate", "[gpu]") {
 }
 
 TEST_CASE("poison is NaN everywhere and the hash sees a one-byte change", "[gpu]") {
-  Fixture& f = F();
+  GpuFixture& f = SharedGpu();
   constexpr size_t kCount = 1000003;  // Odd: exercises the tail paths.
   auto a = DeviceBuffer::Allocate(kCount * 2);
   REQUIRE(a.ok());
@@ -158,7 +122,7 @@ TEST_CASE("poison is NaN everywhere and the hash sees a one-byte change", "[gpu]
 
 // The reference's layout: C = A·Bᵀ with A (M×K), B (N×K), C (M×N), all row-major.
 TEST_CASE("the cuBLASLt baseline computes A times B-transposed", "[gpu]") {
-  Fixture& f = F();
+  GpuFixture& f = SharedGpu();
   const int M = 96, N = 160, K = 224;
   auto baseline = CreateBaseline("cublaslt", "gemm_a_bt_bf16", {{"M", M}, {"N", N}, {"K", K}});
   INFO(baseline.status().message());
@@ -185,7 +149,7 @@ TEST_CASE("the cuBLASLt baseline computes A times B-transposed", "[gpu]") {
 }
 
 TEST_CASE("interleaved timing of the baseline against itself gives a ratio near 1", "[gpu]") {
-  Fixture& f = F();
+  GpuFixture& f = SharedGpu();
   const int n = 4096;
   auto b1 = CreateBaseline("cublaslt", "gemm_a_bt_bf16", {{"M", n}, {"N", n}, {"K", n}});
   auto b2 = CreateBaseline("cublaslt", "gemm_a_bt_bf16", {{"M", n}, {"N", n}, {"K", n}});
@@ -308,7 +272,7 @@ struct AttentionErrors {
 // host reference.
 AttentionErrors CheckAttention(const Attention& a, int distribution, uint64_t seed,
                                bool forward_only = false) {
-  Fixture& f = F();
+  GpuFixture& f = SharedGpu();
   cudaStream_t s = f.stream.get();
   AttentionBuffers x(a);
   REQUIRE(
@@ -441,7 +405,7 @@ TEST_CASE("cuDNN SDPA backward error on spiky inputs (the backward tasks' tolera
 
 TEST_CASE("derived inputs are the library's forward pass, identical in every draw",
           "[gpu][cudnn]") {
-  Fixture& f = F();
+  GpuFixture& f = SharedGpu();
   const char* source = std::getenv("PTXBENCH_SOURCE_DIR");
   auto task = LoadTask(std::string(source != nullptr ? source : PTXBENCH_SOURCE_DIR_DEFAULT) +
                        "/tasks/mha_bwd_d128_causal");
@@ -500,7 +464,7 @@ TEST_CASE("derived inputs are the library's forward pass, identical in every dra
 }
 
 TEST_CASE("cuDNN SDPA times on the attention tasks' timed workload", "[gpu][cudnn]") {
-  Fixture& f = F();
+  GpuFixture& f = SharedGpu();
   cudaStream_t s = f.stream.get();
   Attention a;
   a.b = 4;

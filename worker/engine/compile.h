@@ -15,18 +15,28 @@
 
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
+#include "worker/engine/compile_jail.h"
 #include "worker/engine/kernel_info.h"
 
 namespace ptxbench {
 
 enum class SourceLanguage { kCuda, kPtx };
 
+// The limits hold whatever the source does: the compilers run in the compile jail's process,
+// which is killed at the deadline and cannot map more than max_memory_bytes (compile_jail.h).
+// Measured basis (2026-12-01, this CPU machine, every solution of every task for both arches,
+// tests/worker/engine/task_sources_test.cc "Honest compiles ..."; docs/operations.md): the
+// slowest compile took 1.6 s (mha_with_lse_d128_causal, sm_90a, on 2 shared cores); NVRTC's
+// process peaked at 0.76 GiB of address space inside ptxbench-evaluator (0.63 GiB of it the
+// evaluator's own libraries, cuBLASLt alone 0.5 GiB) and 0.15 GiB resident; ptxas at 0.12 GiB
+// resident. 30 s is 19x the slowest; 4 GiB is 5x the largest address space and keeps two
+// compile bombs at once under 8 GiB of a 24 GiB compile node.
 struct CompileLimits {
-  // For the whole stage: NVRTC is cancelled at this deadline, ptxas is killed at it.
-  double max_seconds = 60;
-  size_t max_log_bytes = 64 << 10;    // The log is cut at a line boundary past this.
-  size_t max_cubin_bytes = 64 << 20;  // A larger module is refused.
-  size_t max_source_bytes = 1 << 20;  // The API's limit on a submission (vendor.proto).
+  double max_seconds = 30;                 // For the whole stage, both compilers.
+  uint64_t max_memory_bytes = 4ull << 30;  // Address space of each compiler process.
+  size_t max_log_bytes = 64 << 10;         // The log is cut at a line boundary past this.
+  size_t max_cubin_bytes = 64 << 20;       // A larger module is refused.
+  size_t max_source_bytes = 1 << 20;       // The API's limit on a submission (vendor.proto).
 };
 
 struct CompileRequest {
@@ -44,12 +54,14 @@ struct CompileRequest {
 // Why a compile failed, for the verdict message and for tests.
 enum class CompileFailure {
   kNone,
-  kSourceRejected,  // Before any compiler ran: too large, NUL bytes, a refused #include, a PTX
-                    // module for another .target.
-  kFrontend,        // NVRTC reported errors.
-  kAssembler,       // ptxas refused the PTX (e.g. wgmma on sm_100a).
-  kTimeout,         // Past limits.max_seconds.
-  kOutputTooLarge,  // The cubin exceeds limits.max_cubin_bytes.
+  kSourceRejected,   // Before any compiler ran: too large, NUL bytes, a refused #include, a PTX
+                     // module for another .target.
+  kFrontend,         // NVRTC reported errors.
+  kAssembler,        // ptxas refused the PTX (e.g. wgmma on sm_100a).
+  kTimeout,          // Past limits.max_seconds (the compiler was killed).
+  kOutOfMemory,      // A compiler ran out of its limits.max_memory_bytes.
+  kCompilerCrashed,  // A compiler died of a signal on this source.
+  kOutputTooLarge,   // The cubin exceeds limits.max_cubin_bytes.
 };
 
 std::string CompileFailureName(CompileFailure failure);
@@ -58,6 +70,13 @@ struct CompileTimings {
   double frontend_seconds = 0;   // NVRTC (0 for PTX sources).
   double assembler_seconds = 0;  // ptxas.
   double total_seconds = 0;
+};
+
+// Peak memory of the compilers, for the record and for setting CompileLimits.
+struct CompileMemory {
+  uint64_t frontend_peak_rss_bytes = 0;      // NVRTC's process (getrusage).
+  uint64_t frontend_peak_virtual_bytes = 0;  // Its VmPeak: what RLIMIT_AS limits.
+  uint64_t assembler_peak_rss_bytes = 0;     // ptxas (wait4).
 };
 
 struct CompileResult {
@@ -77,12 +96,16 @@ struct CompileResult {
   // Presence only; the CUPTI stage decides whether they executed.
   std::map<std::string, int> ptx_families;
   CompileTimings timings;
+  CompileMemory memory;
+  JailReport jail;  // Where the compilers ran (method "none" and why, when not jailed).
   std::string nvrtc_version;
   std::string ptxas_version;               // "13.0.88".
   std::vector<std::string> nvrtc_options;  // As passed, for the audit record.
   std::vector<std::string> ptxas_options;
 };
 
+// The compilers run in the compile jail (compile_jail.h; its policy from
+// PTXBENCH_COMPILE_JAIL): an error status when the jail is refused and the policy requires it.
 absl::StatusOr<CompileResult> Compile(const CompileRequest& request);
 
 // The stage report detail: everything but the PTX and cubin bytes (their sizes and SHA-256

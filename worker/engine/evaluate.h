@@ -2,9 +2,11 @@
 //
 // Evaluate() runs every stage of one submission: compile -> correctness -> target instructions
 // -> timing, each step in a fresh sandboxed ptxbench-evaluator process (sandbox.h), and returns
-// the Verdict. A Verdict is data about the kernel (also RUNTIME_ERROR, TIMEOUT...); an error
-// Status means the infrastructure failed (GPU lost, profiler unavailable, evaluator crashed) and
-// nothing is known about the kernel: never charge it to a model.
+// the Verdict. evaluate.cc holds the stages, evaluate_processes.h one class per process kind,
+// gpu/protocol_messages.h every message they exchange. A Verdict is data about the kernel (also
+// RUNTIME_ERROR, TIMEOUT...); an error Status means the infrastructure failed (GPU lost, profiler
+// unavailable, evaluator crashed) and nothing is known about the kernel: never charge it to a
+// model.
 //
 // Processes of one evaluation (docs/measurement.md explains why):
 //   compile     sandbox, no GPU: NVRTC + ptxas, plan validation, static SASS family map.
@@ -32,6 +34,7 @@
 #include "common/task.h"
 #include "common/verdict.h"
 #include "nlohmann/json.hpp"
+#include "worker/engine/gpu/protocol_messages.h"
 
 namespace ptxbench::engine {
 
@@ -44,15 +47,8 @@ struct EvaluationRequest {
   bool compile_only = false;
 };
 
-struct TimingOptions {
-  size_t min_samples = 20;
-  size_t max_samples = 400;
-  double max_seconds = 2.0;   // Cap of the recorded sampling loop.
-  double target_rse = 0.005;  // Relative standard error of both medians.
-  double warmup_seconds = 0.3;
-  size_t check_every = 16;
-  size_t max_checks = 4;
-};
+// The timing loop's rule and checks; sent to the candidate process as they are.
+using TimingOptions = gpu::TimingLoopOptions;
 
 struct EngineOptions {
   std::string evaluator_path;  // Empty: ptxbench-evaluator beside the running binary.
@@ -91,7 +87,7 @@ std::string DefaultEvaluatorPath();
 // Roofline floor in milliseconds: the larger of flops / peak rate and bytes / peak bandwidth,
 // from the device's SM count, maximum SM clock and memory interface (docs/measurement.md).
 // 0 when the device is unknown to the table (no impossible-time check then).
-double RooflineFloorMs(const nlohmann::json& device, double flops, double bytes);
+double RooflineFloorMs(const gpu::DeviceDescription& device, double flops, double bytes);
 
 }  // namespace ptxbench::engine
 

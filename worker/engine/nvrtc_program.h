@@ -29,6 +29,11 @@ absl::StatusOr<NvrtcOutput> CompileToPtx(const std::string& source, const std::s
 // "13.0".
 std::string NvrtcVersion();
 
+// Loads NVRTC's builtins library (libnvrtc-builtins.so.MAJOR.MINOR, which NVRTC otherwise opens
+// at its first compile) into this process, once, so that a compile in the jail (compile_jail.h),
+// where no library file exists, finds it loaded. InternalError when it cannot be found.
+absl::Status PreloadNvrtcBuiltins();
+
 }  // namespace ptxbench
 
 #endif  // PTXBENCH_WORKER_ENGINE_NVRTC_PROGRAM_H_

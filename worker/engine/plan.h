@@ -1,13 +1,13 @@
-// The launch plan: what the harness launches for one evaluation of a task's operation, as the
-// submission declares it (proto ptxbench.v1.LaunchPlan, mirrored here without protobuf so the
-// engine builds without it). docs/submission-format.md is the format's reference.
+// The launch plan in the engine: finding it in a request or a source, and resolving it for one
+// workload of a task against the device's limits and the compiled module. The plan itself (its
+// types, JSON, limits and structural checks) is common/launch_plan.h, shared with the server.
+// docs/submission-format.md is the format's reference.
 //
-// A plan arrives as JSON (the API's launch_plan, or the /* PTXBENCH_PLAN {...} */ block of the
-// source) with expressions over the task's axes; ValidatePlan resolves it for one workload into
-// plain numbers after checking it against the task, the device's limits and the compiled module.
-// Every problem is a PlanError naming the field ("launches[0].grid[1]: division by zero in 'N/0'
-// at position 2 (workload 'timed')"), which becomes a PLAN_INVALID verdict; nothing here throws
-// or crashes on hostile input.
+// ValidatePlan resolves a plan into plain numbers; every problem is a PlanError naming the field
+// ("launches[0].grid[1]: division by zero in 'N/0' at position 2 (workload 'timed')"), which
+// becomes a PLAN_INVALID verdict; nothing here throws or crashes on hostile input. The
+// resolution is cut into units (worker/engine/plan_resolve.h): launch geometry, cluster, shared
+// memory and arguments (plan_launch.cc), tensor maps (plan_tensor_map.cc).
 #ifndef PTXBENCH_WORKER_ENGINE_PLAN_H_
 #define PTXBENCH_WORKER_ENGINE_PLAN_H_
 
@@ -16,89 +16,18 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <utility>
-#include <variant>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/launch_plan.h"
 #include "common/task.h"
 #include "nlohmann/json.hpp"
 #include "worker/engine/kernel_info.h"
 
 namespace ptxbench {
 
-// ---- The plan as written (expressions are text). ----
-
-struct PlanArgument {
-  enum class Kind { kTensor, kScratch, kScalar, kTensorMap };
-  Kind kind = Kind::kTensor;
-  std::string name;
-};
-
-struct PlanLaunch {
-  std::string kernel;
-  std::vector<std::string> grid;     // 1-3 expressions.
-  std::vector<std::string> block;    // 1-3 expressions.
-  std::vector<std::string> cluster;  // 0-3 expressions; empty: no cluster.
-  std::string dynamic_shared_bytes;  // Expression; empty means "0".
-  std::vector<PlanArgument> args;
-};
-
-struct PlanScratch {
-  std::string name;
-  std::string bytes;  // Expression.
-};
-
-struct PlanTensorMap {
-  std::string name;
-  std::string tensor;                        // A task tensor.
-  std::vector<std::string> box;              // Innermost first.
-  std::vector<std::string> element_strides;  // Innermost first; empty: all 1.
-  std::string swizzle;                       // "none" (or empty), "32B", "64B", "128B".
-  std::string interleave;                    // "none" (or empty), "16B", "32B".
-  std::string l2_promotion;                  // "none" (or empty), "64B", "128B", "256B".
-  std::string oob_fill;                      // "zero" (or empty), "nan".
-  std::vector<std::string> dims;  // Innermost first; empty: the tensor's own shape reversed.
-};
-
-struct LaunchPlan {
-  std::vector<PlanLaunch> launches;
-  std::vector<PlanScratch> scratch;
-  std::vector<PlanTensorMap> tensor_maps;
-};
-
-std::string PlanArgumentKindName(PlanArgument::Kind kind);  // "tensor", "scratch", ...
-
-// ---- Errors. ----
-
-struct PlanError {
-  std::string field;    // "launches[1].args[2].tensor"; empty for the plan as a whole.
-  std::string message;  // "unknown tensor 'D' (tensors: A, B, C)".
-  std::string ToString() const { return field.empty() ? message : field + ": " + message; }
-};
-
-// Either a value or a PlanError.
-template <typename T>
-class PlanOr {
- public:
-  PlanOr(T value) : state_(std::move(value)) {}          // NOLINT: implicit like absl::StatusOr.
-  PlanOr(PlanError error) : state_(std::move(error)) {}  // NOLINT
-  bool ok() const { return std::holds_alternative<T>(state_); }
-  const T& value() const& { return std::get<T>(state_); }
-  T&& value() && { return std::get<T>(std::move(state_)); }
-  const PlanError& error() const { return std::get<PlanError>(state_); }
-
- private:
-  std::variant<T, PlanError> state_;
-};
-
-// ---- Parsing. ----
-
-// From JSON text or a parsed object. Keys are the proto field names (snake_case); unknown keys
-// are errors. Expression fields accept a string or an integer.
-PlanOr<LaunchPlan> ParseLaunchPlanJson(std::string_view text);
-PlanOr<LaunchPlan> LaunchPlanFromJson(const nlohmann::json& json);
-nlohmann::json ToJson(const LaunchPlan& plan);
+// ---- Finding the plan. The plan's types, its JSON and its structural checks are
+// common/launch_plan.h's (ParseLaunchPlanJson, LaunchPlanFromJson, ToJson(LaunchPlan)). ----
 
 // The plan block of a source: a /* */ comment whose text starts with PTXBENCH_PLAN followed by
 // one JSON object. nullopt when the source has none; an error when it has more than one, when a
@@ -123,22 +52,13 @@ struct DeviceLimits {
   // 16 when the launcher sets cudaFuncAttributeNonPortableClusterSizeAllowed.
   int64_t max_non_portable_cluster_size = 16;
   bool allow_non_portable_cluster = false;
-  // Plan-size limits of this service (not of the hardware): bound the work one plan can ask.
-  int max_launches = 16;
-  int max_scratch_buffers = 16;
-  int max_tensor_maps = 32;
-  int max_args_per_launch = 64;
 };
 
 absl::StatusOr<DeviceLimits> DeviceLimitsForArch(const std::string& arch);
 
-// Values match the driver's CUtensorMap* enums one for one, so the launcher can static_cast
-// (and should static_assert that, where cuda.h is visible).
+// Values match the driver's CUtensorMapDataType one for one, like the plan's choices
+// (common/launch_plan.h), so the launcher can static_cast (gpu/plan_runner.cc static_asserts it).
 enum class TensorMapDataType { kUint8 = 0, kInt32 = 3, kFloat16 = 6, kFloat32 = 7, kBfloat16 = 9 };
-enum class TensorMapSwizzle { kNone = 0, k32B = 1, k64B = 2, k128B = 3 };
-enum class TensorMapInterleave { kNone = 0, k16B = 1, k32B = 2 };
-enum class TensorMapL2Promotion { kNone = 0, k64B = 1, k128B = 2, k256B = 3 };
-enum class TensorMapOobFill { kZero = 0, kNan = 1 };  // NONE / NAN_REQUEST_ZERO_FMA.
 
 struct ResolvedTensorMap {
   std::string name;
@@ -195,7 +115,8 @@ struct ResolvedPlan {
 
 nlohmann::json ToJson(const ResolvedPlan& plan);
 
-// Checks `plan` for `workload` of `task` and resolves every expression. `kernels` are the
+// Checks `plan` for `workload` of `task` and resolves every expression (after the structural
+// checks of CheckLaunchPlan, so a plan built in code is held to the same rules). `kernels` are the
 // module's entries (CompileResult::kernels): launches must name one of them, and when a kernel's
 // parameters are known the arguments must match them in number and size; when its resources are
 // known, static plus dynamic shared memory must fit the device.

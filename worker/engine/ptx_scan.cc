@@ -202,11 +202,15 @@ void ParseFunctionHeader(std::string_view header, bool is_entry, std::string& na
 }
 
 // Walks statements: pieces of the comment-free text cut at ';', '{' and '}'. Calls
-// on_instruction(function, mnemonic) for every instruction inside a function body.
+// on_instruction(function, mnemonic) for every instruction inside a function body. `fragment`:
+// the text is a piece of a function body (one line of it), so every statement is an
+// instruction, whatever braces it opens or closes.
 template <typename OnInstruction>
-void WalkStatements(std::string_view ptx, PtxScan* scan, OnInstruction on_instruction) {
+void WalkStatements(std::string_view ptx, PtxScan* scan, OnInstruction on_instruction,
+                    bool fragment = false) {
   const std::string code = StripComments(ptx);
-  int depth = 0;
+  const int body_depth = fragment ? 1 : 0;  // Never leaves the body of a fragment.
+  int depth = body_depth;
   std::string function;  // The function whose body we are in; empty at module scope.
   size_t start = 0;
   for (size_t i = 0; i <= code.size(); ++i) {
@@ -255,7 +259,7 @@ void WalkStatements(std::string_view ptx, PtxScan* scan, OnInstruction on_instru
     if (!mnemonic.empty() && mnemonic.front() != '.') on_instruction(function, mnemonic);
     if (c == '{') {
       ++depth;
-    } else if (c == '}') {
+    } else if (c == '}' && depth > body_depth) {
       if (--depth == 0) function.clear();
     }
   }
@@ -282,6 +286,20 @@ std::vector<std::string> PtxMnemonics(std::string_view ptx) {
   WalkStatements(ptx, nullptr, [&](const std::string&, std::string_view mnemonic) {
     mnemonics.emplace_back(mnemonic);
   });
+  return mnemonics;
+}
+
+std::vector<std::string> PtxFragmentMnemonics(std::string_view fragment) {
+  std::vector<std::string> mnemonics;
+  WalkStatements(
+      fragment, nullptr,
+      [&](const std::string&, std::string_view mnemonic) {
+        // A fragment may hold the tail of a declaration (the ')' closing a parameter list).
+        if (std::isalpha(static_cast<unsigned char>(mnemonic.front()))) {
+          mnemonics.emplace_back(mnemonic);
+        }
+      },
+      /*fragment=*/true);
   return mnemonics;
 }
 

@@ -28,6 +28,11 @@ PtxScan ScanPtx(std::string_view ptx);
 // {"mov.u32", "wgmma.fence.sync.aligned", ...}. Exposed for tests and diagnostics.
 std::vector<std::string> PtxMnemonics(std::string_view ptx);
 
+// The same for a piece of a function body, such as the one PTX line nvdisasm -gp names for a
+// SASS instruction ("@%p1 bra $L__BB0_2;", "{ .reg .pred p; setp.ne.b32 p, %r1, 0; wgmma...}"):
+// every statement is taken as an instruction, whatever braces the piece opens or closes.
+std::vector<std::string> PtxFragmentMnemonics(std::string_view fragment);
+
 }  // namespace ptxbench
 
 #endif  // PTXBENCH_WORKER_ENGINE_PTX_SCAN_H_

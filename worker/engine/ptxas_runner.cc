@@ -3,7 +3,8 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -15,6 +16,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -64,48 +66,91 @@ struct ChildResult {
   bool killed_at_deadline = false;
   std::string output;
   size_t dropped_bytes = 0;
+  uint64_t peak_rss_bytes = 0;
 };
 
-// Runs `program args...` in `cwd` with stdin from /dev/null and stdout+stderr captured, killing
-// it (SIGKILL, this child only) at the deadline.
+// Runs `program args...` in `cwd` with stdin from /dev/null and stdout+stderr captured, as the
+// leader of its own process group, which is killed (SIGKILL) at the deadline.
 absl::StatusOr<ChildResult> RunChild(const std::string& program,
                                      const std::vector<std::string>& args, const std::string& cwd,
-                                     double max_seconds, size_t max_output_bytes) {
+                                     const std::string& library_path, double max_seconds,
+                                     size_t max_output_bytes) {
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) {
     return absl::InternalError(absl::StrCat("pipe2: ", std::strerror(errno)));
   }
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
-  posix_spawn_file_actions_adddup2(&actions, fds[1], 2);
-  posix_spawn_file_actions_addchdir_np(&actions, cwd.c_str());
-
+  // Everything the child needs is built before fork: between fork and exec only
+  // async-signal-safe calls.
+  std::vector<std::string> argv_strings = {program};
+  argv_strings.insert(argv_strings.end(), args.begin(), args.end());
   std::vector<char*> argv;
-  argv.push_back(const_cast<char*>(program.c_str()));
-  for (const std::string& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
+  argv.reserve(argv_strings.size() + 1);
+  for (std::string& arg : argv_strings) argv.push_back(arg.data());
   argv.push_back(nullptr);
   // A fixed environment: the same messages on every machine, nothing of the worker's passed on.
-  char locale[] = "LC_ALL=C";
-  char* envp[] = {locale, nullptr};
-
-  pid_t pid = 0;
-  const int spawn_error = posix_spawn(&pid, program.c_str(), &actions, nullptr, argv.data(), envp);
-  posix_spawn_file_actions_destroy(&actions);
-  close(fds[1]);
-  if (spawn_error != 0) {
+  std::vector<std::string> env_strings = {"LC_ALL=C"};
+  if (!library_path.empty()) env_strings.push_back("LD_LIBRARY_PATH=" + library_path);
+  std::vector<char*> envp;
+  envp.reserve(env_strings.size() + 1);
+  for (std::string& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  int report[2];  // exec failure: the child writes its errno here (closed at exec).
+  if (pipe2(report, O_CLOEXEC) != 0) {
     close(fds[0]);
+    close(fds[1]);
+    return absl::InternalError(absl::StrCat("pipe2: ", std::strerror(errno)));
+  }
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid < 0) {
+    for (int fd : {fds[0], fds[1], report[0], report[1]}) close(fd);
+    return absl::InternalError(absl::StrCat("fork: ", std::strerror(errno)));
+  }
+  if (pid == 0) {
+    setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    int error = 0;
+    if (getppid() != parent) _exit(126);
+    const int null_fd = open("/dev/null", O_RDONLY);
+    if (null_fd >= 0)
+      dup2(null_fd, 0);
+    else
+      close(0);
+    dup2(fds[1], 1);
+    dup2(fds[1], 2);
+    if (chdir(cwd.c_str()) != 0) error = errno;
+    const int report_fd = fcntl(report[1], F_DUPFD_CLOEXEC, 3);
+    if (report_fd > 3) close_range(3, static_cast<unsigned>(report_fd - 1), 0);
+    close_range(static_cast<unsigned>(report_fd + 1), ~0U, 0);
+    if (error == 0) {
+      execve(argv[0], argv.data(), envp.data());
+      error = errno;
+    }
+    [[maybe_unused]] const ssize_t written = write(report_fd, &error, sizeof(error));
+    _exit(127);
+  }
+  setpgid(pid, pid);
+  close(fds[1]);
+  close(report[1]);
+  int exec_error = 0;
+  ssize_t got = 0;
+  do {
+    got = read(report[0], &exec_error, sizeof(exec_error));
+  } while (got < 0 && errno == EINTR);
+  close(report[0]);
+  if (got == static_cast<ssize_t>(sizeof(exec_error))) {
+    close(fds[0]);
+    while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
     return absl::InternalError(
-        absl::StrCat("cannot run ptxas at ", program, ": ", std::strerror(spawn_error)));
+        absl::StrCat("cannot run ptxas at ", program, ": ", std::strerror(exec_error)));
   }
 
   ChildResult result;
   const Clock::time_point deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                                         std::chrono::duration<double>(max_seconds));
   char buffer[16384];
-  bool eof = false;
-  while (!eof) {
+  while (true) {
     const auto remaining =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
     if (remaining <= 0) break;
@@ -115,10 +160,7 @@ absl::StatusOr<ChildResult> RunChild(const std::string& program,
     if (ready <= 0) continue;
     const ssize_t n = read(fds[0], buffer, sizeof(buffer));
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      eof = true;
-      break;
-    }
+    if (n <= 0) break;
     const size_t room =
         max_output_bytes > result.output.size() ? max_output_bytes - result.output.size() : 0;
     const size_t keep = std::min(room, static_cast<size_t>(n));
@@ -128,21 +170,25 @@ absl::StatusOr<ChildResult> RunChild(const std::string& program,
   close(fds[0]);
 
   // The child closed its output (or the deadline passed): wait for it, up to the deadline.
+  rusage usage{};
   while (true) {
-    const pid_t waited = waitpid(pid, &result.wait_status, WNOHANG);
+    const pid_t waited = wait4(pid, &result.wait_status, WNOHANG, &usage);
     if (waited == pid) break;
     if (waited < 0 && errno != EINTR) {
       return absl::InternalError(absl::StrCat("waitpid: ", std::strerror(errno)));
     }
     if (Clock::now() >= deadline) {
+      kill(-pid, SIGKILL);
       kill(pid, SIGKILL);
       result.killed_at_deadline = true;
-      while (waitpid(pid, &result.wait_status, 0) < 0 && errno == EINTR) {
+      while (wait4(pid, &result.wait_status, 0, &usage) < 0 && errno == EINTR) {
       }
       break;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
+  kill(-pid, SIGKILL);  // What it started and left behind.
+  result.peak_rss_bytes = static_cast<uint64_t>(usage.ru_maxrss) * 1024;
   return result;
 }
 
@@ -171,19 +217,24 @@ std::string PtxasPath() {
   return PTXBENCH_PTXAS_DEFAULT_PATH;
 }
 
-absl::StatusOr<PtxasOutput> RunPtxas(const std::string& ptx, const std::string& arch,
-                                     const std::vector<std::string>& options, double max_seconds,
-                                     size_t max_output_bytes) {
-  ASSIGN_OR_RETURN(TempDir dir, TempDir::Create());
-  RETURN_IF_ERROR(WriteFile(absl::StrCat(dir.path(), "/", kInputName), ptx));
-  std::vector<std::string> args = {absl::StrCat("-arch=", arch)};
-  args.insert(args.end(), options.begin(), options.end());
+absl::StatusOr<PtxasOutput> RunPtxas(const PtxasRun& run) {
+  std::optional<TempDir> temp;
+  std::string dir = run.work_dir;
+  if (dir.empty()) {
+    ASSIGN_OR_RETURN(TempDir created, TempDir::Create());
+    dir = created.path();
+    temp.emplace(std::move(created));
+  }
+  RETURN_IF_ERROR(WriteFile(absl::StrCat(dir, "/", kInputName), run.ptx));
+  std::vector<std::string> args = {absl::StrCat("-arch=", run.arch)};
+  args.insert(args.end(), run.options.begin(), run.options.end());
   args.insert(args.end(), {kInputName, "-o", kOutputName});
-  ASSIGN_OR_RETURN(ChildResult child,
-                   RunChild(PtxasPath(), args, dir.path(), max_seconds, max_output_bytes));
+  ASSIGN_OR_RETURN(ChildResult child, RunChild(PtxasPath(), args, dir, run.library_path,
+                                               run.max_seconds, run.max_output_bytes));
 
   PtxasOutput output;
   output.log = std::move(child.output);
+  output.peak_rss_bytes = child.peak_rss_bytes;
   if (child.dropped_bytes > 0) {
     absl::StrAppend(&output.log, "\n[ptxas output truncated: ", child.dropped_bytes,
                     " more bytes]\n");
@@ -193,11 +244,12 @@ absl::StatusOr<PtxasOutput> RunPtxas(const std::string& ptx, const std::string& 
     return output;
   }
   if (WIFSIGNALED(child.wait_status)) {
-    absl::StrAppend(&output.log, "ptxas terminated by signal ", WTERMSIG(child.wait_status), "\n");
+    output.signal = WTERMSIG(child.wait_status);
+    absl::StrAppend(&output.log, "ptxas terminated by signal ", output.signal, "\n");
     return output;
   }
   if (!WIFEXITED(child.wait_status) || WEXITSTATUS(child.wait_status) != 0) return output;
-  ASSIGN_OR_RETURN(output.cubin, ReadFile(absl::StrCat(dir.path(), "/", kOutputName)));
+  ASSIGN_OR_RETURN(output.cubin, ReadFile(absl::StrCat(dir, "/", kOutputName)));
   output.ok = true;
   return output;
 }
@@ -206,7 +258,7 @@ absl::StatusOr<std::string> PtxasVersion() {
   static const absl::StatusOr<std::string>* const kVersion = [] {
     auto dir = TempDir::Create();
     if (!dir.ok()) return new absl::StatusOr<std::string>(dir.status());
-    auto child = RunChild(PtxasPath(), {"--version"}, dir->path(), 30, 1 << 16);
+    auto child = RunChild(PtxasPath(), {"--version"}, dir->path(), "", 30, 1 << 16);
     if (!child.ok()) return new absl::StatusOr<std::string>(child.status());
     // "Cuda compilation tools, release 13.0, V13.0.88"
     const size_t at = child->output.find(", V");

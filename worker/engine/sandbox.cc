@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
@@ -51,11 +52,11 @@ void ChildWrite(int fd, const char* text) {
 }
 
 // Appends the decimal form of v to buf (NUL-terminated, capacity cap).
-void AppendNumber(char* buf, size_t cap, long v) {
+void AppendNumber(char* buf, size_t cap, int64_t v) {
   char digits[24];
   int n = 0;
   bool negative = v < 0;
-  unsigned long u = negative ? static_cast<unsigned long>(-v) : static_cast<unsigned long>(v);
+  uint64_t u = negative ? static_cast<uint64_t>(-v) : static_cast<uint64_t>(v);
   do {
     digits[n++] = static_cast<char>('0' + u % 10);
     u /= 10;
@@ -109,7 +110,7 @@ std::map<std::string, std::string> MinimalEnv(const std::string& private_dir) {
   std::map<std::string, std::string> env;
   for (const char* name :
        {"PATH", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "PTXBENCH_NVDISASM",
-        "PTXBENCH_COMPUTE_SANITIZER", "PTXBENCH_PTXAS", "NCCL_NVLS_ENABLE",
+        "PTXBENCH_COMPUTE_SANITIZER", "PTXBENCH_PTXAS", "PTXBENCH_COMPILE_JAIL", "NCCL_NVLS_ENABLE",
         "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS", "LANG"}) {
     if (const char* v = std::getenv(name)) env[name] = v;
   }
@@ -132,11 +133,14 @@ absl::StatusOr<std::unique_ptr<Sandbox>> Sandbox::Start(const SandboxOptions& op
   // Everything the child needs is prepared before fork: after fork only async-signal-safe calls.
   std::vector<std::string> args = options.argv;
   std::vector<char*> argv;
+  argv.reserve(args.size() + 1);
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   std::vector<std::string> env_strings;
-  for (const auto& [k, v] : options.env) env_strings.push_back(k + "=" + v);
+  env_strings.reserve(options.env.size());
+  for (const auto& [k, v] : options.env) env_strings.push_back(absl::StrCat(k, "=", v));
   std::vector<char*> envp;
+  envp.reserve(env_strings.size() + 1);
   for (std::string& e : env_strings) envp.push_back(e.data());
   envp.push_back(nullptr);
   const bool root = geteuid() == 0;
@@ -210,9 +214,9 @@ absl::StatusOr<std::unique_ptr<Sandbox>> Sandbox::Start(const SandboxOptions& op
     AppendText(line, sizeof line, method);
     if (unshare_errno != 0) AppendNumber(line, sizeof line, unshare_errno);
     AppendText(line, sizeof line, drop ? "|1|" : "|0|");
-    AppendNumber(line, sizeof line, static_cast<long>(getuid()));
+    AppendNumber(line, sizeof line, static_cast<int64_t>(getuid()));
     AppendText(line, sizeof line, "|");
-    AppendNumber(line, sizeof line, static_cast<long>(getgid()));
+    AppendNumber(line, sizeof line, static_cast<int64_t>(getgid()));
     AppendText(line, sizeof line, "\n");
     ChildWrite(report, line);
     execve(argv[0], argv.data(), envp.data());
@@ -460,7 +464,7 @@ void RemoveTree(const std::string& path) {
       while (dirent* entry = readdir(d)) {
         std::string name = entry->d_name;
         if (name == "." || name == "..") continue;
-        RemoveTree(path + "/" + name);
+        RemoveTree(absl::StrCat(path, "/", name));
       }
       closedir(d);
     }

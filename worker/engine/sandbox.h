@@ -80,9 +80,10 @@ struct SandboxExit {
 };
 nlohmann::json ToJson(const SandboxExit& exit);
 
-// PATH, LD_LIBRARY_PATH, CUDA_VISIBLE_DEVICES, PTXBENCH_NVDISASM and the NCCL/NVSHMEM safety
-// variables of the supervisor's environment, plus HOME/TMPDIR = private_dir and
-// CUDA_CACHE_DISABLE=1. Nothing else of the supervisor's environment (credentials, tokens) leaks.
+// PATH, LD_LIBRARY_PATH, CUDA_VISIBLE_DEVICES, the PTXBENCH_ tool paths, PTXBENCH_COMPILE_JAIL
+// (the operator's jail policy, compile_jail.h) and the NCCL/NVSHMEM safety variables of the
+// supervisor's environment, plus HOME/TMPDIR = private_dir and CUDA_CACHE_DISABLE=1. Nothing else
+// of the supervisor's environment (credentials, tokens) leaks.
 std::map<std::string, std::string> MinimalEnv(const std::string& private_dir);
 
 class Sandbox {

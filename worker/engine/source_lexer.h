@@ -1,7 +1,10 @@
 // A small lexer for CUDA C++ and PTX sources: it finds comments and preprocessing directives the
-// way the compiler's first translation phases do (line splices first, then comments, with string
-// and character literals, raw strings included, left intact), so that the include gate and the
-// launch-plan block finder look at exactly what the compiler would see.
+// way NVRTC's front end does in translation phases 1-3 (line splices, then comments, with
+// string, character and raw string literals, their encoding prefixes and user-defined suffixes,
+// and numbers with digit separators left intact), so that the include gate and the launch-plan
+// block finder look at exactly what the compiler sees. Where the compiler departs from the
+// standard's grammar, this lexer follows the compiler (source_lexer.cc says where, with the
+// measurement); tests/worker/engine/source_lexer_test.cc checks it against NVRTC itself.
 #ifndef PTXBENCH_WORKER_ENGINE_SOURCE_LEXER_H_
 #define PTXBENCH_WORKER_ENGINE_SOURCE_LEXER_H_
 
@@ -33,6 +36,14 @@ struct LexedSource {
   std::vector<std::pair<std::string, size_t>> has_include_uses;
   bool unterminated_comment = false;
   size_t unterminated_comment_line = 0;
+  // Token sequences that NVRTC reads one way in code it compiles and another way inside a
+  // skipped #if group, which a lexer cannot tell apart without preprocessing: what (quoted)
+  // and where. The include gate refuses a source that has one; no valid C++ does.
+  struct Ambiguity {
+    std::string what;
+    size_t line = 0;
+  };
+  std::vector<Ambiguity> ambiguities;
 };
 
 LexedSource LexSource(std::string_view source);

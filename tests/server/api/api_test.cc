@@ -257,25 +257,25 @@ TEST_CASE("every Submit validation error is INVALID_ARGUMENT naming its field",
       {"source far over the limit", [](auto& r) { r.set_source(std::string(3 << 20, 'x')); },
        "source: 3145728 bytes exceeds the 1 MiB limit"},
       {"no launches", [](auto& r) { r.mutable_launch_plan()->clear_launches(); },
-       "launch_plan.launches: at least one launch"},
+       "launch_plan.launches: missing"},
       {"empty kernel name",
        [](auto& r) { r.mutable_launch_plan()->mutable_launches(0)->clear_kernel(); },
-       "launch_plan.launches[0].kernel: required"},
+       "launch_plan.launches[0].kernel: missing"},
       {"four grid dimensions",
        [](auto& r) {
          auto* launch = r.mutable_launch_plan()->mutable_launches(0);
          launch->add_grid("1");
          launch->add_grid("1");
        },
-       "launch_plan.launches[0].grid: 4 dimensions, at most 3"},
+       "launch_plan.launches[0].grid: has 4 entries; 1 to 3 are allowed"},
       {"no block", [](auto& r) { r.mutable_launch_plan()->mutable_launches(0)->clear_block(); },
-       "launch_plan.launches[0].block: 0 dimensions"},
+       "launch_plan.launches[0].block: missing"},
       {"empty grid expression",
        [](auto& r) { r.mutable_launch_plan()->mutable_launches(0)->set_grid(0, ""); },
-       "launch_plan.launches[0].grid[0]: required"},
+       "launch_plan.launches[0].grid[0]: empty expression"},
       {"argument without kind",
        [](auto& r) { r.mutable_launch_plan()->mutable_launches(0)->add_args(); },
-       "launch_plan.launches[0].args[3]: one of"},
+       "launch_plan.launches[0].args[3]: an argument is an object with exactly one key"},
       {"bad swizzle",
        [](auto& r) {
          auto* map = r.mutable_launch_plan()->add_tensor_maps();

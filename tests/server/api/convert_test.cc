@@ -139,14 +139,14 @@ TEST_CASE("a launch plan's shape is checked field by field", "[api][validate]") 
   launch->add_cluster("1");
   launch->add_cluster("1");
   auto status = ValidateLaunchPlan(plan, "launch_plan");
-  CHECK(status.message() == "launch_plan.launches[0].cluster: 4 dimensions, at most 3");
+  CHECK(status.message() == "launch_plan.launches[0].cluster: has 4 entries; at most 3 are allowed");
   launch->clear_cluster();
   plan.add_scratch()->set_name("tmp");
   plan.mutable_scratch(0)->set_bytes("M*4");
   plan.add_scratch()->set_name("tmp");
   plan.mutable_scratch(1)->set_bytes("8");
   status = ValidateLaunchPlan(plan, "launch_plan");
-  CHECK(status.message() == "launch_plan.scratch[1].name: 'tmp' declared twice");
+  CHECK(status.message() == "launch_plan.scratch[1].name: duplicate scratch buffer 'tmp'");
 }
 
 }  // namespace

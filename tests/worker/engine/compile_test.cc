@@ -319,12 +319,15 @@ TEST_CASE("A ptxas that runs past the deadline is killed") {
   const std::string script = std::string(dir) + "/ptxas";
   {
     std::ofstream out(script);
+    // Shell builtins only: in the jail there is nothing but the script, its shell and the
+    // shell's libraries.
     out << "#!/bin/sh\n"
            "if [ \"$1\" = --version ]; then echo 'Cuda compilation tools, release 13.0, V13.0.88'; "
            "exit 0; fi\n"
-           "exec sleep 30\n";
+           "while :; do :; done\n";
   }
   REQUIRE(chmod(script.c_str(), 0755) == 0);
+  REQUIRE(chmod(dir, 0755) == 0);  // The jail runs it as uid 65534 when the test is root.
   PtxasOverride slow(script);
   CompileRequest request = Request(kWgmmaKernel, "sm_90a");
   request.limits.max_seconds = 1.5;
@@ -333,8 +336,8 @@ TEST_CASE("A ptxas that runs past the deadline is killed") {
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   CHECK(result.failure == CompileFailure::kTimeout);
-  CHECK(result.log.find("ptxas killed: compilation ran past the limit of 1.5 s") !=
-        std::string::npos);
+  // Killed by ptxas's own deadline in the jail, or with the jail at the stage deadline.
+  CHECK(result.log.find("ran past the limit of 1.5 s") != std::string::npos);
   CHECK(seconds < 5);
   std::remove(script.c_str());
   rmdir(dir);

@@ -121,7 +121,7 @@ TEST_CASE("Deep nesting is bounded") {
   const std::string deep_json = std::string(100000, '[') + std::string(100000, ']');
   PlanOr<LaunchPlan> plan = ParseLaunchPlanJson(deep_json);
   REQUIRE_FALSE(plan.ok());
-  CHECK(plan.error().ToString() == "a launch plan is a JSON object");
+  CHECK(plan.error().ToString() == "[0][0][0][0][0][0][0][0]: nested deeper than 8 levels");
 
   const std::string deep_block = "/* PTXBENCH_PLAN " + std::string(100000, '{') + " */";
   PlanOr<std::optional<LaunchPlan>> block = ExtractPlanFromSource(deep_block);

@@ -198,6 +198,24 @@ TEST_CASE("The reference GEMM's real NVRTC output: every TMA copy and wgmma is c
   CHECK(scan.family_counts == result->ptx_families);
 }
 
+TEST_CASE("Mnemonics of one line of a function body, whatever braces it opens or closes") {
+  using M = std::vector<std::string>;
+  // Inline asm's scope, a vector operand and a predicate on one line (as nvdisasm -gp names it).
+  CHECK(PtxFragmentMnemonics("{ .reg .pred p; setp.ne.b32 p, %r1, 0; "
+                             "@p wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 "
+                             "{%f1,%f2,%f3,%f4}, %rd1, %rd2, p, 1, 1, 0, 0;") ==
+        M{"setp.ne.b32", "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16"});
+  // A line that closes a scope opened on an earlier one still has its instructions.
+  CHECK(PtxFragmentMnemonics("} $L__BB0_3: @!%p2 bra $L__BB0_2; // wgmma.fence") == M{"bra"});
+  CHECK(PtxFragmentMnemonics("\tmbarrier.try_wait.parity.shared::cta.b64 P1, [%r1], 0;") ==
+        M{"mbarrier.try_wait.parity.shared::cta.b64"});
+  // Declarations, directives, operand continuations and a parameter list's end are none.
+  CHECK(PtxFragmentMnemonics(".reg .b32 %r<12>;").empty());
+  CHECK(PtxFragmentMnemonics("{%f1, %f2}, %rd4;").empty());
+  CHECK(PtxFragmentMnemonics(")").empty());
+  CHECK(PtxFragmentMnemonics("").empty());
+}
+
 // Captured from nvJitLink 13.0 (-verbose) for a kernel pair compiled for sm_90a.
 constexpr char kInfoLog[] =
     R"(ptxas info    : (C7511) Potential Performance Loss: wgmma.mma_async instructions are serialized due to insufficient register resources for the wgmma pipeline in the function 'gemm_kernel'

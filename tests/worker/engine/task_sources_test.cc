@@ -1,9 +1,11 @@
 // Every solution and decoy of every task, through the compile stage and plan validation as the
 // worker runs them: solutions compile and their plans resolve for every workload; decoys fail
 // exactly where their expected verdict says.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "common/task.h"
 #include "tests/worker/engine/engine_test_support.h"
 #include "worker/engine/compile.h"
@@ -110,6 +112,58 @@ TEST_CASE("The contract's GEMM example plan validates against a kernel with its 
     INFO(workload.name << ": " << (resolved.ok() ? "" : resolved.error().ToString()));
     CHECK(resolved.ok());
   }
+}
+
+// The compile limits are set from these figures (docs/operations.md, "Compile limits"): every
+// solution of every task, for its arch and the other one, must compile well inside them, with
+// room for a larger honest kernel.
+TEST_CASE("Honest compiles stay well inside the compile limits") {
+  auto catalog = TaskCatalog::Load(SourceDir() + "/tasks");
+  REQUIRE(catalog.ok());
+  const CompileLimits limits;
+  double max_seconds = 0;
+  uint64_t max_frontend_rss = 0, max_frontend_virtual = 0, max_assembler_rss = 0;
+  std::string slowest, largest;
+  int compiled = 0;
+  for (const Task& task : catalog->tasks()) {
+    for (const SourceRef& ref : task.solutions) {
+      for (const std::string arch : {"sm_90a", "sm_100a"}) {
+        auto headers = TemplateHeaders(task, arch);
+        REQUIRE(headers.ok());
+        CompileRequest request;
+        request.source = task.files.at(ref.path);
+        request.arch = arch;
+        request.headers = *headers;
+        auto result = Compile(request);
+        INFO(task.id << " " << ref.path << " " << arch);
+        REQUIRE(result.ok());
+        if (arch == ref.arch) CHECK(result->ok);
+        CHECK(result->failure != CompileFailure::kTimeout);
+        CHECK(result->failure != CompileFailure::kOutOfMemory);
+        const std::string name = absl::StrCat(task.id, "/", ref.path, " for ", arch);
+        if (result->timings.total_seconds > max_seconds) {
+          max_seconds = result->timings.total_seconds;
+          slowest = name;
+        }
+        if (result->memory.frontend_peak_virtual_bytes > max_frontend_virtual) {
+          max_frontend_virtual = result->memory.frontend_peak_virtual_bytes;
+          largest = name;
+        }
+        max_frontend_rss = std::max(max_frontend_rss, result->memory.frontend_peak_rss_bytes);
+        max_assembler_rss = std::max(max_assembler_rss, result->memory.assembler_peak_rss_bytes);
+        ++compiled;
+      }
+    }
+  }
+  constexpr double kMiB = 1 << 20;
+  WARN("honest compiles: " << compiled << "; slowest " << max_seconds << " s (" << slowest
+                           << "); NVRTC peak virtual " << max_frontend_virtual / kMiB << " MiB ("
+                           << largest << "), peak RSS " << max_frontend_rss / kMiB
+                           << " MiB; ptxas peak RSS " << max_assembler_rss / kMiB << " MiB");
+  CHECK(compiled > 0);
+  CHECK(max_seconds < limits.max_seconds / 4);
+  CHECK(max_frontend_virtual < limits.max_memory_bytes / 2);
+  CHECK(max_assembler_rss < limits.max_memory_bytes / 2);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
+#include "worker/engine/gpu/cupti_status.h"
 #include "worker/engine/gpu/runtime.h"
 
 // CUPTI's documented idiom initializes its parameter structs as {STRUCT_SIZE}: the rest is
@@ -20,29 +21,6 @@
 
 namespace ptxbench::gpu {
 namespace {
-
-std::string CuptiMessage(CUptiResult r) {
-  const char* text = nullptr;
-  cuptiGetResultString(r, &text);
-  return text ? text : absl::StrCat("CUPTI error ", static_cast<int>(r));
-}
-
-#define PTXBENCH_CUPTI_TRY(call)                                                                 \
-  do {                                                                                           \
-    const CUptiResult ptxbench_cupti_r_ = (call);                                                \
-    if (ptxbench_cupti_r_ != CUPTI_SUCCESS) {                                                    \
-      std::string ptxbench_cupti_m_ = absl::StrCat(#call, " at ", __FILE__, ":", __LINE__, ": ", \
-                                                   CuptiMessage(ptxbench_cupti_r_));             \
-      if (ptxbench_cupti_r_ == CUPTI_ERROR_NOT_SUPPORTED ||                                      \
-          ptxbench_cupti_r_ == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES ||                            \
-          ptxbench_cupti_r_ == CUPTI_ERROR_NOT_INITIALIZED ||                                    \
-          ptxbench_cupti_r_ == CUPTI_ERROR_CMP_DEVICE_NOT_SUPPORTED ||                           \
-          ptxbench_cupti_r_ == CUPTI_ERROR_VIRTUALIZED_DEVICE_NOT_SUPPORTED) {                   \
-        return absl::UnavailableError(ptxbench_cupti_m_);                                        \
-      }                                                                                          \
-      return absl::InternalError(ptxbench_cupti_m_);                                             \
-    }                                                                                            \
-  } while (false)
 
 constexpr const char* kMetricNames[] = {
     "smsp__sass_inst_executed",

@@ -134,23 +134,25 @@ std::string DeviceInfo::Arch() const {
   return absl::StrCat("sm_", cc_major, cc_minor);
 }
 
-nlohmann::json ToJson(const DeviceInfo& info) {
-  return nlohmann::json{{"ordinal", info.ordinal},
-                        {"name", info.name},
-                        {"uuid", info.uuid},
-                        {"pci_bus_id", info.pci_bus_id},
-                        {"compute_capability", absl::StrCat(info.cc_major, ".", info.cc_minor)},
-                        {"arch", info.Arch()},
-                        {"sm_count", info.sm_count},
-                        {"l2_bytes", info.l2_bytes},
-                        {"persisting_l2_max_bytes", info.persisting_l2_max_bytes},
-                        {"shared_per_block_optin", info.shared_per_block_optin},
-                        {"total_memory", info.total_memory},
-                        {"sm_clock_max_khz", info.sm_clock_max_khz},
-                        {"memory_clock_max_khz", info.memory_clock_max_khz},
-                        {"memory_bus_bits", info.memory_bus_bits},
-                        {"driver_version", info.driver_version},
-                        {"runtime_version", info.runtime_version}};
+DeviceDescription Describe(const DeviceInfo& info) {
+  DeviceDescription d;
+  d.ordinal = info.ordinal;
+  d.name = info.name;
+  d.uuid = info.uuid;
+  d.pci_bus_id = info.pci_bus_id;
+  d.compute_capability = absl::StrCat(info.cc_major, ".", info.cc_minor);
+  d.arch = info.Arch();
+  d.sm_count = info.sm_count;
+  d.l2_bytes = info.l2_bytes;
+  d.persisting_l2_max_bytes = info.persisting_l2_max_bytes;
+  d.shared_per_block_optin = info.shared_per_block_optin;
+  d.total_memory = info.total_memory;
+  d.sm_clock_max_khz = info.sm_clock_max_khz;
+  d.memory_clock_max_khz = info.memory_clock_max_khz;
+  d.memory_bus_bits = info.memory_bus_bits;
+  d.driver_version = info.driver_version;
+  d.runtime_version = info.runtime_version;
+  return d;
 }
 
 absl::StatusOr<DeviceInfo> InitDevice(int ordinal) {

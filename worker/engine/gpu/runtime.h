@@ -20,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
 #include "worker/engine/gpu/compare.h"
+#include "worker/engine/gpu/protocol_messages.h"
 
 namespace ptxbench::gpu {
 
@@ -65,7 +66,8 @@ struct DeviceInfo {
   int runtime_version = 0;
   std::string Arch() const;  // "sm_90a" on cc 9.0, "sm_100a" on 10.0, else "sm_XY".
 };
-nlohmann::json ToJson(const DeviceInfo& info);
+// As the ready, timing and health events report it.
+DeviceDescription Describe(const DeviceInfo& info);
 
 // Selects the device, creates its primary context, and sets the limits every evaluator process
 // runs under: small device printf FIFO and malloc heap (a kernel cannot flood the log or take

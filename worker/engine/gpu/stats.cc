@@ -44,16 +44,10 @@ SampleSummary Summarize(const std::vector<double>& values) {
   return s;
 }
 
-nlohmann::json ToJson(const SampleSummary& s) {
-  return nlohmann::json{{"n", s.count},
-                        {"median_ms", s.median},
-                        {"mean_ms", s.mean},
-                        {"min_ms", s.min},
-                        {"max_ms", s.max},
-                        {"p10_ms", s.p10},
-                        {"p90_ms", s.p90},
-                        {"mad_ms", s.mad},
-                        {"rse_median", std::isfinite(s.rse_median) ? s.rse_median : -1.0}};
+SampleStats ToStats(const SampleSummary& s) {
+  return {s.count, s.median, s.mean,
+          s.min,   s.max,    s.p10,
+          s.p90,   s.mad,    std::isfinite(s.rse_median) ? s.rse_median : -1.0};
 }
 
 const char* ShouldStop(const StoppingRule& rule, const SampleSummary& candidate,

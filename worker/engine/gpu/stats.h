@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "nlohmann/json.hpp"
+#include "worker/engine/gpu/protocol_messages.h"
 
 namespace ptxbench::gpu {
 
@@ -28,7 +28,8 @@ struct SampleSummary {
 // Linear-interpolated quantile q in [0,1] of unsorted `values` (copied).
 double Quantile(std::vector<double> values, double q);
 SampleSummary Summarize(const std::vector<double>& values);
-nlohmann::json ToJson(const SampleSummary& summary);
+// As the timing event reports it (rse_median -1 when infinite).
+SampleStats ToStats(const SampleSummary& summary);
 
 // The adaptive stopping rule of the timing loop: stop once both sides have at least
 // `min_samples` and the relative standard error of both medians is below `target_rse`, or once

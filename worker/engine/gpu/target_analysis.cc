@@ -40,42 +40,35 @@ json ToJson(const TargetReport& r) {
           {"detail", r.detail}};
 }
 
-TargetReport AnalyzeTargets(const json& sass_map, const std::vector<json>& runs,
+TargetReport AnalyzeTargets(const SassFamilyMap& sass_map, const std::vector<InstrumentEvent>& runs,
                             const std::map<std::string, int>& ptx_families,
                             const std::vector<std::string>& required) {
   TargetReport report;
-  if (!sass_map.is_object() || !sass_map.value("available", false)) {
+  if (!sass_map.available) {
     report.refused = true;
-    report.message = absl::StrCat(
-        "target instructions not verified: no SASS map of the module (",
-        sass_map.is_object() ? sass_map.value("reason", std::string("unknown")) : "missing", ")");
+    report.message = absl::StrCat("target instructions not verified: no SASS map of the module (",
+                                  sass_map.reason.value_or("unknown"), ")");
     return report;
   }
   // Measured counts per (function, pc), summed over runs; coverage per instrumented kernel.
   std::map<std::pair<std::string, uint32_t>, PcCounts> counts;
   json coverage = json::array();
   std::vector<std::string> uncovered;
-  for (const json& run : runs) {
-    const std::string kernel = run.value("kernel", std::string());
-    size_t records = 0;
+  for (const InstrumentEvent& run : runs) {
     std::set<std::string> functions;
-    if (run.contains("records") && run["records"].is_array()) {
-      for (const json& rec : run["records"]) {
-        if (!rec.is_array() || rec.size() < 6) continue;
-        PcCounts& c = counts[{rec[0].get<std::string>(), rec[1].get<uint32_t>()}];
-        c.warp += rec[2].get<uint64_t>();
-        c.threads += rec[3].get<uint64_t>();
-        c.gmma += rec[4].get<uint64_t>();
-        c.tma += rec[5].get<uint64_t>();
-        functions.insert(rec[0].get<std::string>());
-        ++records;
-      }
+    for (const PcRecord& rec : run.records) {
+      PcCounts& c = counts[{rec.function, rec.pc}];
+      c.warp += rec.warp_inst_executed;
+      c.threads += rec.thread_inst_pred_on;
+      c.gmma += rec.gmma_warp_inst;
+      c.tma += rec.tma_warp_inst;
+      functions.insert(rec.function);
     }
-    bool covered = functions.count(kernel) > 0;
-    if (!covered) uncovered.push_back(kernel);
-    coverage.push_back({{"kernel", kernel},
-                        {"launch_index", run.value("launch_index", 0)},
-                        {"records", records},
+    bool covered = functions.count(run.kernel) > 0;
+    if (!covered) uncovered.push_back(run.kernel);
+    coverage.push_back({{"kernel", run.kernel},
+                        {"launch_index", run.launch_index},
+                        {"records", run.records.size()},
                         {"functions_with_records", functions},
                         {"covered", covered}});
   }
@@ -86,16 +79,13 @@ TargetReport AnalyzeTargets(const json& sass_map, const std::vector<json>& runs,
     std::string function;
     uint32_t pc;
     std::string sass;
-    std::string by;
+    bool by_opcode;
   };
   std::map<std::string, std::vector<Site>> sites;
-  const json& functions = sass_map.value("functions", json::object());
-  for (auto fit = functions.begin(); fit != functions.end(); ++fit) {
-    const json& fam_sites = fit.value().value("sites", json::object());
-    for (auto sit = fam_sites.begin(); sit != fam_sites.end(); ++sit) {
-      for (const json& s : sit.value()) {
-        sites[sit.key()].push_back({fit.key(), s.value("pc", 0u), s.value("sass", std::string()),
-                                    s.value("by", std::string())});
+  for (const auto& [function, map] : sass_map.functions) {
+    for (const auto& [family, family_sites] : map.sites) {
+      for (const SassSite& s : family_sites) {
+        sites[family].push_back({function, s.pc, s.sass, s.by == SiteEvidence::kSassOpcode});
       }
     }
   }
@@ -103,7 +93,7 @@ TargetReport AnalyzeTargets(const json& sass_map, const std::vector<json>& runs,
   size_t gmma_pcs = 0, gmma_agree = 0;
   std::set<std::pair<std::string, uint32_t>> wgmma_opcode_sites;
   for (const Site& s : sites["wgmma"]) {
-    if (s.by == "sass_opcode") wgmma_opcode_sites.insert({s.function, s.pc});
+    if (s.by_opcode) wgmma_opcode_sites.insert({s.function, s.pc});
   }
   for (const auto& [key, c] : counts) {
     if (c.gmma == 0) continue;
@@ -125,10 +115,10 @@ TargetReport AnalyzeTargets(const json& sass_map, const std::vector<json>& runs,
       f.ptx_instructions = it->second;
     const std::vector<Site>& all = sites[name];
     bool has_opcode =
-        std::any_of(all.begin(), all.end(), [](const Site& s) { return s.by == "sass_opcode"; });
+        std::any_of(all.begin(), all.end(), [](const Site& s) { return s.by_opcode; });
     f.classified_by = has_opcode ? "sass_opcode" : (all.empty() ? "" : "ptx_line");
     for (const Site& s : all) {
-      if (has_opcode && s.by != "sass_opcode") continue;
+      if (has_opcode && !s.by_opcode) continue;
       ++f.sass_sites;
       auto it = counts.find({s.function, s.pc});
       if (it != counts.end()) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "nlohmann/json.hpp"
+#include "worker/engine/gpu/protocol_messages.h"
 
 namespace ptxbench::gpu {
 
@@ -38,10 +39,10 @@ struct TargetReport {
 };
 nlohmann::json ToJson(const TargetReport& report);
 
-// `sass_map`: the "sass" object of the compile event. `runs`: the instrument events (one per
-// distinct kernel). `ptx_families`: CompileResult::ptx_families. `required`: the task's target
+// `sass_map`: the sassmap process's map. `runs`: the instrumented runs (one per distinct kernel
+// of the plan). `ptx_families`: the compile stage's static counts. `required`: the task's target
 // families for the arch.
-TargetReport AnalyzeTargets(const nlohmann::json& sass_map, const std::vector<nlohmann::json>& runs,
+TargetReport AnalyzeTargets(const SassFamilyMap& sass_map, const std::vector<InstrumentEvent>& runs,
                             const std::map<std::string, int>& ptx_families,
                             const std::vector<std::string>& required);
 

@@ -14,25 +14,21 @@ double Seconds() {
 
 }  // namespace
 
-nlohmann::json ToJson(const TimingResult& r) {
-  nlohmann::json clocks = nlohmann::json::array();
-  for (const ClockSample& c : r.clocks) clocks.push_back(ToJson(c));
-  nlohmann::json checked = nlohmann::json::array();
-  for (const auto& [index, seed] : r.checked) {
-    checked.push_back({{"sample", index}, {"seed", std::to_string(seed)}});
-  }
-  return nlohmann::json{{"candidate", ToJson(r.candidate)},
-                        {"baseline", ToJson(r.baseline)},
-                        {"speedup", r.speedup},
-                        {"stop_reason", r.stop_reason},
-                        {"warmup_pairs", r.warmup_pairs},
-                        {"warmup_seconds", r.warmup_seconds},
-                        {"sampling_seconds", r.sampling_seconds},
-                        {"kernel_ms_total", r.kernel_ms_total},
-                        {"candidate_ms", r.candidate_ms},
-                        {"baseline_ms", r.baseline_ms},
-                        {"clocks", clocks},
-                        {"checked_samples", checked}};
+TimingMeasurement ToMeasurement(const TimingResult& r) {
+  TimingMeasurement m;
+  m.candidate = ToStats(r.candidate);
+  m.baseline = ToStats(r.baseline);
+  m.speedup = r.speedup;
+  m.stop_reason = r.stop_reason;
+  m.warmup_pairs = r.warmup_pairs;
+  m.warmup_seconds = r.warmup_seconds;
+  m.sampling_seconds = r.sampling_seconds;
+  m.kernel_ms_total = r.kernel_ms_total;
+  m.candidate_ms = r.candidate_ms;
+  m.baseline_ms = r.baseline_ms;
+  for (const ClockSample& c : r.clocks) m.clocks.push_back(ToJson(c));
+  for (const auto& [index, seed] : r.checked) m.checked_samples.push_back({index, seed});
+  return m;
 }
 
 absl::StatusOr<TimingResult> TimeInterleaved(

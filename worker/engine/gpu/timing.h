@@ -16,7 +16,6 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "nlohmann/json.hpp"
 #include "worker/engine/gpu/nvml_monitor.h"
 #include "worker/engine/gpu/runtime.h"
 #include "worker/engine/gpu/stats.h"
@@ -57,7 +56,8 @@ struct TimingResult {
   std::vector<ClockSample> clocks;
   std::vector<std::pair<size_t, uint64_t>> checked;  // (sample index, seed) handed to on_check.
 };
-nlohmann::json ToJson(const TimingResult& result);
+// As the timing event reports it.
+TimingMeasurement ToMeasurement(const TimingResult& result);
 
 // on_check(sample_index, seed) runs right after a checked candidate sample (its outputs are
 // still on the device).

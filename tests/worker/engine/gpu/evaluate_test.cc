@@ -113,17 +113,23 @@ TEST_CASE("a missing evaluator is an infrastructure error, not a verdict", "[eva
 }
 
 TEST_CASE("the roofline floor uses the device's peak rates", "[evaluate]") {
-  nlohmann::json h200 = {{"compute_capability", "9.0"},
-                         {"sm_count", 132},
-                         {"sm_clock_max_khz", 1980000},
-                         {"memory_clock_max_khz", 3201000},
-                         {"memory_bus_bits", 6144}};
+  gpu::DeviceDescription h200;
+  h200.compute_capability = "9.0";
+  h200.sm_count = 132;
+  h200.sm_clock_max_khz = 1980000;
+  h200.memory_clock_max_khz = 3201000;
+  h200.memory_bus_bits = 6144;
   double flops = 2.0 * 8192 * 7168 * 5120,
          bytes = 2.0 * (8192.0 * 5120 + 7168.0 * 5120 + 8192.0 * 7168);
   double floor_ms = RooflineFloorMs(h200, flops, bytes);
   // 601.3 GFLOP at 132 x 4096 x 1.98 GHz = 1070 TFLOP/s -> 0.562 ms (compute-bound).
   CHECK(floor_ms == Approx(0.5618).epsilon(0.01));
-  CHECK(RooflineFloorMs({{"compute_capability", "7.5"}}, flops, bytes) == 0);
+  // NVML's maximum SM clock raises the peak when it is higher than the CUDA attribute.
+  h200.nvml_max_sm_mhz = 2 * 1980;
+  CHECK(RooflineFloorMs(h200, flops, bytes) == Approx(0.5618 / 2).epsilon(0.01));
+  gpu::DeviceDescription turing;
+  turing.compute_capability = "7.5";
+  CHECK(RooflineFloorMs(turing, flops, bytes) == 0);
 }
 
 }  // namespace

@@ -5,7 +5,8 @@
 // write deterministic outputs: output element i for seed s is a function of (s, i), in both the
 // "reference" and the "candidate" process, unless the behaviour says otherwise. The reference
 // process compares on the CPU (compare.h, the GPU kernel's oracle). Outputs handed over "by IPC"
-// are files here too, named in the "ipc" field.
+// are files here too, their paths in the handle. It speaks the real protocol's structs
+// (protocol_messages.h), so a renamed field fails to compile here as well.
 //
 // The behaviour comes from the program's own name, fake-evaluator-<behaviour> (sandboxes get a
 // minimal environment): pass, wrong, wrong_timed, fault, hang, mutate, no_records, too_fast,
@@ -15,9 +16,9 @@
 
 #include <cmath>
 #include <cstring>
-#include <iostream>
-#include <map>
+#include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "common/expr.h"
@@ -27,17 +28,40 @@
 #include "worker/engine/gpu/philox.h"
 #include "worker/engine/gpu/poison.h"
 #include "worker/engine/gpu/protocol.h"
+#include "worker/engine/gpu/protocol_messages.h"
 
 namespace {
 
-using json = nlohmann::json;
-using ptxbench::gpu::Mix64;
+namespace gpu = ptxbench::gpu;
+using gpu::Mix64;
 
 std::string behaviour;
 
-void Emit(const json& event) { (void)ptxbench::gpu::WriteJsonLine(3, event); }
+template <typename Event>
+void Emit(const Event& event) {
+  (void)gpu::WriteJsonLine(3, gpu::ToJson(event));
+}
 
-uint64_t U(const json& v) { return *ptxbench::gpu::ParseU64(v); }
+// Reports a protocol error the way the real evaluator does and ends the process.
+int Fail(const absl::Status& status) {
+  Emit(gpu::ErrorEvent{gpu::ErrorKind::kInfrastructure, std::string(status.message()),
+                       absl::StatusCodeToString(status.code())});
+  return 2;
+}
+
+// The next command if it is one of Commands; nullopt at the end of input or on a protocol error
+// (reported).
+template <typename... Commands>
+std::optional<std::variant<Commands...>> Next(gpu::LineReader& in) {
+  auto line = in.ReadLine(-1);
+  if (!line.ok() || !line->has_value()) return std::nullopt;
+  auto command = gpu::FromJsonOneOf<Commands...>(nlohmann::json::parse(**line, nullptr, false));
+  if (!command.ok()) {
+    Fail(command.status());
+    return std::nullopt;
+  }
+  return std::move(*command);
+}
 
 uint16_t Element(uint64_t seed, uint64_t i) {
   float f = std::sin(static_cast<float>((seed % 1000) + i % 977)) * 4.0f + 0.5f;
@@ -46,84 +70,263 @@ uint16_t Element(uint64_t seed, uint64_t i) {
   return static_cast<uint16_t>(bits >> 16);
 }
 
-// Writes every output tensor of `workload` for `seed` to "<prefix>.<tensor>.bin"; describes them
-// under `field` ("path", or "ipc" for the stand-in of a CUDA IPC hand-over).
-json WriteOutputs(const ptxbench::Task& task, const std::string& workload, uint64_t seed,
-                  const std::string& prefix, bool corrupt, const std::string& field = "path") {
-  json files = json::array();
-  const ptxbench::Workload* w = nullptr;
-  for (const auto& x : task.workloads) {
-    if (x.name == workload) w = &x;
+const ptxbench::Workload& WorkloadOf(const ptxbench::Task& task, const std::string& name) {
+  for (const auto& w : task.workloads) {
+    if (w.name == name) return w;
   }
+  return task.workloads.front();
+}
+
+// Writes every output tensor of `workload` for `seed` to "<prefix>.<tensor>.bin"; the handles
+// say `transfer` (a file either way here).
+std::vector<gpu::OutputHandle> WriteOutputs(const ptxbench::Task& task, const std::string& workload,
+                                            uint64_t seed, const std::string& prefix, bool corrupt,
+                                            gpu::OutputTransfer transfer) {
+  std::vector<gpu::OutputHandle> files;
+  const ptxbench::Workload& w = WorkloadOf(task, workload);
   for (const ptxbench::TensorSpec& t : task.tensors) {
     if (t.role != ptxbench::TensorRole::kOutput) continue;
     uint64_t n = 1;
-    for (const std::string& d : t.shape)
-      n *= static_cast<uint64_t>(*ptxbench::EvalIntExpr(d, w->axes));
+    for (const std::string& d : t.shape) {
+      n *= static_cast<uint64_t>(*ptxbench::EvalIntExpr(d, w.axes));
+    }
     std::vector<uint16_t> data(n);
     for (uint64_t i = 0; i < n; ++i) data[i] = Element(seed, i);
     if (corrupt) data[n / 2] ^= 0x4000;
     std::string path = prefix + "." + t.name + ".bin";
-    (void)ptxbench::gpu::WriteFileBytes(
-        path, std::string(reinterpret_cast<const char*>(data.data()), n * 2));
-    files.push_back({{"tensor", t.name}, {field, path}, {"bytes", n * 2}});
+    (void)gpu::WriteFileBytes(path, std::string(reinterpret_cast<const char*>(data.data()), n * 2));
+    files.push_back({t.name, n * 2, transfer, path});
   }
   return files;
 }
 
-std::string Field(const json& cmd) {
-  return cmd.value("transfer", std::string()) == "ipc" ? "ipc" : "path";
-}
-
 // The reference process's "compare": the reference regenerated, the candidate's files read back.
-json Compare(const ptxbench::Task& task, const json& cmd) {
-  json event = {{"event", "compare"}, {"workload", cmd["workload"]}, {"seed", cmd["seed"]}};
-  const ptxbench::Workload* w = nullptr;
-  for (const auto& x : task.workloads) {
-    if (x.name == cmd["workload"]) w = &x;
-  }
-  ptxbench::gpu::ToleranceRule rule;
+gpu::CompareEvent Compare(const ptxbench::Task& task, const gpu::CompareCommand& cmd) {
+  gpu::CompareEvent event{cmd.workload, cmd.seed, {}, std::nullopt, 0.001};
+  const ptxbench::Workload& w = WorkloadOf(task, cmd.workload);
+  gpu::ToleranceRule rule;
   rule.atol = task.tolerance.atol;
   rule.rtol = task.tolerance.rtol;
   rule.matched_ratio = task.tolerance.matched_ratio;
-  json tensors = json::object();
   for (const ptxbench::TensorSpec& t : task.tensors) {
     if (t.role != ptxbench::TensorRole::kOutput) continue;
     std::vector<int64_t> shape;
     uint64_t n = 1;
     for (const std::string& d : t.shape) {
-      shape.push_back(*ptxbench::EvalIntExpr(d, w->axes));
+      shape.push_back(*ptxbench::EvalIntExpr(d, w.axes));
       n *= static_cast<uint64_t>(shape.back());
     }
     std::string path;
-    for (const json& o : cmd["outputs"]) {
-      if (o.value("tensor", std::string()) != t.name) continue;
-      if (o.contains("ipc") && behaviour == "no_ipc") {
-        return {{"event", "compare"}, {"ipc_failed", "fake: cudaErrorMapBufferObjectFailed"}};
+    for (const gpu::OutputHandle& o : cmd.outputs) {
+      if (o.tensor != t.name) continue;
+      if (o.transfer == gpu::OutputTransfer::kIpc && behaviour == "no_ipc") {
+        event.ipc_failed = "fake: cudaErrorMapBufferObjectFailed";
+        return event;
       }
-      path = o.value(o.contains("ipc") ? "ipc" : "path", std::string());
+      path = o.handle;
     }
-    std::string got = *ptxbench::gpu::ReadFileBytes(path);
+    std::string got = *gpu::ReadFileBytes(path);
     std::vector<uint16_t> expected(n);
-    for (uint64_t i = 0; i < n; ++i) expected[i] = Element(U(cmd["seed"]), i);
-    tensors[t.name] = ptxbench::gpu::ToJson(ptxbench::gpu::CompareOutputs(
-        got.data(), expected.data(), n, ptxbench::gpu::ElementType::kBF16, shape, rule,
-        ptxbench::gpu::kPoisonBF16, 1));
+    for (uint64_t i = 0; i < n; ++i) expected[i] = Element(cmd.seed, i);
+    event.tensors[t.name] = gpu::CompareOutputs(
+        got.data(), expected.data(), n, gpu::ElementType::kBF16, shape, rule, gpu::kPoisonBF16, 1);
   }
-  event["tensors"] = tensors;
-  event["seconds"] = 0.001;
   return event;
 }
 
-json Device() {
-  return {{"name", "Fake H200"},         {"arch", "sm_90a"},
-          {"compute_capability", "9.0"}, {"sm_count", 132},
-          {"sm_clock_max_khz", 1980000}, {"memory_clock_max_khz", 3201000},
-          {"memory_bus_bits", 6144},     {"runtime_version", 13000},
-          {"driver_version", 13000},     {"uuid", "GPU-fake"}};
+gpu::DeviceDescription Device() {
+  gpu::DeviceDescription d;
+  d.name = "Fake H200";
+  d.arch = "sm_90a";
+  d.compute_capability = "9.0";
+  d.sm_count = 132;
+  d.sm_clock_max_khz = 1980000;
+  d.memory_clock_max_khz = 3201000;
+  d.memory_bus_bits = 6144;
+  d.runtime_version = 13000;
+  d.driver_version = 13000;
+  d.uuid = "GPU-fake";
+  return d;
 }
 
-std::string InputHash(uint64_t seed, uint64_t key) { return ptxbench::gpu::U64(Mix64(seed ^ key)); }
+uint64_t InputHash(uint64_t seed, uint64_t key) { return Mix64(seed ^ key); }
+
+gpu::SassFamilyMap SassMap() {
+  gpu::SassFamilyMap map;
+  map.available = true;
+  gpu::SassFunctionSites& gemm = map.functions["gemm_kernel"];
+  gemm.instructions = 64;
+  gemm.sites["wgmma"] = {{256, "HGMMA.64x256x16.F32.BF16 R24, gdesc[UR4], R24",
+                          gpu::SiteEvidence::kSassOpcode, std::nullopt, std::nullopt}};
+  gemm.sites["tma"] = {
+      {512, "UTMALDG.2D [UR4], [UR8]", gpu::SiteEvidence::kSassOpcode, std::nullopt, std::nullopt}};
+  return map;
+}
+
+int Instrument(const ptxbench::Task& task, const gpu::InstrumentRequest& request) {
+  gpu::OutputTransfer transfer = request.transfer;
+  gpu::LineReader in(0);  // One reader: it buffers past a line.
+  gpu::InstrumentEvent event;
+  if (request.wait_for_go) {
+    auto go = Next<gpu::GoCommand, gpu::QuitCommand>(in);
+    if (!go.has_value() || !std::holds_alternative<gpu::GoCommand>(*go)) return 0;
+    transfer = std::get<gpu::GoCommand>(*go).transfer;
+    event.waited_for_go = true;
+  }
+  if (behaviour != "no_records") {
+    event.records = {{"gemm_kernel", 256, 512, 4096, 512, 0},
+                     {"gemm_kernel", 512, 8, 8, 0, 8},
+                     {"gemm_kernel", 768, 100, 3200, 0, 0}};
+  }
+  event.workload = request.workload;
+  event.seed = request.seed;
+  event.kernel = "gemm_kernel";
+  event.launch_index = request.launch_index;
+  event.host_inputs = request.host_inputs;
+  event.instrumented_seconds = 0.01;
+  if (!request.host_inputs) {
+    event.outputs =
+        WriteOutputs(task, request.workload, request.seed, request.output_prefix, false, transfer);
+    event.input_hash_before = event.input_hash_after = InputHash(request.seed, request.hash_key);
+  }
+  Emit(event);
+  if (transfer != gpu::OutputTransfer::kIpc || request.host_inputs) return 0;
+  // Like the real one: alive until the supervisor is done with the outputs.
+  while (true) {
+    auto cmd = Next<gpu::SaveOutputsCommand, gpu::QuitCommand>(in);
+    if (!cmd.has_value() || !std::holds_alternative<gpu::SaveOutputsCommand>(*cmd)) return 0;
+    Emit(gpu::OutputsEvent{WriteOutputs(task, request.workload, request.seed,
+                                        std::get<gpu::SaveOutputsCommand>(*cmd).prefix, false,
+                                        gpu::OutputTransfer::kFile)});
+  }
+}
+
+int Reference(const ptxbench::Task& task, uint64_t key) {
+  gpu::LineReader in(0);
+  Emit(gpu::ReadyEvent{Device(), false});
+  while (true) {
+    auto cmd = Next<gpu::QuitCommand, gpu::ResetCommand, gpu::BeginCommand,
+                    gpu::ComputeReferenceCommand, gpu::CompareCommand>(in);
+    if (!cmd.has_value() || std::holds_alternative<gpu::QuitCommand>(*cmd)) return 0;
+    if (std::holds_alternative<gpu::ResetCommand>(*cmd)) {
+      Emit(gpu::ResetEvent{});
+    } else if (const auto* begin = std::get_if<gpu::BeginCommand>(&*cmd)) {
+      if (behaviour == "begin_dies") return 0;  // A warm process that died in between.
+      key = begin->hash_key;
+      Emit(gpu::ReadyEvent{Device(), true});
+    } else if (const auto* ref = std::get_if<gpu::ComputeReferenceCommand>(&*cmd)) {
+      Emit(gpu::ReferenceEvent{ref->workload, ref->seed, InputHash(ref->seed, key),
+                               nlohmann::json::object(), 0, 0});
+    } else if (const auto* compare = std::get_if<gpu::CompareCommand>(&*cmd)) {
+      Emit(Compare(task, *compare));
+    }
+  }
+}
+
+gpu::TimingEvent Time(const ptxbench::Task& task, const gpu::TimeCommand& cmd) {
+  gpu::TimingEvent event;
+  event.workload = cmd.workload;
+  const size_t n = 20;
+  const bool corrupt = behaviour == "wrong_timed";
+  for (size_t block = 0; block * cmd.loop.check_every < n; ++block) {
+    size_t i = gpu::CheckedSampleOfBlock(cmd.check_position_seed, block, cmd.loop.check_every);
+    if (i >= n) break;
+    uint64_t seed = gpu::SampleSeed(cmd.candidate_seed_base, i);
+    event.checks.push_back(
+        {i, seed,
+         WriteOutputs(task, cmd.workload, seed, cmd.check_prefix + "." + std::to_string(i), corrupt,
+                      cmd.transfer)});
+  }
+  uint64_t last = gpu::SampleSeed(cmd.candidate_seed_base, n - 1);
+  event.checks.push_back(
+      {n - 1, last,
+       WriteOutputs(task, cmd.workload, last, cmd.check_prefix + ".last", corrupt, cmd.transfer)});
+  const double candidate_ms = behaviour == "too_fast" ? 1e-6 : 0.8;
+  event.result.candidate.n = n;
+  event.result.candidate.median_ms = candidate_ms;
+  event.result.baseline.n = n;
+  event.result.baseline.median_ms = 0.75;
+  event.result.speedup = 0.75 / candidate_ms;
+  event.result.kernel_ms_total = 31.0;
+  event.result.stop_reason = "converged";
+  event.baseline = {{"library", "fake"}};
+  event.device = Device();
+  event.seconds = 0.1;
+  return event;
+}
+
+int Candidate(const ptxbench::Task& task, const gpu::CandidateRequest& request) {
+  gpu::LineReader in(0);
+  if (!request.module.has_value()) {
+    // Started beside the compiler, like the real one: the module comes with "module".
+    auto cmd = Next<gpu::ModuleCommand, gpu::QuitCommand>(in);
+    if (!cmd.has_value() || !std::holds_alternative<gpu::ModuleCommand>(*cmd) ||
+        !gpu::ReadFileBytes(std::get<gpu::ModuleCommand>(*cmd).module.cubin_path).ok()) {
+      return 0;
+    }
+  }
+  Emit(gpu::ReadyEvent{Device(), false});
+  gpu::TrialCommand last_trial;
+  while (true) {
+    auto cmd = Next<gpu::QuitCommand, gpu::TrialCommand, gpu::SaveOutputsCommand,
+                    gpu::PrepareTimingCommand, gpu::TimeCommand>(in);
+    if (!cmd.has_value() || std::holds_alternative<gpu::QuitCommand>(*cmd)) return 0;
+    if (const auto* save = std::get_if<gpu::SaveOutputsCommand>(&*cmd)) {
+      Emit(gpu::OutputsEvent{WriteOutputs(task, last_trial.workload, last_trial.seed, save->prefix,
+                                          behaviour == "wrong", gpu::OutputTransfer::kFile)});
+    } else if (const auto* trial = std::get_if<gpu::TrialCommand>(&*cmd)) {
+      last_trial = *trial;
+      if (behaviour == "hang") sleep(1000);
+      if (behaviour == "fault") {
+        Emit(gpu::FaultEvent{gpu::FaultPhase::kTrial,
+                             "cudaErrorIllegalAddress (an illegal memory access was encountered)",
+                             "at fake_evaluator.cc: cudaErrorIllegalAddress"});
+        return 3;
+      }
+      const uint64_t key = request.hash_key;
+      gpu::TrialEvent event{
+          trial->workload,
+          trial->seed,
+          InputHash(trial->seed, key),
+          behaviour == "mutate" ? InputHash(trial->seed + 1, key) : InputHash(trial->seed, key),
+          WriteOutputs(task, trial->workload, trial->seed, trial->prefix, behaviour == "wrong",
+                       trial->transfer),
+          0.5,
+          0.01};
+      Emit(event);
+    } else if (const auto* time = std::get_if<gpu::TimeCommand>(&*cmd)) {
+      Emit(Time(task, *time));
+    }
+  }
+}
+
+template <typename Request>
+std::optional<Request> ReadRequest(int argc, char** argv) {
+  if (argc <= 3) {
+    Fail(absl::InvalidArgumentError("usage: fake-evaluator-<behaviour> MODE --request FILE"));
+    return std::nullopt;
+  }
+  auto text = gpu::ReadFileBytes(argv[3]);
+  if (!text.ok()) {
+    Fail(text.status());
+    return std::nullopt;
+  }
+  auto request = gpu::FromJson<Request>(nlohmann::json::parse(*text, nullptr, false));
+  if (!request.ok()) {
+    Fail(request.status());
+    return std::nullopt;
+  }
+  return *request;
+}
+
+std::optional<ptxbench::Task> LoadTask(const gpu::TaskRef& ref) {
+  auto task = ptxbench::LoadTask(ref.dir);
+  if (!task.ok()) {
+    Fail(task.status());
+    return std::nullopt;
+  }
+  return *task;
+}
 
 }  // namespace
 
@@ -131,178 +334,40 @@ int main(int argc, char** argv) {
   std::string self = argv[0];
   std::string dir = self.substr(0, self.rfind('/'));
   behaviour = self.substr(self.rfind("fake-evaluator-") + 15);
-  std::string mode = argc > 1 ? argv[1] : "";
-  if (mode == "compile") {
-    std::string real = dir + "/ptxbench-evaluator";
-    execv(real.c_str(), argv);
-    return 2;
-  }
-  json request = json::object();
-  if (argc > 3) request = json::parse(*ptxbench::gpu::ReadFileBytes(argv[3]), nullptr, false);
-  if (mode == "health") {
-    Emit({{"event", "health"}, {"ok", true}, {"device", Device()}});
-    return 0;
-  }
-  if (mode == "sassmap") {
-    json sites = {
-        {"wgmma",
-         {{{"pc", 256},
-           {"sass", "HGMMA.64x256x16.F32.BF16 R24, gdesc[UR4], R24"},
-           {"by", "sass_opcode"}}}},
-        {"tma", {{{"pc", 512}, {"sass", "UTMALDG.2D [UR4], [UR8]"}, {"by", "sass_opcode"}}}}};
-    json functions = {{"gemm_kernel", {{"instructions", 64}, {"sites", sites}}}};
-    Emit({{"event", "sassmap"}, {"sass", {{"available", true}, {"functions", functions}}}});
-    return 0;
-  }
-  auto task = ptxbench::LoadTask(request.value("task_dir", std::string()));
-  if (!task.ok()) {
-    Emit({{"event", "error"},
-          {"kind", "infrastructure"},
-          {"message", std::string(task.status().message())}});
-    return 2;
-  }
-  uint64_t key = U(request.value("hash_key", json("0")));
-  if (mode == "instrument") {
-    uint64_t seed = U(request["seed"]);
-    std::string transfer = request.value("transfer", std::string());
-    ptxbench::gpu::LineReader instrument_in(0);  // One reader: it buffers past a line.
-    if (request.value("wait_for_go", false)) {
-      auto line = instrument_in.ReadLine(-1);
-      if (!line.ok() || !line->has_value()) return 0;
-      json go = json::parse(**line, nullptr, false);
-      if (go.value("cmd", std::string()) != "go") return 0;
-      transfer = go.value("transfer", transfer);
-      request["transfer"] = transfer;
-      request["started_after_go"] = true;
+  auto mode = gpu::EnumFromName<gpu::EvaluatorMode>(argc > 1 ? argv[1] : "");
+  if (!mode.has_value()) return Fail(absl::InvalidArgumentError("unknown mode"));
+  switch (*mode) {
+    case gpu::EvaluatorMode::kCompile: {
+      std::string real = dir + "/ptxbench-evaluator";
+      execv(real.c_str(), argv);
+      return 2;
     }
-    json records = json::array();
-    if (behaviour != "no_records") {
-      records.push_back({"gemm_kernel", 256, 512, 4096, 512, 0});
-      records.push_back({"gemm_kernel", 512, 8, 8, 0, 8});
-      records.push_back({"gemm_kernel", 768, 100, 3200, 0, 0});
-    }
-    json event = {{"event", "instrument"},
-                  {"kernel", "gemm_kernel"},
-                  {"launch_index", request.value("launch_index", 0)},
-                  {"records", records},
-                  {"host_inputs", request.value("host_inputs", false)},
-                  {"instrumented_seconds", 0.01},
-                  {"waited_for_go", request.value("started_after_go", false)}};
-    const bool host_inputs = request.value("host_inputs", false);
-    if (!host_inputs) {
-      event["outputs"] = WriteOutputs(*task, request["workload"], seed, request["output_prefix"],
-                                      false, Field(request));
-      event["input_hash_before"] = event["input_hash_after"] = InputHash(seed, key);
-    }
-    Emit(event);
-    if (Field(request) == "ipc" && !host_inputs) {
-      // Like the real one: alive until the supervisor is done with the outputs.
-      while (true) {
-        auto line = instrument_in.ReadLine(-1);
-        if (!line.ok() || !line->has_value()) return 0;
-        json cmd = json::parse(**line, nullptr, false);
-        if (cmd.value("cmd", std::string()) != "save_outputs") return 0;
-        Emit({{"event", "outputs"},
-              {"outputs", WriteOutputs(*task, request["workload"], seed, cmd["prefix"], false)}});
-      }
-    }
-    return 0;
-  }
-  bool reference = mode == "reference";
-  ptxbench::gpu::LineReader in(0);
-  if (!reference && request.value("wait_for_module", false)) {
-    // Started beside the compiler, like the real one: the module comes with "module".
-    auto line = in.ReadLine(-1);
-    if (!line.ok() || !line->has_value()) return 0;
-    json cmd = json::parse(**line, nullptr, false);
-    if (cmd.value("cmd", std::string()) != "module" ||
-        !ptxbench::gpu::ReadFileBytes(cmd.value("cubin_path", std::string())).ok()) {
+    case gpu::EvaluatorMode::kHealth:
+      Emit(gpu::HealthEvent{Device(), 0.001});
       return 0;
+    case gpu::EvaluatorMode::kSassMap:
+      Emit(gpu::SassMapEvent{SassMap()});
+      return 0;
+    case gpu::EvaluatorMode::kInstrument: {
+      auto request = ReadRequest<gpu::InstrumentRequest>(argc, argv);
+      if (!request) return 2;
+      auto task = LoadTask(request->submission.task);
+      return task ? Instrument(*task, *request) : 2;
     }
-  }
-  Emit({{"event", "ready"}, {"device", Device()}});
-  json last_trial;
-  while (true) {
-    auto line = in.ReadLine(-1);
-    if (!line.ok() || !line->has_value()) return 0;
-    json cmd = json::parse(**line, nullptr, false);
-    std::string name = cmd.value("cmd", std::string());
-    if (name == "quit") return 0;
-    if (name == "reset" && reference) {
-      Emit({{"event", "reset"}});
-    } else if (name == "begin" && reference) {
-      if (behaviour == "begin_dies") return 0;  // A warm process that died in between.
-      key = U(cmd["hash_key"]);
-      Emit({{"event", "ready"}, {"device", Device()}, {"reused", true}});
-    } else if (name == "reference") {
-      uint64_t seed = U(cmd["seed"]);
-      Emit({{"event", "reference"},
-            {"workload", cmd["workload"]},
-            {"seed", cmd["seed"]},
-            {"input_hash", InputHash(seed, key)}});
-    } else if (name == "compare" && reference) {
-      Emit(Compare(*task, cmd));
-    } else if (name == "save_outputs" && !reference) {
-      Emit({{"event", "outputs"},
-            {"outputs", WriteOutputs(*task, last_trial["workload"], U(last_trial["seed"]),
-                                     cmd["prefix"], behaviour == "wrong")}});
-    } else if (name == "trial" && !reference) {
-      last_trial = cmd;
-      uint64_t seed = U(cmd["seed"]);
-      if (behaviour == "hang") sleep(1000);
-      if (behaviour == "fault") {
-        Emit({{"event", "fault"},
-              {"during", "trial"},
-              {"message", "cudaErrorIllegalAddress (an illegal memory access was encountered)"}});
-        return 3;
-      }
-      json event = {{"event", "trial"},
-                    {"workload", cmd["workload"]},
-                    {"seed", cmd["seed"]},
-                    {"input_hash_before", InputHash(seed, key)},
-                    {"input_hash_after",
-                     behaviour == "mutate" ? InputHash(seed + 1, key) : InputHash(seed, key)},
-                    {"kernel_ms", 0.5},
-                    {"seconds", 0.01}};
-      event["outputs"] = WriteOutputs(*task, cmd["workload"], seed, cmd["prefix"],
-                                      behaviour == "wrong", Field(cmd));
-      Emit(event);
-    } else if (name == "time") {
-      uint64_t base = U(cmd["candidate_seed_base"]), position = U(cmd["check_position_seed"]);
-      size_t every = cmd.value("check_every", 16);
-      json checks = json::array();
-      const size_t n = 20;
-      for (size_t block = 0; block * every < n; ++block) {
-        size_t i = ptxbench::gpu::CheckedSampleOfBlock(position, block, every);
-        if (i >= n) break;
-        uint64_t seed = ptxbench::gpu::SampleSeed(base, i);
-        checks.push_back({{"sample", i},
-                          {"seed", ptxbench::gpu::U64(seed)},
-                          {"outputs", WriteOutputs(*task, cmd["workload"], seed,
-                                                   cmd["check_prefix"].get<std::string>() + "." +
-                                                       std::to_string(i),
-                                                   behaviour == "wrong_timed", Field(cmd))}});
-      }
-      uint64_t last = ptxbench::gpu::SampleSeed(base, n - 1);
-      checks.push_back({{"sample", n - 1},
-                        {"seed", ptxbench::gpu::U64(last)},
-                        {"outputs", WriteOutputs(*task, cmd["workload"], last,
-                                                 cmd["check_prefix"].get<std::string>() + ".last",
-                                                 behaviour == "wrong_timed", Field(cmd))}});
-      double cand = behaviour == "too_fast" ? 1e-6 : 0.8;
-      json side = {{"n", n}, {"median_ms", cand}};
-      Emit({{"event", "timing"},
-            {"workload", cmd["workload"]},
-            {"result",
-             {{"candidate", side},
-              {"baseline", {{"n", n}, {"median_ms", 0.75}}},
-              {"speedup", 0.75 / cand},
-              {"kernel_ms_total", 31.0},
-              {"stop_reason", "converged"},
-              {"clocks", json::array()}}},
-            {"checks", checks},
-            {"baseline", {{"library", "fake"}}},
-            {"seconds", 0.1}});
+    case gpu::EvaluatorMode::kReference: {
+      auto request = ReadRequest<gpu::ReferenceRequest>(argc, argv);
+      if (!request) return 2;
+      auto task = LoadTask(request->task);
+      return task ? Reference(*task, request->hash_key) : 2;
     }
+    case gpu::EvaluatorMode::kCandidate: {
+      auto request = ReadRequest<gpu::CandidateRequest>(argc, argv);
+      if (!request) return 2;
+      auto task = LoadTask(request->submission.task);
+      return task ? Candidate(*task, *request) : 2;
+    }
+    case gpu::EvaluatorMode::kReplay:
+      return Fail(absl::UnimplementedError("the fake evaluator has no replay mode"));
   }
+  return 2;
 }

@@ -96,6 +96,8 @@ TEST_CASE("the watchdog kills the whole process group", "[sandbox]") {
 TEST_CASE("the environment is minimal and the private directory is home", "[sandbox]") {
   TempDir dir;
   setenv("PTXBENCH_TEST_SECRET_TOKEN", "do-not-leak", 1);
+  // The operator's compile-jail policy reaches the evaluator (compile_jail.h).
+  setenv("PTXBENCH_COMPILE_JAIL", "allow-unjailed", 1);
   SandboxOptions o = Shell(dir.path,
                            "env > env.txt; pwd > pwd.txt; ulimit -n > nofile.txt; "
                            "ulimit -c > core.txt; id -u > uid.txt; "
@@ -103,11 +105,13 @@ TEST_CASE("the environment is minimal and the private directory is home", "[sand
   o.env = MinimalEnv(dir.path);
   auto s = Sandbox::Start(o);
   unsetenv("PTXBENCH_TEST_SECRET_TOKEN");
+  unsetenv("PTXBENCH_COMPILE_JAIL");
   REQUIRE(s.ok());
   SandboxExit e = (*s)->Wait();
   REQUIRE(e.exit_code == 0);
   std::string env = Slurp(dir.path + "/env.txt");
   CHECK(env.find("do-not-leak") == std::string::npos);
+  CHECK(env.find("PTXBENCH_COMPILE_JAIL=allow-unjailed\n") != std::string::npos);
   CHECK(env.find("HOME=" + dir.path) != std::string::npos);
   CHECK(env.find("TMPDIR=" + dir.path) != std::string::npos);
   CHECK(Slurp(dir.path + "/pwd.txt") == dir.path + "\n");

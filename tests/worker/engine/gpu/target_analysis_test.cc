@@ -6,35 +6,33 @@
 namespace ptxbench::gpu {
 namespace {
 
-using json = nlohmann::json;
-
-json Map() {
-  return {
-      {"available", true},
-      {"functions",
-       {{"gemm",
-         {{"instructions", 100},
-          {"sites",
-           {{"wgmma",
-             {{{"pc", 0x470},
-               {"sass", "HGMMA.64x256x16.F32.BF16 R24, gdesc[UR4], R24"},
-               {"by", "sass_opcode"}},
-              {{"pc", 0x460}, {"sass", "R2UR UR4, R2"}, {"by", "ptx_line"}}}},
-            {"tma", {{{"pc", 0x290}, {"sass", "UTMALDG.2D [UR4], [UR8]"}, {"by", "sass_opcode"}}}},
-            {"mbarrier",
-             {{{"pc", 0x300},
-               {"sass", "SYNCS.ARRIVE.TRANS64 RZ, [UR6]"},
-               {"by", "ptx_line"}}}}}}}}}}};
+SassSite Site(uint32_t pc, const std::string& sass, SiteEvidence by) {
+  return {pc, sass, by, std::nullopt, std::nullopt};
 }
 
-json Run(const std::string& kernel, const json& records) {
-  return {{"kernel", kernel}, {"launch_index", 0}, {"records", records}};
+SassFamilyMap Map() {
+  SassFamilyMap map;
+  map.available = true;
+  SassFunctionSites& gemm = map.functions["gemm"];
+  gemm.instructions = 100;
+  gemm.sites["wgmma"] = {
+      Site(0x470, "HGMMA.64x256x16.F32.BF16 R24, gdesc[UR4], R24", SiteEvidence::kSassOpcode),
+      Site(0x460, "R2UR UR4, R2", SiteEvidence::kPtxLine)};
+  gemm.sites["tma"] = {Site(0x290, "UTMALDG.2D [UR4], [UR8]", SiteEvidence::kSassOpcode)};
+  gemm.sites["mbarrier"] = {Site(0x300, "SYNCS.ARRIVE.TRANS64 RZ, [UR6]", SiteEvidence::kPtxLine)};
+  return map;
+}
+
+InstrumentEvent Run(const std::string& kernel, std::vector<PcRecord> records) {
+  InstrumentEvent run;
+  run.kernel = kernel;
+  run.records = std::move(records);
+  return run;
 }
 
 TEST_CASE("required families executed with predicate on pass", "[target]") {
-  json records = json::array({json::array({"gemm", 0x470, 512, 4096, 512, 0}),
-                              json::array({"gemm", 0x290, 8, 8, 0, 8}),
-                              json::array({"gemm", 0x300, 8, 8, 0, 0})});
+  std::vector<PcRecord> records = {
+      {"gemm", 0x470, 512, 4096, 512, 0}, {"gemm", 0x290, 8, 8, 0, 8}, {"gemm", 0x300, 8, 8, 0, 0}};
   TargetReport r =
       AnalyzeTargets(Map(), {Run("gemm", records)}, {{"wgmma", 4}, {"tma", 2}}, {"wgmma", "tma"});
   CHECK(r.ok);
@@ -59,8 +57,7 @@ TEST_CASE("required families executed with predicate on pass", "[target]") {
 }
 
 TEST_CASE("a family issued but never predicate-on fails, and says so", "[target]") {
-  json records = json::array(
-      {json::array({"gemm", 0x470, 512, 0, 512, 0}), json::array({"gemm", 0x290, 8, 8, 0, 8})});
+  std::vector<PcRecord> records = {{"gemm", 0x470, 512, 0, 512, 0}, {"gemm", 0x290, 8, 8, 0, 8}};
   TargetReport r = AnalyzeTargets(Map(), {Run("gemm", records)}, {{"wgmma", 4}}, {"wgmma", "tma"});
   CHECK_FALSE(r.ok);
   CHECK_FALSE(r.refused);
@@ -69,8 +66,7 @@ TEST_CASE("a family issued but never predicate-on fails, and says so", "[target]
 }
 
 TEST_CASE("a family present in SASS but never reached fails, naming an instruction", "[target]") {
-  json records = json::array(
-      {json::array({"gemm", 0x470, 0, 0, 0, 0}), json::array({"gemm", 0x290, 8, 8, 0, 8})});
+  std::vector<PcRecord> records = {{"gemm", 0x470, 0, 0, 0, 0}, {"gemm", 0x290, 8, 8, 0, 8}};
   TargetReport r = AnalyzeTargets(Map(), {Run("gemm", records)}, {{"wgmma", 4}}, {"wgmma", "tma"});
   CHECK_FALSE(r.ok);
   CHECK(r.message.find("present in SASS") != std::string::npos);
@@ -78,24 +74,23 @@ TEST_CASE("a family present in SASS but never reached fails, naming an instructi
 }
 
 TEST_CASE("a family only in the PTX is reported as such", "[target]") {
-  json map = {{"available", true},
-              {"functions", {{"gemm", {{"instructions", 10}, {"sites", json::object()}}}}}};
+  SassFamilyMap map;
+  map.available = true;
+  map.functions["gemm"].instructions = 10;
   TargetReport r =
-      AnalyzeTargets(map, {Run("gemm", json::array({json::array({"gemm", 0, 1, 32, 0, 0})}))},
-                     {{"wgmma", 2}}, {"wgmma"});
+      AnalyzeTargets(map, {Run("gemm", {{"gemm", 0, 1, 32, 0, 0}})}, {{"wgmma", 2}}, {"wgmma"});
   CHECK_FALSE(r.ok);
   CHECK(r.message.find("present in the PTX") != std::string::npos);
 }
 
 TEST_CASE("a kernel without records or no SASS map refuses instead of passing", "[target]") {
-  json records = json::array(
-      {json::array({"gemm", 0x470, 512, 4096, 512, 0}), json::array({"gemm", 0x290, 8, 8, 0, 8})});
-  TargetReport r = AnalyzeTargets(Map(), {Run("gemm", records), Run("epilogue", json::array())}, {},
-                                  {"wgmma", "tma"});
+  std::vector<PcRecord> records = {{"gemm", 0x470, 512, 4096, 512, 0}, {"gemm", 0x290, 8, 8, 0, 8}};
+  TargetReport r =
+      AnalyzeTargets(Map(), {Run("gemm", records), Run("epilogue", {})}, {}, {"wgmma", "tma"});
   CHECK(r.refused);
   CHECK_FALSE(r.ok);
   CHECK(r.message.find("epilogue") != std::string::npos);
-  TargetReport none = AnalyzeTargets({{"available", false}, {"reason", "nvdisasm not found"}},
+  TargetReport none = AnalyzeTargets(UnavailableSassMap("nvdisasm not found"),
                                      {Run("gemm", records)}, {}, {"wgmma"});
   CHECK(none.refused);
   CHECK(none.message.find("nvdisasm not found") != std::string::npos);

@@ -1,0 +1,320 @@
+// Every protocol message round-trips through its one ToJson/FromJson pair, and every way a line
+// can be wrong (missing key, wrong type, unknown enum name, extra key, wrong or unknown command
+// or event name) is an error that names the message and the key.
+#include "worker/engine/gpu/protocol_messages.h"
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <variant>
+
+namespace ptxbench::gpu {
+namespace {
+
+using json = nlohmann::json;
+
+// ToJson, a trip through text (as on the pipe), FromJson, ToJson again: the same document.
+template <typename M>
+M RoundTrip(const M& message) {
+  const json first = ToJson(message);
+  absl::StatusOr<M> back = FromJson<M>(json::parse(first.dump()));
+  INFO(first.dump());
+  INFO(back.status().message());
+  REQUIRE(back.ok());
+  CHECK(ToJson(*back) == first);
+  return *back;
+}
+
+std::string ErrorOf(const absl::Status& status) {
+  CHECK(status.code() == absl::StatusCode::kInvalidArgument);
+  return std::string(status.message());
+}
+
+Submission ASubmission() {
+  Submission s;
+  s.task = {"/tasks/gemm", "abc123"};
+  s.arch = "sm_90a";
+  s.language = SubmissionLanguage::kPtx;
+  s.source = ".version 8.7\n";
+  s.launch_plan_json = R"({"launches":[]})";
+  return s;
+}
+
+std::vector<OutputHandle> Outputs() {
+  return {{"C", 117440512, OutputTransfer::kIpc, "00ff"},
+          {"lse", 4096, OutputTransfer::kFile, "/tmp/x/trial0.lse.bin"}};
+}
+
+DeviceDescription Device() {
+  DeviceDescription d;
+  d.name = "NVIDIA H200";
+  d.arch = "sm_90a";
+  d.compute_capability = "9.0";
+  d.sm_count = 132;
+  d.total_memory = 150754820096;
+  d.library_versions = json{{"cublaslt", 130100}};
+  d.nvml_max_sm_mhz = 1980;
+  return d;
+}
+
+TEST_CASE("requests round-trip, 64-bit seeds as decimal text", "[protocol]") {
+  CandidateRequest candidate;
+  candidate.submission = ASubmission();
+  candidate.gpu = 3;
+  candidate.hash_key = 18446744073709551615ull;
+  candidate.timing_workload = "timed";
+  CandidateRequest back = RoundTrip(candidate);
+  CHECK(back.hash_key == candidate.hash_key);
+  CHECK_FALSE(back.module.has_value());
+  CHECK(ToJson(candidate)["hash_key"] == "18446744073709551615");
+  CHECK(ToJson(candidate)["submission"]["language"] == "ptx");
+  CHECK_FALSE(ToJson(candidate).contains("module"));  // Optional fields are absent when empty.
+  candidate.module = ModulePaths{"/w/module.cubin", "/w/module.ptx"};
+  CHECK(RoundTrip(candidate).module->cubin_path == "/w/module.cubin");
+
+  InstrumentRequest instrument;
+  instrument.submission = ASubmission();
+  instrument.seed = 1ull << 60;
+  instrument.launch_index = 2;
+  instrument.transfer = OutputTransfer::kFile;
+  instrument.wait_for_go = true;
+  CHECK(RoundTrip(instrument).seed == (1ull << 60));
+  RoundTrip(CompileRequest{ASubmission(), "/w"});
+  RoundTrip(SassMapRequest{"sm_100a", {"/w/a.cubin", "/w/a.ptx"}});
+  RoundTrip(ReferenceRequest{{"/tasks/gemm", "abc"}, 1, 42});
+  RoundTrip(ReplayRequest{ASubmission(), 0, 7, {"c", "p"}, "small", 9, "/w/replay"});
+  RoundTrip(HealthRequest{2});
+}
+
+TEST_CASE("commands carry their name and round-trip", "[protocol]") {
+  CHECK(ToJson(QuitCommand{}) == json{{"cmd", "quit"}});
+  CHECK(ToJson(ResetCommand{}) == json{{"cmd", "reset"}});
+  CHECK(RoundTrip(BeginCommand{99}).hash_key == 99);
+  CHECK(RoundTrip(ComputeReferenceCommand{"timed", 5}).workload == "timed");
+  CompareCommand compare{"timed", 12345678901234567890ull, Outputs(), true};
+  CompareCommand compared = RoundTrip(compare);
+  REQUIRE(compared.outputs.size() == 2);
+  CHECK(compared.outputs[1].transfer == OutputTransfer::kFile);
+  CHECK(compared.outputs[0].bytes == 117440512);
+  CHECK(compared.keep);
+  RoundTrip(ModuleCommand{{"/c", "/p"}});
+  CHECK(RoundTrip(TrialCommand{"small", 1, "/w/trial0", OutputTransfer::kFile}).transfer ==
+        OutputTransfer::kFile);
+  RoundTrip(SaveOutputsCommand{"/w/trial0"});
+  RoundTrip(PrepareTimingCommand{"timed"});
+  TimeCommand time;
+  time.workload = "timed";
+  time.candidate_seed_base = 1;
+  time.baseline_seed_base = 2;
+  time.check_position_seed = 3;
+  time.loop.max_samples = 123;
+  time.loop.target_rse = 0.01;
+  CHECK(RoundTrip(time).loop.max_samples == 123);
+  CHECK(RoundTrip(GoCommand{OutputTransfer::kFile}).transfer == OutputTransfer::kFile);
+  CHECK(ToJson(TrialCommand{})["cmd"] == "trial");
+}
+
+TEST_CASE("events round-trip with their nested parts", "[protocol]") {
+  ReadyEvent ready{Device(), true};
+  ReadyEvent r = RoundTrip(ready);
+  CHECK(r.device.library_versions == json{{"cublaslt", 130100}});
+  CHECK(r.device.nvml_max_sm_mhz == 1980u);
+  CHECK_FALSE(r.device.nvml_driver_version.has_value());
+  CHECK(r.device.total_memory == 150754820096);
+  CHECK(ToJson(ready)["event"] == "ready");
+  RoundTrip(ResetEvent{});
+  ReferenceEvent reference{"timed", 5, 77, json{{"library", "cublaslt"}}, 0.2, 0.3};
+  CHECK(RoundTrip(reference).input_hash == 77);
+
+  CompareReport pass;
+  pass.pass = true;
+  pass.elements = 100;
+  pass.reference_norm = 2.5;
+  CompareReport fail;
+  fail.reason = "3 of 100 elements outside tolerance";
+  fail.elements = 100;
+  fail.mismatched = 3;
+  fail.first_mismatches.push_back({7, {0, 7}, 1.5, 2.0, "mismatch"});
+  CompareEvent compare{"timed", 5, {{"C", pass}, {"lse", fail}}, std::nullopt, 0.01};
+  CompareEvent c = RoundTrip(compare);
+  CHECK(c.tensors.at("C").pass);
+  CHECK(c.tensors.at("lse").first_mismatches.at(0).coordinates == std::vector<int64_t>{0, 7});
+  CompareEvent refused{"timed", 5, {}, "cudaErrorMapBufferObjectFailed", 0.001};
+  CHECK(RoundTrip(refused).ipc_failed == "cudaErrorMapBufferObjectFailed");
+
+  RoundTrip(TrialEvent{"small", 1, 2, 2, Outputs(), 0.5, 0.01});
+  RoundTrip(OutputsEvent{Outputs()});
+
+  TimingEvent timing;
+  timing.workload = "timed";
+  timing.result.candidate.n = 20;
+  timing.result.candidate.median_ms = 0.8;
+  timing.result.baseline.median_ms = 0.75;
+  timing.result.speedup = 0.9375;
+  timing.result.stop_reason = "converged";
+  timing.result.candidate_ms = {0.8, 0.81};
+  timing.result.clocks = json::array({{{"t", 0.1}, {"sm_mhz", 1980}}});
+  timing.result.checked_samples = {{3, 99}};
+  timing.checks = {{3, 99, Outputs()}, {19, 100, Outputs()}};
+  timing.device = Device();
+  timing.nvml_unavailable = "libnvidia-ml.so.1 not loadable";
+  TimingEvent t = RoundTrip(timing);
+  CHECK(t.result.candidate.n == 20);
+  CHECK(t.checks.at(1).seed == 100);
+  CHECK(ToJson(timing)["result"]["candidate"]["median_ms"] == 0.8);
+
+  InstrumentEvent instrument;
+  instrument.kernel = "gemm";
+  instrument.cubin_crc = 0xfedcba9876543210ull;
+  instrument.records = {{"gemm", 0x470, 512, 4096, 512, 0}, {"gemm", 0x290, 8, 8, 0, 8}};
+  instrument.other_module_records = {{"ptxbench_generate", 12}};
+  InstrumentEvent host = RoundTrip(instrument);  // Host inputs: no outputs, no hashes.
+  CHECK_FALSE(host.outputs.has_value());
+  CHECK(host.records.at(1).tma_warp_inst == 8);
+  instrument.outputs = Outputs();
+  instrument.input_hash_before = 1;
+  instrument.input_hash_after = 1ull << 63;
+  CHECK(RoundTrip(instrument).input_hash_after == (1ull << 63));
+
+  SassFamilyMap sass;
+  sass.available = true;
+  sass.tool = "/usr/local/cuda/bin/nvdisasm";
+  sass.line_method = SiteEvidence::kPtxLine;
+  sass.functions["gemm"].instructions = 64;
+  sass.functions["gemm"].sites["wgmma"].push_back(
+      {0x470, "HGMMA.64x256x16.F32.BF16 R24, gdesc[UR4], R24", SiteEvidence::kSassOpcode, 120,
+       "submission.cu:40"});
+  SassMapEvent map = RoundTrip(SassMapEvent{sass});
+  CHECK(map.sass.functions.at("gemm").sites.at("wgmma").at(0).ptx_line == 120);
+  CHECK(ToJson(SassMapEvent{sass})["sass"]["functions"]["gemm"]["sites"]["wgmma"][0]["by"] ==
+        "sass_opcode");
+  CHECK(RoundTrip(SassMapEvent{UnavailableSassMap("nvdisasm not found")}).sass.reason ==
+        "nvdisasm not found");
+
+  CompileEvent compiled;
+  compiled.outcome = CompileOutcome::kCompiled;
+  compiled.report = json{{"ok", true}};
+  compiled.ptx_families = {{"wgmma", 4}};
+  compiled.compiled = CompiledModule{{"/w/module.cubin", "/w/module.ptx"}, 4096, {"gemm"}, {}};
+  CHECK(RoundTrip(compiled).compiled->launch_kernels == std::vector<std::string>{"gemm"});
+  CompileEvent invalid;
+  invalid.outcome = CompileOutcome::kPlanInvalid;
+  invalid.plan_error = "launches[0].grid: empty";
+  CHECK(RoundTrip(invalid).plan_error == "launches[0].grid: empty");
+
+  RoundTrip(HealthEvent{Device(), 0.4});
+  RoundTrip(FaultEvent{FaultPhase::kInstrumentedRun, "cudaErrorIllegalAddress", "at x: ..."});
+  CHECK(ToJson(FaultEvent{FaultPhase::kSavingOutputs, "", ""})["during"] == "saving outputs");
+  RoundTrip(PlanInvalidEvent{"grid too large"});
+  RoundTrip(ErrorEvent{ErrorKind::kProfilerUnavailable, "CUPTI_ERROR_INSUFFICIENT_PRIVILEGES",
+                       "UNAVAILABLE"});
+}
+
+TEST_CASE("a missing key names the message and the key", "[protocol]") {
+  json trial = ToJson(TrialEvent{"small", 1, 2, 2, Outputs(), 0.5, 0.01});
+  trial.erase("input_hash_after");
+  std::string e = ErrorOf(FromJson<TrialEvent>(trial).status());
+  CHECK(e == "trial event: missing key 'input_hash_after'");
+  trial = ToJson(TrialEvent{"small", 1, 2, 2, Outputs(), 0.5, 0.01});
+  trial["outputs"][1].erase("bytes");
+  CHECK(ErrorOf(FromJson<TrialEvent>(trial).status()) ==
+        "trial event: outputs[1]: missing key 'bytes'");
+  json request = ToJson(CandidateRequest{});
+  request["submission"]["task"].erase("version_hash");
+  CHECK(ErrorOf(FromJson<CandidateRequest>(request).status()) ==
+        "candidate request: submission.task: missing key 'version_hash'");
+}
+
+TEST_CASE("a mistyped value names the key, the expected and the actual type", "[protocol]") {
+  json trial = ToJson(TrialEvent{"small", 1, 2, 2, Outputs(), 0.5, 0.01});
+  trial["outputs"][0]["bytes"] = "117440512";
+  CHECK(ErrorOf(FromJson<TrialEvent>(trial).status()) ==
+        "trial event: outputs[0].bytes: expected an unsigned integer, got string");
+  trial["outputs"][0]["bytes"] = -1;
+  CHECK(ErrorOf(FromJson<TrialEvent>(trial).status()).find("outputs[0].bytes") !=
+        std::string::npos);
+  json ready = ToJson(ReadyEvent{Device(), false});
+  ready["device"]["sm_count"] = 1e12;
+  CHECK(ErrorOf(FromJson<ReadyEvent>(ready).status()) ==
+        "ready event: device.sm_count: expected an integer, got number");
+  ready = ToJson(ReadyEvent{Device(), false});
+  ready["device"]["sm_count"] = 1ull << 40;  // An integer, but not an int.
+  CHECK(ErrorOf(FromJson<ReadyEvent>(ready).status()).find("out of range") != std::string::npos);
+  ready = ToJson(ReadyEvent{Device(), false});
+  ready["reused"] = 1;
+  CHECK(ErrorOf(FromJson<ReadyEvent>(ready).status()) ==
+        "ready event: reused: expected true or false, got number");
+  json begin = ToJson(BeginCommand{5});
+  begin["hash_key"] = "12x";
+  CHECK(ErrorOf(FromJson<BeginCommand>(begin).status()).find("begin command: hash_key: ") == 0);
+  begin["hash_key"] = "18446744073709551616";  // 2^64
+  CHECK_FALSE(FromJson<BeginCommand>(begin).ok());
+  json compare = ToJson(CompareEvent{"timed", 5, {{"C", CompareReport{}}}, std::nullopt, 0});
+  compare["tensors"]["C"].erase("pass");
+  CHECK(ErrorOf(FromJson<CompareEvent>(compare).status()).find("compare event: tensors.C: ") == 0);
+}
+
+TEST_CASE("enum names outside their table are errors listing the known ones", "[protocol]") {
+  json trial = ToJson(TrialCommand{"small", 1, "/w/t", OutputTransfer::kIpc});
+  trial["transfer"] = "shared_memory";
+  CHECK(ErrorOf(FromJson<TrialCommand>(trial).status()) ==
+        "trial command: transfer: 'shared_memory' is not one of ipc, file");
+  json fault = ToJson(FaultEvent{});
+  fault["during"] = 3;
+  CHECK(ErrorOf(FromJson<FaultEvent>(fault).status()) ==
+        "fault event: during: expected a name, got number");
+  CHECK(EnumFromName<EvaluatorMode>("sassmap") == EvaluatorMode::kSassMap);
+  CHECK(NameOf(EvaluatorMode::kInstrument) == "instrument");
+  CHECK_FALSE(EnumFromName<EvaluatorMode>("profile").has_value());
+}
+
+TEST_CASE("extra keys and the wrong message name are errors", "[protocol]") {
+  json trial = ToJson(TrialCommand{});
+  trial["sead"] = "1";  // A typo of a foreign writer.
+  CHECK(ErrorOf(FromJson<TrialCommand>(trial).status()) == "trial command: unexpected key 'sead'");
+  CHECK(ErrorOf(FromJson<TrialEvent>(ToJson(FaultEvent{})).status()) ==
+        "trial event: its 'event' is \"fault\"");
+  CHECK(ErrorOf(FromJson<QuitCommand>(json{{"event", "quit"}}).status()) ==
+        "quit command: its 'cmd' is missing");
+  CHECK(ErrorOf(FromJson<QuitCommand>(json::array()).status()) ==
+        "quit command: expected an object, got array");
+}
+
+TEST_CASE("a process decodes only the commands it accepts", "[protocol]") {
+  using ReferenceCommands = absl::StatusOr<std::variant<QuitCommand, ResetCommand, BeginCommand,
+                                                        ComputeReferenceCommand, CompareCommand>>;
+  ReferenceCommands begin =
+      FromJsonOneOf<QuitCommand, ResetCommand, BeginCommand, ComputeReferenceCommand,
+                    CompareCommand>(ToJson(BeginCommand{8}));
+  REQUIRE(begin.ok());
+  REQUIRE(std::holds_alternative<BeginCommand>(*begin));
+  CHECK(std::get<BeginCommand>(*begin).hash_key == 8);
+  ReferenceCommands trial =
+      FromJsonOneOf<QuitCommand, ResetCommand, BeginCommand, ComputeReferenceCommand,
+                    CompareCommand>(ToJson(TrialCommand{}));
+  CHECK(ErrorOf(trial.status()) ==
+        "command: 'trial' is not accepted here (expected quit, reset, begin, reference, compare)");
+  json bad_begin = ToJson(BeginCommand{8});
+  bad_begin.erase("hash_key");
+  CHECK(ErrorOf(FromJsonOneOf<QuitCommand, BeginCommand>(bad_begin).status()) ==
+        "begin command: missing key 'hash_key'");
+  CHECK_FALSE(FromJsonOneOf<QuitCommand>(json{{"event", "quit"}}).ok());
+}
+
+TEST_CASE("kinds of lines, and non-finite doubles", "[protocol]") {
+  CHECK(*EventKindOf(ToJson(ErrorEvent{})) == EventKind::kError);
+  CHECK(*CommandKindOf(ToJson(GoCommand{})) == CommandKind::kGo);
+  CHECK(ErrorOf(EventKindOf(json{{"event", "telemetry"}}).status()).find("unknown event") == 0);
+  CHECK(ErrorOf(CommandKindOf(json{{"event", "ready"}}).status()).find("not a protocol command") ==
+        0);
+  // JSON has no Inf or NaN: nlohmann writes null, read back as NaN.
+  ReferenceEvent reference;
+  reference.seconds = std::numeric_limits<double>::infinity();
+  auto back = FromJson<ReferenceEvent>(json::parse(ToJson(reference).dump()));
+  REQUIRE(back.ok());
+  CHECK(std::isnan(back->seconds));
+}
+
+}  // namespace
+}  // namespace ptxbench::gpu

@@ -1,0 +1,319 @@
+#include "worker/engine/gpu/cupti_counters.h"
+
+#include <cupti.h>
+#include <cupti_profiler_host.h>
+#include <cupti_profiler_target.h>
+#include <cupti_range_profiler.h>
+#include <cupti_target.h>
+
+#include <cmath>
+#include <mutex>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status.h"
+#include "worker/engine/gpu/cuda_check.h"
+#include "worker/engine/gpu/cupti_status.h"
+#include "worker/engine/gpu/runtime.h"
+
+// CUPTI's documented idiom initializes its parameter structs as {STRUCT_SIZE}: the rest is
+// value-initialized (zero), which is what CUPTI requires of unset fields.
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+
+namespace ptxbench::gpu {
+namespace {
+
+// The range name every counted range gets; one range per collection.
+constexpr char kRangeName[] = "ptxbench_counted_sample";
+
+absl::Status InitializeProfilerOnce() {
+  static std::once_flag once;
+  static CUptiResult result = CUPTI_SUCCESS;
+  std::call_once(once, [] {
+    CUpti_Profiler_Initialize_Params init = {CUpti_Profiler_Initialize_Params_STRUCT_SIZE};
+    result = cuptiProfilerInitialize(&init);
+  });
+  PTXBENCH_CUPTI_TRY(result);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<CUcontext> CurrentContext() {
+  ASSIGN_OR_RETURN(const DriverApi* api, Driver());
+  CUcontext ctx = nullptr;
+  if (api->CtxGetCurrent(&ctx) != CUDA_SUCCESS || ctx == nullptr) {
+    return absl::FailedPreconditionError("no current CUDA context for the range profiler");
+  }
+  return ctx;
+}
+
+void DeinitializeHost(CUpti_Profiler_Host_Object* host) {
+  if (host == nullptr) return;
+  CUpti_Profiler_Host_Deinitialize_Params p = {CUpti_Profiler_Host_Deinitialize_Params_STRUCT_SIZE};
+  p.pHostObject = host;
+  cuptiProfilerHostDeinitialize(&p);
+}
+
+}  // namespace
+
+// One configuration: metrics that the chip collects in a single pass, with the host object that
+// evaluates them and the images CUPTI reads and writes.
+struct HardwareCounters::Config {
+  std::vector<std::string> metrics;
+  std::vector<const char*> metric_pointers;  // Into `metrics`; stable once built.
+  CUpti_Profiler_Host_Object* host = nullptr;
+  std::vector<uint8_t> config_image;
+  std::vector<uint8_t> counter_data;
+  ~Config() { DeinitializeHost(host); }
+};
+
+// Builds the host object and configuration image of `config->metrics`; their pass count in
+// `passes`.
+absl::Status HardwareCounters::BuildConfig(const std::string& chip,
+                                           const std::vector<uint8_t>& availability, Config* config,
+                                           size_t* passes) {
+  config->metric_pointers.clear();
+  for (const std::string& m : config->metrics) config->metric_pointers.push_back(m.c_str());
+  CUpti_Profiler_Host_Initialize_Params init = {CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE};
+  init.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
+  init.pChipName = chip.c_str();
+  init.pCounterAvailabilityImage = availability.data();
+  PTXBENCH_CUPTI_TRY(cuptiProfilerHostInitialize(&init));
+  config->host = init.pHostObject;
+  CUpti_Profiler_Host_ConfigAddMetrics_Params add = {
+      CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE};
+  add.pHostObject = config->host;
+  add.ppMetricNames = config->metric_pointers.data();
+  add.numMetrics = config->metric_pointers.size();
+  if (CUptiResult r = cuptiProfilerHostConfigAddMetrics(&add); r != CUPTI_SUCCESS) {
+    return absl::InvalidArgumentError(absl::StrCat("counter metrics {",
+                                                   absl::StrJoin(config->metrics, ", "),
+                                                   "} refused on ", chip, ": ", CuptiMessage(r)));
+  }
+  CUpti_Profiler_Host_GetConfigImageSize_Params size = {
+      CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE};
+  size.pHostObject = config->host;
+  PTXBENCH_CUPTI_TRY(cuptiProfilerHostGetConfigImageSize(&size));
+  config->config_image.assign(size.configImageSize, 0);
+  CUpti_Profiler_Host_GetConfigImage_Params image = {
+      CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE};
+  image.pHostObject = config->host;
+  image.configImageSize = config->config_image.size();
+  image.pConfigImage = config->config_image.data();
+  PTXBENCH_CUPTI_TRY(cuptiProfilerHostGetConfigImage(&image));
+  CUpti_Profiler_Host_GetNumOfPasses_Params count = {
+      CUpti_Profiler_Host_GetNumOfPasses_Params_STRUCT_SIZE};
+  count.configImageSize = config->config_image.size();
+  count.pConfigImage = config->config_image.data();
+  PTXBENCH_CUPTI_TRY(cuptiProfilerHostGetNumOfPasses(&count));
+  *passes = count.numOfPasses;
+  return absl::OkStatus();
+}
+
+absl::Status HardwareCounters::CheckMetricsKnown(const std::string& chip,
+                                                 const std::vector<std::string>& metrics) {
+  CUpti_Profiler_Host_Initialize_Params init = {CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE};
+  init.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
+  init.pChipName = chip.c_str();
+  PTXBENCH_CUPTI_TRY(cuptiProfilerHostInitialize(&init));
+  std::vector<std::string> unknown;
+  for (const std::string& metric : metrics) {
+    CUpti_Profiler_Host_GetMetricProperties_Params props = {
+        CUpti_Profiler_Host_GetMetricProperties_Params_STRUCT_SIZE};
+    props.pHostObject = init.pHostObject;
+    props.pMetricName = metric.c_str();
+    if (cuptiProfilerHostGetMetricProperties(&props) != CUPTI_SUCCESS) unknown.push_back(metric);
+  }
+  DeinitializeHost(init.pHostObject);
+  if (!unknown.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("metrics unknown to CUPTI on ", chip, ": ", absl::StrJoin(unknown, ", ")));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<HardwareCounters>> HardwareCounters::Create(
+    int device_ordinal, const std::vector<std::string>& metrics) {
+  if (metrics.empty()) return absl::InvalidArgumentError("no counter metrics asked for");
+  RETURN_IF_ERROR(InitializeProfilerOnce());
+  ASSIGN_OR_RETURN(CUcontext ctx, CurrentContext());
+  CUpti_Profiler_DeviceSupported_Params supported = {
+      CUpti_Profiler_DeviceSupported_Params_STRUCT_SIZE};
+  supported.cuDevice = device_ordinal;
+  supported.api = CUPTI_PROFILER_RANGE_PROFILING;
+  PTXBENCH_CUPTI_TRY(cuptiProfilerDeviceSupported(&supported));
+  if (supported.isSupported != CUPTI_PROFILER_CONFIGURATION_SUPPORTED) {
+    return absl::UnavailableError(
+        absl::StrCat("CUPTI range profiling not supported on device ", device_ordinal,
+                     " (architecture ", supported.architecture, ", vGPU ", supported.vGpu,
+                     ", confidential compute ", supported.confidentialCompute, ")"));
+  }
+  std::unique_ptr<HardwareCounters> c(new HardwareCounters());
+  CUpti_Device_GetChipName_Params chip = {CUpti_Device_GetChipName_Params_STRUCT_SIZE};
+  chip.deviceIndex = static_cast<size_t>(device_ordinal);
+  PTXBENCH_CUPTI_TRY(cuptiDeviceGetChipName(&chip));
+  c->chip_ = chip.pChipName;
+  CUpti_Profiler_GetCounterAvailability_Params avail = {
+      CUpti_Profiler_GetCounterAvailability_Params_STRUCT_SIZE};
+  avail.ctx = ctx;
+  PTXBENCH_CUPTI_TRY(cuptiProfilerGetCounterAvailability(&avail));
+  c->availability_.assign(avail.counterAvailabilityImageSize, 0);
+  avail.pCounterAvailabilityImage = c->availability_.data();
+  PTXBENCH_CUPTI_TRY(cuptiProfilerGetCounterAvailability(&avail));
+
+  // Greedy grouping in the caller's order: a metric joins the current configuration while the
+  // whole stays one pass.
+  for (const std::string& metric : metrics) {
+    if (!c->configs_.empty()) {
+      auto trial = std::make_unique<Config>();
+      trial->metrics = c->configs_.back()->metrics;
+      trial->metrics.push_back(metric);
+      size_t passes = 0;
+      RETURN_IF_ERROR(BuildConfig(c->chip_, c->availability_, trial.get(), &passes));
+      if (passes == 1) {
+        c->configs_.back() = std::move(trial);
+        continue;
+      }
+    }
+    auto single = std::make_unique<Config>();
+    single->metrics = {metric};
+    size_t passes = 0;
+    RETURN_IF_ERROR(BuildConfig(c->chip_, c->availability_, single.get(), &passes));
+    if (passes != 1) {
+      return absl::InvalidArgumentError(absl::StrCat("counter metric ", metric, " needs ", passes,
+                                                     " passes on ", c->chip_,
+                                                     "; only single-pass metrics are used"));
+    }
+    c->configs_.push_back(std::move(single));
+  }
+
+  CUpti_RangeProfiler_Enable_Params enable = {CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE};
+  enable.ctx = ctx;
+  PTXBENCH_CUPTI_TRY(cuptiRangeProfilerEnable(&enable));
+  c->range_profiler_ = enable.pRangeProfilerObject;
+  return c;
+}
+
+HardwareCounters::~HardwareCounters() {
+  if (range_profiler_ != nullptr) {
+    CUpti_RangeProfiler_Disable_Params p = {CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE};
+    p.pRangeProfilerObject = static_cast<CUpti_RangeProfiler_Object*>(range_profiler_);
+    cuptiRangeProfilerDisable(&p);
+  }
+}
+
+const std::vector<std::string>& HardwareCounters::config_metrics(size_t config) const {
+  return configs_.at(config)->metrics;
+}
+
+absl::Status HardwareCounters::Arm(Config& config) {
+  auto* object = static_cast<CUpti_RangeProfiler_Object*>(range_profiler_);
+  CUpti_RangeProfiler_GetCounterDataSize_Params size = {
+      CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE};
+  size.pRangeProfilerObject = object;
+  size.pMetricNames = config.metric_pointers.data();
+  size.numMetrics = config.metric_pointers.size();
+  size.maxNumOfRanges = 1;
+  size.maxNumRangeTreeNodes = 1;
+  PTXBENCH_CUPTI_TRY(cuptiRangeProfilerGetCounterDataSize(&size));
+  config.counter_data.assign(size.counterDataSize, 0);
+  CUpti_RangeProfiler_CounterDataImage_Initialize_Params init = {
+      CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE};
+  init.pRangeProfilerObject = object;
+  init.counterDataSize = config.counter_data.size();
+  init.pCounterData = config.counter_data.data();
+  PTXBENCH_CUPTI_TRY(cuptiRangeProfilerCounterDataImageInitialize(&init));
+  // User ranges and user replay with one range per pass: the caller brackets exactly the
+  // launches of one sample, and the single pass needs no replay.
+  CUpti_RangeProfiler_SetConfig_Params set = {CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE};
+  set.pRangeProfilerObject = object;
+  set.configSize = config.config_image.size();
+  set.pConfig = config.config_image.data();
+  set.counterDataImageSize = config.counter_data.size();
+  set.pCounterDataImage = config.counter_data.data();
+  set.range = CUPTI_UserRange;
+  set.replayMode = CUPTI_UserReplay;
+  set.maxRangesPerPass = 1;
+  set.numNestingLevels = 1;
+  set.minNestingLevel = 1;
+  set.passIndex = 0;
+  set.targetNestingLevel = 1;
+  PTXBENCH_CUPTI_TRY(cuptiRangeProfilerSetConfig(&set));
+  armed_ = &config;
+  return absl::OkStatus();
+}
+
+absl::Status HardwareCounters::Begin(size_t config) {
+  if (active_ != nullptr) return absl::FailedPreconditionError("a counted range is open");
+  if (config >= configs_.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("counter configuration ", config, " of ", configs_.size()));
+  }
+  Config& c = *configs_[config];
+  if (armed_ != &c) RETURN_IF_ERROR(Arm(c));
+  auto* object = static_cast<CUpti_RangeProfiler_Object*>(range_profiler_);
+  CUpti_RangeProfiler_Start_Params start = {CUpti_RangeProfiler_Start_Params_STRUCT_SIZE};
+  start.pRangeProfilerObject = object;
+  PTXBENCH_CUPTI_TRY(cuptiRangeProfilerStart(&start));
+  CUpti_RangeProfiler_PushRange_Params push = {CUpti_RangeProfiler_PushRange_Params_STRUCT_SIZE};
+  push.pRangeProfilerObject = object;
+  push.pRangeName = kRangeName;
+  PTXBENCH_CUPTI_TRY(cuptiRangeProfilerPushRange(&push));
+  active_ = &c;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<CounterValues> HardwareCounters::End() {
+  if (active_ == nullptr) return absl::FailedPreconditionError("no counted range is open");
+  Config& c = *active_;
+  active_ = nullptr;
+  // The range's launches must have finished before it closes.
+  PTXBENCH_CUDA_TRY(cudaDeviceSynchronize());
+  auto* object = static_cast<CUpti_RangeProfiler_Object*>(range_profiler_);
+  CUpti_RangeProfiler_PopRange_Params pop = {CUpti_RangeProfiler_PopRange_Params_STRUCT_SIZE};
+  pop.pRangeProfilerObject = object;
+  PTXBENCH_CUPTI_TRY(cuptiRangeProfilerPopRange(&pop));
+  CUpti_RangeProfiler_Stop_Params stop = {CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE};
+  stop.pRangeProfilerObject = object;
+  PTXBENCH_CUPTI_TRY(cuptiRangeProfilerStop(&stop));
+  CUpti_RangeProfiler_DecodeData_Params decode = {
+      CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE};
+  decode.pRangeProfilerObject = object;
+  PTXBENCH_CUPTI_TRY(cuptiRangeProfilerDecodeData(&decode));
+  // The counter data image is consumed: the next Begin of any configuration re-arms.
+  armed_ = nullptr;
+  if (decode.numOfRangeDropped != 0) {
+    return absl::InternalError(
+        absl::StrCat("range profiler dropped ", decode.numOfRangeDropped, " range(s)"));
+  }
+  CUpti_RangeProfiler_GetCounterDataInfo_Params info = {
+      CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE};
+  info.pCounterDataImage = c.counter_data.data();
+  info.counterDataImageSize = c.counter_data.size();
+  PTXBENCH_CUPTI_TRY(cuptiRangeProfilerGetCounterDataInfo(&info));
+  if (info.numTotalRanges != 1) {
+    return absl::InternalError(
+        absl::StrCat("range profiler returned ", info.numTotalRanges, " ranges, expected 1"));
+  }
+  std::vector<double> values(c.metrics.size(), NAN);
+  CUpti_Profiler_Host_EvaluateToGpuValues_Params eval = {
+      CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE};
+  eval.pHostObject = c.host;
+  eval.pCounterDataImage = c.counter_data.data();
+  eval.counterDataImageSize = c.counter_data.size();
+  eval.rangeIndex = 0;
+  eval.ppMetricNames = c.metric_pointers.data();
+  eval.numMetrics = c.metric_pointers.size();
+  eval.pMetricValues = values.data();
+  PTXBENCH_CUPTI_TRY(cuptiProfilerHostEvaluateToGpuValues(&eval));
+  CounterValues out;
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (!std::isfinite(values[i])) {
+      return absl::InternalError(
+          absl::StrCat("counter ", c.metrics[i], " was not collected (", values[i], ")"));
+    }
+    out[c.metrics[i]] = values[i];
+  }
+  return out;
+}
+
+}  // namespace ptxbench::gpu

@@ -1,0 +1,89 @@
+// Hardware performance counters of a range of launches, through CUPTI's range profiler
+// (cupti_range_profiler.h) and profiler host API (cupti_profiler_host.h). CUPTI's headers stay
+// in cupti_counters.cc.
+//
+// Why counters, next to the SASS-metrics run (cupti_sass.h): SASS metrics patch the code, which
+// then runs ~68x slower, so a kernel can tell that it is watched and behave differently. The
+// counters are read by the hardware while the code runs at full speed, so the timing process
+// can count launches that the kernel cannot tell apart from its timed samples.
+//
+// Seen on the H200 (CUPTI 13.0, driver 580.159.04, chip "GH100", 2026-12-01, lead's counter
+// probe; docs/results/2026-12-01-h200-counter-probe.txt), as root and as uid 65534 with a second
+// CUDA context alive in another process:
+// - The values are exact: sm__ops_path_tensor_op_hgmma_src_bf16_dst_fp32.sum was 2*M*N*K
+//   FLOPs for a cuBLASLt 8192x7168x5120 GEMM and for a hand-counted wgmma loop;
+//   sm__inst_executed_pipe_tma.sum and l1tex__m_xbar2l1tex_read_bytes_mem_global_op_tma_ld.sum
+//   matched 132,000 tensor loads of 8,192 B each.
+// - With the profiler enabled but outside a range, launches ran as fast as before it was
+//   enabled (cuBLASLt 0.679 ms either way); a counted launch's event time grows by 0.02-0.05 ms,
+//   so counted launches are never timing samples.
+// - Inside a counted launch nothing changes for the kernel: a clock64()-timed dependent FFMA
+//   loop took 444,019 cycles counted and uncounted alike.
+// - Metrics needing different counter domains need separate passes (hgmma+bf16 tensor FLOPs: 1
+//   pass; adding fp16, fp8, tf32 and int8 tensor FLOPs: 6). One Start/Stop collects one pass;
+//   the other passes' metrics come back NaN. Hence metrics are grouped into configurations of
+//   one pass each, and each counted range collects one configuration.
+// - Host cost of one collection: ~5 ms for a one-pass configuration.
+#ifndef PTXBENCH_WORKER_ENGINE_GPU_CUPTI_COUNTERS_H_
+#define PTXBENCH_WORKER_ENGINE_GPU_CUPTI_COUNTERS_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace ptxbench::gpu {
+
+// Metric values of one counted range, by metric name ("sm__...sum").
+using CounterValues = std::map<std::string, double>;
+
+class HardwareCounters {
+ public:
+  // Sets up the range profiler on the current CUDA context of `device_ordinal` and groups
+  // `metrics` into configurations of one pass each, in order. kUnavailable with CUPTI's reason
+  // when counters cannot be read here (the caller then reports that the cross-check was not
+  // made — never that it passed). A metric unknown to the chip is kInvalidArgument.
+  static absl::StatusOr<std::unique_ptr<HardwareCounters>> Create(
+      int device_ordinal, const std::vector<std::string>& metrics);
+  ~HardwareCounters();
+  HardwareCounters(const HardwareCounters&) = delete;
+  HardwareCounters& operator=(const HardwareCounters&) = delete;
+
+  // Whether CUPTI's metric catalogue of `chip` ("GH100", "GB100") knows every one of `metrics`;
+  // needs no GPU (the profiler host API runs on any machine), so CI checks the names the engine
+  // asks for on both chips. InvalidArgument naming the unknown metrics.
+  static absl::Status CheckMetricsKnown(const std::string& chip,
+                                        const std::vector<std::string>& metrics);
+
+  size_t config_count() const { return configs_.size(); }
+  const std::vector<std::string>& config_metrics(size_t config) const;
+  const std::string& chip() const { return chip_; }
+
+  // Starts counting configuration `config`; the launches to count follow on any stream.
+  absl::Status Begin(size_t config);
+  // Synchronizes the device, ends the range and returns its values. A metric that came back
+  // NaN (not collected) is an internal error, never a zero.
+  absl::StatusOr<CounterValues> End();
+
+ private:
+  struct Config;
+  HardwareCounters() = default;
+  static absl::Status BuildConfig(const std::string& chip, const std::vector<uint8_t>& availability,
+                                  Config* config, size_t* passes);
+  absl::Status Arm(Config& config);
+
+  std::string chip_;
+  std::vector<uint8_t> availability_;
+  std::vector<std::unique_ptr<Config>> configs_;
+  void* range_profiler_ = nullptr;  // CUpti_RangeProfiler_Object*
+  Config* active_ = nullptr;
+  Config* armed_ = nullptr;
+};
+
+}  // namespace ptxbench::gpu
+
+#endif  // PTXBENCH_WORKER_ENGINE_GPU_CUPTI_COUNTERS_H_

@@ -1,0 +1,1011 @@
+// Every message between the supervisor (worker/engine/evaluate*.cc) and the evaluator process
+// (worker/evaluator/), and the request file each mode is started with: one struct each, with its
+// fields listed once (protocol_codec.h gives the one ToJson and the one FromJson of each). The
+// supervisor, the evaluator and the fake evaluator (tests/worker/engine/gpu/fake_evaluator.cc)
+// all speak through these structs, so a renamed field fails to compile instead of failing at run
+// time on a GPU. Transport: protocol.h (one JSON object per line; commands on the evaluator's
+// stdin, events on its fd 3).
+//
+// What is typed: everything a receiver reads or decides on. What stays a JSON document:
+// reports passed through unread into the verdict's audit record (the compiler's report, the
+// resolved plans, the baseline's description, NVML clock samples).
+//
+// Adding a command or an event: a struct with kKind and Fields here, a name in CommandNames /
+// EventNames, then the sender's ToJson(...) and the receiver's FromJson<...> (or its
+// FromJsonOneOf list); tests/worker/engine/gpu/protocol_messages_test.cc round-trips each one.
+#ifndef PTXBENCH_WORKER_ENGINE_GPU_PROTOCOL_MESSAGES_H_
+#define PTXBENCH_WORKER_ENGINE_GPU_PROTOCOL_MESSAGES_H_
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "nlohmann/json.hpp"
+#include "worker/engine/gpu/compare.h"
+#include "worker/engine/gpu/protocol_codec.h"
+
+namespace ptxbench::gpu {
+
+// ------------------------------------------------------------------ names
+
+// The evaluator's modes: `ptxbench-evaluator MODE --request FILE` (worker/evaluator/).
+enum class EvaluatorMode {
+  kCompile,
+  kSassMap,
+  kReference,
+  kCandidate,
+  kInstrument,
+  kReplay,
+  kHealth
+};
+inline constexpr std::array<std::pair<EvaluatorMode, std::string_view>, 7> kEvaluatorModeNames{{
+    {EvaluatorMode::kCompile, "compile"},
+    {EvaluatorMode::kSassMap, "sassmap"},
+    {EvaluatorMode::kReference, "reference"},
+    {EvaluatorMode::kCandidate, "candidate"},
+    {EvaluatorMode::kInstrument, "instrument"},
+    {EvaluatorMode::kReplay, "replay"},
+    {EvaluatorMode::kHealth, "health"},
+}};
+constexpr const auto& EnumNames(EvaluatorMode) { return kEvaluatorModeNames; }
+
+enum class CommandKind {
+  kQuit,
+  kReset,
+  kBegin,
+  kReference,
+  kCompare,
+  kModule,
+  kTrial,
+  kSaveOutputs,
+  kPrepareTiming,
+  kTime,
+  kGo,
+};
+inline constexpr std::array<std::pair<CommandKind, std::string_view>, 11> kCommandNames{{
+    {CommandKind::kQuit, "quit"},
+    {CommandKind::kReset, "reset"},
+    {CommandKind::kBegin, "begin"},
+    {CommandKind::kReference, "reference"},
+    {CommandKind::kCompare, "compare"},
+    {CommandKind::kModule, "module"},
+    {CommandKind::kTrial, "trial"},
+    {CommandKind::kSaveOutputs, "save_outputs"},
+    {CommandKind::kPrepareTiming, "prepare_timing"},
+    {CommandKind::kTime, "time"},
+    {CommandKind::kGo, "go"},
+}};
+constexpr const auto& EnumNames(CommandKind) { return kCommandNames; }
+constexpr std::string_view EnvelopeKey(CommandKind) { return "cmd"; }
+constexpr std::string_view EnvelopeKind(CommandKind) { return "command"; }
+
+enum class EventKind {
+  kReady,
+  kReset,
+  kReference,
+  kCompare,
+  kTrial,
+  kOutputs,
+  kTiming,
+  kInstrument,
+  kSassMap,
+  kCompile,
+  kHealth,
+  kFault,
+  kPlanInvalid,
+  kError,
+};
+inline constexpr std::array<std::pair<EventKind, std::string_view>, 14> kEventNames{{
+    {EventKind::kReady, "ready"},
+    {EventKind::kReset, "reset"},
+    {EventKind::kReference, "reference"},
+    {EventKind::kCompare, "compare"},
+    {EventKind::kTrial, "trial"},
+    {EventKind::kOutputs, "outputs"},
+    {EventKind::kTiming, "timing"},
+    {EventKind::kInstrument, "instrument"},
+    {EventKind::kSassMap, "sassmap"},
+    {EventKind::kCompile, "compile"},
+    {EventKind::kHealth, "health"},
+    {EventKind::kFault, "fault"},
+    {EventKind::kPlanInvalid, "plan_invalid"},
+    {EventKind::kError, "error"},
+}};
+constexpr const auto& EnumNames(EventKind) { return kEventNames; }
+constexpr std::string_view EnvelopeKey(EventKind) { return "event"; }
+constexpr std::string_view EnvelopeKind(EventKind) { return "event"; }
+
+// The kind of a command or event line; InvalidArgument for anything else.
+absl::StatusOr<CommandKind> CommandKindOf(const nlohmann::json& message);
+absl::StatusOr<EventKind> EventKindOf(const nlohmann::json& message);
+
+// How a process hands its outputs to the reference process: CUDA IPC (the reference process
+// maps the device buffers) or files in the process's private directory (where IPC is refused).
+enum class OutputTransfer { kIpc, kFile };
+inline constexpr std::array<std::pair<OutputTransfer, std::string_view>, 2> kOutputTransferNames{{
+    {OutputTransfer::kIpc, "ipc"},
+    {OutputTransfer::kFile, "file"},
+}};
+constexpr const auto& EnumNames(OutputTransfer) { return kOutputTransferNames; }
+
+enum class SubmissionLanguage { kCuda, kPtx };
+inline constexpr std::array<std::pair<SubmissionLanguage, std::string_view>, 2> kLanguageNames{{
+    {SubmissionLanguage::kCuda, "cuda"},
+    {SubmissionLanguage::kPtx, "ptx"},
+}};
+constexpr const auto& EnumNames(SubmissionLanguage) { return kLanguageNames; }
+
+// What an error event blames: "unavailable" (no usable GPU), "unhealthy" (the health kernel
+// failed), "profiler_unavailable" (CUPTI refused), else "infrastructure".
+enum class ErrorKind { kInfrastructure, kUnavailable, kUnhealthy, kProfilerUnavailable };
+inline constexpr std::array<std::pair<ErrorKind, std::string_view>, 4> kErrorKindNames{{
+    {ErrorKind::kInfrastructure, "infrastructure"},
+    {ErrorKind::kUnavailable, "unavailable"},
+    {ErrorKind::kUnhealthy, "unhealthy"},
+    {ErrorKind::kProfilerUnavailable, "profiler_unavailable"},
+}};
+constexpr const auto& EnumNames(ErrorKind) { return kErrorKindNames; }
+
+// Where a kernel fault happened.
+enum class FaultPhase { kSetup, kTrial, kSavingOutputs, kTiming, kInstrumentedRun, kReplay };
+inline constexpr std::array<std::pair<FaultPhase, std::string_view>, 6> kFaultPhaseNames{{
+    {FaultPhase::kSetup, "setup"},
+    {FaultPhase::kTrial, "trial"},
+    {FaultPhase::kSavingOutputs, "saving outputs"},
+    {FaultPhase::kTiming, "timing"},
+    {FaultPhase::kInstrumentedRun, "instrumented run"},
+    {FaultPhase::kReplay, "replay"},
+}};
+constexpr const auto& EnumNames(FaultPhase) { return kFaultPhaseNames; }
+
+// How the compile step ended (a compile error and an invalid plan are verdicts, not errors).
+enum class CompileOutcome { kCompileError, kPlanInvalid, kCompiled };
+inline constexpr std::array<std::pair<CompileOutcome, std::string_view>, 3> kCompileOutcomeNames{{
+    {CompileOutcome::kCompileError, "compile_error"},
+    {CompileOutcome::kPlanInvalid, "plan_invalid"},
+    {CompileOutcome::kCompiled, "compiled"},
+}};
+constexpr const auto& EnumNames(CompileOutcome) { return kCompileOutcomeNames; }
+
+// How a SASS instruction was attributed to a target family (docs/measurement.md).
+enum class SiteEvidence { kSassOpcode, kPtxLine, kSourceLine };
+inline constexpr std::array<std::pair<SiteEvidence, std::string_view>, 3> kSiteEvidenceNames{{
+    {SiteEvidence::kSassOpcode, "sass_opcode"},
+    {SiteEvidence::kPtxLine, "ptx_line"},
+    {SiteEvidence::kSourceLine, "source_line"},
+}};
+constexpr const auto& EnumNames(SiteEvidence) { return kSiteEvidenceNames; }
+
+// CompareReport keeps its own codec (compare.h); these make it a protocol value.
+nlohmann::json EncodeCustom(const CompareReport& report);
+absl::Status DecodeCustom(const nlohmann::json& j, CompareReport* report);
+
+// ------------------------------------------------------------------ parts of messages
+
+struct TaskRef {
+  std::string dir;           // The task's directory (every process loads it itself).
+  std::string version_hash;  // Must match what the process loads: the task did not change.
+  template <typename Self, typename V>
+  static void Fields(Self& m, V& v) {
+    v("dir", m.dir);
+    v("version_hash", m.version_hash);
+  }
+};
+
+// The submission as the supervisor received it.
+struct Submission {
+  TaskRef task;
+  std::string arch;  // "sm_90a", "sm_100a".
+  SubmissionLanguage language = SubmissionLanguage::kCuda;
+  std::string source;
+  std::string launch_plan_json;  // Empty: the PTXBENCH_PLAN block of the source.
+  template <typename Self, typename V>
+  static void Fields(Self& m, V& v) {
+    v("task", m.task);
+    v("arch", m.arch);
+    v("language", m.language);
+    v("source", m.source);
+    v("launch_plan_json", m.launch_plan_json);
+  }
+};
+
+// The compiled module, copied into the private directory of the process that loads it.
+struct ModulePaths {
+  std::string cubin_path;
+  std::string ptx_path;
+  template <typename Self, typename V>
+  static void Fields(Self& m, V& v) {
+    v("cubin_path", m.cubin_path);
+    v("ptx_path", m.ptx_path);
+  }
+};
+
+// One output tensor handed to the reference process: a CUDA IPC handle (hex) or a file path.
+struct OutputHandle {
+  std::string tensor;
+  uint64_t bytes = 0;
+  OutputTransfer transfer = OutputTransfer::kIpc;
+  std::string handle;
+  template <typename Self, typename V>
+  static void Fields(Self& m, V& v) {
+    v("tensor", m.tensor);
+    v("bytes", m.bytes);
+    v("transfer", m.transfer);
+    v("handle", m.handle);
+  }
+};
+
+// The device a process opened. library_versions and the NVML fields come only from the
+// reference process; RooflineFloorMs (evaluate.h) reads the clocks, SM count and bus width.
+struct DeviceDescription {
+  int ordinal = 0;
+  std::string name;
+  std::string uuid;
+  std::string pci_bus_id;
+  std::string compute_capability;  // "9.0".
+  std::string arch;                // "sm_90a".
+  int sm_count = 0;
+  int64_t l2_bytes = 0;
+  int64_t persisting_l2_max_bytes = 0;
+  int64_t shared_per_block_optin = 0;
+  int64_t total_memory = 0;
+  int sm_clock_max_khz = 0;
+  int memory_clock_max_khz = 0;
+  int memory_bus_bits = 0;
+  int driver_version = 0;
+  int runtime_version = 0;
+  std::optional<nlohmann::json> library_versions;  // {"cublaslt": 130100, "cudnn": 91900}
+  std::optional<std::string> nvml_driver_version;
+  std::optional<unsigned> nvml_max_sm_mhz;
+  template <typename Self, typename V>
+  static void Fields(Self& m, V& v) {
+    v("ordinal", m.ordinal);
+    v("name", m.name);
+    v("uuid", m.uuid);
+    v("pci_bus_id", m.pci_bus_id);
+    v("compute_capability", m.compute_capability);
+    v("arch", m.arch);
+    v("sm_count", m.sm_count);
+    v("l2_bytes", m.l2_bytes);
+    v("persisting_l2_max_bytes", m.persisting_l2_max_bytes);
+    v("shared_per_block_optin", m.shared_per_block_optin);
+    v("total_memory", m.total_memory);
+    v("sm_clock_max_khz", m.sm_clock_max_khz);
+    v("memory_clock_max_khz", m.memory_clock_max_khz);
+    v("memory_bus_bits", m.memory_bus_bits);
+    v("driver_version", m.driver_version);
+    v("runtime_version", m.runtime_version);
+    v("library_versions", m.library_versions);
+    v("nvml_driver_version", m.nvml_driver_version);
+    v("nvml_max_sm_mhz", m.nvml_max_sm_mhz);
+  }
+};
+
+// The timing loop's rule and checks (EngineOptions::timing; timing.h TimingConfig).
+struct TimingLoopOptions {
+  size_t min_samples = 20;
+  size_t max_samples = 400;
+  double max_seconds = 2.0;   // Cap of the recorded sampling loop.
+  double target_rse = 0.005;  // Relative standard error of both medians.
+  double warmup_seconds = 0.3;
+  size_t check_every = 16;
+  size_t max_checks = 4;
+  template <typename Self, typename V>
+  static void Fields(Self& m, V& v) {
+    v("min_samples", m.min_samples);
+    v("max_samples", m.max_samples);
+    v("max_seconds", m.max_seconds);
+    v("target_rse", m.target_rse);
+    v("warmup_seconds", m.warmup_seconds);
+    v("check_every", m.check_every);
+    v("max_checks", m.max_checks);
+  }
+};
+
+// stats.h SampleSummary as reported, in milliseconds; rse_median -1 stands for infinite (fewer
+// than 3 samples).
+struct SampleStats {
+  size_t n = 0;
+  double median_ms = 0;
+  double mean_ms = 0;
+  double min_ms = 0;
+  double max_ms = 0;
+  double p10_ms = 0;
+  double p90_ms = 0;
+  double mad_ms = 0;
+  double rse_median = 0;
+  template <typename Self, typename V>
+  static void Fields(Self& m, V& v) {
+    v("n", m.n);
+    v("median_ms", m.median_ms);
+    v("mean_ms", m.mean_ms);
+    v("min_ms", m.min_ms);
+    v("max_ms", m.max_ms);
+    v("p10_ms", m.p10_ms);
+    v("p90_ms", m.p90_ms);
+    v("mad_ms", m.mad_ms);
+    v("rse_median", m.rse_median);
+  }
+};
+
+struct CheckedSample {
+  size_t sample = 0;
+  uint64_t seed = 0;
+  template <typename Self, typename V>
+  static void Fields(Self& m, V& v) {
+    v("sample", m.sample);
+    v("seed", AsDecimal(m.seed));
+  }
+};
+
+// timing.h TimingResult as reported.
+struct TimingMeasurement {
+  SampleStats candidate;
+  SampleStats baseline;
+  double speedup = 0;       // baseline median / candidate median.
+  std::string stop_reason;  // stats.h ShouldStop: "converged", "sample_cap", "time_cap".
+  size_t warmup_pairs = 0;
+  double warmup_seconds = 0;
+  double sampling_seconds = 0;
+  double kernel_ms_total = 0;  // Every timed region, both sides, warm-up included.
+  std::vector<double> candidate_ms;
+  std::vector<double> baseline_ms;
+  nlohmann::json clocks = nlohmann::json::array();  // NVML samples (nvml_monitor.h ToJson).
+  std::vector<CheckedSample> checked_samples;
+  template <typename Self, typename V>
+  static void Fields(Self& m, V& v) {
+    v("candidate", m.candidate);
+    v("baseline", m.baseline);
+    v("speedup", m.speedup);
+    v("stop_reason", m.stop_reason);
+    v("warmup_pairs", m.warmup_pairs);
+    v("warmup_seconds", m.warmup_seconds);
+    v("sampling_seconds", m.sampling_seconds);
+    v("kernel_ms_total", m.kernel_ms_total);
+    v("candidate_ms", m.candidate_ms);
+    v("baseline_ms", m.baseline_ms);
+    v("clocks", m.clocks);
+    v("checked_samples", m.checked_samples);
+  }
+};
+
+// The outputs of one timed candidate sample, handed over for comparison after the loop.
+struct TimedCheck {
+  size_t sample = 0;
+  uint64_t seed = 0;
+  std::vector<OutputHandle> outputs;
+  template <typename Self, typename V>
+  static void Fields(Self& m, V& v) {
+    v("sample", m.sample);
+    v("seed", AsDecimal(m.seed));
+    v("outputs", m.outputs);
+  }
+};
+
+// CUPTI's counts at one PC of the submission's own module (cupti_sass.h SassPcCounts).
+struct PcRecord {
+  std::string function;
+  uint32_t pc = 0;
+  uint64_t warp_inst_executed = 0;   // smsp__sass_inst_executed
+  uint64_t thread_inst_pred_on = 0;  // smsp__sass_thread_inst_executed_pred_on
+  uint64_t gmma_warp_inst = 0;
+  uint64_t tma_warp_inst = 0;
+  template <typename Self, typename V>
+  static void Fields(Self& m, V& v) {
+    v("function", m.function);
+    v("pc", m.pc);
+    v("warp_inst_executed", m.warp_inst_executed);
+    v("thread_inst_pred_on", m.thread_inst_pred_on);
+    v("gmma_warp_inst", m.gmma_warp_inst);
+    v("tma_warp_inst", m.tma_warp_inst);
+  }
+};
+
+// ------------------------------------------------------------------ the static SASS map
+
+// One SASS instruction attributed to a target family.
+struct SassSite {
+  uint32_t pc = 0;
+  std::string sass;
+  SiteEvidence by = SiteEvidence::kSassOpcode;
+  std::optional<int> ptx_line;        // Its PTX line (nvdisasm -gp), when known.
+  std::optional<std::string> source;  // "submission.cu:123" (nvdisasm -g), when known.
+  template <typename Self, typename V>
+  static void Fields(Self& m, V& v) {
+    v("pc", m.pc);
+    v("sass", m.sass);
+    v("by", m.by);
+    v("ptx_line", m.ptx_line);
+    v("source", m.source);
+  }
+};
+
+struct SassFunctionSites {
+  size_t instructions = 0;
+  std::map<std::string, std::vector<SassSite>> sites;  // Family name -> its instructions.
+  template <typename Self, typename V>
+  static void Fields(Self& m, V& v) {
+    v("instructions", m.instructions);
+    v("sites", m.sites);
+  }
+};
+
+// How often a line view agreed with the opcode classification, over opcode-classified sites.
+struct LineAgreement {
+  int checked = 0;
+  int consistent = 0;
+  template <typename Self, typename V>
+  static void Fields(Self& m, V& v) {
+    v("checked", m.checked);
+    v("consistent", m.consistent);
+  }
+};
+
+// A few opcode-classified instructions with the PTX line nvdisasm -gp gave them (diagnostics).
+struct PtxLineSample {
+  std::string function;
+  uint32_t pc = 0;
+  std::string sass;
+  std::string gp_file;
+  int gp_line = 0;
+  std::string ptx_at_line;
+  template <typename Self, typename V>
+  static void Fields(Self& m, V& v) {
+    v("function", m.function);
+    v("pc", m.pc);
+    v("sass", m.sass);
+    v("gp_file", m.gp_file);
+    v("gp_line", m.gp_line);
+    v("ptx_at_line", m.ptx_at_line);
+  }
+};
+
+// Where each target family sits in the submission's SASS (worker/engine/sass_families.h).
+struct SassFamilyMap {
+  bool available = false;
+  std::optional<std::string> reason;                     // Why not, when not available.
+  std::string tool;                                      // The nvdisasm that read the cubin.
+  SiteEvidence line_method = SiteEvidence::kSourceLine;  // The line view used.
+  bool ptx_lines_available = false;
+  std::string ptx_source;  // ".nv_debug_ptx_txt" or "compile stage PTX".
+  LineAgreement ptx_line_consistency;
+  LineAgreement source_line_consistency;
+  std::vector<PtxLineSample> gp_sample;
+  int no_op_matrix_instructions_ignored = 0;
+  std::map<std::string, SassFunctionSites> functions;
+  double seconds = 0;
+  template <typename Self, typename V>
+  static void Fields(Self& m, V& v) {
+    v("available", m.available);
+    v("reason", m.reason);
+    v("tool", m.tool);
+    v("line_method", m.line_method);
+    v("ptx_lines_available", m.ptx_lines_available);
+    v("ptx_source", m.ptx_source);
+    v("ptx_line_consistency", m.ptx_line_consistency);
+    v("source_line_consistency", m.source_line_consistency);
+    v("gp_sample", m.gp_sample);
+    v("no_op_matrix_instructions_ignored", m.no_op_matrix_instructions_ignored);
+    v("functions", m.functions);
+    v("seconds", m.seconds);
+  }
+};
+// A map that says why it is missing.
+SassFamilyMap UnavailableSassMap(std::string reason);
+
+// ------------------------------------------------------------------ request files
+
+struct CompileRequest {
+  static constexpr std::string_view kName = "compile request";
+  Submission submission;
+  std::string work_dir;  // Where module.cubin and module.ptx are written.
+  template <typename Self, typename V>
+  static void Fields(Self& m, V& v) {
+    v("submission", m.submission);
+    v("work_dir", m.work_dir);
+  }
+};
+
+struct SassMapRequest {
+  static constexpr std::string_view kName = "sassmap request";
+  std::string arch;
+  ModulePaths module;
+  template <typename Self, typename V>
+  static void Fields(Self& m, V& v) {
+    v("arch", m.arch);
+    v("module", m.module);
+  }
+};
+
+// The trusted reference process: never given the submission.
+struct ReferenceRequest {
+  static constexpr std::string_view kName = "reference request";
+  TaskRef task;
+  int gpu = 0;
+  uint64_t hash_key = 0;  // Secret key of the input hashes (replaced by "begin" when reused).
+  template <typename Self, typename V>
+  static void Fields(Self& m, V& v) {
+    v("task", m.task);
+    v("gpu", m.gpu);
+    v("hash_key", AsDecimal(m.hash_key));
+  }
+};
+
+struct CandidateRequest {
+  static constexpr std::string_view kName = "candidate request";
+  Submission submission;
+  int gpu = 0;
+  uint64_t hash_key = 0;
+  // Absent: started beside the compiler, the module comes with the "module" command.
+  std::optional<ModulePaths> module;
+  // The timing loop's workload, whose baseline is prepared from the start.
+  std::optional<std::string> timing_workload;
+  template <typename Self, typename V>
+  static void Fields(Self& m, V& v) {
+    v("submission", m.submission);
+    v("gpu", m.gpu);
+    v("hash_key", AsDecimal(m.hash_key));
+    v("module", m.module);
+    v("timing_workload", m.timing_workload);
+  }
+};
+
+// One kernel of the plan under CUPTI SASS metrics (evaluator/instrument_mode.cc).
+struct InstrumentRequest {
+  static constexpr std::string_view kName = "instrument request";
+  Submission submission;
+  int gpu = 0;
+  uint64_t hash_key = 0;
+  ModulePaths module;
+  std::string workload;
+  uint64_t seed = 0;
+  std::string kernel;        // The kernel of launch_index (for the audit record).
+  size_t launch_index = 0;   // Launches before it run uninstrumented.
+  bool host_inputs = false;  // The fallback: inputs from the host, no earlier launches.
+  std::string output_prefix;
+  OutputTransfer transfer = OutputTransfer::kIpc;
+  bool wait_for_go = false;  // Set up, then wait for "go".
+  template <typename Self, typename V>
+  static void Fields(Self& m, V& v) {
+    v("submission", m.submission);
+    v("gpu", m.gpu);
+    v("hash_key", AsDecimal(m.hash_key));
+    v("module", m.module);
+    v("workload", m.workload);
+    v("seed", AsDecimal(m.seed));
+    v("kernel", m.kernel);
+    v("launch_index", m.launch_index);
+    v("host_inputs", m.host_inputs);
+    v("output_prefix", m.output_prefix);
+    v("transfer", m.transfer);
+    v("wait_for_go", m.wait_for_go);
+  }
+};
+
+// One trial without the protocol's commands, under compute-sanitizer (feedback only).
+struct ReplayRequest {
+  static constexpr std::string_view kName = "replay request";
+  Submission submission;
+  int gpu = 0;
+  uint64_t hash_key = 0;
+  ModulePaths module;
+  std::string workload;
+  uint64_t seed = 0;
+  std::string output_prefix;
+  template <typename Self, typename V>
+  static void Fields(Self& m, V& v) {
+    v("submission", m.submission);
+    v("gpu", m.gpu);
+    v("hash_key", AsDecimal(m.hash_key));
+    v("module", m.module);
+    v("workload", m.workload);
+    v("seed", AsDecimal(m.seed));
+    v("output_prefix", m.output_prefix);
+  }
+};
+
+struct HealthRequest {
+  static constexpr std::string_view kName = "health request";
+  int gpu = 0;
+  template <typename Self, typename V>
+  static void Fields(Self& m, V& v) {
+    v("gpu", m.gpu);
+  }
+};
+
+// ------------------------------------------------------------------ commands (stdin)
+
+struct QuitCommand {
+  static constexpr CommandKind kKind = CommandKind::kQuit;
+  template <typename Self, typename V>
+  static void Fields(Self&, V&) {}
+};
+
+// Reference process, between evaluations: drop every stored reference, answer "reset".
+struct ResetCommand {
+  static constexpr CommandKind kKind = CommandKind::kReset;
+  template <typename Self, typename V>
+  static void Fields(Self&, V&) {}
+};
+
+// Reference process, kept warm: the next evaluation's hash key; answered with "ready".
+struct BeginCommand {
+  static constexpr CommandKind kKind = CommandKind::kBegin;
+  uint64_t hash_key = 0;
+  template <typename Self, typename V>
+  static void Fields(Self& m, V& v) {
+    v("hash_key", AsDecimal(m.hash_key));
+  }
+};
+
+// Reference process: compute and keep the reference of (workload, seed).
+struct ComputeReferenceCommand {
+  static constexpr CommandKind kKind = CommandKind::kReference;
+  std::string workload;
+  uint64_t seed = 0;
+  template <typename Self, typename V>
+  static void Fields(Self& m, V& v) {
+    v("workload", m.workload);
+    v("seed", AsDecimal(m.seed));
+  }
+};
+
+// Reference process: compare `outputs` with the stored reference of (workload, seed); `keep`
+// keeps the reference for another comparison (else it is freed).
+struct CompareCommand {
+  static constexpr CommandKind kKind = CommandKind::kCompare;
+  std::string workload;
+  uint64_t seed = 0;
+  std::vector<OutputHandle> outputs;
+  bool keep = false;
+  template <typename Self, typename V>
+  static void Fields(Self& m, V& v) {
+    v("workload", m.workload);
+    v("seed", AsDecimal(m.seed));
+    v("outputs", m.outputs);
+    v("keep", m.keep);
+  }
+};
+
+// Candidate process started beside the compiler: the compiled module.
+struct ModuleCommand {
+  static constexpr CommandKind kKind = CommandKind::kModule;
+  ModulePaths module;
+  template <typename Self, typename V>
+  static void Fields(Self& m, V& v) {
+    v("module", m.module);
+  }
+};
+
+// Candidate process: one correctness trial.
+struct TrialCommand {
+  static constexpr CommandKind kKind = CommandKind::kTrial;
+  std::string workload;
+  uint64_t seed = 0;
+  std::string prefix;  // Output files' prefix, when transfer is kFile.
+  OutputTransfer transfer = OutputTransfer::kIpc;
+  template <typename Self, typename V>
+  static void Fields(Self& m, V& v) {
+    v("workload", m.workload);
+    v("seed", AsDecimal(m.seed));
+    v("prefix", m.prefix);
+    v("transfer", m.transfer);
+  }
+};
+
+// Candidate or instrument process: the last outputs again, as files under `prefix`.
+struct SaveOutputsCommand {
+  static constexpr CommandKind kKind = CommandKind::kSaveOutputs;
+  std::string prefix;
+  template <typename Self, typename V>
+  static void Fields(Self& m, V& v) {
+    v("prefix", m.prefix);
+  }
+};
+
+// Candidate process: set up the timing baseline on a thread of its own (no event).
+struct PrepareTimingCommand {
+  static constexpr CommandKind kKind = CommandKind::kPrepareTiming;
+  std::string workload;
+  template <typename Self, typename V>
+  static void Fields(Self& m, V& v) {
+    v("workload", m.workload);
+  }
+};
+
+// Candidate process: the interleaved timing loop (timing.h), seeds and check positions secret.
+struct TimeCommand {
+  static constexpr CommandKind kKind = CommandKind::kTime;
+  std::string workload;
+  uint64_t candidate_seed_base = 0;
+  uint64_t baseline_seed_base = 0;
+  uint64_t check_position_seed = 0;
+  TimingLoopOptions loop;
+  std::string check_prefix;  // Checked samples' output files, when transfer is kFile.
+  OutputTransfer transfer = OutputTransfer::kIpc;
+  template <typename Self, typename V>
+  static void Fields(Self& m, V& v) {
+    v("workload", m.workload);
+    v("candidate_seed_base", AsDecimal(m.candidate_seed_base));
+    v("baseline_seed_base", AsDecimal(m.baseline_seed_base));
+    v("check_position_seed", AsDecimal(m.check_position_seed));
+    v("loop", m.loop);
+    v("check_prefix", m.check_prefix);
+    v("transfer", m.transfer);
+  }
+};
+
+// Instrument process started beside the correctness stage: run now, hand outputs over so.
+struct GoCommand {
+  static constexpr CommandKind kKind = CommandKind::kGo;
+  OutputTransfer transfer = OutputTransfer::kIpc;
+  template <typename Self, typename V>
+  static void Fields(Self& m, V& v) {
+    v("transfer", m.transfer);
+  }
+};
+
+// ------------------------------------------------------------------ events (fd 3)
+
+// Reference and candidate processes: the device is open (and the module loaded).
+struct ReadyEvent {
+  static constexpr EventKind kKind = EventKind::kReady;
+  DeviceDescription device;
+  bool reused = false;  // A warm reference process, answering "begin".
+  template <typename Self, typename V>
+  static void Fields(Self& m, V& v) {
+    v("device", m.device);
+    v("reused", m.reused);
+  }
+};
+
+struct ResetEvent {
+  static constexpr EventKind kKind = EventKind::kReset;
+  template <typename Self, typename V>
+  static void Fields(Self&, V&) {}
+};
+
+// A reference computed and kept on the reference process's device.
+struct ReferenceEvent {
+  static constexpr EventKind kKind = EventKind::kReference;
+  std::string workload;
+  uint64_t seed = 0;
+  uint64_t input_hash = 0;   // Keyed hash of the inputs: must equal the candidate's.
+  nlohmann::json baseline;   // The library's description (baseline.h Describe()).
+  double setup_seconds = 0;  // Buffers and library handle of a new workload.
+  double seconds = 0;
+  template <typename Self, typename V>
+  static void Fields(Self& m, V& v) {
+    v("workload", m.workload);
+    v("seed", AsDecimal(m.seed));
+    v("input_hash", AsDecimal(m.input_hash));
+    v("baseline", m.baseline);
+    v("setup_seconds", m.setup_seconds);
+    v("seconds", m.seconds);
+  }
+};
+
+// A comparison: one report per output tensor, or why the outputs could not be mapped (the
+// supervisor then has them saved as files and asks again).
+struct CompareEvent {
+  static constexpr EventKind kKind = EventKind::kCompare;
+  std::string workload;
+  uint64_t seed = 0;
+  std::map<std::string, CompareReport> tensors;
+  std::optional<std::string> ipc_failed;
+  double seconds = 0;
+  template <typename Self, typename V>
+  static void Fields(Self& m, V& v) {
+    v("workload", m.workload);
+    v("seed", AsDecimal(m.seed));
+    v("tensors", m.tensors);
+    v("ipc_failed", m.ipc_failed);
+    v("seconds", m.seconds);
+  }
+};
+
+struct TrialEvent {
+  static constexpr EventKind kKind = EventKind::kTrial;
+  std::string workload;
+  uint64_t seed = 0;
+  uint64_t input_hash_before = 0;
+  uint64_t input_hash_after = 0;  // Differs from before: the kernel changed its inputs.
+  std::vector<OutputHandle> outputs;
+  double kernel_ms = 0;
+  double seconds = 0;
+  template <typename Self, typename V>
+  static void Fields(Self& m, V& v) {
+    v("workload", m.workload);
+    v("seed", AsDecimal(m.seed));
+    v("input_hash_before", AsDecimal(m.input_hash_before));
+    v("input_hash_after", AsDecimal(m.input_hash_after));
+    v("outputs", m.outputs);
+    v("kernel_ms", m.kernel_ms);
+    v("seconds", m.seconds);
+  }
+};
+
+// The answer to "save_outputs".
+struct OutputsEvent {
+  static constexpr EventKind kKind = EventKind::kOutputs;
+  std::vector<OutputHandle> outputs;
+  template <typename Self, typename V>
+  static void Fields(Self& m, V& v) {
+    v("outputs", m.outputs);
+  }
+};
+
+struct TimingEvent {
+  static constexpr EventKind kKind = EventKind::kTiming;
+  std::string workload;
+  TimingMeasurement result;
+  std::vector<TimedCheck> checks;
+  nlohmann::json baseline;  // The library's description.
+  DeviceDescription device;
+  uint64_t flush_bytes = 0;  // L2 flush buffer.
+  double setup_seconds = 0;
+  double prepare_seconds = 0;
+  double check_seconds = 0;
+  double seconds = 0;
+  std::optional<std::string> nvml_unavailable;  // Why no clocks were sampled.
+  template <typename Self, typename V>
+  static void Fields(Self& m, V& v) {
+    v("workload", m.workload);
+    v("result", m.result);
+    v("checks", m.checks);
+    v("baseline", m.baseline);
+    v("device", m.device);
+    v("flush_bytes", m.flush_bytes);
+    v("setup_seconds", m.setup_seconds);
+    v("prepare_seconds", m.prepare_seconds);
+    v("check_seconds", m.check_seconds);
+    v("seconds", m.seconds);
+    v("nvml_unavailable", m.nvml_unavailable);
+  }
+};
+
+// One instrumented run. outputs and the input hashes are absent for host inputs (the fallback
+// run, not compared).
+struct InstrumentEvent {
+  static constexpr EventKind kKind = EventKind::kInstrument;
+  std::string workload;
+  uint64_t seed = 0;
+  std::string kernel;
+  size_t launch_index = 0;
+  bool host_inputs = false;
+  bool waited_for_go = false;
+  uint64_t cubin_crc = 0;
+  uint32_t cupti_version = 0;
+  std::string chip;
+  double instrumented_seconds = 0;
+  std::optional<std::vector<OutputHandle>> outputs;
+  std::optional<uint64_t> input_hash_before;
+  std::optional<uint64_t> input_hash_after;
+  std::vector<PcRecord> records;                       // The submission's own module only.
+  std::map<std::string, size_t> other_module_records;  // Function -> records of other modules.
+  double seconds = 0;
+  template <typename Self, typename V>
+  static void Fields(Self& m, V& v) {
+    v("workload", m.workload);
+    v("seed", AsDecimal(m.seed));
+    v("kernel", m.kernel);
+    v("launch_index", m.launch_index);
+    v("host_inputs", m.host_inputs);
+    v("waited_for_go", m.waited_for_go);
+    v("cubin_crc", AsDecimal(m.cubin_crc));
+    v("cupti_version", m.cupti_version);
+    v("chip", m.chip);
+    v("instrumented_seconds", m.instrumented_seconds);
+    v("outputs", m.outputs);
+    v("input_hash_before", AsDecimal(m.input_hash_before));
+    v("input_hash_after", AsDecimal(m.input_hash_after));
+    v("records", m.records);
+    v("other_module_records", m.other_module_records);
+    v("seconds", m.seconds);
+  }
+};
+
+struct SassMapEvent {
+  static constexpr EventKind kKind = EventKind::kSassMap;
+  SassFamilyMap sass;
+  template <typename Self, typename V>
+  static void Fields(Self& m, V& v) {
+    v("sass", m.sass);
+  }
+};
+
+// What a successful compile hands on: the module and the plan's kernels.
+struct CompiledModule {
+  ModulePaths module;
+  uint64_t cubin_bytes = 0;
+  std::vector<std::string> launch_kernels;  // The timed workload's launches, in order.
+  nlohmann::json resolved_plans;            // Workload -> plan.h ToJson(ResolvedPlan).
+  template <typename Self, typename V>
+  static void Fields(Self& m, V& v) {
+    v("module", m.module);
+    v("cubin_bytes", m.cubin_bytes);
+    v("launch_kernels", m.launch_kernels);
+    v("resolved_plans", m.resolved_plans);
+  }
+};
+
+struct CompileEvent {
+  static constexpr EventKind kKind = EventKind::kCompile;
+  CompileOutcome outcome = CompileOutcome::kCompileError;
+  nlohmann::json report;  // compile.h ToJson(CompileResult): the stage report's detail.
+  std::string failure;    // compile.h CompileFailureName.
+  std::string log;        // What the model reads.
+  std::map<std::string, int> ptx_families;  // Family -> static count in the PTX.
+  std::optional<std::string> plan_error;    // kPlanInvalid.
+  std::optional<CompiledModule> compiled;   // kCompiled.
+  double seconds = 0;
+  template <typename Self, typename V>
+  static void Fields(Self& m, V& v) {
+    v("outcome", m.outcome);
+    v("report", m.report);
+    v("failure", m.failure);
+    v("log", m.log);
+    v("ptx_families", m.ptx_families);
+    v("plan_error", m.plan_error);
+    v("compiled", m.compiled);
+    v("seconds", m.seconds);
+  }
+};
+
+struct HealthEvent {
+  static constexpr EventKind kKind = EventKind::kHealth;
+  DeviceDescription device;
+  double seconds = 0;
+  template <typename Self, typename V>
+  static void Fields(Self& m, V& v) {
+    v("device", m.device);
+    v("seconds", m.seconds);
+  }
+};
+
+// The kernel faulted (or its launch was refused): a verdict about the kernel.
+struct FaultEvent {
+  static constexpr EventKind kKind = EventKind::kFault;
+  FaultPhase during = FaultPhase::kTrial;
+  std::string message;  // For the model: the CUDA error without our call site.
+  std::string detail;   // For the audit record: with it.
+  template <typename Self, typename V>
+  static void Fields(Self& m, V& v) {
+    v("during", m.during);
+    v("message", m.message);
+    v("detail", m.detail);
+  }
+};
+
+// The plan cannot run against this module (found only at run time).
+struct PlanInvalidEvent {
+  static constexpr EventKind kKind = EventKind::kPlanInvalid;
+  std::string message;
+  template <typename Self, typename V>
+  static void Fields(Self& m, V& v) {
+    v("message", m.message);
+  }
+};
+
+// The evaluator failed for a reason of ours: nothing is known about the kernel.
+struct ErrorEvent {
+  static constexpr EventKind kKind = EventKind::kError;
+  ErrorKind kind = ErrorKind::kInfrastructure;
+  std::string message;
+  std::string code;  // absl::StatusCodeToString.
+  template <typename Self, typename V>
+  static void Fields(Self& m, V& v) {
+    v("kind", m.kind);
+    v("message", m.message);
+    v("code", m.code);
+  }
+};
+
+}  // namespace ptxbench::gpu
+
+#endif  // PTXBENCH_WORKER_ENGINE_GPU_PROTOCOL_MESSAGES_H_

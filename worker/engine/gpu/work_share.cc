@@ -1,0 +1,266 @@
+#include "worker/engine/gpu/work_share.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "common/status.h"
+#include "common/target_families.h"
+
+namespace ptxbench::gpu {
+namespace {
+
+// Every tensor path of a chip, by source precision (CUPTI metric names; checked against CUPTI's
+// own metric catalogue for each chip in tests/worker/engine/gpu/work_share_test.cc).
+const std::vector<std::string>& Gh100TensorFlops() {
+  static const auto* k = new std::vector<std::string>{
+      "sm__ops_path_tensor_src_bf16_dst_fp32.sum", "sm__ops_path_tensor_src_fp16.sum",
+      "sm__ops_path_tensor_src_tf32_dst_fp32.sum", "sm__ops_path_tensor_src_fp8.sum",
+      "sm__ops_path_tensor_src_int8.sum",          "sm__ops_path_tensor_src_fp64.sum",
+      "sm__ops_path_tensor_src_int1.sum"};
+  return *k;
+}
+
+const std::vector<std::string>& Gb100TensorFlops() {
+  static const auto* k =
+      new std::vector<std::string>{"sm__ops_path_tensor_src_bf16_dst_fp32.sum",
+                                   "sm__ops_path_tensor_src_fp16_dst_fp16.sum",
+                                   "sm__ops_path_tensor_src_fp16_dst_fp32.sum",
+                                   "sm__ops_path_tensor_src_tf32_dst_fp32.sum",
+                                   "sm__ops_path_tensor_src_fp4_fp6_fp8_dst_fp16.sum",
+                                   "sm__ops_path_tensor_src_fp4_fp6_fp8_dst_fp32.sum",
+                                   "sm__ops_path_tensor_src_fp4_dst_fp32.sum",
+                                   "sm__ops_path_tensor_src_int8.sum",
+                                   "sm__ops_path_tensor_src_fp64.sum"};
+  return *k;
+}
+
+double Mean(const std::vector<double>& v) {
+  double sum = 0;
+  for (double x : v) sum += x;
+  return v.empty() ? 0 : sum / static_cast<double>(v.size());
+}
+
+double RelativeDifference(double a, double b) {
+  const double scale = std::max(std::fabs(a), std::fabs(b));
+  return scale == 0 ? 0 : std::fabs(a - b) / scale;
+}
+
+// Values of each metric over the samples that collected it.
+std::map<std::string, std::vector<double>> ByMetric(
+    const std::vector<std::map<std::string, double>>& samples) {
+  std::map<std::string, std::vector<double>> out;
+  for (const auto& sample : samples) {
+    for (const auto& [name, value] : sample) out[name].push_back(value);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> WorkCounterSet::AllMetrics() const {
+  // The target first: configurations are grouped greedily in this order, so the target FLOPs
+  // share a configuration with the all-precision counter of the same precision.
+  std::vector<std::string> all = {target_matrix_flops};
+  for (const std::string& m : tensor_flops) all.push_back(m);
+  for (const std::string& m : scalar_thread_insts) all.push_back(m);
+  for (const std::string* m : {&tensor_warp_insts, &target_matrix_warp_insts, &bulk_copy_insts,
+                               &bulk_copy_load_bytes, &l2_read_bytes}) {
+    all.push_back(*m);
+  }
+  std::vector<std::string> unique;
+  for (const std::string& m : all) {
+    if (std::find(unique.begin(), unique.end(), m) == unique.end()) unique.push_back(m);
+  }
+  return unique;
+}
+
+absl::StatusOr<WorkCounterSet> WorkCountersFor(std::string_view arch, DType operands) {
+  WorkCounterSet set;
+  set.scalar_thread_insts = {"sm__thread_inst_executed_pipe_fma_pred_on.sum",
+                             "sm__thread_inst_executed_pipe_fp64_pred_on.sum"};
+  set.tensor_warp_insts = "sm__inst_executed_pipe_tensor.sum";
+  set.bulk_copy_insts = "sm__inst_executed_pipe_tma.sum";
+  set.bulk_copy_load_bytes = "l1tex__m_xbar2l1tex_read_bytes_mem_global_op_tma_ld.sum";
+  set.l2_read_bytes = "l1tex__m_xbar2l1tex_read_bytes.sum";
+  if (arch == "sm_90a") {
+    set.chip = "GH100";
+    set.tensor_flops = Gh100TensorFlops();
+    set.target_matrix_warp_insts = "sm__inst_executed_pipe_tensor_op_gmma.sum";
+    switch (operands) {
+      case DType::kBF16:
+        set.target_matrix_flops = "sm__ops_path_tensor_op_hgmma_src_bf16_dst_fp32.sum";
+        return set;
+      case DType::kFP16:
+        set.target_matrix_flops = "sm__ops_path_tensor_op_hgmma_src_fp16.sum";
+        return set;
+      case DType::kFP8E4M3:
+        // GH100 has no QGMMA-only FLOP counter: fp8 tensor FLOPs of every instruction. The
+        // cross-check with the SASS run (QGMMA shapes) tells QGMMA from fp8 mma.sync.
+        set.target_matrix_flops = "sm__ops_path_tensor_src_fp8.sum";
+        return set;
+      default:
+        break;
+    }
+  } else if (arch == "sm_100a") {
+    set.chip = "GB100";
+    set.tensor_flops = Gb100TensorFlops();
+    set.target_matrix_warp_insts = "sm__inst_executed_pipe_tensor.sum";
+    switch (operands) {
+      case DType::kBF16:
+        set.target_matrix_flops = "sm__ops_path_tensor_op_utchmma_src_bf16_dst_fp32.sum";
+        return set;
+      case DType::kFP16:
+        set.target_matrix_flops = "sm__ops_path_tensor_op_utchmma_src_fp16_dst_fp32.sum";
+        return set;
+      case DType::kFP8E4M3:
+        set.target_matrix_flops = "sm__ops_path_tensor_op_utcqmma_src_fp4_fp6_fp8_dst_fp32.sum";
+        return set;
+      default:
+        break;
+    }
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("no work-share counters for arch ", std::string(arch)));
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "no credited matrix family for ", DTypeName(operands), " operands on ", std::string(arch)));
+}
+
+std::optional<double> WarpInstructionMatrixFlops(std::string_view sass_instruction) {
+  const std::string opcode = SassBaseOpcode(sass_instruction);
+  if (opcode != "HGMMA" && opcode != "QGMMA" && opcode != "IGMMA" && opcode != "BGMMA") {
+    return std::nullopt;
+  }
+  // The shape is the first modifier: "HGMMA.64x256x16.F32.BF16".
+  const size_t at = sass_instruction.find(opcode);
+  std::string_view rest = sass_instruction.substr(at + opcode.size());
+  if (rest.empty() || rest[0] != '.') return std::nullopt;
+  rest.remove_prefix(1);
+  const std::string_view shape = rest.substr(0, rest.find_first_of(". "));
+  std::vector<std::string> dims = absl::StrSplit(std::string(shape), 'x');
+  if (dims.size() != 3) return std::nullopt;
+  double product = 2;
+  for (const std::string& d : dims) {
+    int v = 0;
+    if (!absl::SimpleAtoi(d, &v) || v <= 0) return std::nullopt;
+    product *= v;
+  }
+  // One warpgroup instruction, executed (and counted by CUPTI) by each of its four warps.
+  return product / 4;
+}
+
+absl::StatusOr<WorkShare> ComputeWorkShare(
+    const WorkCounterSet& set, const std::vector<std::map<std::string, double>>& samples,
+    double task_flops, double task_min_bytes) {
+  const auto values = ByMetric(samples);
+  auto mean = [&](const std::string& metric) -> absl::StatusOr<double> {
+    auto it = values.find(metric);
+    if (it == values.end() || it->second.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("work share: counter ", metric, " was collected on no sample"));
+    }
+    return Mean(it->second);
+  };
+  WorkShare out;
+  out.counted_samples = static_cast<int>(samples.size());
+  MatrixWorkShare& m = out.matrix;
+  ASSIGN_OR_RETURN(m.target_flops, mean(set.target_matrix_flops));
+  for (const std::string& metric : set.tensor_flops) {
+    ASSIGN_OR_RETURN(double v, mean(metric));
+    m.tensor_flops += v;
+  }
+  // The target's own counter may be the only one of its precision (fp8 on GH100 is the same
+  // metric): the executed total is never below the target.
+  m.tensor_flops = std::max(m.tensor_flops, m.target_flops);
+  for (const std::string& metric : set.scalar_thread_insts) {
+    ASSIGN_OR_RETURN(double v, mean(metric));
+    m.scalar_flops += 2 * v;
+  }
+  m.task_flops = task_flops;
+  m.share_of_task = task_flops > 0 ? m.target_flops / task_flops : 0;
+  const double executed = m.tensor_flops + m.scalar_flops;
+  m.share_of_executed = executed > 0 ? m.target_flops / executed : 0;
+  ASSIGN_OR_RETURN(double tensor_insts, mean(set.tensor_warp_insts));
+  ASSIGN_OR_RETURN(double target_insts, mean(set.target_matrix_warp_insts));
+  m.other_tensor_warp_insts = std::max(0.0, tensor_insts - target_insts);
+
+  BulkCopyShare& b = out.bulk_copy;
+  ASSIGN_OR_RETURN(b.instructions, mean(set.bulk_copy_insts));
+  ASSIGN_OR_RETURN(b.load_bytes, mean(set.bulk_copy_load_bytes));
+  ASSIGN_OR_RETURN(b.l2_read_bytes, mean(set.l2_read_bytes));
+  b.task_min_bytes = task_min_bytes;
+  b.share_of_l2_reads = b.l2_read_bytes > 0 ? std::min(1.0, b.load_bytes / b.l2_read_bytes) : 0;
+
+  const auto& targets = values.at(set.target_matrix_flops);
+  const auto [lo, hi] = std::minmax_element(targets.begin(), targets.end());
+  out.target_flops_spread = *lo > 0 ? *hi / *lo - 1 : (*hi > 0 ? INFINITY : 0);
+  return out;
+}
+
+PathAgreement CompareProfiledWithTimed(const ProfiledWork& profiled, const WorkCounterSet& set,
+                                       const std::vector<std::map<std::string, double>>& samples,
+                                       double tolerance) {
+  PathAgreement a;
+  const auto values = ByMetric(samples);
+  auto mean = [&](const std::string& metric) -> std::optional<double> {
+    auto it = values.find(metric);
+    if (it == values.end() || it->second.empty()) return std::nullopt;
+    return Mean(it->second);
+  };
+  const auto timed_insts = mean(set.target_matrix_warp_insts);
+  const auto timed_bulk = mean(set.bulk_copy_insts);
+  const auto timed_flops = mean(set.target_matrix_flops);
+  if (!timed_insts || !timed_bulk || !timed_flops) {
+    a.reason = "the timed path's counters are missing";
+    return a;
+  }
+  a.checked = true;
+  a.target_insts_difference = RelativeDifference(*timed_insts, profiled.target_warp_insts);
+  a.bulk_copy_insts_difference = RelativeDifference(*timed_bulk, profiled.bulk_copy_warp_insts);
+  bool ok = a.target_insts_difference <= tolerance && a.bulk_copy_insts_difference <= tolerance;
+  if (profiled.flops_known) {
+    a.target_flops_difference = RelativeDifference(*timed_flops, profiled.target_flops);
+    ok = ok && a.target_flops_difference <= tolerance;
+  }
+  a.agrees = ok;
+  if (!ok) {
+    a.reason = absl::StrCat("the instrumented run executed ", profiled.target_warp_insts,
+                            " target warp instructions (", profiled.target_flops, " FLOPs) and ",
+                            profiled.bulk_copy_warp_insts, " bulk copies; the timed path ",
+                            *timed_insts, " (", *timed_flops, " FLOPs) and ", *timed_bulk);
+  }
+  return a;
+}
+
+nlohmann::json ToJson(const WorkShare& s) {
+  return {{"counted_samples", s.counted_samples},
+          {"target_flops_spread", s.target_flops_spread},
+          {"matrix",
+           {{"target_flops", s.matrix.target_flops},
+            {"tensor_flops", s.matrix.tensor_flops},
+            {"scalar_flops", s.matrix.scalar_flops},
+            {"task_flops", s.matrix.task_flops},
+            {"share_of_task", s.matrix.share_of_task},
+            {"share_of_executed", s.matrix.share_of_executed},
+            {"other_tensor_warp_insts", s.matrix.other_tensor_warp_insts}}},
+          {"bulk_copy",
+           {{"instructions", s.bulk_copy.instructions},
+            {"load_bytes", s.bulk_copy.load_bytes},
+            {"l2_read_bytes", s.bulk_copy.l2_read_bytes},
+            {"task_min_bytes", s.bulk_copy.task_min_bytes},
+            {"share_of_l2_reads", s.bulk_copy.share_of_l2_reads}}}};
+}
+
+nlohmann::json ToJson(const PathAgreement& a) {
+  return {{"checked", a.checked},
+          {"agrees", a.agrees},
+          {"target_flops_difference", a.target_flops_difference},
+          {"target_insts_difference", a.target_insts_difference},
+          {"bulk_copy_insts_difference", a.bulk_copy_insts_difference},
+          {"reason", a.reason}};
+}
+
+}  // namespace ptxbench::gpu

@@ -1,0 +1,125 @@
+// Target-instruction work share: how much of a task's arithmetic the target families did, from
+// hardware counters read on the timed path (cupti_counters.h), and whether the instrumented
+// (SASS-metrics) run saw the same work. CPU-only arithmetic; the evaluator collects the numbers.
+//
+// Why: "a target instruction executed with its predicate on" (the paper's check) is met by one
+// token wgmma next to a GEMM done with mma.sync. The benchmark asks whether the architecture's
+// instructions did the work, so the strong check relates the family's FLOPs
+//   - to the task's FLOPs for the counted workload (share_of_task), and
+//   - to every multiply-add the kernel executed on any unit: tensor paths of every precision,
+//     plus the FMA and fp64 pipes at 2 FLOPs per thread instruction (share_of_executed).
+// A kernel that adds full-size target instructions on data that never reaches the outputs and
+// does the real work elsewhere keeps share_of_task but halves share_of_executed: every FLOP of
+// the product has to be executed by some unit, and every unit that can multiply-add is counted.
+// docs/measurement.md ("Work share") gives the derivation and the residual risks.
+#ifndef PTXBENCH_WORKER_ENGINE_GPU_WORK_SHARE_H_
+#define PTXBENCH_WORKER_ENGINE_GPU_WORK_SHARE_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/task.h"
+#include "nlohmann/json.hpp"
+
+namespace ptxbench::gpu {
+
+// The hardware counters behind the work share, for one chip and operand precision. One
+// definition: the evaluator asks CUPTI for AllMetrics() and this file interprets the values.
+struct WorkCounterSet {
+  std::string chip;                              // "GH100", "GB100".
+  std::string target_matrix_flops;               // FLOPs of the credited matrix family.
+  std::vector<std::string> tensor_flops;         // Every tensor path, one per precision.
+  std::vector<std::string> scalar_thread_insts;  // FMA and fp64 pipes (2 FLOPs each).
+  std::string tensor_warp_insts;                 // All tensor-pipe warp instructions.
+  std::string target_matrix_warp_insts;          // Of them, the credited family's.
+  std::string bulk_copy_insts;                   // TMA-pipe warp instructions.
+  std::string bulk_copy_load_bytes;              // Bytes TMA loads read from L2.
+  std::string l2_read_bytes;                     // Bytes of every load from L2 into the SMs.
+  std::vector<std::string> AllMetrics() const;
+};
+
+// The set for an arch ("sm_90a" -> GH100 wgmma, "sm_100a" -> GB100 tcgen05) and the precision of
+// the task's matrix operands (bf16 for the core suite; fp8 e4m3 for the fp8 tasks).
+// InvalidArgument for an arch or precision without a credited matrix family.
+absl::StatusOr<WorkCounterSet> WorkCountersFor(std::string_view arch, DType operands);
+
+// FLOPs that ONE WARP's execution of a SASS matrix instruction stands for, from its shape in the
+// opcode: "HGMMA.64x256x16.F32.BF16" -> 2*64*256*16 / 4 (a warpgroup instruction is executed by
+// its 4 warps; CUPTI counts warp executions). nullopt when the opcode carries no shape (tcgen05's
+// UTC*MMA keep it in a descriptor register) or is not a warpgroup MMA. The caller excludes
+// ptxas's no-op form (gdesc[URZ]) first.
+std::optional<double> WarpInstructionMatrixFlops(std::string_view sass_instruction);
+
+struct MatrixWorkShare {
+  double target_flops = 0;  // Per counted sample (mean over the samples of its config).
+  double tensor_flops = 0;  // Every tensor path.
+  double scalar_flops = 0;  // 2 x FMA/fp64-pipe thread instructions.
+  double task_flops = 0;
+  double share_of_task = 0;      // target / task.
+  double share_of_executed = 0;  // target / (tensor + scalar).
+  // Reported, not judged: tensor-pipe warp instructions other than the target family's. ptxas
+  // also issues HFMA2.MMA on the tensor pipe to materialize constants, so an instruction count
+  // cannot bound legacy FLOPs; the per-precision FLOP counters above do, exactly.
+  double other_tensor_warp_insts = 0;
+};
+
+struct BulkCopyShare {
+  double instructions = 0;
+  double load_bytes = 0;         // Read from L2 by bulk tensor loads.
+  double l2_read_bytes = 0;      // Read from L2 by every kind of load.
+  double task_min_bytes = 0;     // The task's byte formula (each input read once).
+  double share_of_l2_reads = 0;  // load_bytes / l2_read_bytes.
+};
+
+struct WorkShare {
+  MatrixWorkShare matrix;
+  BulkCopyShare bulk_copy;
+  int counted_samples = 0;
+  // How far the counted samples of one configuration disagreed (max/min - 1 of the target
+  // FLOPs): a kernel that does different work on different samples shows here.
+  double target_flops_spread = 0;
+};
+
+// Averages each metric over the samples that collected it and computes the shares. Every
+// metric of `set` must appear in at least one sample (else InvalidArgument naming it).
+absl::StatusOr<WorkShare> ComputeWorkShare(
+    const WorkCounterSet& set, const std::vector<std::map<std::string, double>>& samples,
+    double task_flops, double task_min_bytes);
+
+// What the instrumented (SASS-metrics) run saw, summed over the plan's kernels.
+struct ProfiledWork {
+  double target_flops = 0;  // Executed target warp instructions x WarpInstructionMatrixFlops.
+  double target_warp_insts = 0;
+  double bulk_copy_warp_insts = 0;
+  bool flops_known = false;  // False when some executed target instruction had no shape.
+};
+
+struct PathAgreement {
+  bool checked = false;  // False when either side is missing (then `reason` says which).
+  bool agrees = false;
+  double target_flops_difference = 0;  // |timed - profiled| / max(timed, profiled).
+  double target_insts_difference = 0;
+  double bulk_copy_insts_difference = 0;
+  std::string reason;
+};
+
+// The profiled path is the timed path when the instrumented run's target work equals the
+// counters' within `tolerance` (relative), for FLOPs (where known), target instructions and
+// bulk-copy instructions. The counts of a deterministic kernel on one workload are exact on both
+// sides (H200 probe, 2026-12-01); a kernel that switches paths when profiled moves them by far
+// more than 1 %.
+PathAgreement CompareProfiledWithTimed(const ProfiledWork& profiled, const WorkCounterSet& set,
+                                       const std::vector<std::map<std::string, double>>& samples,
+                                       double tolerance = 0.01);
+
+nlohmann::json ToJson(const WorkShare& share);
+nlohmann::json ToJson(const PathAgreement& agreement);
+
+}  // namespace ptxbench::gpu
+
+#endif  // PTXBENCH_WORKER_ENGINE_GPU_WORK_SHARE_H_

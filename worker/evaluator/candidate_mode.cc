@@ -1,0 +1,250 @@
+// candidate: untrusted code. Correctness trials (module reloaded per trial, inputs hashed before
+// and after, outputs poisoned, handed to the reference process), then the interleaved timing
+// loop against the library baseline (timing.h). Started beside the compiler, it sets up the
+// device and the timing baseline while the source compiles and waits for the module.
+#include <future>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/status.h"
+#include "worker/engine/gpu/baseline.h"
+#include "worker/engine/gpu/cuda_check.h"
+#include "worker/engine/gpu/nvml_monitor.h"
+#include "worker/engine/gpu/timing.h"
+#include "worker/evaluator/evaluator.h"
+#include "worker/evaluator/modes.h"
+#include "worker/evaluator/submission_runtime.h"
+#include "worker/evaluator/support.h"
+
+namespace ptxbench::evaluator {
+namespace {
+
+// What the timing loop needs besides the candidate, prepared ahead ("prepare_timing", on its own
+// thread) while the trials run.
+struct TimingBaseline {
+  std::string workload;
+  gpu::TensorSet set;
+  std::unique_ptr<gpu::Baseline> baseline;
+  std::unique_ptr<gpu::NvmlMonitor> nvml;
+  std::string nvml_note;
+  double prepare_seconds = 0;
+};
+
+class CandidateProcess {
+ public:
+  ~CandidateProcess() {
+    // The preparing thread writes timing_: it ends before the members it writes go.
+    if (preparing_.valid()) preparing_.wait();
+  }
+
+  SubmissionRuntime& runtime() { return runtime_; }
+
+  // On its own thread: the baseline library's first handle costs ~1.4 s (reference process,
+  // H200), which the compile and the trials then hide. Errors surface at "time".
+  void StartPreparingTiming(const std::string& workload) {
+    if (preparing_.valid() || workload.empty()) return;
+    preparing_ = std::async(std::launch::async, [this, workload]() {
+      PTXBENCH_CUDA_TRY(cudaSetDevice(runtime_.gpu.device.ordinal));  // Per thread.
+      return PrepareTiming(workload);
+    });
+  }
+
+  absl::StatusOr<gpu::TimingEvent> RunTiming(const gpu::TimeCommand& cmd);
+
+ private:
+  absl::Status PrepareTiming(const std::string& workload);
+  // The outputs of one checked timed sample, kept on the device (IPC) or written to files.
+  absl::StatusOr<std::vector<gpu::OutputHandle>> KeepCheckedOutputs(const gpu::TimeCommand& cmd,
+                                                                    size_t index);
+
+  SubmissionRuntime runtime_;
+  TimingBaseline timing_;
+  // Copies of the checked timing samples' outputs, exported to the reference process.
+  std::vector<gpu::DeviceBuffer> check_copies_;
+  std::future<absl::Status> preparing_;
+};
+
+absl::Status CandidateProcess::PrepareTiming(const std::string& workload) {
+  if (timing_.workload == workload && timing_.baseline) return absl::OkStatus();
+  double t0 = Now();
+  ASSIGN_OR_RETURN(const Workload* w, FindWorkload(runtime_.task, workload));
+  // The baseline gets its own buffers and its own seeds: its outputs never hold the answer to
+  // the inputs the candidate is given, and they are zeroed before they are freed.
+  ASSIGN_OR_RETURN(auto tensors, gpu::ResolveTensors(runtime_.task, *w));
+  ASSIGN_OR_RETURN(timing_.set, gpu::TensorSet::Allocate(std::move(tensors)));
+  ASSIGN_OR_RETURN(timing_.baseline,
+                   gpu::CreateBaseline(runtime_.task.baseline_library,
+                                       runtime_.task.baseline_operation, w->axes));
+  if (auto m = gpu::NvmlMonitor::Open(runtime_.gpu.device.uuid); m.ok()) {
+    timing_.nvml = std::move(*m);
+  } else {
+    timing_.nvml_note = std::string(m.status().message());
+  }
+  timing_.workload = workload;
+  timing_.prepare_seconds = Now() - t0;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<gpu::OutputHandle>> CandidateProcess::KeepCheckedOutputs(
+    const gpu::TimeCommand& cmd, size_t index) {
+  cudaStream_t s = runtime_.gpu.stream.get();
+  if (cmd.transfer == gpu::OutputTransfer::kFile) {
+    return SaveOutputs(runtime_.set, absl::StrCat(cmd.check_prefix, ".", index), s);
+  }
+  // A device-to-device copy the reference process maps after the loop (~0.1 ms for 117 MB,
+  // against ~0.13 s through a host file).
+  std::vector<gpu::OutputHandle> outputs;
+  std::vector<void*> pointers = runtime_.set.OutputPointers();
+  size_t ordinal = 0;
+  for (const gpu::WorkloadTensor& t : runtime_.set.tensors()) {
+    if (!t.output) continue;
+    ASSIGN_OR_RETURN(gpu::DeviceBuffer copy, gpu::DeviceBuffer::Allocate(t.bytes));
+    PTXBENCH_CUDA_TRY(
+        cudaMemcpyAsync(copy.get(), pointers.at(ordinal++), t.bytes, cudaMemcpyDeviceToDevice, s));
+    ASSIGN_OR_RETURN(std::string handle, gpu::ExportIpcHandle(copy.get()));
+    outputs.push_back({t.name, t.bytes, gpu::OutputTransfer::kIpc, handle});
+    check_copies_.push_back(std::move(copy));
+  }
+  PTXBENCH_CUDA_TRY(cudaStreamSynchronize(s));
+  return outputs;
+}
+
+absl::StatusOr<gpu::TimingEvent> CandidateProcess::RunTiming(const gpu::TimeCommand& cmd) {
+  double t0 = Now();
+  if (preparing_.valid()) RETURN_IF_ERROR(preparing_.get());
+  ASSIGN_OR_RETURN(const Workload* w, FindWorkload(runtime_.task, cmd.workload));
+  (void)w;
+  RETURN_IF_ERROR(runtime_.UseWorkload(cmd.workload));
+  // A fresh module: nothing a correctness trial left in module globals reaches the timing.
+  RETURN_IF_ERROR(runtime_.ReloadModule());
+  RETURN_IF_ERROR(PrepareTiming(cmd.workload));
+  SubmissionRuntime& c = runtime_;
+  gpu::TensorSet& baseline_set = timing_.set;
+  gpu::Baseline* baseline = timing_.baseline.get();
+  cudaStream_t s = c.gpu.stream.get();
+  const double setup_seconds = Now() - t0;
+  double check_seconds = 0;
+  gpu::TimedSide candidate_side{[&](uint64_t seed) -> absl::Status {
+                                  RETURN_IF_ERROR(c.set.GenerateInputs(*c.gpu.builtins, seed, s));
+                                  RETURN_IF_ERROR(c.set.PoisonOutputs(*c.gpu.builtins, s));
+                                  return c.launcher.ZeroScratch(s);
+                                },
+                                [&]() { return c.launcher.LaunchAll(s); }};
+  gpu::TimedSide baseline_side{
+      [&](uint64_t seed) -> absl::Status {
+        RETURN_IF_ERROR(baseline_set.GenerateInputs(*c.gpu.builtins, seed, s));
+        return baseline_set.PoisonOutputs(*c.gpu.builtins, s);
+      },
+      [&]() {
+        return baseline->Run(baseline_set.InputPointers(), baseline_set.OutputPointers(), s);
+      }};
+  gpu::TimingConfig config;
+  config.rule.min_samples = cmd.loop.min_samples;
+  config.rule.max_samples = cmd.loop.max_samples;
+  config.rule.max_seconds = cmd.loop.max_seconds;
+  config.rule.target_rse = cmd.loop.target_rse;
+  config.warmup_seconds = cmd.loop.warmup_seconds;
+  config.check_every = cmd.loop.check_every;
+  config.max_checks = cmd.loop.max_checks;
+  config.candidate_seed_base = cmd.candidate_seed_base;
+  config.baseline_seed_base = cmd.baseline_seed_base;
+  config.check_position_seed = cmd.check_position_seed;
+  gpu::TimingEvent event;
+  check_copies_.clear();
+  auto on_check = [&](size_t index, uint64_t seed) -> absl::Status {
+    double c0 = Now();
+    ASSIGN_OR_RETURN(std::vector<gpu::OutputHandle> outputs, KeepCheckedOutputs(cmd, index));
+    event.checks.push_back({index, seed, std::move(outputs)});
+    check_seconds += Now() - c0;
+    return absl::OkStatus();
+  };
+  ASSIGN_OR_RETURN(gpu::TimingResult timing,
+                   gpu::TimeInterleaved(candidate_side, baseline_side, *c.gpu.builtins, s,
+                                        timing_.nvml.get(), config, on_check));
+  RETURN_IF_ERROR(baseline_set.ZeroAll(s));
+  event.workload = cmd.workload;
+  event.result = gpu::ToMeasurement(timing);
+  event.baseline = baseline->Describe();
+  event.device = gpu::Describe(c.gpu.device);
+  event.flush_bytes = c.gpu.builtins->flush_bytes();
+  event.setup_seconds = setup_seconds;
+  event.prepare_seconds = timing_.prepare_seconds;
+  event.check_seconds = check_seconds;
+  event.seconds = Now() - t0;
+  if (!timing_.nvml_note.empty()) event.nvml_unavailable = timing_.nvml_note;
+  return event;
+}
+
+// Started beside the compiler: the device and the timing baseline are set up while the source
+// compiles; the module's paths come with "module" (end of input or "quit": it did not compile).
+// false: the process is to end with `exit_code`.
+bool AwaitModule(CommandReader& commands, gpu::ModulePaths* module, int* exit_code) {
+  auto next = commands.Next<gpu::ModuleCommand, gpu::QuitCommand>();
+  if (!next.ok()) {
+    *exit_code = Fail(kExitInfrastructure, gpu::ErrorKind::kInfrastructure, next.status());
+    return false;
+  }
+  if (!next->has_value() || std::holds_alternative<gpu::QuitCommand>(**next)) {
+    *exit_code = kExitOk;
+    return false;
+  }
+  *module = std::get<gpu::ModuleCommand>(**next).module;
+  return true;
+}
+
+}  // namespace
+
+int CandidateMode(const gpu::CandidateRequest& request) {
+  CandidateProcess process;
+  SubmissionRuntime& runtime = process.runtime();
+  CommandReader commands;
+  absl::Status opened = runtime.OpenDevice(request.submission, request.gpu, request.hash_key);
+  if (opened.ok()) {
+    gpu::ModulePaths module;
+    if (request.module.has_value()) {
+      module = *request.module;
+    } else {
+      if (request.timing_workload.has_value()) {
+        process.StartPreparingTiming(*request.timing_workload);
+      }
+      int exit_code = kExitOk;
+      if (!AwaitModule(commands, &module, &exit_code)) return exit_code;
+    }
+    opened = runtime.OpenModule(module);
+  }
+  if (!opened.ok()) {
+    if (opened.code() == absl::StatusCode::kInvalidArgument) {
+      return FailFromStatus(opened, gpu::FaultPhase::kSetup);
+    }
+    return Fail(kExitInfrastructure, gpu::ErrorKind::kInfrastructure, opened);
+  }
+  Emit(gpu::ReadyEvent{gpu::Describe(runtime.gpu.device), false});
+  while (true) {
+    auto next = commands.Next<gpu::QuitCommand, gpu::TrialCommand, gpu::SaveOutputsCommand,
+                              gpu::PrepareTimingCommand, gpu::TimeCommand>();
+    if (!next.ok())
+      return Fail(kExitInfrastructure, gpu::ErrorKind::kInfrastructure, next.status());
+    if (!next->has_value() || std::holds_alternative<gpu::QuitCommand>(**next)) return kExitOk;
+    const auto& command = **next;
+    if (const auto* trial = std::get_if<gpu::TrialCommand>(&command)) {
+      auto event = RunTrial(runtime, trial->workload, trial->seed, trial->prefix, trial->transfer);
+      if (!event.ok()) return FailFromStatus(event.status(), gpu::FaultPhase::kTrial);
+      Emit(*event);
+    } else if (const auto* save = std::get_if<gpu::SaveOutputsCommand>(&command)) {
+      // The last trial's outputs again, as files (the reference process could not map them).
+      auto files = SaveOutputs(runtime.set, save->prefix, runtime.gpu.stream.get());
+      if (!files.ok()) return FailFromStatus(files.status(), gpu::FaultPhase::kSavingOutputs);
+      Emit(gpu::OutputsEvent{*files});
+    } else if (const auto* prepare = std::get_if<gpu::PrepareTimingCommand>(&command)) {
+      process.StartPreparingTiming(prepare->workload);
+    } else if (const auto* time = std::get_if<gpu::TimeCommand>(&command)) {
+      auto event = process.RunTiming(*time);
+      if (!event.ok()) return FailFromStatus(event.status(), gpu::FaultPhase::kTiming);
+      Emit(*event);
+    }
+  }
+}
+
+}  // namespace ptxbench::evaluator

@@ -1,0 +1,240 @@
+// reference: trusted code only (ours and the library's). Regenerates inputs from seeds, runs the
+// library baseline, keeps each reference on its device, and compares the candidate's outputs
+// with it there (mapping the candidate's buffers by CUDA IPC, or reading its files). Kept warm
+// between evaluations of the same task on the same GPU (evaluate.cc, ReferencePool).
+#include <map>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/status.h"
+#include "worker/engine/gpu/baseline.h"
+#include "worker/engine/gpu/cuda_check.h"
+#include "worker/engine/gpu/nvml_monitor.h"
+#include "worker/engine/gpu/poison.h"
+#include "worker/evaluator/evaluator.h"
+#include "worker/evaluator/modes.h"
+#include "worker/evaluator/support.h"
+
+namespace ptxbench::evaluator {
+namespace {
+
+gpu::ElementType ElementTypeOf(gpu::BuiltinDType d) {
+  switch (d) {
+    case gpu::BuiltinDType::kBF16:
+      return gpu::ElementType::kBF16;
+    case gpu::BuiltinDType::kFP16:
+      return gpu::ElementType::kFP16;
+    case gpu::BuiltinDType::kFP32:
+      return gpu::ElementType::kFP32;
+    case gpu::BuiltinDType::kFP8E4M3:
+      return gpu::ElementType::kFP8E4M3;
+    case gpu::BuiltinDType::kInt32:
+      return gpu::ElementType::kInt32;
+  }
+  return gpu::ElementType::kFP32;
+}
+
+gpu::ToleranceRule RuleOf(const Tolerance& t) {
+  gpu::ToleranceRule r;
+  r.kind = t.rule == Tolerance::Rule::kRelativeNorm ? gpu::ToleranceRule::Kind::kRelativeNorm
+                                                    : gpu::ToleranceRule::Kind::kAllClose;
+  r.atol = t.atol;
+  r.rtol = t.rtol;
+  r.matched_ratio = t.matched_ratio;
+  r.max_relative_norm = t.max_relative_norm;
+  return r;
+}
+
+// Reference outputs of one (workload, seed), kept on the device until compared.
+struct StoredReference {
+  std::vector<gpu::WorkloadTensor> outputs;
+  std::vector<gpu::DeviceBuffer> buffers;
+};
+
+using ReferenceKey = std::pair<std::string, uint64_t>;
+
+class ReferenceProcess {
+ public:
+  ReferenceProcess(Task task, Gpu gpu, uint64_t hash_key)
+      : task_(std::move(task)), gpu_(std::move(gpu)), hash_key_(hash_key) {}
+
+  gpu::DeviceDescription Device() const {
+    gpu::DeviceDescription device = gpu::Describe(gpu_.device);
+    device.library_versions = gpu::BaselineLibraryVersions();
+    if (auto nvml = gpu::NvmlMonitor::Open(gpu_.device.uuid); nvml.ok()) {
+      device.nvml_driver_version = (*nvml)->driver_version();
+      device.nvml_max_sm_mhz = (*nvml)->max_sm_mhz();
+    }
+    return device;
+  }
+
+  // Between evaluations: no reference survives "reset"; "begin" takes the next evaluation's
+  // hash key. The context, buffers and library handles stay.
+  void Reset() { references_.clear(); }
+  void Begin(uint64_t hash_key) {
+    hash_key_ = hash_key;
+    references_.clear();
+  }
+
+  absl::StatusOr<gpu::ReferenceEvent> Compute(const gpu::ComputeReferenceCommand& cmd);
+  absl::StatusOr<gpu::CompareEvent> Compare(const gpu::CompareCommand& cmd);
+
+ private:
+  // Buffers and the library's handle for `workload`, kept while it stays the one in use.
+  absl::Status UseWorkload(const Workload& workload);
+
+  Task task_;
+  Gpu gpu_;
+  uint64_t hash_key_;
+  std::string current_;
+  gpu::TensorSet set_;
+  std::unique_ptr<gpu::Baseline> baseline_;
+  std::map<ReferenceKey, StoredReference> references_;
+  gpu::DeviceBuffer upload_;  // Candidate outputs read from files, for the compare kernel.
+};
+
+absl::Status ReferenceProcess::UseWorkload(const Workload& workload) {
+  if (current_ == workload.name) return absl::OkStatus();
+  set_ = gpu::TensorSet();
+  baseline_.reset();
+  ASSIGN_OR_RETURN(auto tensors, gpu::ResolveTensors(task_, workload));
+  ASSIGN_OR_RETURN(set_, gpu::TensorSet::Allocate(std::move(tensors)));
+  ASSIGN_OR_RETURN(baseline_, gpu::CreateBaseline(task_.baseline_library, task_.baseline_operation,
+                                                  workload.axes));
+  current_ = workload.name;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<gpu::ReferenceEvent> ReferenceProcess::Compute(
+    const gpu::ComputeReferenceCommand& cmd) {
+  double t0 = Now();
+  ASSIGN_OR_RETURN(const Workload* workload, FindWorkload(task_, cmd.workload));
+  const bool new_workload = current_ != cmd.workload;
+  RETURN_IF_ERROR(UseWorkload(*workload));
+  const double setup_seconds = new_workload ? Now() - t0 : 0;
+  cudaStream_t stream = gpu_.stream.get();
+  RETURN_IF_ERROR(set_.GenerateInputs(*gpu_.builtins, cmd.seed, stream));
+  ASSIGN_OR_RETURN(uint64_t input_hash, set_.HashInputs(*gpu_.builtins, hash_key_, stream));
+  RETURN_IF_ERROR(set_.PoisonOutputs(*gpu_.builtins, stream));
+  RETURN_IF_ERROR(baseline_->Run(set_.InputPointers(), set_.OutputPointers(), stream));
+  // The reference stays on the device until the supervisor's "compare" (no copy to the host:
+  // ~0.13 s per 117 MB output on the H200 before, 2026-11-30-h200-gpu-test-3.json).
+  StoredReference stored;
+  std::vector<void*> pointers = set_.OutputPointers();
+  size_t ordinal = 0;
+  for (const gpu::WorkloadTensor& t : set_.tensors()) {
+    if (!t.output) continue;
+    ASSIGN_OR_RETURN(gpu::DeviceBuffer copy, gpu::DeviceBuffer::Allocate(t.bytes));
+    PTXBENCH_CUDA_TRY(cudaMemcpyAsync(copy.get(), pointers.at(ordinal++), t.bytes,
+                                      cudaMemcpyDeviceToDevice, stream));
+    stored.outputs.push_back(t);
+    stored.buffers.push_back(std::move(copy));
+  }
+  RETURN_IF_ERROR(gpu::SynchronizeDevice());
+  references_[{cmd.workload, cmd.seed}] = std::move(stored);
+  return gpu::ReferenceEvent{cmd.workload,          cmd.seed,      input_hash,
+                             baseline_->Describe(), setup_seconds, Now() - t0};
+}
+
+// A candidate buffer that cannot be mapped is reported (ipc_failed), not an error: the
+// supervisor then asks for files.
+absl::StatusOr<gpu::CompareEvent> ReferenceProcess::Compare(const gpu::CompareCommand& cmd) {
+  double t0 = Now();
+  ASSIGN_OR_RETURN(const Workload* workload, FindWorkload(task_, cmd.workload));
+  (void)workload;
+  auto stored = references_.find({cmd.workload, cmd.seed});
+  if (stored == references_.end()) {
+    return absl::InternalError(absl::StrCat("no reference for ", cmd.workload, "/",
+                                            gpu::U64(cmd.seed), " to compare with"));
+  }
+  gpu::CompareEvent event{cmd.workload, cmd.seed, {}, std::nullopt, 0};
+  const gpu::ToleranceRule rule = RuleOf(task_.tolerance);
+  cudaStream_t stream = gpu_.stream.get();
+  const StoredReference& ref = stored->second;
+  for (size_t k = 0; k < ref.outputs.size(); ++k) {
+    const gpu::WorkloadTensor& t = ref.outputs[k];
+    const gpu::OutputHandle* handle = nullptr;
+    for (const gpu::OutputHandle& o : cmd.outputs) {
+      if (o.tensor == t.name) handle = &o;
+    }
+    if (handle == nullptr) return absl::InternalError("the candidate handed over no " + t.name);
+    gpu::ImportedBuffer imported;
+    const void* got = nullptr;
+    if (handle->transfer == gpu::OutputTransfer::kIpc) {
+      auto opened = gpu::ImportedBuffer::Open(handle->handle);
+      if (!opened.ok()) {
+        event.tensors.clear();
+        event.ipc_failed = std::string(opened.status().message());
+        break;
+      }
+      imported = std::move(*opened);
+      got = imported.get();
+    } else {
+      ASSIGN_OR_RETURN(std::string bytes, gpu::ReadFileBytes(handle->handle));
+      if (bytes.size() != t.bytes) {
+        return absl::InternalError(
+            absl::StrCat("output ", t.name, ": ", bytes.size(), " bytes, expected ", t.bytes));
+      }
+      if (upload_.bytes() < t.bytes) {
+        upload_.Reset();
+        ASSIGN_OR_RETURN(upload_, gpu::DeviceBuffer::Allocate(t.bytes));
+      }
+      PTXBENCH_CUDA_TRY(
+          cudaMemcpyAsync(upload_.get(), bytes.data(), t.bytes, cudaMemcpyHostToDevice, stream));
+      got = upload_.get();
+    }
+    ASSIGN_OR_RETURN(
+        gpu::CompareReport report,
+        gpu_.builtins->Compare(got, ref.buffers[k].get(), t.elements, ElementTypeOf(t.dtype),
+                               t.shape, rule, gpu::PoisonPattern(t.dtype), stream));
+    event.tensors[t.name] = report;
+  }
+  event.seconds = Now() - t0;
+  // Each (workload, seed) is compared once; a failed mapping is retried with files.
+  if (!event.ipc_failed.has_value() && !cmd.keep) references_.erase(stored);
+  return event;
+}
+
+}  // namespace
+
+int ReferenceMode(const gpu::ReferenceRequest& request) {
+  auto task = LoadCheckedTask(request.task);
+  if (!task.ok()) return Fail(kExitInfrastructure, gpu::ErrorKind::kInfrastructure, task.status());
+  auto g = OpenGpu(request.gpu);
+  if (!g.ok()) return Fail(kExitInfrastructure, gpu::ErrorKind::kUnavailable, g.status());
+  ReferenceProcess process(std::move(*task), std::move(*g), request.hash_key);
+  const gpu::DeviceDescription device = process.Device();
+  Emit(gpu::ReadyEvent{device, false});
+  CommandReader commands;
+  while (true) {
+    auto next = commands.Next<gpu::QuitCommand, gpu::ResetCommand, gpu::BeginCommand,
+                              gpu::ComputeReferenceCommand, gpu::CompareCommand>();
+    if (!next.ok())
+      return Fail(kExitInfrastructure, gpu::ErrorKind::kInfrastructure, next.status());
+    if (!next->has_value() || std::holds_alternative<gpu::QuitCommand>(**next)) return kExitOk;
+    absl::Status status = std::visit(
+        [&](const auto& cmd) -> absl::Status {
+          using Command = std::decay_t<decltype(cmd)>;
+          if constexpr (std::is_same_v<Command, gpu::ResetCommand>) {
+            process.Reset();
+            Emit(gpu::ResetEvent{});
+          } else if constexpr (std::is_same_v<Command, gpu::BeginCommand>) {
+            process.Begin(cmd.hash_key);
+            Emit(gpu::ReadyEvent{device, true});
+          } else if constexpr (std::is_same_v<Command, gpu::ComputeReferenceCommand>) {
+            ASSIGN_OR_RETURN(gpu::ReferenceEvent event, process.Compute(cmd));
+            Emit(event);
+          } else if constexpr (std::is_same_v<Command, gpu::CompareCommand>) {
+            ASSIGN_OR_RETURN(gpu::CompareEvent event, process.Compare(cmd));
+            Emit(event);
+          }
+          return absl::OkStatus();
+        },
+        **next);
+    if (!status.ok()) return Fail(kExitInfrastructure, gpu::ErrorKind::kInfrastructure, status);
+  }
+}
+
+}  // namespace ptxbench::evaluator
