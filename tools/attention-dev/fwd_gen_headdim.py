@@ -149,7 +149,9 @@ SOURCES = [
     ("mha_with_lse_d256", 256, False, "solutions/sm100a_tcgen05_fwd.cu", "sm100"),
     ("mha_with_lse_d256_causal", 256, True, "solutions/sm100a_tcgen05_fwd_causal.cu", "sm100"),
     ("mha_with_lse_d64", 64, False, "decoys/scale_from_d128.cu", SCALE_D128),
+    ("mha_with_lse_d64_causal", 64, True, "decoys/scale_from_d128.cu", SCALE_D128),
     ("mha_with_lse_d256", 256, False, "decoys/scale_from_d128.cu", SCALE_D128),
+    ("mha_with_lse_d256_causal", 256, True, "decoys/scale_from_d128.cu", SCALE_D128),
     ("mha_with_lse_d256", 256, False, "decoys/o_first_128_columns.cu", O_128_COLUMNS),
     ("mha_with_lse_d256_causal", 256, True, "decoys/mask_last_block_only.cu", MASK_LAST_ONLY),
 ]

@@ -126,6 +126,8 @@ mutants=(
 # Plan-driven forward decoys whose verdict is wrong_result: the emulator must fail them too.
 forward_decoys=(
   "h64|tasks/mha_with_lse_d64/decoys/scale_from_d128.cu"
+  "h64_causal|tasks/mha_with_lse_d64_causal/decoys/scale_from_d128.cu"
+  "h256_causal|tasks/mha_with_lse_d256_causal/decoys/scale_from_d128.cu"
   "h256|tasks/mha_with_lse_d256/decoys/scale_from_d128.cu"
   "h256|tasks/mha_with_lse_d256/decoys/o_first_128_columns.cu"
   "h256_causal|tasks/mha_with_lse_d256_causal/decoys/mask_last_block_only.cu"
