@@ -136,7 +136,8 @@ MASK_LAST_ONLY = (
     "      if (kCausal && next == num_kv_blocks - 1) {",
     "// DECOY (expected verdict: wrong_result). The defect: the causal mask is applied to the last\n"
     "// key block of each Q tile only, the d128 kernel's rule; with 64-key blocks the block before\n"
-    "// it also overlaps the diagonal, so rows 0..63 of every tile see up to 64 future keys.")
+    "// it also overlaps the diagonal, so rows 0..63 of every Q tile but the first (whose first\n"
+    "// block the prologue masks) see up to 64 future keys: S = 128 passes, S >= 256 does not.")
 
 # (task, D, causal, file, mutation: None for the sm_90a solution, "sm100" for the sm_100a one)
 SOURCES = [
