@@ -38,6 +38,37 @@ void AttentionForward(const AttentionShape& a, double scale, const std::vector<f
   }
 }
 
+float DecodeE4M3(uint8_t code) {
+  const int exponent = (code >> 3) & 0xF, mantissa = code & 7;
+  if (exponent == 0xF && mantissa == 7) return std::numeric_limits<float>::quiet_NaN();
+  const float magnitude = exponent == 0
+                              ? std::ldexp(static_cast<float>(mantissa), -9)
+                              : std::ldexp(static_cast<float>(mantissa | 8), exponent - 10);
+  return (code & 0x80) != 0 ? -magnitude : magnitude;
+}
+
+void BlockScaledGemm(const BlockScaledGemmShape& s, const std::vector<float>& a,
+                     const std::vector<float>& a_scale, const std::vector<float>& b,
+                     const std::vector<float>& b_scale, std::vector<double>& c) {
+  const size_t m_count = static_cast<size_t>(s.m), n_count = static_cast<size_t>(s.n),
+               k_count = static_cast<size_t>(s.k), k_blocks = static_cast<size_t>(s.KBlocks());
+  const size_t block = BlockScaledGemmShape::kBlock;
+  c.assign(m_count * n_count, 0);
+  for (size_t m = 0; m < m_count; ++m) {
+    for (size_t n = 0; n < n_count; ++n) {
+      double sum = 0;
+      for (size_t kb = 0; kb < k_blocks; ++kb) {
+        double partial = 0;
+        for (size_t k = kb * block; k < std::min(k_count, (kb + 1) * block); ++k) {
+          partial += static_cast<double>(a[m * k_count + k]) * b[n * k_count + k];
+        }
+        sum += partial * a_scale[m * k_blocks + kb] * b_scale[(n / block) * k_blocks + kb];
+      }
+      c[m * n_count + n] = sum;
+    }
+  }
+}
+
 double RelativeNorm(const std::vector<float>& got, const std::vector<double>& ref) {
   double err = 0, norm = 0;
   for (size_t i = 0; i < ref.size(); ++i) {

@@ -6,6 +6,7 @@
 #define PTXBENCH_TESTS_SUPPORT_HOST_REFERENCE_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 namespace ptxbench::testing {
@@ -23,6 +24,27 @@ struct AttentionShape {
 void AttentionForward(const AttentionShape& a, double scale, const std::vector<float>& q,
                       const std::vector<float>& k, const std::vector<float>& v,
                       std::vector<double>& o, std::vector<double>& lse);
+
+// The value of an fp8 e4m3 (OCP "E4M3FN") code: 1 sign, 4 exponent (bias 7), 3 mantissa bits;
+// exponent 0 is subnormal (m · 2⁻⁹), no infinities, S.1111.111 the only NaN; largest 448.
+float DecodeE4M3(uint8_t code);
+
+// Block-scaled fp8 GEMM shape (DeepSeek-V3 / DeepGEMM style): A [M, K] and B [N, K] row-major
+// (K contiguous, e4m3 decoded to float), A's scales [M, ceil(K/128)] (one per 1 x 128 block of a
+// row), B's scales [ceil(N/128), ceil(K/128)] (one per 128 x 128 block), C [M, N].
+struct BlockScaledGemmShape {
+  int m = 128, n = 128, k = 128;
+  static constexpr int kBlock = 128;
+  int KBlocks() const { return (k + kBlock - 1) / kBlock; }
+  int NBlocks() const { return (n + kBlock - 1) / kBlock; }
+};
+
+// C[m][n] = Σ_kb a_scale[m][kb] · b_scale[n / 128][kb] · Σ_{k in block kb} A[m][k] · B[n][k]:
+// every product and sum in double, the scales applied per 128-wide K block as the dequantised
+// operands define it (A[m][k] · a_scale[m][k / 128] times B[n][k] · b_scale[n / 128][k / 128]).
+void BlockScaledGemm(const BlockScaledGemmShape& s, const std::vector<float>& a,
+                     const std::vector<float>& a_scale, const std::vector<float>& b,
+                     const std::vector<float>& b_scale, std::vector<double>& c);
 
 // ‖got − ref‖₂ / ‖ref‖₂ (the relative_norm rule); +inf when `got` has a non-finite element.
 double RelativeNorm(const std::vector<float>& got, const std::vector<double>& ref);

@@ -2,9 +2,12 @@
 // hold by construction, for the head dims and masks of the attention tasks.
 #include "tests/support/host_reference.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstdint>
 #include <random>
+#include <vector>
 
 namespace ptxbench::testing {
 namespace {
@@ -82,6 +85,93 @@ TEST_CASE("attention forward: matches the unshifted softmax formula and the caus
       }
     }
   }
+}
+
+TEST_CASE("e4m3 decoding: normals, subnormals, the largest value, signed zero and NaN") {
+  CHECK(DecodeE4M3(0x38) == 1.0f);    // exponent 7 = bias, mantissa 0.
+  CHECK(DecodeE4M3(0x3C) == 1.5f);    // mantissa 4/8.
+  CHECK(DecodeE4M3(0x7E) == 448.0f);  // S.1111.110: the largest finite value.
+  CHECK(DecodeE4M3(0xFE) == -448.0f);
+  CHECK(DecodeE4M3(0x08) == 0.015625f);     // 2^-6, the smallest normal.
+  CHECK(DecodeE4M3(0x01) == 0.001953125f);  // 2^-9, the smallest subnormal.
+  CHECK(DecodeE4M3(0x07) == 7.0f / 512);
+  CHECK(DecodeE4M3(0x00) == 0.0f);
+  CHECK(std::signbit(DecodeE4M3(0x80)));
+  CHECK(std::isnan(DecodeE4M3(0x7F)));
+  CHECK(std::isnan(DecodeE4M3(0xFF)));
+  // Every other code is finite and the positive codes are increasing.
+  for (int code = 1; code < 0x7F; ++code) {
+    CHECK(DecodeE4M3(static_cast<uint8_t>(code)) > DecodeE4M3(static_cast<uint8_t>(code - 1)));
+    CHECK(DecodeE4M3(static_cast<uint8_t>(code | 0x80)) == -DecodeE4M3(static_cast<uint8_t>(code)));
+  }
+}
+
+// Values on the e4m3 grid, as the generator will produce them (|x| <= 448).
+std::vector<float> E4M3Values(size_t count, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> code(0, 0xFD);  // 0x7F and 0xFF are NaN: skipped.
+  std::vector<float> out(count);
+  for (float& x : out) {
+    int c = code(rng);
+    if (c >= 0x7F) ++c;
+    x = DecodeE4M3(static_cast<uint8_t>(c));
+  }
+  return out;
+}
+
+TEST_CASE("block-scaled GEMM: unit scales give the plain product; each scale weights its block") {
+  // K = 320: two full K blocks and a partial one; N = 200: a full N block and a partial one.
+  const BlockScaledGemmShape s{3, 200, 320};
+  REQUIRE(s.KBlocks() == 3);
+  REQUIRE(s.NBlocks() == 2);
+  const std::vector<float> a = E4M3Values(size_t(s.m) * s.k, 7),
+                           b = E4M3Values(size_t(s.n) * s.k, 8);
+  // The per-block dot products, the definition written out with no scale.
+  auto block_dot = [&](int m, int n, int kb) {
+    double sum = 0;
+    for (int k = kb * 128; k < std::min(s.k, kb * 128 + 128); ++k) {
+      sum += double(a[size_t(m) * s.k + k]) * b[size_t(n) * s.k + k];
+    }
+    return sum;
+  };
+  std::vector<double> c;
+  BlockScaledGemm(s, a, std::vector<float>(size_t(s.m) * 3, 1.0f), b,
+                  std::vector<float>(size_t(2) * 3, 1.0f), c);
+  for (int m = 0; m < s.m; ++m) {
+    for (int n = 0; n < s.n; n += 13) {
+      CHECK(c[size_t(m) * s.n + n] ==
+            Approx(block_dot(m, n, 0) + block_dot(m, n, 1) + block_dot(m, n, 2)).epsilon(1e-14));
+    }
+  }
+  // Distinct powers of two per block (exact in every precision): A's scale of (m, kb) and B's of
+  // (n / 128, kb) multiply exactly that block's products.
+  std::vector<float> a_scale(size_t(s.m) * 3), b_scale(size_t(2) * 3);
+  for (int m = 0; m < s.m; ++m) {
+    for (int kb = 0; kb < 3; ++kb) a_scale[m * 3 + kb] = std::ldexp(1.0f, -(m * 3 + kb));
+  }
+  for (int nb = 0; nb < 2; ++nb) {
+    for (int kb = 0; kb < 3; ++kb) b_scale[nb * 3 + kb] = std::ldexp(1.0f, 4 * (nb * 3 + kb));
+  }
+  BlockScaledGemm(s, a, a_scale, b, b_scale, c);
+  for (int m = 0; m < s.m; ++m) {
+    for (int n : {0, 127, 128, 199}) {
+      double expected = 0;
+      for (int kb = 0; kb < 3; ++kb) {
+        expected += block_dot(m, n, kb) * a_scale[m * 3 + kb] * b_scale[(n / 128) * 3 + kb];
+      }
+      CHECK(c[size_t(m) * s.n + n] == Approx(expected).epsilon(1e-14));
+    }
+  }
+  // The per-tensor shortcut (one scale per operand, here the mean of the block scales) is a
+  // different computation: the failure mode the fp8 task's decoys model.
+  double mean_a = 0, mean_b = 0;
+  for (float x : a_scale) mean_a += x / a_scale.size();
+  for (float x : b_scale) mean_b += x / b_scale.size();
+  std::vector<double> per_tensor;
+  BlockScaledGemm(s, a, std::vector<float>(a_scale.size(), float(mean_a)), b,
+                  std::vector<float>(b_scale.size(), float(mean_b)), per_tensor);
+  std::vector<float> per_tensor_f(per_tensor.begin(), per_tensor.end());
+  CHECK(RelativeNorm(per_tensor_f, c) > 0.5);
 }
 
 TEST_CASE("allclose fails an element only past both bounds, and every non-finite one") {
