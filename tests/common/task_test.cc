@@ -159,6 +159,12 @@ TEST_CASE("Malformed task files are rejected naming the file and the field") {
          "field 'axis': unknown key (allowed: arches, axes, baseline, decoys, description, id, "
          "prompts, roofline, scalars, schema, scratch_cap_bytes, solutions, templates, tensors, "
          "title, tolerance, workloads)");
+  expect([](json& d) { d["tensors"][1]["distribution"] = "block_scale"; },
+         "field 'tensors[1].distribution': 'block_scale' draws fp32 scales: the tensor's dtype "
+         "must be fp32");
+  expect([](json& d) { d["tensors"][1]["distribution"] = "uniform"; },
+         "field 'tensors[1].distribution': 'uniform' is not 'normal', 'spiky' or 'block_scale'");
+  CHECK(copy.LoadWith([](json& d) { d["tensors"][0]["distribution"] = "block_scale"; }) == "");
   expect(
       [](json& d) { d["tensors"][1]["dtype"] = "bf17"; },
       "field 'tensors[1].dtype': unknown dtype 'bf17' (known: bf16, fp16, fp32, fp8_e4m3, int32)");

@@ -13,6 +13,7 @@
 #include "tests/gpu/gpu_fixture.h"
 #include "tests/support/host_reference.h"
 #include "worker/engine/gpu/baseline.h"
+#include "worker/engine/gpu/host_generate.h"
 #include "worker/engine/gpu/philox.h"
 #include "worker/engine/gpu/plan_runner.h"
 #include "worker/engine/gpu/runtime.h"
@@ -75,6 +76,25 @@ TEST_CASE("generated inputs depend only on (seed, tensor, index)", "[gpu]") {
   double mean = sum / kCount, var = sq / kCount - mean * mean;
   CHECK(std::abs(mean) < 0.002);
   CHECK(std::abs(var - 1.0) < 0.01);  // bf16 rounding adds ~1e-5 relative variance.
+}
+
+// The fp8 tasks' scales: the device stream is the host mirror's bit for bit (the values are
+// built from bits, philox.h), so a reference computed from HostGenerate sees the GPU's scales.
+TEST_CASE("block_scale scales on the device equal the host mirror bit for bit", "[gpu]") {
+  GpuFixture& f = SharedGpu();
+  constexpr size_t kCount = 1 << 20;
+  auto a = DeviceBuffer::Allocate(kCount * 4);
+  REQUIRE(a.ok());
+  REQUIRE(
+      f.builtins
+          ->Generate(a->get(), kCount, BuiltinDType::kFP32, kDistBlockScale, 11, 2, f.stream.get())
+          .ok());
+  std::vector<float> device(kCount), host(kCount);
+  REQUIRE(cudaMemcpy(device.data(), a->get(), kCount * 4, cudaMemcpyDeviceToHost) == cudaSuccess);
+  HostGenerate(host.data(), kCount, static_cast<int>(BuiltinDType::kFP32), kDistBlockScale, 11, 2);
+  CHECK(std::memcmp(device.data(), host.data(), kCount * 4) == 0);
+  CHECK(*std::min_element(device.begin(), device.end()) == std::ldexp(1.0f, -10));
+  CHECK(*std::max_element(device.begin(), device.end()) == 1.875f * std::ldexp(1.0f, -4));
 }
 
 TEST_CASE("the spiky distribution has spikes at the documented rate", "[gpu]") {
