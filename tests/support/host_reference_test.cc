@@ -69,14 +69,16 @@ TEST_CASE("attention forward: matches the unshifted softmax formula and the caus
           for (int j = 0; j < (causal ? i + 1 : a.s); ++j) {
             long double dot = 0;
             for (int x = 0; x < d; ++x)
-              dot += (long double)q[base + i * d + x] * k[base + j * d + x];
+              dot += static_cast<long double>(q[base + size_t(i) * d + x]) *
+                     k[base + size_t(j) * d + x];
             const long double e = std::exp(dot * scale);
             z += e;
-            for (int x = 0; x < d; ++x) num[x] += e * v[base + j * d + x];
+            for (int x = 0; x < d; ++x) num[x] += e * v[base + size_t(j) * d + x];
           }
           CHECK(lse[bh * a.s + i] == Approx(static_cast<double>(std::log(z))).epsilon(1e-12));
           for (int x = 0; x < d; ++x) {
-            CHECK(o[base + i * d + x] == Approx(static_cast<double>(num[x] / z)).margin(1e-12));
+            CHECK(o[base + size_t(i) * d + x] ==
+                  Approx(static_cast<double>(num[x] / z)).margin(1e-12));
           }
         }
         if (causal) {  // Row 0 sees key 0 only: O is V's row 0, LSE its logit.
@@ -165,8 +167,8 @@ TEST_CASE("block-scaled GEMM: unit scales give the plain product; each scale wei
   // The per-tensor shortcut (one scale per operand, here the mean of the block scales) is a
   // different computation: the failure mode the fp8 task's decoys model.
   double mean_a = 0, mean_b = 0;
-  for (float x : a_scale) mean_a += x / a_scale.size();
-  for (float x : b_scale) mean_b += x / b_scale.size();
+  for (float x : a_scale) mean_a += x / static_cast<double>(a_scale.size());
+  for (float x : b_scale) mean_b += x / static_cast<double>(b_scale.size());
   std::vector<double> per_tensor;
   BlockScaledGemm(s, a, std::vector<float>(a_scale.size(), float(mean_a)), b,
                   std::vector<float>(b_scale.size(), float(mean_b)), per_tensor);
