@@ -41,6 +41,9 @@ extern "C" __global__ void ptxbench_generate(void* out, uint64_t count, uint64_t
         static_cast<float>(r.v[2]) * 2.3283064365386963e-10f < ptxbench::gpu::kSpikeProbability) {
       x += ptxbench::gpu::kSpikeStddev * spike;
     }
+    if (distribution == ptxbench::gpu::kDistBlockScale) {
+      x = __uint_as_float(ptxbench::gpu::BlockScaleBits(r.v[2]));
+    }
     switch (dtype) {
       case kBF16: static_cast<__nv_bfloat16*>(out)[i] = __float2bfloat16_rn(x); break;
       case kFP16: static_cast<__half*>(out)[i] = __float2half_rn(x); break;
