@@ -265,6 +265,34 @@ TEST_CASE_METHOD(PgFixture, "a completion that finishes its submission says whic
   REQUIRE_FALSE(again.has_value());
 }
 
+// Every verdict class the engine can give is storable (migrations/0008_target_work_verdicts:
+// before it, 0001's CHECK refused the strong-TIC classes and such a job retried until it ended
+// as an infrastructure failure).
+TEST_CASE_METHOD(PgFixture, "the strong-TIC verdict classes are stored like any other",
+                 "[store][queue]") {
+  auto store = ConnectStore(Options());
+  CreateTenants(*store);
+  const WorkerRow compiler = RegisterCompiler(*store, "cpu-1");
+  const WorkerRow gpu = RegisterGpu(*store, "gpu-1", "sm_90a");
+  for (const char* verdict_class : {"target_work_insufficient", "profiled_path_differs"}) {
+    INFO(verdict_class);
+    const SubmissionRow submission = Submit(*store, kAcme);
+    std::optional<LeasedJobRow> compile = Lease(*store, compiler.worker_id);
+    REQUIRE(compile.has_value());
+    REQUIRE_OK(store->CompleteJob(compile->lease, MakeVerdict("compiled")));
+    std::optional<LeasedJobRow> evaluate = Lease(*store, gpu.worker_id);
+    REQUIRE(evaluate.has_value());
+    VerdictRow verdict = MakeVerdict(verdict_class, "wgmma did 0.3 % of the task's FLOPs");
+    verdict.correct = true;
+    verdict.target_executed = true;
+    REQUIRE_OK(store->CompleteJob(evaluate->lease, verdict));
+    const SubmissionRow finished = ValueOrFail(store->GetSubmission(submission.id, kAcme));
+    REQUIRE(finished.verdict.has_value());
+    CHECK(finished.verdict->verdict_class == ClassNamed(verdict_class));
+    CHECK_FALSE(finished.verdict->tic);
+  }
+}
+
 TEST_CASE_METHOD(PgFixture, "a stale worker is fenced out once its lease is reaped and re-leased",
                  "[store][queue]") {
   auto store = ConnectStore(Options(absl::Milliseconds(200), absl::ZeroDuration()));
