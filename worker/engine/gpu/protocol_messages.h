@@ -394,6 +394,8 @@ struct CountedSamples {
   std::string not_collected_reason;
   std::string chip;                               // CUPTI's chip name ("GH100").
   std::vector<std::vector<std::string>> configs;  // Metrics of each configuration.
+  size_t needed = 0;                              // stats.h CountedPlan: launches asked for...
+  double rate = 0;                                // ...and the chance of each pair.
   std::vector<CountedSample> samples;
   template <typename Self, typename V>
   static void Fields(Self& m, V& v) {
@@ -401,6 +403,8 @@ struct CountedSamples {
     v("not_collected_reason", m.not_collected_reason);
     v("chip", m.chip);
     v("configs", m.configs);
+    v("needed", m.needed);
+    v("rate", m.rate);
     v("samples", m.samples);
   }
 };
@@ -475,6 +479,7 @@ struct TimingMeasurement {
   double jitter_us_mean = 0;       // The mean delay actually drawn (both sides).
   double counted_seconds = 0;      // Wall time of counted launches and their collection.
   double sketch_seconds = 0;       // Wall time of the sketches (GPU kernel + copy back).
+  size_t pairs = 0;                // Recorded pairs, counted ones included.
   std::vector<double> counted_ms;  // Event time of each counted launch (not statistics).
   template <typename Self, typename V>
   static void Fields(Self& m, V& v) {
@@ -497,6 +502,7 @@ struct TimingMeasurement {
     v("counted_seconds", m.counted_seconds);
     v("sketch_seconds", m.sketch_seconds);
     v("counted_ms", m.counted_ms);
+    v("pairs", m.pairs);
   }
 };
 

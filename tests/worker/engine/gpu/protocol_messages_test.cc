@@ -181,6 +181,9 @@ TEST_CASE("events round-trip with their nested parts", "[protocol]") {
   timing.nvml_unavailable = "libnvidia-ml.so.1 not loadable";
   timing.result.counters.collected = true;
   timing.result.counters.chip = "GH100";
+  timing.result.counters.needed = 20;
+  timing.result.counters.rate = 1.0 / 3;
+  timing.result.pairs = 61;
   timing.result.counters.configs = {{"sm__ops_path_tensor_op_hgmma_src_bf16_dst_fp32.sum"},
                                     {"sm__inst_executed_pipe_tma.sum"}};
   timing.result.counters.samples = {
@@ -207,6 +210,8 @@ TEST_CASE("events round-trip with their nested parts", "[protocol]") {
   CHECK(t.result.sketches.samples.at(1).tensors.at(0).nonfinite == 3);
   CHECK(t.result.sketches.samples.at(0).tensors.at(1).tolerance_square_sum == 0.25);
   CHECK(t.result.jitter_us_mean == 99.5);
+  CHECK(t.result.counters.needed == 20);
+  CHECK(t.result.pairs == 61);
   TimingEvent uncounted;
   uncounted.result.counters.not_collected_reason = "CUPTI_ERROR_INSUFFICIENT_PRIVILEGES";
   CHECK_FALSE(RoundTrip(uncounted).result.counters.collected);
