@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -18,6 +19,7 @@
 #include "worker/engine/gpu/philox.h"
 #include "worker/engine/gpu/plan_runner.h"
 #include "worker/engine/gpu/runtime.h"
+#include "worker/engine/gpu/sketch.h"
 #include "worker/engine/gpu/timing.h"
 
 namespace ptxbench::gpu {
@@ -203,11 +205,18 @@ TEST_CASE("interleaved timing of the baseline against itself gives a ratio near 
   config.baseline_seed_base = 22;
   config.check_position_seed = 33;
   size_t checks = 0;
+  size_t sketched = 0;
+  SampleHooks hooks;
+  hooks.on_check = [&](size_t, uint64_t) {
+    ++checks;
+    return absl::OkStatus();
+  };
+  hooks.on_candidate = [&](size_t, uint64_t, bool) {
+    ++sketched;
+    return absl::OkStatus();
+  };
   auto result = TimeInterleaved(side(b1->get(), 0), side(b2->get(), 3), *f.builtins, s, nullptr,
-                                config, [&](size_t, uint64_t) {
-                                  ++checks;
-                                  return absl::OkStatus();
-                                });
+                                config, hooks);
   INFO(result.status().message());
   REQUIRE(result.ok());
   INFO("candidate " << result->candidate.median << " ms, baseline " << result->baseline.median
@@ -215,8 +224,83 @@ TEST_CASE("interleaved timing of the baseline against itself gives a ratio near 
   CHECK(result->speedup > 0.98);
   CHECK(result->speedup < 1.02);
   CHECK(checks >= 1);
+  CHECK(sketched == result->candidate.count);  // Every timed candidate launch was handed on.
   CHECK(!result->stop_reason.empty());
   CHECK(result->candidate.count >= 20);
+  // The same loop with the launch jitter (a GPU-side delay before every launch): the medians
+  // must not move (the delay is outside the timed region and the launch is queued behind it).
+  config.jitter_us_max = 200;
+  config.counter_seed = 44;
+  auto jittered = TimeInterleaved(side(b1->get(), 0), side(b2->get(), 3), *f.builtins, s, nullptr,
+                                  config, hooks);
+  REQUIRE(jittered.ok());
+  WARN("A/A GEMM 4096^3 medians without jitter: candidate "
+       << result->candidate.median << " ms, baseline " << result->baseline.median
+       << " ms; with 0-200 us jitter: " << jittered->candidate.median << " ms, "
+       << jittered->baseline.median << " ms (mean delay "
+       << jittered->jitter_us_total / double(jittered->launches) << " us)");
+  CHECK(jittered->candidate.median == Approx(result->candidate.median).epsilon(0.03));
+  CHECK(jittered->speedup > 0.98);
+  CHECK(jittered->speedup < 1.02);
+  CHECK(jittered->jitter_us_total / double(jittered->launches) == Approx(100).epsilon(0.25));
+}
+
+TEST_CASE("the sketch kernel is the host's fp64 +-1 projection", "[gpu][sketch]") {
+  GpuFixture& f = SharedGpu();
+  cudaStream_t s = f.stream.get();
+  // bf16: values from the generator, decoded on the host.
+  const size_t n = 100003;  // Not a multiple of 8 or of the grid.
+  auto buffer = DeviceBuffer::Allocate(n * 2);
+  REQUIRE(buffer.ok());
+  REQUIRE(f.builtins->Generate(buffer->get(), n, BuiltinDType::kBF16, 0, 77, 0, s).ok());
+  std::vector<uint16_t> bits = DownloadBf16(*buffer, n);
+  std::vector<double> host(n);
+  for (size_t i = 0; i < n; ++i) host[i] = Bf16ToFloat(bits[i]);
+  const uint64_t key = SketchKey(123, 456);
+  for (size_t k : {size_t{1}, size_t{4}, size_t{16}}) {
+    auto gpu = f.builtins->Sketch(buffer->get(), n, BuiltinDType::kBF16, key, 2, k, 0.01, 0.01, s);
+    INFO(gpu.status().message());
+    REQUIRE(gpu.ok());
+    TensorSketch cpu = SketchOnHost(host, key, 2, k, 0.01, 0.01);
+    REQUIRE(gpu->projections.size() == k);
+    for (size_t j = 0; j < k; ++j) {
+      // Summation order differs: relative to sum|x| the difference is rounding only.
+      CHECK(std::abs(gpu->projections[j] - cpu.projections[j]) <= 1e-12 * cpu.abs_sum);
+    }
+    CHECK(gpu->abs_sum == Approx(cpu.abs_sum).epsilon(1e-12));
+    CHECK(gpu->square_sum == Approx(cpu.square_sum).epsilon(1e-12));
+    CHECK(gpu->tolerance_sum == Approx(cpu.tolerance_sum).epsilon(1e-12));
+    CHECK(gpu->tolerance_square_sum == Approx(cpu.tolerance_square_sum).epsilon(1e-12));
+    CHECK(gpu->nonfinite == 0);
+  }
+  CHECK_FALSE(f.builtins->Sketch(buffer->get(), n, BuiltinDType::kBF16, key, 0, 17, 0, 0, s).ok());
+  // fp32 with the NaN poison on a few elements: counted, never summed.
+  std::vector<float> values(4099);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i % 13) - 6.5f;
+  values[5] = std::nanf("");
+  values[4000] = INFINITY;
+  DeviceBuffer fp32 = Upload(values.data(), values.size() * 4);
+  auto poisoned =
+      f.builtins->Sketch(fp32.get(), values.size(), BuiltinDType::kFP32, key, 0, 4, 0, 0, s);
+  REQUIRE(poisoned.ok());
+  CHECK(poisoned->nonfinite == 2);
+  std::vector<double> as_double(values.begin(), values.end());
+  TensorSketch cpu = SketchOnHost(as_double, key, 0, 4, 0, 0);
+  for (size_t j = 0; j < 4; ++j) CHECK(poisoned->projections[j] == cpu.projections[j]);
+  // Cost on the GEMM task's output size (16384 x 7168 bf16, 235 MB), one sample.
+  const size_t big = 16384ull * 7168;
+  auto output = DeviceBuffer::Allocate(big * 2);
+  REQUIRE(output.ok());
+  REQUIRE(f.builtins->Generate(output->get(), big, BuiltinDType::kBF16, 0, 5, 0, s).ok());
+  REQUIRE(f.builtins->Sketch(output->get(), big, BuiltinDType::kBF16, key, 0, 4, 0, 0, s).ok());
+  auto t0 = std::chrono::steady_clock::now();
+  for (int r = 0; r < 10; ++r) {
+    REQUIRE(f.builtins->Sketch(output->get(), big, BuiltinDType::kBF16, key, 0, 4, 0, 0, s).ok());
+  }
+  double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / 10;
+  WARN("sketch of a 16384x7168 bf16 output (k = 4, host sum included): " << ms << " ms");
+  CHECK(ms < 1.0);
 }
 
 // ---------------------------------------------------------------------------------------------

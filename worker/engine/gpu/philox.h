@@ -107,6 +107,13 @@ PTXBENCH_HD uint64_t CheckedSampleOfBlock(uint64_t position_seed, uint64_t block
   return block * every + Mix64(position_seed + block) % every;
 }
 
+// Whether weight j (< 128) of an element in an output sketch (sketch.h) is -1 (else +1): bit j
+// of the element's Philox4x32-10 block (counter: element index, stream: kSketchStream + tensor,
+// key: the sample's sketch key).
+PTXBENCH_HD bool SketchWeightNegative(const Philox4& r, unsigned j) {
+  return ((r.v[(j >> 5) & 3] >> (j & 31)) & 1u) != 0;
+}
+
 }  // namespace ptxbench::gpu
 
 #endif  // PTXBENCH_WORKER_ENGINE_GPU_PHILOX_H_
