@@ -11,7 +11,9 @@
 // The behaviour comes from the program's own name, fake-evaluator-<behaviour> (sandboxes get a
 // minimal environment): pass, wrong, wrong_timed, fault, hang, mutate, no_records, too_fast,
 // no_ipc (the reference process cannot map outputs: the supervisor falls back to files),
-// begin_dies (a warm reference process exits when the next evaluation begins).
+// begin_dies (a warm reference process exits when the next evaluation begins), hang_timing
+// (hangs in the timing loop only), hang_instrument (hangs under the profiler only), unstable
+// (the timing loop ends at its sample cap with the candidate's samples scattering).
 #include <unistd.h>
 
 #include <cmath>
@@ -104,10 +106,7 @@ std::vector<gpu::OutputHandle> WriteOutputs(const ptxbench::Task& task, const st
 gpu::CompareEvent Compare(const ptxbench::Task& task, const gpu::CompareCommand& cmd) {
   gpu::CompareEvent event{cmd.workload, cmd.seed, {}, std::nullopt, 0.001};
   const ptxbench::Workload& w = WorkloadOf(task, cmd.workload);
-  gpu::ToleranceRule rule;
-  rule.atol = task.tolerance.atol;
-  rule.rtol = task.tolerance.rtol;
-  rule.matched_ratio = task.tolerance.matched_ratio;
+  const gpu::ToleranceRule rule = gpu::RuleOf(task.tolerance);
   for (const ptxbench::TensorSpec& t : task.tensors) {
     if (t.role != ptxbench::TensorRole::kOutput) continue;
     std::vector<int64_t> shape;
@@ -173,6 +172,7 @@ int Instrument(const ptxbench::Task& task, const gpu::InstrumentRequest& request
     transfer = std::get<gpu::GoCommand>(*go).transfer;
     event.waited_for_go = true;
   }
+  if (behaviour == "hang_instrument") sleep(1000);
   if (behaviour != "no_records") {
     event.records = {{"gemm_kernel", 256, 512, 4096, 512, 0},
                      {"gemm_kernel", 512, 8, 8, 0, 8},
@@ -241,14 +241,20 @@ gpu::TimingEvent Time(const ptxbench::Task& task, const gpu::TimeCommand& cmd) {
   event.checks.push_back(
       {n - 1, last,
        WriteOutputs(task, cmd.workload, last, cmd.check_prefix + ".last", corrupt, cmd.transfer)});
+  if (behaviour == "hang_timing") sleep(1000);
   const double candidate_ms = behaviour == "too_fast" ? 1e-6 : 0.8;
+  const bool unstable = behaviour == "unstable";
   event.result.candidate.n = n;
   event.result.candidate.median_ms = candidate_ms;
+  event.result.candidate.mad_ms = unstable ? 0.12 : 0.001;
+  event.result.candidate.rse_median = unstable ? 0.03 : 0.001;
   event.result.baseline.n = n;
   event.result.baseline.median_ms = 0.75;
+  event.result.baseline.mad_ms = 0.001;
+  event.result.baseline.rse_median = 0.001;
   event.result.speedup = 0.75 / candidate_ms;
   event.result.kernel_ms_total = 31.0;
-  event.result.stop_reason = "converged";
+  event.result.stop_reason = unstable ? "sample_cap" : "converged";
   event.baseline = {{"library", "fake"}};
   event.device = Device();
   event.seconds = 0.1;
