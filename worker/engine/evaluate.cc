@@ -695,6 +695,14 @@ StageResult CorrectnessStage(Evaluation& e) {
   }
   e.record.verdict().correct = true;
   e.watchdog_inputs.loop = e.options().timing;
+  // The loop's counted launches: counted_per_config for each single-pass configuration (at
+  // most 8 for the work-share metrics on GH100, cuptiProfilerHostGetNumOfPasses), one more for
+  // the target's, and never fewer than counted_min_total.
+  const gpu::TimingLoopOptions& loop_options = e.options().timing;
+  e.watchdog_inputs.counted_samples =
+      loop_options.counted_per_config == 0 && loop_options.counted_min_total == 0
+          ? 0
+          : std::max(loop_options.counted_min_total, 8 * loop_options.counted_per_config + 1);
   e.watchdogs = evaluation::DeriveWatchdogs(e.watchdog_inputs, e.options());
   e.record.report()["watchdogs"] = {
       {"timing_seconds", e.watchdogs.timing_seconds},
@@ -908,6 +916,40 @@ Sampling JudgeSampling(const gpu::TimingMeasurement& result) {
 
 namespace {
 
+// The timed path's side of the strong check: the counted samples' metrics and the work share
+// against the task's formulas for the timed workload; or why there is none.
+void TimedWorkShare(Evaluation& e, const gpu::TimingMeasurement& result) {
+  const gpu::CountedSamples& counters = result.counters;
+  if (!counters.collected) {
+    e.counters_reason = counters.not_collected_reason.empty()
+                            ? "the timing process collected no counted samples"
+                            : counters.not_collected_reason;
+    return;
+  }
+  e.counted_metrics.clear();
+  for (const gpu::CountedSample& sample : counters.samples) {
+    e.counted_metrics.push_back(sample.metrics);
+  }
+  const Task& task = e.task();
+  const Workload& timed = task.TimedWorkload();
+  auto set = gpu::WorkCountersFor(e.workspace.request().arch, task.OperandType());
+  auto flops = EvalRealExpr(task.flops_expr, timed.axes);
+  auto bytes = EvalRealExpr(task.min_bytes_expr, timed.axes);
+  if (!set.ok() || !flops.ok() || !bytes.ok()) {
+    e.counters_reason = absl::StrCat(
+        "no work-share formula: ",
+        !set.ok() ? set.status().message()
+                  : (!flops.ok() ? flops.status().message() : bytes.status().message()));
+    return;
+  }
+  auto share = gpu::ComputeWorkShare(*set, e.counted_metrics, *flops, *bytes);
+  if (!share.ok()) {
+    e.counters_reason = std::string(share.status().message());
+    return;
+  }
+  e.work_share = *std::move(share);
+}
+
 // The outputs of the timed launches, checked against fresh references of their secret seeds;
 // "" when all pass, else the first failure.
 absl::StatusOr<std::string> JudgeTimedChecks(Evaluation& e, const gpu::TimingEvent& event,
@@ -942,7 +984,9 @@ StageResult TimingStage(Evaluation& e) {
                        e.workspace.SecretSeed("timing/check", 0),
                        loop,
                        e.candidate->dir() + "/timed-check",
-                       e.transfer};
+                       e.transfer,
+                       e.workspace.SecretSeed("timing/counters", 0),
+                       e.workspace.SecretSeed("timing/sketch", 0)};
   // The checked samples sit at secret positions the supervisor knows too: their references are
   // queued now and computed while the timing loop runs.
   for (size_t block = 0; block < loop.max_checks && loop.check_every > 0; ++block) {
@@ -962,6 +1006,7 @@ StageResult TimingStage(Evaluation& e) {
   }
   const gpu::TimingMeasurement& result = step.event.result;
   e.record.AddKernelSeconds(result.kernel_ms_total / 1000);
+  TimedWorkShare(e, result);
   json checks = json::array();
   ASSIGN_OR_RETURN(std::string wrong, JudgeTimedChecks(e, step.event, &checks));
   json raw = gpu::ToJson(step.event);

@@ -190,9 +190,9 @@ struct FakeSetup {
     const char* fake_env = std::getenv("PTXBENCH_FAKE_EVALUATOR");
     std::string fake = fake_env && *fake_env ? fake_env : PTXBENCH_FAKE_EVALUATOR_PATH;
     REQUIRE(symlink(real.c_str(), (dir + "/ptxbench-evaluator").c_str()) == 0);
-    for (const char* b :
-         {"pass", "wrong", "wrong_timed", "fault", "hang", "mutate", "no_records", "too_fast",
-          "no_ipc", "begin_dies", "hang_timing", "hang_instrument", "unstable"}) {
+    for (const char* b : {"pass", "wrong", "wrong_timed", "fault", "hang", "mutate", "no_records",
+                          "too_fast", "no_ipc", "begin_dies", "hang_timing", "hang_instrument",
+                          "unstable", "no_counters", "token", "profiler_detect"}) {
       REQUIRE(symlink(fake.c_str(), (dir + "/fake-evaluator-" + b).c_str()) == 0);
     }
     tasks = dir + "/tasks";
@@ -242,12 +242,13 @@ TEST_CASE("fake GPU: a correct kernel passes every stage in order", "[evaluate][
   INFO(v->message);
   CHECK(v->verdict_class == VerdictClass::kPass);
   CHECK(v->tic_paper);
-  // The fake's timing loop reports no hardware counters: the strong check is not made and the
-  // strong TIC is false, said in the verdict (never a pass as if it had been made).
-  CHECK_FALSE(v->tic);
-  CHECK(v->target_work.strong_check == StrongCheck::kNotMade);
-  CHECK(v->target_work.reason.find("not collected") != std::string::npos);
-  CHECK(v->message.find("NOT made") != std::string::npos);
+  // The counted samples agree with the instrumented run and the share is met: the strong TIC.
+  CHECK(v->tic);
+  CHECK(v->target_work.strong_check == StrongCheck::kMade);
+  CHECK(v->target_work.path_checked);
+  CHECK(v->target_work.path_agrees);
+  CHECK(v->target_work.share_of_executed == Approx(1.0));
+  CHECK(v->target_work.share_of_task > 1);  // 128 HGMMA warps on a 256x192x64 workload.
   CHECK(v->target_work.min_share_of_task == 0.9);
   // The harness: one engine version, the task's judging hash.
   CHECK(v->harness.engine == kHarnessVersion);
@@ -462,6 +463,35 @@ TEST_CASE("fake GPU: a loop at its sample cap with scattering samples is reporte
   CHECK(v->message.find("without converging") != std::string::npos);
   CHECK(v->message.find("not a stable figure") != std::string::npos);
   CHECK(stages.back().detail["sampling"]["speedup_stable"] == false);
+}
+
+TEST_CASE("fake GPU: the strong check decides token use, profiling detection and missing counters",
+          "[evaluate][fake]") {
+  struct Case {
+    const char* behaviour;
+    VerdictClass expected;
+    StrongCheck check;
+    const char* message_part;
+  };
+  for (const Case& c : {Case{"token", VerdictClass::kTargetWorkInsufficient, StrongCheck::kMade,
+                             "of the task's FLOPs (threshold 90.0 %)"},
+                        Case{"profiler_detect", VerdictClass::kProfiledPathDiffers,
+                             StrongCheck::kMade, "different work when profiled than when timed"},
+                        Case{"no_counters", VerdictClass::kPass, StrongCheck::kNotMade,
+                             "INSUFFICIENT_PRIVILEGES"}}) {
+    std::vector<StageReport> stages;
+    auto v = RunFake(c.behaviour, &stages);
+    INFO(c.behaviour << ": " << v.status().message());
+    REQUIRE(v.ok());
+    INFO(v->message);
+    CHECK(v->verdict_class == c.expected);
+    CHECK(v->target_work.strong_check == c.check);
+    CHECK(v->message.find(c.message_part) != std::string::npos);
+    // The paper's definition holds for all three (families executed predicate-on); the strong
+    // one for none, and a check not made never passes as made.
+    CHECK(v->tic_paper);
+    CHECK_FALSE(v->tic);
+  }
 }
 
 }  // namespace

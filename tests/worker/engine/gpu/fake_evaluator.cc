@@ -13,11 +13,16 @@
 // no_ipc (the reference process cannot map outputs: the supervisor falls back to files),
 // begin_dies (a warm reference process exits when the next evaluation begins), hang_timing
 // (hangs in the timing loop only), hang_instrument (hangs under the profiler only), unstable
-// (the timing loop ends at its sample cap with the candidate's samples scattering).
+// (the timing loop ends at its sample cap with the candidate's samples scattering),
+// no_counters (the timing process cannot collect hardware counters), token (one token wgmma
+// next to a GEMM on other units: profiled and timed agree, the share is tiny),
+// profiler_detect (the wgmma path only when profiled: the timed counters show none).
+// Otherwise the counted samples show what the instrumented run's records and SASS map show.
 #include <unistd.h>
 
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <optional>
 #include <string>
 #include <variant>
@@ -31,6 +36,7 @@
 #include "worker/engine/gpu/poison.h"
 #include "worker/engine/gpu/protocol.h"
 #include "worker/engine/gpu/protocol_messages.h"
+#include "worker/engine/gpu/work_share.h"
 
 namespace {
 
@@ -173,7 +179,11 @@ int Instrument(const ptxbench::Task& task, const gpu::InstrumentRequest& request
     event.waited_for_go = true;
   }
   if (behaviour == "hang_instrument") sleep(1000);
-  if (behaviour != "no_records") {
+  if (behaviour == "token") {
+    event.records = {{"gemm_kernel", 256, 4, 128, 4, 0},
+                     {"gemm_kernel", 512, 8, 8, 0, 8},
+                     {"gemm_kernel", 768, 100, 3200, 0, 0}};
+  } else if (behaviour != "no_records") {
     event.records = {{"gemm_kernel", 256, 512, 4096, 512, 0},
                      {"gemm_kernel", 512, 8, 8, 0, 8},
                      {"gemm_kernel", 768, 100, 3200, 0, 0}};
@@ -223,6 +233,53 @@ int Reference(const ptxbench::Task& task, uint64_t key) {
   }
 }
 
+// The counted samples of the timing loop: the work-share metrics (work_share.h) as the
+// behaviour's kernel would show them, two samples.
+gpu::CountedSamples Counters(const ptxbench::Task& task, const std::string& workload) {
+  gpu::CountedSamples counters;
+  if (behaviour == "no_counters") {
+    counters.not_collected_reason =
+        "fake: CUPTI profiler refused (CUPTI_ERROR_INSUFFICIENT_PRIVILEGES)";
+    return counters;
+  }
+  auto set = gpu::WorkCountersFor("sm_90a", ptxbench::DType::kBF16);
+  if (!set.ok()) return counters;
+  const ptxbench::Workload& w = WorkloadOf(task, workload);
+  const double task_flops = *ptxbench::EvalRealExpr(task.flops_expr, w.axes);
+  // The instrumented run's records (Instrument above): pred-on warps at the HGMMA.64x256x16
+  // site x 2*64*256*16/4 FLOPs, GMMA and TMA warp instructions.
+  const double per_warp = 2.0 * 64 * 256 * 16 / 4;
+  double target = 128 * per_warp, gmma = 512, tma = 8, other_bf16 = 0;
+  if (behaviour == "token") {
+    target = 4 * per_warp;
+    gmma = 4;
+    other_bf16 = task_flops;  // The real work on mma.sync.
+  } else if (behaviour == "profiler_detect") {
+    target = 0;
+    gmma = 0;
+    tma = 0;
+    other_bf16 = task_flops;
+  }
+  std::map<std::string, double> metrics;
+  for (const std::string& m : set->AllMetrics()) metrics[m] = 0;
+  metrics[set->target_matrix_flops] = target;
+  metrics["sm__ops_path_tensor_src_bf16_dst_fp32.sum"] = target + other_bf16;
+  metrics[set->target_matrix_warp_insts] = gmma;
+  metrics[set->tensor_warp_insts] = gmma;
+  metrics[set->bulk_copy_insts] = tma;
+  counters.collected = true;
+  counters.chip = set->chip;
+  counters.configs = {set->AllMetrics()};
+  for (size_t i = 0; i < 2; ++i) {
+    gpu::CountedSample sample;
+    sample.position = 7 + 5 * i;
+    sample.after_sample = 6 + 4 * i;
+    sample.metrics = metrics;
+    counters.samples.push_back(sample);
+  }
+  return counters;
+}
+
 gpu::TimingEvent Time(const ptxbench::Task& task, const gpu::TimeCommand& cmd) {
   gpu::TimingEvent event;
   event.workload = cmd.workload;
@@ -255,6 +312,7 @@ gpu::TimingEvent Time(const ptxbench::Task& task, const gpu::TimeCommand& cmd) {
   event.result.speedup = 0.75 / candidate_ms;
   event.result.kernel_ms_total = 31.0;
   event.result.stop_reason = unstable ? "sample_cap" : "converged";
+  event.result.counters = Counters(task, cmd.workload);
   event.baseline = {{"library", "fake"}};
   event.device = Device();
   event.seconds = 0.1;
