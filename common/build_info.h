@@ -9,8 +9,10 @@
 
 namespace ptxbench {
 
-// The harness version: bumped when a change alters what a verdict means.
-inline constexpr char kHarnessVersion[] = "0.1.0";
+// The harness version: bumped when a change alters what a verdict means. The one definition:
+// every verdict carries it (Verdict::harness.engine) and the worker registers with it.
+// 0.2.0: the strong TIC (work share, profiled path = timed path), dual tolerance rules.
+inline constexpr char kHarnessVersion[] = "0.2.0";
 
 // `git describe --always --dirty` of the tree at build time ("f920bac1d2e3", with "-dirty"
 // when it had uncommitted changes), or "unknown" for a tree built without git.
@@ -18,9 +20,9 @@ std::string BuildCommit();
 // The CUDA toolkit's version found at configure time ("13.0.48").
 std::string CudaToolkitVersion();
 
-// "ptxbench-worker 0.1.0 (commit f920bac1d2e3, CUDA toolkit 13.0.48)".
+// "ptxbench-worker 0.2.0 (commit f920bac1d2e3, CUDA toolkit 13.0.48)".
 std::string VersionLine(const std::string& program);
-// "ptxbench/0.1.0": the product token every gRPC channel of ours sends (gRPC appends its own).
+// "ptxbench/0.2.0": the product token every gRPC channel of ours sends (gRPC appends its own).
 std::string UserAgent();
 
 // A folder of the source tree: ./<name> when the working folder has one, else the checkout

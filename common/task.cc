@@ -453,42 +453,108 @@ absl::Status LoadWorkloads(const FieldErrors& errors, const json& root, Task& ta
   return absl::OkStatus();
 }
 
-absl::Status LoadTolerance(const FieldErrors& errors, const json& root, Task& task) {
-  ASSIGN_OR_RETURN(const json* tolerance, GetObject(errors, root, "", "tolerance"));
-  RETURN_IF_ERROR(CheckKeys(errors, *tolerance, "tolerance",
-                            {"rule", "atol", "rtol", "matched_ratio", "max_relative_norm"}));
-  ASSIGN_OR_RETURN(std::string rule, GetString(errors, *tolerance, "tolerance", "rule"));
-  Tolerance& t = task.tolerance;
-  if (rule == "allclose") {
-    t.rule = Tolerance::Rule::kAllClose;
-  } else if (rule == "relative_norm") {
-    t.rule = Tolerance::Rule::kRelativeNorm;
-  } else {
-    return errors.Error("tolerance.rule",
+// One rule object of "tolerance" at `field` ("tolerance" or "tolerance[1]") into `t`; `seen`
+// holds the rules read before it (each at most once).
+absl::Status LoadToleranceRule(const FieldErrors& errors, const json& rule_json,
+                               const std::string& field, Tolerance& t,
+                               std::vector<std::string>& seen) {
+  if (!rule_json.is_object()) return errors.Error(field, "expected an object");
+  ASSIGN_OR_RETURN(std::string rule, GetString(errors, rule_json, field, "rule"));
+  if (rule != "allclose" && rule != "relative_norm") {
+    return errors.Error(FieldJoin(field, "rule"),
                         absl::StrCat("'", rule, "' is not 'allclose' or 'relative_norm'"));
   }
-  const bool allclose = t.rule == Tolerance::Rule::kAllClose;
-  ASSIGN_OR_RETURN(std::optional<double> atol,
-                   GetNumber(errors, *tolerance, "tolerance", "atol", allclose));
-  ASSIGN_OR_RETURN(std::optional<double> rtol,
-                   GetNumber(errors, *tolerance, "tolerance", "rtol", allclose));
-  ASSIGN_OR_RETURN(std::optional<double> ratio,
-                   GetNumber(errors, *tolerance, "tolerance", "matched_ratio", false));
-  ASSIGN_OR_RETURN(std::optional<double> norm,
-                   GetNumber(errors, *tolerance, "tolerance", "max_relative_norm", !allclose));
-  if (atol) t.atol = *atol;
-  if (rtol) t.rtol = *rtol;
-  if (ratio) t.matched_ratio = *ratio;
-  if (norm) t.max_relative_norm = *norm;
-  if (t.atol < 0) return errors.Error("tolerance.atol", "must not be negative");
-  if (t.rtol < 0) return errors.Error("tolerance.rtol", "must not be negative");
-  if (!(t.matched_ratio > 0 && t.matched_ratio <= 1)) {
-    return errors.Error("tolerance.matched_ratio", "must be in (0, 1]");
+  if (std::find(seen.begin(), seen.end(), rule) != seen.end()) {
+    return errors.Error(FieldJoin(field, "rule"),
+                        absl::StrCat("rule '", rule, "' is declared twice"));
   }
-  if (!allclose && !(t.max_relative_norm > 0)) {
-    return errors.Error("tolerance.max_relative_norm", "must be positive");
+  seen.push_back(rule);
+  if (rule == "relative_norm") {
+    RETURN_IF_ERROR(CheckKeys(errors, rule_json, field, {"rule", "max_relative_norm"}));
+    ASSIGN_OR_RETURN(std::optional<double> norm,
+                     GetNumber(errors, rule_json, field, "max_relative_norm", true));
+    t.max_relative_norm = *norm;
+    if (!(t.max_relative_norm > 0)) {
+      return errors.Error(FieldJoin(field, "max_relative_norm"), "must be positive");
+    }
+    return absl::OkStatus();
+  }
+  RETURN_IF_ERROR(CheckKeys(errors, rule_json, field, {"rule", "atol", "rtol", "matched_ratio"}));
+  t.all_close = true;
+  ASSIGN_OR_RETURN(std::optional<double> atol, GetNumber(errors, rule_json, field, "atol", true));
+  ASSIGN_OR_RETURN(std::optional<double> rtol, GetNumber(errors, rule_json, field, "rtol", true));
+  ASSIGN_OR_RETURN(std::optional<double> ratio,
+                   GetNumber(errors, rule_json, field, "matched_ratio", false));
+  t.atol = *atol;
+  t.rtol = *rtol;
+  if (ratio) t.matched_ratio = *ratio;
+  if (t.atol < 0) return errors.Error(FieldJoin(field, "atol"), "must not be negative");
+  if (t.rtol < 0) return errors.Error(FieldJoin(field, "rtol"), "must not be negative");
+  if (!(t.matched_ratio > 0 && t.matched_ratio <= 1)) {
+    return errors.Error(FieldJoin(field, "matched_ratio"), "must be in (0, 1]");
   }
   return absl::OkStatus();
+}
+
+// "tolerance": one rule object, or an array of rule objects that must all hold.
+absl::Status LoadTolerance(const FieldErrors& errors, const json& root, Task& task) {
+  auto it = root.find("tolerance");
+  if (it == root.end()) return errors.Error("tolerance", "missing");
+  Tolerance& t = task.tolerance;
+  t.all_close = false;
+  std::vector<std::string> seen;
+  if (it->is_array()) {
+    if (it->empty()) return errors.Error("tolerance", "at least one rule is needed");
+    for (size_t i = 0; i < it->size(); ++i) {
+      RETURN_IF_ERROR(LoadToleranceRule(errors, (*it)[i], FieldIndex("tolerance", i), t, seen));
+    }
+    return absl::OkStatus();
+  }
+  if (!it->is_object()) {
+    return errors.Error("tolerance", "expected a rule object or an array of rule objects");
+  }
+  return LoadToleranceRule(errors, *it, "tolerance", t, seen);
+}
+
+// The matrix-multiply families, whose work share the strong check measures.
+bool IsMatrixFamily(const std::string& family) {
+  return family == "wgmma" || family == "tcgen05_mma";
+}
+
+absl::StatusOr<std::optional<MinWorkShare>> LoadMinWorkShare(const FieldErrors& errors,
+                                                             const json& entry,
+                                                             const std::string& field,
+                                                             const ArchSpec& spec) {
+  const bool matrix =
+      std::any_of(spec.target_families.begin(), spec.target_families.end(), IsMatrixFamily);
+  const std::string share_field = FieldJoin(field, "min_work_share");
+  ASSIGN_OR_RETURN(const json* share, GetObject(errors, entry, field, "min_work_share", false));
+  if (share == nullptr) {
+    if (matrix) {
+      return errors.Error(share_field,
+                          "missing: required with a matrix-multiply target family (wgmma, "
+                          "tcgen05_mma); {\"share_of_task\": x, \"share_of_executed\": y}");
+    }
+    return std::optional<MinWorkShare>();
+  }
+  if (!matrix) {
+    return errors.Error(share_field, "only meaningful with a matrix-multiply target family");
+  }
+  RETURN_IF_ERROR(CheckKeys(errors, *share, share_field, {"share_of_task", "share_of_executed"}));
+  MinWorkShare out;
+  ASSIGN_OR_RETURN(std::optional<double> of_task,
+                   GetNumber(errors, *share, share_field, "share_of_task", true));
+  ASSIGN_OR_RETURN(std::optional<double> of_executed,
+                   GetNumber(errors, *share, share_field, "share_of_executed", true));
+  out.share_of_task = *of_task;
+  out.share_of_executed = *of_executed;
+  if (!(out.share_of_task > 0 && out.share_of_task <= 1)) {
+    return errors.Error(FieldJoin(share_field, "share_of_task"), "must be in (0, 1]");
+  }
+  if (!(out.share_of_executed > 0 && out.share_of_executed <= 1)) {
+    return errors.Error(FieldJoin(share_field, "share_of_executed"), "must be in (0, 1]");
+  }
+  return std::optional<MinWorkShare>(out);
 }
 
 absl::Status LoadArches(const FieldErrors& errors, const json& root, Task& task) {
@@ -500,7 +566,8 @@ absl::Status LoadArches(const FieldErrors& errors, const json& root, Task& task)
       return errors.Error(field, "unknown arch (known: sm_90a, sm_100a)");
     }
     if (!entry.is_object()) return errors.Error(field, "expected an object");
-    RETURN_IF_ERROR(CheckKeys(errors, entry, field, {"target_families", "runtime_unverified"}));
+    RETURN_IF_ERROR(CheckKeys(errors, entry, field,
+                              {"target_families", "runtime_unverified", "min_work_share"}));
     ArchSpec spec;
     spec.arch = arch;
     ASSIGN_OR_RETURN(const json* families, GetArray(errors, entry, field, "target_families"));
@@ -529,6 +596,7 @@ absl::Status LoadArches(const FieldErrors& errors, const json& root, Task& task)
     }
     ASSIGN_OR_RETURN(spec.runtime_unverified,
                      GetBool(errors, entry, field, "runtime_unverified", false));
+    ASSIGN_OR_RETURN(spec.min_work_share, LoadMinWorkShare(errors, entry, field, spec));
     task.arches[arch] = std::move(spec);
   }
   return absl::OkStatus();
@@ -737,15 +805,20 @@ std::string RenderWorkloads(const Task& task) {
 
 std::string RenderTolerance(const Task& task) {
   const Tolerance& t = task.tolerance;
-  if (t.rule == Tolerance::Rule::kRelativeNorm) {
-    return absl::StrCat("relative norm: ||out - ref||_2 / ||ref||_2 must not exceed ",
-                        t.max_relative_norm, " for every output on every input.");
+  std::vector<std::string> rules;
+  if (t.all_close) {
+    rules.push_back(absl::StrCat("allclose: an element fails only if |out - ref| > ", t.atol,
+                                 " AND |out - ref| > ", t.rtol, " * |ref|; ",
+                                 t.matched_ratio >= 1.0
+                                     ? std::string("every element")
+                                     : absl::StrCat(t.matched_ratio * 100, "% of elements"),
+                                 " must pass, on every input. NaN or Inf in an output fails."));
   }
-  return absl::StrCat("allclose: an element fails only if |out - ref| > ", t.atol,
-                      " AND |out - ref| > ", t.rtol, " * |ref|; ",
-                      t.matched_ratio >= 1.0 ? std::string("every element")
-                                             : absl::StrCat(t.matched_ratio * 100, "% of elements"),
-                      " must pass, on every input. NaN or Inf in an output fails.");
+  if (t.max_relative_norm > 0) {
+    rules.push_back(absl::StrCat("relative norm: ||out - ref||_2 / ||ref||_2 must not exceed ",
+                                 t.max_relative_norm, " for every output on every input."));
+  }
+  return absl::StrJoin(rules, " And ");
 }
 
 std::string RenderTargetFamilies(const Task& task, const std::string& arch) {
@@ -827,6 +900,18 @@ const Workload& Task::TimedWorkload() const {
   }
   // LoadTask guarantees exactly one timed workload; a hand-built Task without one is a bug.
   return workloads.front();
+}
+
+DType Task::OperandType() const {
+  for (const TensorSpec& t : tensors) {
+    if (t.role == TensorRole::kInput) return t.dtype;
+  }
+  return DType::kBF16;
+}
+
+std::string Task::JudgingHash() const {
+  auto it = files.find("task.json");
+  return Sha256Hex(it == files.end() ? definition.dump() : it->second);
 }
 
 const ArchSpec* Task::FindArch(const std::string& arch) const {

@@ -73,18 +73,32 @@ struct Workload {
   int trials = 1;
 };
 
+// The rules every output must meet; a task declares one or both ("tolerance" is one rule object
+// or an array of them) and all that are declared must hold.
 struct Tolerance {
-  enum class Rule { kAllClose, kRelativeNorm };
-  Rule rule = Rule::kAllClose;
-  double atol = 1e-2;          // kAllClose: an element fails only if |err| > atol AND
-  double rtol = 1e-2;          //   |err| > rtol·|ref|.
-  double matched_ratio = 1.0;  // kAllClose: fraction of elements that must match.
-  double max_relative_norm = 0;  // kRelativeNorm: ‖out−ref‖₂/‖ref‖₂ must not exceed this.
+  bool all_close = true;       // The all-close rule applies:
+  double atol = 1e-2;          //   an element fails only if |err| > atol AND
+  double rtol = 1e-2;          //   |err| > rtol·|ref|;
+  double matched_ratio = 1.0;  //   the fraction of elements that must match.
+  // > 0: ‖out−ref‖₂/‖ref‖₂ must not exceed it as well (0: no norm bound). A bound next to
+  // all-close catches a uniform relative error that all-close's atol hides on low-magnitude
+  // outputs (attention O ~ 0.02 against atol 1e-2).
+  double max_relative_norm = 0;
+};
+
+// The strong target-instruction check's thresholds (docs/measurement.md, "Work share"): the
+// credited matrix family's FLOPs on the timed path over the task's FLOPs, and over every
+// multiply-add the kernel executed. Both must be reached.
+struct MinWorkShare {
+  double share_of_task = 0;
+  double share_of_executed = 0;
 };
 
 struct ArchSpec {
-  std::string arch;                           // "sm_90a" or "sm_100a".
-  std::vector<std::string> target_families;   // Names from common/target_families.h.
+  std::string arch;                          // "sm_90a" or "sm_100a".
+  std::vector<std::string> target_families;  // Names from common/target_families.h.
+  // Required when target_families holds a matrix-multiply family (wgmma, tcgen05_mma).
+  std::optional<MinWorkShare> min_work_share;
   bool runtime_unverified = false;            // No GPU of this arch where we validate.
   std::vector<std::string> template_headers;  // Paths relative to the task folder.
 };
@@ -125,6 +139,14 @@ struct Task {
   std::map<std::string, std::string> files;
 
   const Workload& TimedWorkload() const;
+  // The element type of the first input tensor: the matrix operands' precision, which selects
+  // the credited FLOP counter (worker/engine/gpu/work_share.h).
+  DType OperandType() const;
+  // sha256 over task.json's bytes: the file that defines how a submission is judged (tolerance,
+  // workloads, thresholds, baseline operation). Prompts and templates are not in it, so a prompt
+  // edit does not mark stored verdicts as judged by another harness. Goes into every verdict's
+  // `harness.task_hash`.
+  std::string JudgingHash() const;
   const ArchSpec* FindArch(const std::string& arch) const;
 };
 

@@ -30,6 +30,12 @@ constexpr std::array<std::pair<VerdictClass, const char*>, 14> kVerdictClassName
     {VerdictClass::kProfiledPathDiffers, "profiled_path_differs"},
 }};
 
+constexpr std::array<std::pair<StrongCheck, const char*>, 3> kStrongCheckNames = {{
+    {StrongCheck::kMade, "made"},
+    {StrongCheck::kNotMade, "not_made"},
+    {StrongCheck::kNotReached, "not_reached"},
+}};
+
 constexpr std::array<std::pair<Stage, const char*>, 6> kStageNames = {{
     {Stage::kQueued, "queued"},
     {Stage::kCompile, "compile"},
@@ -84,6 +90,20 @@ absl::StatusOr<VerdictClass> ParseVerdictClass(const std::string& name) {
   return absl::InvalidArgumentError(absl::StrCat("unknown verdict class '", name, "'"));
 }
 
+std::string StrongCheckName(StrongCheck s) {
+  for (const auto& [value, name] : kStrongCheckNames) {
+    if (value == s) return name;
+  }
+  return "unknown";
+}
+
+absl::StatusOr<StrongCheck> ParseStrongCheck(const std::string& name) {
+  for (const auto& [value, known] : kStrongCheckNames) {
+    if (name == known) return value;
+  }
+  return absl::InvalidArgumentError(absl::StrCat("unknown strong check state '", name, "'"));
+}
+
 std::string StageName(Stage s) {
   for (const auto& [value, name] : kStageNames) {
     if (value == s) return name;
@@ -119,6 +139,58 @@ absl::StatusOr<StageReport> StageReportFromJson(const nlohmann::json& json) {
   return report;
 }
 
+nlohmann::json ToJson(const TargetWork& w) {
+  return nlohmann::json{{"strong_check", StrongCheckName(w.strong_check)},
+                        {"reason", w.reason},
+                        {"share_of_task", w.share_of_task},
+                        {"share_of_executed", w.share_of_executed},
+                        {"min_share_of_task", w.min_share_of_task},
+                        {"min_share_of_executed", w.min_share_of_executed},
+                        {"path_checked", w.path_checked},
+                        {"path_agrees", w.path_agrees},
+                        {"figures", w.figures}};
+}
+
+absl::StatusOr<TargetWork> TargetWorkFromJson(const nlohmann::json& json) {
+  constexpr const char* kContext = "verdict JSON: target_work";
+  if (!json.is_object())
+    return absl::InvalidArgumentError("verdict JSON: target_work: not an object");
+  TargetWork w;
+  std::string state;
+  RETURN_IF_ERROR(ReadField(json, kContext, "strong_check", state));
+  ASSIGN_OR_RETURN(w.strong_check, ParseStrongCheck(state));
+  RETURN_IF_ERROR(ReadField(json, kContext, "reason", w.reason, false));
+  RETURN_IF_ERROR(ReadField(json, kContext, "share_of_task", w.share_of_task, false));
+  RETURN_IF_ERROR(ReadField(json, kContext, "share_of_executed", w.share_of_executed, false));
+  RETURN_IF_ERROR(ReadField(json, kContext, "min_share_of_task", w.min_share_of_task, false));
+  RETURN_IF_ERROR(
+      ReadField(json, kContext, "min_share_of_executed", w.min_share_of_executed, false));
+  RETURN_IF_ERROR(ReadField(json, kContext, "path_checked", w.path_checked, false));
+  RETURN_IF_ERROR(ReadField(json, kContext, "path_agrees", w.path_agrees, false));
+  if (auto it = json.find("figures"); it != json.end()) w.figures = *it;
+  return w;
+}
+
+nlohmann::json ToJson(const Sampling& s) {
+  return nlohmann::json{
+      {"stop_reason", s.stop_reason},           {"converged", s.converged},
+      {"speedup_stable", s.speedup_stable},     {"candidate_scatter", s.candidate_scatter},
+      {"baseline_scatter", s.baseline_scatter}, {"note", s.note}};
+}
+
+absl::StatusOr<Sampling> SamplingFromJson(const nlohmann::json& json) {
+  constexpr const char* kContext = "verdict JSON: sampling";
+  if (!json.is_object()) return absl::InvalidArgumentError("verdict JSON: sampling: not an object");
+  Sampling s;
+  RETURN_IF_ERROR(ReadField(json, kContext, "stop_reason", s.stop_reason));
+  RETURN_IF_ERROR(ReadField(json, kContext, "converged", s.converged));
+  RETURN_IF_ERROR(ReadField(json, kContext, "speedup_stable", s.speedup_stable));
+  RETURN_IF_ERROR(ReadField(json, kContext, "candidate_scatter", s.candidate_scatter, false));
+  RETURN_IF_ERROR(ReadField(json, kContext, "baseline_scatter", s.baseline_scatter, false));
+  RETURN_IF_ERROR(ReadField(json, kContext, "note", s.note, false));
+  return s;
+}
+
 nlohmann::json ToJson(const Verdict& verdict) {
   nlohmann::json stages = nlohmann::json::array();
   for (const StageReport& stage : verdict.stages) stages.push_back(ToJson(stage));
@@ -127,7 +199,11 @@ nlohmann::json ToJson(const Verdict& verdict) {
       {"compiled", verdict.compiled},
       {"correct", verdict.correct},
       {"target_executed", verdict.target_executed},
+      {"tic_paper", verdict.tic_paper},
       {"tic", verdict.tic},
+      {"target_work", ToJson(verdict.target_work)},
+      {"harness", {{"engine", verdict.harness.engine}, {"task_hash", verdict.harness.task_hash}}},
+      {"sampling", verdict.sampling ? ToJson(*verdict.sampling) : nlohmann::json(nullptr)},
       {"speedup", verdict.speedup},
       {"message", verdict.message},
       {"runtime_unverified", verdict.runtime_unverified},
@@ -147,6 +223,28 @@ absl::StatusOr<Verdict> VerdictFromJson(const nlohmann::json& json) {
   RETURN_IF_ERROR(ReadField(json, kContext, "correct", verdict.correct));
   RETURN_IF_ERROR(ReadField(json, kContext, "target_executed", verdict.target_executed));
   RETURN_IF_ERROR(ReadField(json, kContext, "tic", verdict.tic));
+  // Verdicts stored before issue 11 have neither definition's extra fields: their `tic` was the
+  // paper's, and no strong check was made.
+  verdict.tic_paper = verdict.tic;
+  RETURN_IF_ERROR(ReadField(json, kContext, "tic_paper", verdict.tic_paper, false));
+  if (auto it = json.find("target_work"); it != json.end()) {
+    ASSIGN_OR_RETURN(verdict.target_work, TargetWorkFromJson(*it));
+  } else if (verdict.tic) {
+    verdict.target_work.strong_check = StrongCheck::kNotMade;
+    verdict.target_work.reason = "judged before the strong check existed";
+  }
+  if (auto it = json.find("harness"); it != json.end()) {
+    if (!it->is_object()) {
+      return absl::InvalidArgumentError("verdict JSON: field 'harness': expected an object");
+    }
+    RETURN_IF_ERROR(ReadField(*it, "verdict JSON: harness", "engine", verdict.harness.engine));
+    RETURN_IF_ERROR(
+        ReadField(*it, "verdict JSON: harness", "task_hash", verdict.harness.task_hash));
+  }
+  if (auto it = json.find("sampling"); it != json.end() && !it->is_null()) {
+    ASSIGN_OR_RETURN(Sampling sampling, SamplingFromJson(*it));
+    verdict.sampling = std::move(sampling);
+  }
   RETURN_IF_ERROR(ReadField(json, kContext, "speedup", verdict.speedup, /*required=*/false));
   RETURN_IF_ERROR(ReadField(json, kContext, "message", verdict.message, /*required=*/false));
   RETURN_IF_ERROR(ReadField(json, kContext, "runtime_unverified", verdict.runtime_unverified,

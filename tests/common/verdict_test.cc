@@ -72,6 +72,61 @@ TEST_CASE("A verdict survives the JSON round trip") {
   CHECK(ToJson(*reparsed) == json);
 }
 
+TEST_CASE("Both TIC definitions, the strong check, harness and sampling round-trip") {
+  Verdict verdict;
+  verdict.verdict_class = VerdictClass::kTargetWorkInsufficient;
+  verdict.compiled = verdict.correct = verdict.target_executed = true;
+  verdict.tic_paper = true;
+  verdict.tic = false;
+  verdict.target_work.strong_check = StrongCheck::kMade;
+  verdict.target_work.reason = "wgmma did 2.2e-05 % of the task's FLOPs (threshold 90.0 %)";
+  verdict.target_work.share_of_task = 2.2e-7;
+  verdict.target_work.share_of_executed = 2.1e-7;
+  verdict.target_work.min_share_of_task = 0.9;
+  verdict.target_work.min_share_of_executed = 0.9;
+  verdict.target_work.path_checked = true;
+  verdict.target_work.path_agrees = true;
+  verdict.target_work.figures = {{"work_share", {{"counted_samples", 4}}}};
+  verdict.harness = {"0.2.0", std::string(64, 'a')};
+  verdict.sampling = Sampling{"sample_cap", false, false, 0.12, 0.004, "did not converge"};
+  const nlohmann::json json = ToJson(verdict);
+  CHECK(json["tic_paper"] == true);
+  CHECK(json["target_work"]["strong_check"] == "made");
+  CHECK(json["harness"]["engine"] == "0.2.0");
+  CHECK(json["sampling"]["speedup_stable"] == false);
+  auto back = VerdictFromJson(json);
+  REQUIRE(back.ok());
+  CHECK(back->tic_paper);
+  CHECK_FALSE(back->tic);
+  CHECK(back->target_work.strong_check == StrongCheck::kMade);
+  CHECK(back->target_work.share_of_task == 2.2e-7);
+  CHECK(back->target_work.min_share_of_executed == 0.9);
+  CHECK(back->target_work.figures == verdict.target_work.figures);
+  CHECK(back->harness.task_hash == verdict.harness.task_hash);
+  REQUIRE(back->sampling.has_value());
+  CHECK(back->sampling->stop_reason == "sample_cap");
+  CHECK_FALSE(back->sampling->speedup_stable);
+  CHECK(ToJson(*back) == json);
+  // A verdict stored before these fields existed: its tic was the paper's, no check was made.
+  nlohmann::json old = json;
+  for (const char* key : {"tic_paper", "target_work", "harness", "sampling"}) old.erase(key);
+  old["tic"] = true;
+  auto legacy = VerdictFromJson(old);
+  REQUIRE(legacy.ok());
+  CHECK(legacy->tic_paper);
+  CHECK(legacy->target_work.strong_check == StrongCheck::kNotMade);
+  CHECK_FALSE(legacy->sampling.has_value());
+  for (StrongCheck s : {StrongCheck::kMade, StrongCheck::kNotMade, StrongCheck::kNotReached}) {
+    auto parsed = ParseStrongCheck(StrongCheckName(s));
+    REQUIRE(parsed.ok());
+    CHECK(*parsed == s);
+  }
+  CHECK_FALSE(ParseStrongCheck("maybe").ok());
+  nlohmann::json bad = json;
+  bad["target_work"]["strong_check"] = "maybe";
+  CHECK(VerdictFromJson(bad).status().message() == "unknown strong check state 'maybe'");
+}
+
 TEST_CASE("Malformed verdict JSON is refused with the field named") {
   nlohmann::json json = ToJson(Verdict{});
   json.erase("tic");

@@ -62,6 +62,13 @@ json Summarize(const Verdict& v, double seconds) {
   }
   json out = {{"verdict", ptxbench::VerdictClassName(v.verdict_class)},
               {"tic", v.tic},
+              {"tic_paper", v.tic_paper},
+              // Issue 11's figures: the work share and path agreement (strong check), the
+              // derived watchdogs, sampling honesty and the harness.
+              {"target_work", ptxbench::ToJson(v.target_work)},
+              {"watchdogs", v.report.value("watchdogs", json::object())},
+              {"sampling", v.sampling ? ptxbench::ToJson(*v.sampling) : json()},
+              {"harness", {{"engine", v.harness.engine}, {"task_hash", v.harness.task_hash}}},
               {"speedup", v.speedup},
               {"message", v.message.substr(0, 1500)},
               {"seconds", seconds},
@@ -98,6 +105,24 @@ json Summarize(const Verdict& v, double seconds) {
                            {"seconds", t.value("seconds", json::object())}});
       }
       out["trial_seconds"] = seconds;
+      // Tolerance figures per output: the worst matched ratio and relative norm over the
+      // trials, and whether each declared rule held (the margins of docs/task-authoring.md).
+      json tolerance = json::object();
+      for (const json& t : s.detail["trials"]) {
+        if (!t.contains("compare") || !t["compare"].contains("tensors")) continue;
+        for (const auto& [name, c] : t["compare"]["tensors"].items()) {
+          json& row = tolerance[name];
+          const double ratio = c.value("matched_ratio", 1.0);
+          const double norm =
+              c["relative_norm"].is_number() ? c["relative_norm"].get<double>() : 1e30;
+          row["min_matched_ratio"] = std::min(row.value("min_matched_ratio", 1.0), ratio);
+          row["max_relative_norm"] = std::max(row.value("max_relative_norm", 0.0), norm);
+          row["max_abs_error"] =
+              std::max(row.value("max_abs_error", 0.0), c.value("max_abs_error", 0.0));
+          if (c.contains("rules")) row["rules"] = c["rules"];
+        }
+      }
+      out["tolerance_figures"] = tolerance;
     }
     if (s.stage == ptxbench::Stage::kTiming && s.detail.contains("timing")) {
       out["timing_process_seconds"] = {{"setup", s.detail["timing"].value("setup_seconds", 0.0)},
@@ -142,8 +167,8 @@ int main(int argc, char** argv) {
   std::string tasks_dir = "tasks", task_id = "gemm_n7168_k5120", out_path = "gpu-report.json";
   std::vector<std::string> only_tasks;  // --task; empty: every task.
   std::string only_path;                // --only-path: validate only sources with this path.
-  std::vector<std::string> skip_paths;   // --skip-path: sources whose path contains this are
-                                         // listed as skipped (a call that must save GPU time).
+  std::vector<std::string> skip_paths;  // --skip-path: sources whose path contains this are
+                                        // listed as skipped (a call that must save GPU time).
   std::string evaluator;
   int repeat = 5;
   bool skip_validation = false;
@@ -252,6 +277,27 @@ int main(int argc, char** argv) {
                                      row.value("verdict", std::string("ERROR")), seconds,
                                      row["match"].get<bool>() ? "ok" : "MISMATCH")
                   << std::flush;
+        if (v.ok()) {
+          // The figures the lead's GPU run must show for every source (issue 11).
+          const ptxbench::TargetWork& w = v->target_work;
+          std::cout << absl::StrFormat(
+                           "    strong check %s: share of task %.4g (min %.3g), of executed %.4g "
+                           "(min %.3g), path %s; watchdogs timing %.1f s, instrument %.1f s%s\n",
+                           ptxbench::StrongCheckName(w.strong_check), w.share_of_task,
+                           w.min_share_of_task, w.share_of_executed, w.min_share_of_executed,
+                           !w.path_checked ? "not checked" : (w.path_agrees ? "agrees" : "DIFFERS"),
+                           row["watchdogs"].value("timing_seconds", 0.0),
+                           row["watchdogs"].value("instrument_seconds", 0.0),
+                           w.reason.empty() ? "" : absl::StrCat(" (", w.reason.substr(0, 160), ")"))
+                    << std::flush;
+          if (row.contains("tolerance_figures")) {
+            for (const auto& [name, f] : row["tolerance_figures"].items()) {
+              std::cout << absl::StrFormat(
+                  "    %s: min matched ratio %.6f, max relative norm %.3g\n", name,
+                  f.value("min_matched_ratio", 1.0), f.value("max_relative_norm", 0.0));
+            }
+          }
+        }
         rows.push_back(row);
         validation.push_back(row);
       }

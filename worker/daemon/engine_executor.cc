@@ -5,15 +5,12 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "common/build_info.h"
 #include "common/task.h"
 #include "worker/engine/evaluate.h"
 
 namespace ptxbench::worker {
 namespace {
-
-// Bumped whenever a change to the engine can change a verdict; recorded in every verdict so
-// two results are only compared when they were produced by the same harness.
-constexpr char kHarnessVersion[] = "ptxbench-engine/0.1";
 
 class EngineExecutor : public JobExecutor {
  public:

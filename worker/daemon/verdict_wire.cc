@@ -18,6 +18,18 @@ v1::Stage WireStage(Stage stage) {
   return wire::ParseStage(StageName(stage)).value_or(v1::STAGE_UNSPECIFIED);
 }
 
+v1::StrongCheck WireStrongCheck(StrongCheck state) {
+  switch (state) {
+    case StrongCheck::kMade:
+      return v1::STRONG_CHECK_MADE;
+    case StrongCheck::kNotMade:
+      return v1::STRONG_CHECK_NOT_MADE;
+    case StrongCheck::kNotReached:
+      return v1::STRONG_CHECK_NOT_REACHED;
+  }
+  return v1::STRONG_CHECK_UNSPECIFIED;
+}
+
 }  // namespace
 
 v1::StageResult ToWire(const StageReport& report) {
@@ -37,6 +49,30 @@ v1::Verdict ToWire(const Verdict& verdict) {
   out.set_correct(verdict.correct);
   out.set_target_executed(verdict.target_executed);
   out.set_tic(verdict.tic);
+  out.set_tic_paper(verdict.tic_paper);
+  const TargetWork& work = verdict.target_work;
+  v1::TargetWork* wire_work = out.mutable_target_work();
+  wire_work->set_strong_check(WireStrongCheck(work.strong_check));
+  wire_work->set_reason(work.reason);
+  wire_work->set_share_of_task(work.share_of_task);
+  wire_work->set_share_of_executed(work.share_of_executed);
+  wire_work->set_min_share_of_task(work.min_share_of_task);
+  wire_work->set_min_share_of_executed(work.min_share_of_executed);
+  wire_work->set_path_checked(work.path_checked);
+  wire_work->set_path_agrees(work.path_agrees);
+  wire_work->set_figures_json(work.figures.is_null() ? "{}" : work.figures.dump());
+  out.mutable_harness()->set_engine(verdict.harness.engine);
+  out.mutable_harness()->set_task_hash(verdict.harness.task_hash);
+  if (verdict.sampling.has_value()) {
+    const Sampling& s = *verdict.sampling;
+    v1::Sampling* wire_sampling = out.mutable_sampling();
+    wire_sampling->set_stop_reason(s.stop_reason);
+    wire_sampling->set_converged(s.converged);
+    wire_sampling->set_speedup_stable(s.speedup_stable);
+    wire_sampling->set_candidate_scatter(s.candidate_scatter);
+    wire_sampling->set_baseline_scatter(s.baseline_scatter);
+    wire_sampling->set_note(s.note);
+  }
   out.set_speedup(verdict.speedup);
   out.set_message(verdict.message);
   out.set_runtime_unverified(verdict.runtime_unverified);

@@ -20,6 +20,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/build_info.h"
 #include "common/expr.h"
 #include "common/status.h"
 #include "worker/engine/evaluate_processes.h"
@@ -27,6 +28,7 @@
 #include "worker/engine/gpu/philox.h"
 #include "worker/engine/gpu/protocol.h"
 #include "worker/engine/gpu/target_analysis.h"
+#include "worker/engine/gpu/work_share.h"
 #include "worker/engine/sandbox.h"
 
 namespace ptxbench::engine {
@@ -130,9 +132,14 @@ class Record {
     verdict_.message = message;
     // An impossible time means the measurement cannot be trusted (work outside the timed
     // region, results from elsewhere): the submission fails as a whole, TIC included.
-    verdict_.tic = verdict_.compiled && verdict_.correct && verdict_.target_executed &&
-                   c != VerdictClass::kImpossibleTime;
+    verdict_.tic_paper = verdict_.compiled && verdict_.correct && verdict_.target_executed &&
+                         c != VerdictClass::kImpossibleTime;
+    // The strong definition: the verdict class follows it, and a check that was not made
+    // never counts as met.
+    verdict_.tic = verdict_.tic_paper && c == VerdictClass::kPass &&
+                   verdict_.target_work.strong_check == StrongCheck::kMade;
     const Task& task = workspace_.task();
+    verdict_.harness = {kHarnessVersion, task.JudgingHash()};
     report_["seeds"] = seeds_;
     // Disclosed after the fact: the evaluation is reproducible.
     report_["secret"] = U64(workspace_.secret());
@@ -186,6 +193,15 @@ struct Evaluation {
   // How outputs reach the reference process: CUDA IPC until it reports it cannot map them.
   gpu::OutputTransfer transfer = gpu::OutputTransfer::kIpc;
   uint64_t instrument_seed = 0;
+  // What the trials showed, for the derived watchdogs (DeriveWatchdogs).
+  evaluation::WatchdogInputs watchdog_inputs;
+  evaluation::Watchdogs watchdogs;
+  // The strong check's evidence: the instrumented runs' target work, and the timed path's
+  // counters (nullopt until the timing stage collected them; the reason says why not).
+  std::optional<gpu::ProfiledWork> profiled;
+  std::optional<gpu::WorkShare> work_share;
+  std::vector<std::map<std::string, double>> counted_metrics;
+  std::string counters_reason = "the timing stage did not run";
 };
 
 // ------------------------------------------------------------------ comparisons
@@ -664,6 +680,12 @@ StageResult CorrectnessStage(Evaluation& e) {
     json trial;
     ASSIGN_OR_RETURN(std::optional<TrialFailure> failure,
                      JudgeTrial(e, t, k, step.event, Now() - w0, w0, &trial));
+    if (t.workload == timed) {
+      evaluation::WatchdogInputs& in = e.watchdog_inputs;
+      in.trial_kernel_ms = std::max(in.trial_kernel_ms, step.event.kernel_ms);
+      const double reference_s = trial["seconds"].value("reference_process", 0.0);
+      in.reference_ms = std::max(in.reference_ms, reference_s * 1000);
+    }
     results.push_back(trial);
     if (failure.has_value()) {
       e.record.Report(Stage::kCorrectness, false, failure->summary,
@@ -672,6 +694,21 @@ StageResult CorrectnessStage(Evaluation& e) {
     }
   }
   e.record.verdict().correct = true;
+  e.watchdog_inputs.loop = e.options().timing;
+  // The loop's counted launches: counted_per_config for each single-pass configuration (at
+  // most 8 for the work-share metrics on GH100, cuptiProfilerHostGetNumOfPasses), one more for
+  // the target's, and never fewer than counted_min_total.
+  const gpu::TimingLoopOptions& loop_options = e.options().timing;
+  e.watchdog_inputs.counted_samples =
+      loop_options.counted_per_config == 0 && loop_options.counted_min_total == 0
+          ? 0
+          : std::max(loop_options.counted_min_total, 8 * loop_options.counted_per_config + 1);
+  e.watchdogs = evaluation::DeriveWatchdogs(e.watchdog_inputs, e.options());
+  e.record.report()["watchdogs"] = {
+      {"timing_seconds", e.watchdogs.timing_seconds},
+      {"instrument_seconds", e.watchdogs.instrument_seconds},
+      {"instrument_fresh_seconds", e.watchdogs.instrument_fresh_seconds},
+      {"basis", e.watchdogs.basis}};
   e.record.Report(Stage::kCorrectness, true,
                   absl::StrFormat("%d trials on %d workloads within tolerance", results.size(),
                                   e.task().workloads.size()),
@@ -747,14 +784,19 @@ StageResult InstrumentKernels(Evaluation& e, std::vector<gpu::InstrumentEvent>* 
       const double k0 = p->spawned_at();
       const bool waited_for_go = p->run().wait_for_go;
       json isolation = p->isolation();
-      Step<gpu::InstrumentEvent> step = p->Await<gpu::InstrumentEvent>(
-          e.options().instrument_timeout_seconds, absl::StrCat("instrumented run of ", kernel));
+      // Derived from the trials: a kernel that hangs only under the profiler ends here in
+      // seconds, not at the 300 s cap.
+      const double deadline =
+          waited_for_go ? e.watchdogs.instrument_seconds : e.watchdogs.instrument_fresh_seconds;
+      Step<gpu::InstrumentEvent> step =
+          p->Await<gpu::InstrumentEvent>(deadline, absl::StrCat("instrumented run of ", kernel));
       e.record.AddProcess({{"mode", "instrument"},
                            {"kernel", kernel},
                            {"host_inputs", host_inputs},
                            {"started_early", waited_for_go},
                            {"seconds_since_spawn", Now() - k0},
                            {"seconds", Now() - (waited_for_go ? t0 : k0)},
+                           {"deadline_seconds", deadline},
                            {"isolation", isolation}});
       if (!step.ok()) {
         if (step.outcome == Outcome::kInfrastructure) {
@@ -810,6 +852,15 @@ StageResult TargetStage(Evaluation& e) {
   }
   gpu::TargetReport target = gpu::AnalyzeTargets(sass_map, runs, e.compile.ptx_families, required);
   json detail = gpu::ToJson(target);
+  // The profiled side of the path cross-check (the timed side comes from the timing stage).
+  const std::string matrix_family = gpu::MatrixFamilyOf(e.workspace.request().arch);
+  if (sass_map.available && !matrix_family.empty()) {
+    e.profiled = gpu::ProfiledWorkFromRuns(sass_map, runs, matrix_family);
+    detail["profiled_work"] = {{"target_flops", e.profiled->target_flops},
+                               {"target_warp_insts", e.profiled->target_warp_insts},
+                               {"bulk_copy_warp_insts", e.profiled->bulk_copy_warp_insts},
+                               {"flops_known", e.profiled->flops_known}};
+  }
   detail["runs"] = run_details;
   json sass_summary = gpu::ToJson(sass_map);
   sass_summary.erase("functions");
@@ -824,6 +875,80 @@ StageResult TargetStage(Evaluation& e) {
 }
 
 // ------------------------------------------------------------------ timing
+
+}  // namespace
+
+Sampling JudgeSampling(const gpu::TimingMeasurement& result) {
+  Sampling s;
+  s.stop_reason = result.stop_reason;
+  s.converged = result.stop_reason == "converged";
+  // The scatter of one side: the larger of its median's relative standard error and its
+  // MAD / median (a loop that scatters on purpose keeps both high). rse -1: fewer than 3
+  // samples, no estimate: counted as unbounded.
+  auto scatter = [](const gpu::SampleStats& x) {
+    const double rse = x.rse_median < 0 ? INFINITY : x.rse_median;
+    const double mad = x.median_ms > 0 ? x.mad_ms / x.median_ms : INFINITY;
+    return std::max(rse, mad);
+  };
+  s.candidate_scatter = scatter(result.candidate);
+  s.baseline_scatter = scatter(result.baseline);
+  // The library's scatter, but never below the loop's target RSE: a library that measured
+  // unusually tight must not make an honest 0.6 % candidate "unstable".
+  const double allowed = kUnstableScatterRatio * std::max(s.baseline_scatter, kMinScatterBasis);
+  s.speedup_stable = s.candidate_scatter <= allowed;
+  std::vector<std::string> notes;
+  if (!s.converged) {
+    notes.push_back(absl::StrFormat(
+        "the timing loop ended at its %s without converging (median RSE %.3g %% candidate, "
+        "%.3g %% library)",
+        result.stop_reason == "sample_cap" ? "sample cap" : "time cap",
+        result.candidate.rse_median * 100, result.baseline.rse_median * 100));
+  }
+  if (!s.speedup_stable) {
+    notes.push_back(absl::StrFormat(
+        "the candidate's samples scatter %.3g %% (RSE or MAD/median), more than %.0fx the "
+        "library's %.3g %%: the speedup is not a stable figure",
+        s.candidate_scatter * 100, kUnstableScatterRatio, s.baseline_scatter * 100));
+  }
+  s.note = absl::StrJoin(notes, "; ");
+  return s;
+}
+
+namespace {
+
+// The timed path's side of the strong check: the counted samples' metrics and the work share
+// against the task's formulas for the timed workload; or why there is none.
+void TimedWorkShare(Evaluation& e, const gpu::TimingMeasurement& result) {
+  const gpu::CountedSamples& counters = result.counters;
+  if (!counters.collected) {
+    e.counters_reason = counters.not_collected_reason.empty()
+                            ? "the timing process collected no counted samples"
+                            : counters.not_collected_reason;
+    return;
+  }
+  e.counted_metrics.clear();
+  for (const gpu::CountedSample& sample : counters.samples) {
+    e.counted_metrics.push_back(sample.metrics);
+  }
+  const Task& task = e.task();
+  const Workload& timed = task.TimedWorkload();
+  auto set = gpu::WorkCountersFor(e.workspace.request().arch, task.OperandType());
+  auto flops = EvalRealExpr(task.flops_expr, timed.axes);
+  auto bytes = EvalRealExpr(task.min_bytes_expr, timed.axes);
+  if (!set.ok() || !flops.ok() || !bytes.ok()) {
+    e.counters_reason = absl::StrCat(
+        "no work-share formula: ",
+        !set.ok() ? set.status().message()
+                  : (!flops.ok() ? flops.status().message() : bytes.status().message()));
+    return;
+  }
+  auto share = gpu::ComputeWorkShare(*set, e.counted_metrics, *flops, *bytes);
+  if (!share.ok()) {
+    e.counters_reason = std::string(share.status().message());
+    return;
+  }
+  e.work_share = *std::move(share);
+}
 
 // The outputs of the timed launches, checked against fresh references of their secret seeds;
 // "" when all pass, else the first failure.
@@ -859,10 +984,9 @@ StageResult TimingStage(Evaluation& e) {
                        e.workspace.SecretSeed("timing/check", 0),
                        loop,
                        e.candidate->dir() + "/timed-check",
-                       e.transfer};
-  // Secrets of the counted launches' positions and jitter, and of the sketch weights.
-  cmd.counter_seed = e.workspace.SecretSeed("timing/counters", 0);
-  cmd.sketch_seed = e.workspace.SecretSeed("timing/sketch", 0);
+                       e.transfer,
+                       e.workspace.SecretSeed("timing/counters", 0),
+                       e.workspace.SecretSeed("timing/sketch", 0)};
   // The checked samples sit at secret positions the supervisor knows too: their references are
   // queued now and computed while the timing loop runs.
   for (size_t block = 0; block < loop.max_checks && loop.check_every > 0; ++block) {
@@ -872,14 +996,17 @@ StageResult TimingStage(Evaluation& e) {
         e.reference->Request(timed.name, gpu::SampleSeed(cmd.candidate_seed_base, index)));
   }
   RETURN_IF_ERROR(e.candidate->Send(cmd));
+  // Derived from the trials: a kernel that hangs only in the timing loop ends here in seconds.
   Step<gpu::TimingEvent> step =
-      e.candidate->Await<gpu::TimingEvent>(e.options().timing_timeout_seconds, "timing");
+      e.candidate->Await<gpu::TimingEvent>(e.watchdogs.timing_seconds, "timing");
   if (!step.ok()) {
-    return Decided(
-        RuntimeFailure(e, Stage::kTiming, step, json::object(), timed.name, 0, Now() - t0));
+    return Decided(RuntimeFailure(e, Stage::kTiming, step,
+                                  {{"deadline_seconds", e.watchdogs.timing_seconds}}, timed.name, 0,
+                                  Now() - t0));
   }
   const gpu::TimingMeasurement& result = step.event.result;
   e.record.AddKernelSeconds(result.kernel_ms_total / 1000);
+  TimedWorkShare(e, result);
   json checks = json::array();
   ASSIGN_OR_RETURN(std::string wrong, JudgeTimedChecks(e, step.event, &checks));
   json raw = gpu::ToJson(step.event);
@@ -889,6 +1016,8 @@ StageResult TimingStage(Evaluation& e) {
   const double baseline_ms = result.baseline.median_ms;
   Verdict& verdict = e.record.verdict();
   verdict.speedup = result.speedup;
+  verdict.sampling = JudgeSampling(result);
+  detail["sampling"] = ToJson(*verdict.sampling);
   // Roofline floor of the timed workload.
   auto flops = EvalRealExpr(task.flops_expr, timed.axes);
   auto bytes = EvalRealExpr(task.min_bytes_expr, timed.axes);
@@ -926,6 +1055,8 @@ Verdict Conclude(Evaluation& e) {
   Verdict& verdict = e.record.verdict();
   const std::string& library = e.task().baseline_library;
   if (!verdict.target_executed) {
+    verdict.target_work.strong_check = StrongCheck::kNotReached;
+    verdict.target_work.reason = "the target families did not execute";
     std::string message;
     for (const StageReport& s : verdict.stages) {
       if (s.stage == Stage::kTargetInstructions) message = s.summary;
@@ -937,12 +1068,38 @@ Verdict Conclude(Evaluation& e) {
                          ? absl::StrFormat(" (speedup %.3f over %s)", verdict.speedup, library)
                          : ""));
   }
-  return e.record.Finish(
-      VerdictClass::kPass,
+  // The strong check: work share on the timed path and the profiled path = the timed path.
+  const ArchSpec& arch = *e.task().FindArch(e.workspace.request().arch);
+  gpu::PathAgreement path;
+  path.reason = "the instrumented run's target work is not known (no SASS map)";
+  std::optional<gpu::WorkShare> share = e.work_share;
+  if (share.has_value() && e.profiled.has_value()) {
+    auto set = gpu::WorkCountersFor(e.workspace.request().arch, e.task().OperandType());
+    if (set.ok()) path = gpu::CompareProfiledWithTimed(*e.profiled, *set, e.counted_metrics);
+  } else if (!share.has_value()) {
+    path.reason = "the timed path's counters were not collected";
+  }
+  gpu::TargetWorkJudgement judged = gpu::JudgeTargetWork(arch, share, e.counters_reason, path);
+  verdict.target_work = judged.work;
+  std::string sampling_note;
+  if (verdict.sampling.has_value() && !verdict.sampling->note.empty()) {
+    sampling_note = absl::StrCat("; ", verdict.sampling->note);
+  }
+  const std::string speed =
+      verdict.speedup > 0 ? absl::StrFormat(" (speedup %.3f over %s)", verdict.speedup, library)
+                          : "";
+  if (judged.verdict_class != VerdictClass::kPass) {
+    return e.record.Finish(judged.verdict_class,
+                           absl::StrCat("correct, target families executed, but ", judged.feedback,
+                                        speed, sampling_note));
+  }
+  std::string message =
       e.options().run_timing
           ? absl::StrFormat("correct, target instructions executed; speedup %.3f over %s",
                             verdict.speedup, library)
-          : "correct, target instructions executed (timing not run)");
+          : "correct, target instructions executed (timing not run)";
+  if (!judged.feedback.empty()) absl::StrAppend(&message, "; ", judged.feedback);
+  return e.record.Finish(VerdictClass::kPass, absl::StrCat(message, sampling_note));
 }
 
 absl::StatusOr<Verdict> RunStages(Evaluation& e) {

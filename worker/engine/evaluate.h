@@ -65,9 +65,19 @@ struct EngineOptions {
   int public_seeds = 1;  // Per workload, before the task's `trials` secret seeds.
   uint64_t secret = 0;   // 0: drawn from /dev/urandom (tests pin it).
   double compile_timeout_seconds = 180;
-  double trial_timeout_seconds = 60;        // One correctness trial (a hang -> TIMEOUT).
+  double trial_timeout_seconds = 60;  // One correctness trial (a hang -> TIMEOUT).
+  // Upper bounds of the instrument and timing watchdogs. The deadlines themselves derive from
+  // what the submission showed in its correctness trials (evaluate_processes.h,
+  // DeriveWatchdogs), so that a kernel that hangs only when timed or only when profiled costs
+  // seconds of GPU, not these caps.
   double instrument_timeout_seconds = 300;  // Patched code runs up to ~70x slower.
   double timing_timeout_seconds = 300;
+  // The set-up part of the derived deadlines (what a stage needs besides the submission's
+  // kernels): 3x the largest measured on the H200 (docs/measurement.md, "Watchdogs"). Tests
+  // lower them to keep the fake hangs short.
+  double timing_setup_floor_seconds = 10;
+  double instrument_setup_floor_seconds = 12;        // A process that set up beside the trials.
+  double instrument_fresh_setup_floor_seconds = 25;  // A fresh process (CUDA + CUPTI start-up).
   double evaluation_timeout_seconds = 1200;
   TimingOptions timing;
 };
@@ -80,6 +90,13 @@ absl::StatusOr<Verdict> Evaluate(const EvaluationRequest& request, const EngineO
 
 // Runs the tiny known kernel in a fresh evaluator process; the device description on success.
 absl::StatusOr<nlohmann::json> HealthProbe(const EngineOptions& options);
+
+// Sampling honesty (docs/measurement.md, "Sampling"): whether the loop converged, and whether
+// the candidate's samples scatter more than kUnstableScatterRatio x the library's (never less
+// than kMinScatterBasis, the loop's default target RSE): then the speedup is not stable.
+inline constexpr double kUnstableScatterRatio = 4;
+inline constexpr double kMinScatterBasis = 0.005;
+Sampling JudgeSampling(const gpu::TimingMeasurement& result);
 
 // ptxbench-evaluator beside /proc/self/exe (or $PTXBENCH_EVALUATOR when set).
 std::string DefaultEvaluatorPath();

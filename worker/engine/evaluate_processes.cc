@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <mutex>
@@ -581,6 +582,65 @@ std::unique_ptr<InstrumentProcess> InstrumentSet::Go(const std::string& kernel,
   // A process that died while waiting says why in the next Await.
   (void)p->Send(gpu::GoCommand{transfer});
   return p;
+}
+
+// ------------------------------------------------------------------ watchdogs
+
+namespace {
+
+// Per timed pair besides the two kernels: fresh inputs for the sample, the L2 flush and the
+// host round trip. ~1-3 ms on the H200 for the GEMM (20 pairs + warm-up in 0.37-1.44 s of
+// stage, docs/results/2026-11-30-h200-gpu-test-5.json); 10 ms leaves room.
+constexpr double kPairOverheadMs = 10;
+// CUPTI's host work for one counted sample (Start/Push/launch/Pop/Stop/Decode/Evaluate):
+// 5.3 ms single-pass, 12-17 ms multi-pass (H200 probe, 2026-12-01).
+constexpr double kCountedSampleHostMs = 20;
+// SASS patching slows a kernel ~68x (clock64-timed FFMA loop, H200, 2026-12-01).
+constexpr double kProfilerSlowdown = 68;
+// Clocks, jitter, and the warm loop being slower than a trial in a bad moment.
+constexpr double kSlack = 2;
+constexpr size_t kWarmupMinPairs = 3;   // gpu/timing.h TimingConfig::warmup_min_pairs.
+constexpr size_t kTimeCapMinPairs = 5;  // gpu/stats.cc ShouldStop.
+
+}  // namespace
+
+Watchdogs DeriveWatchdogs(const WatchdogInputs& in, const EngineOptions& options) {
+  Watchdogs w;
+  const gpu::TimingLoopOptions& loop = in.loop;
+  const double pair_s =
+      (std::max(0.0, in.trial_kernel_ms) + std::max(0.0, in.reference_ms) + kPairOverheadMs) / 1000;
+  const double warmup_s =
+      std::max(loop.warmup_seconds, static_cast<double>(kWarmupMinPairs) * pair_s) + pair_s;
+  const double time_capped_s =
+      std::max(loop.max_seconds,
+               static_cast<double>(std::min(loop.min_samples, kTimeCapMinPairs)) * pair_s) +
+      pair_s;
+  const double sampling_s = std::min(static_cast<double>(loop.max_samples) * pair_s, time_capped_s);
+  const double counted_s = static_cast<double>(in.counted_samples) *
+                           (std::max(0.0, in.trial_kernel_ms) + kCountedSampleHostMs) / 1000;
+  const double timing =
+      options.timing_setup_floor_seconds + kSlack * (warmup_s + sampling_s + counted_s);
+  w.timing_seconds = std::min(options.timing_timeout_seconds, timing);
+  const double profiled_s = kSlack * kProfilerSlowdown * std::max(0.0, in.trial_kernel_ms) / 1000;
+  w.instrument_seconds = std::min(options.instrument_timeout_seconds,
+                                  options.instrument_setup_floor_seconds + profiled_s);
+  w.instrument_fresh_seconds = std::min(options.instrument_timeout_seconds,
+                                        options.instrument_fresh_setup_floor_seconds + profiled_s);
+  w.basis = {{"trial_kernel_ms", in.trial_kernel_ms},
+             {"reference_ms", in.reference_ms},
+             {"pair_seconds", pair_s},
+             {"warmup_seconds", warmup_s},
+             {"sampling_seconds", sampling_s},
+             {"counted_samples", in.counted_samples},
+             {"counted_seconds", counted_s},
+             {"slack", kSlack},
+             {"profiler_slowdown", kProfilerSlowdown},
+             {"timing_setup_floor_seconds", options.timing_setup_floor_seconds},
+             {"instrument_setup_floor_seconds", options.instrument_setup_floor_seconds},
+             {"instrument_fresh_setup_floor_seconds", options.instrument_fresh_setup_floor_seconds},
+             {"timing_cap_seconds", options.timing_timeout_seconds},
+             {"instrument_cap_seconds", options.instrument_timeout_seconds}};
+  return w;
 }
 
 }  // namespace ptxbench::engine::evaluation

@@ -309,6 +309,35 @@ class InstrumentSet {
   std::map<std::string, std::unique_ptr<InstrumentProcess>> ready_;
 };
 
+// ------------------------------------------------------------------ watchdogs
+
+// What the submission showed before the stages whose deadlines derive from it.
+struct WatchdogInputs {
+  // The slowest correctness trial of the timed workload: every launch of the plan, on a fresh
+  // module (a cold first launch, so no faster than the timing loop's warm ones).
+  double trial_kernel_ms = 0;
+  // The library's slowest reference computation of the timed workload (the reference process's
+  // command time, input generation included): an upper bound of the baseline's timed launch.
+  double reference_ms = 0;
+  gpu::TimingLoopOptions loop;
+  size_t counted_samples = 0;  // Extra launches with hardware counters in the timing loop.
+};
+
+struct Watchdogs {
+  double timing_seconds = 0;
+  double instrument_seconds = 0;        // An instrumented process that set up beside the trials.
+  double instrument_fresh_seconds = 0;  // One started fresh (the host-inputs fallback).
+  nlohmann::json basis;                 // Every term, for the report.
+};
+
+// The loop's own bound on its duration (ShouldStop: converged, the sample cap, or the time cap
+// once 5 pairs ran; warm-up of at least 3 pairs and warmup_seconds), at the per-pair time the
+// trials showed, doubled for clocks and jitter, plus the counted samples (kernel + ~17 ms of
+// CUPTI host work each, H200 probe 2026-12-01) and the stage's set-up floor. Instrumentation:
+// the profiler's slowdown (68x measured on the H200 for SASS patching) on the plan's time,
+// doubled, plus the floor. Each is capped by the EngineOptions maximum.
+Watchdogs DeriveWatchdogs(const WatchdogInputs& inputs, const EngineOptions& options);
+
 }  // namespace ptxbench::engine::evaluation
 
 #endif  // PTXBENCH_WORKER_ENGINE_EVALUATE_PROCESSES_H_

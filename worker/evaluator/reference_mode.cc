@@ -37,17 +37,6 @@ gpu::ElementType ElementTypeOf(gpu::BuiltinDType d) {
   return gpu::ElementType::kFP32;
 }
 
-gpu::ToleranceRule RuleOf(const Tolerance& t) {
-  gpu::ToleranceRule r;
-  r.kind = t.rule == Tolerance::Rule::kRelativeNorm ? gpu::ToleranceRule::Kind::kRelativeNorm
-                                                    : gpu::ToleranceRule::Kind::kAllClose;
-  r.atol = t.atol;
-  r.rtol = t.rtol;
-  r.matched_ratio = t.matched_ratio;
-  r.max_relative_norm = t.max_relative_norm;
-  return r;
-}
-
 // Reference outputs of one (workload, seed), kept on the device until compared.
 struct StoredReference {
   std::vector<gpu::WorkloadTensor> outputs;
@@ -154,7 +143,7 @@ absl::StatusOr<gpu::CompareEvent> ReferenceProcess::Compare(const gpu::CompareCo
                                             gpu::U64(cmd.seed), " to compare with"));
   }
   gpu::CompareEvent event{cmd.workload, cmd.seed, {}, std::nullopt, 0};
-  const gpu::ToleranceRule rule = RuleOf(task_.tolerance);
+  const gpu::ToleranceRule rule = gpu::RuleOf(task_.tolerance);
   cudaStream_t stream = gpu_.stream.get();
   const StoredReference& ref = stored->second;
   for (size_t k = 0; k < ref.outputs.size(); ++k) {
@@ -213,8 +202,8 @@ absl::StatusOr<gpu::ReferenceSketchesEvent> ReferenceProcess::Sketch(
   RETURN_IF_ERROR(UseWorkload(*workload));
   // allclose: the tolerance sums of max(atol, rtol |ref|); a relative-norm rule needs only
   // sum ref^2 (sketch.h).
-  const gpu::ToleranceRule rule = RuleOf(task_.tolerance);
-  const bool allclose = rule.kind == gpu::ToleranceRule::Kind::kAllClose;
+  const gpu::ToleranceRule rule = gpu::RuleOf(task_.tolerance);
+  const bool allclose = rule.all_close;
   cudaStream_t stream = gpu_.stream.get();
   gpu::ReferenceSketchesEvent event;
   event.workload = cmd.workload;

@@ -15,7 +15,7 @@ constexpr char kPeer[] = "ipv4:10.1.2.3:5000";  // Not loopback: no bootstrap sh
 
 std::string Bearer(const GeneratedToken& token) { return "Bearer " + token.token; }
 
-GeneratedToken MakeToken(store::Store& store, const std::string& tenant, const std::string& role) {
+GeneratedToken MakeToken(store::Store& store, const std::string& tenant, v1::Role role) {
   GeneratedToken token = GenerateToken();
   store::TokenRow row;
   row.token_id = token.token_id;
@@ -33,11 +33,11 @@ TEST_CASE_METHOD(testing::PgFixture, "lanes separate tenants and, within a tenan
     row.name = tenant;
     REQUIRE(store->CreateTenant(row).ok());
   }
-  const GeneratedToken acme_vendor = MakeToken(*store, "acme", "vendor");
-  const GeneratedToken acme_vendor_2 = MakeToken(*store, "acme", "vendor");
-  const GeneratedToken acme_worker = MakeToken(*store, "acme", "worker");
-  const GeneratedToken rival_vendor = MakeToken(*store, "rival", "vendor");
-  const GeneratedToken shared_worker = MakeToken(*store, "", "worker");
+  const GeneratedToken acme_vendor = MakeToken(*store, "acme", v1::ROLE_VENDOR);
+  const GeneratedToken acme_vendor_2 = MakeToken(*store, "acme", v1::ROLE_VENDOR);
+  const GeneratedToken acme_worker = MakeToken(*store, "acme", v1::ROLE_WORKER);
+  const GeneratedToken rival_vendor = MakeToken(*store, "rival", v1::ROLE_VENDOR);
+  const GeneratedToken shared_worker = MakeToken(*store, "", v1::ROLE_WORKER);
 
   Authenticator auth(store.get(), {});
   auth.OnTokenCreated();

@@ -61,5 +61,39 @@ TEST_CASE("a verdict keeps its figures, stages and audit record on the wire") {
   CHECK(wire.finished_at().seconds() > 0);
 }
 
+TEST_CASE("both TIC definitions, the strong check, harness and sampling reach the wire") {
+  Verdict verdict;
+  verdict.verdict_class = VerdictClass::kPass;
+  verdict.tic_paper = true;
+  verdict.tic = false;
+  verdict.target_work.strong_check = StrongCheck::kNotMade;
+  verdict.target_work.reason = "hardware counters were not collected on the timed path: refused";
+  verdict.target_work.share_of_task = 0.97;
+  verdict.target_work.min_share_of_task = 0.9;
+  verdict.target_work.figures = {{"path_agreement", {{"checked", false}}}};
+  verdict.harness = {"0.2.0", "abc"};
+  verdict.sampling = Sampling{"time_cap", false, true, 0.004, 0.003, "ended at its time cap"};
+  const v1::Verdict wire = ToWire(verdict);
+  CHECK(wire.tic_paper());
+  CHECK_FALSE(wire.tic());
+  CHECK(wire.target_work().strong_check() == v1::STRONG_CHECK_NOT_MADE);
+  CHECK(wire.target_work().reason() == verdict.target_work.reason);
+  CHECK(wire.target_work().share_of_task() == 0.97);
+  CHECK(wire.target_work().min_share_of_task() == 0.9);
+  CHECK(wire.target_work().figures_json() == R"({"path_agreement":{"checked":false}})");
+  CHECK(wire.harness().engine() == "0.2.0");
+  CHECK(wire.harness().task_hash() == "abc");
+  CHECK(wire.has_sampling());
+  CHECK(wire.sampling().stop_reason() == "time_cap");
+  CHECK_FALSE(wire.sampling().converged());
+  CHECK(wire.sampling().speedup_stable());
+  for (StrongCheck s : {StrongCheck::kMade, StrongCheck::kNotMade, StrongCheck::kNotReached}) {
+    verdict.target_work.strong_check = s;
+    CHECK(ToWire(verdict).target_work().strong_check() != v1::STRONG_CHECK_UNSPECIFIED);
+  }
+  verdict.sampling.reset();
+  CHECK_FALSE(ToWire(verdict).has_sampling());
+}
+
 }  // namespace
 }  // namespace ptxbench::worker

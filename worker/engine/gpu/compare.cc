@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "common/status.h"
 
 namespace ptxbench::gpu {
@@ -106,6 +107,16 @@ double DecodeElement(const void* data, uint64_t index, ElementType type) {
   return 0;
 }
 
+ToleranceRule RuleOf(const Tolerance& tolerance) {
+  ToleranceRule rule;
+  rule.all_close = tolerance.all_close;
+  rule.atol = tolerance.atol;
+  rule.rtol = tolerance.rtol;
+  rule.matched_ratio = tolerance.matched_ratio;
+  rule.max_relative_norm = tolerance.max_relative_norm;
+  return rule;
+}
+
 nlohmann::json ToJson(const CompareReport& r) {
   nlohmann::json first = nlohmann::json::array();
   for (const Mismatch& m : r.first_mismatches) {
@@ -116,19 +127,23 @@ nlohmann::json ToJson(const CompareReport& r) {
                      {"expected", m.expected},
                      {"kind", m.kind}});
   }
-  return nlohmann::json{{"pass", r.pass},
-                        {"reason", r.reason},
-                        {"elements", r.elements},
-                        {"mismatched", r.mismatched},
-                        {"nonfinite", r.nonfinite},
-                        {"unwritten", r.unwritten},
-                        {"reference_nonfinite", r.reference_nonfinite},
-                        {"max_abs_error", r.max_abs_error},
-                        {"max_rel_error", r.max_rel_error},
-                        {"matched_ratio", r.matched_ratio},
-                        {"relative_norm", r.relative_norm},
-                        {"reference_norm", r.reference_norm},
-                        {"first_mismatches", first}};
+  return nlohmann::json{
+      {"pass", r.pass},
+      {"reason", r.reason},
+      {"elements", r.elements},
+      {"mismatched", r.mismatched},
+      {"nonfinite", r.nonfinite},
+      {"unwritten", r.unwritten},
+      {"reference_nonfinite", r.reference_nonfinite},
+      {"max_abs_error", r.max_abs_error},
+      {"max_rel_error", r.max_rel_error},
+      {"matched_ratio", r.matched_ratio},
+      {"relative_norm", r.relative_norm},
+      {"reference_norm", r.reference_norm},
+      {"rules",
+       {{"all_close", {{"checked", r.all_close_checked}, {"pass", r.all_close_pass}}},
+        {"relative_norm", {{"checked", r.relative_norm_checked}, {"pass", r.relative_norm_pass}}}}},
+      {"first_mismatches", first}};
 }
 
 namespace {
@@ -181,6 +196,17 @@ absl::StatusOr<CompareReport> CompareReportFromJson(const nlohmann::json& j) {
   r.matched_ratio = NumberOrText(j["matched_ratio"]);
   r.relative_norm = NumberOrText(j["relative_norm"]);
   r.reference_norm = NumberOrText(j["reference_norm"]);
+  // Which rules judged the report; absent in reports of an older evaluator.
+  if (auto rules = j.find("rules"); rules != j.end() && rules->is_object()) {
+    auto read = [&](const char* rule, bool* checked, bool* pass) {
+      auto it = rules->find(rule);
+      if (it == rules->end() || !it->is_object()) return;
+      *checked = it->value("checked", false);
+      *pass = it->value("pass", false);
+    };
+    read("all_close", &r.all_close_checked, &r.all_close_pass);
+    read("relative_norm", &r.relative_norm_checked, &r.relative_norm_pass);
+  }
   for (const nlohmann::json& m : j["first_mismatches"]) {
     if (!m.is_object() || !m.contains("index") || !m["index"].is_number_integer() ||
         !m.contains("coordinates") || !m["coordinates"].is_array() || !m.contains("kind") ||
@@ -286,15 +312,25 @@ void FinishCompareReport(const ToleranceRule& rule, double err_sq, double ref_sq
     r.reason = absl::StrFormat("%d of %d output elements were never written", r.unwritten, count);
   } else if (r.nonfinite > 0) {
     r.reason = absl::StrFormat("%d output elements are NaN or Inf", r.nonfinite);
-  } else if (rule.kind == ToleranceRule::Kind::kRelativeNorm) {
-    if (!(r.relative_norm <= rule.max_relative_norm)) {
-      r.reason = absl::StrFormat("relative norm %.3g exceeds %.3g", r.relative_norm,
-                                 rule.max_relative_norm);
+  }
+  // Both figures are computed and reported whichever rules apply; every rule that applies must
+  // hold, and the reason names each one that failed.
+  r.all_close_checked = rule.all_close;
+  r.all_close_pass = r.matched_ratio >= rule.matched_ratio;
+  r.relative_norm_checked = rule.max_relative_norm > 0;
+  r.relative_norm_pass = r.relative_norm <= rule.max_relative_norm;
+  if (r.reason.empty()) {
+    std::vector<std::string> failed;
+    if (r.all_close_checked && !r.all_close_pass) {
+      failed.push_back(absl::StrFormat(
+          "%d of %d elements outside atol %.3g and rtol %.3g (matched ratio %.6f < %.6f)",
+          r.mismatched, count, rule.atol, rule.rtol, r.matched_ratio, rule.matched_ratio));
     }
-  } else if (r.matched_ratio < rule.matched_ratio) {
-    r.reason = absl::StrFormat(
-        "%d of %d elements outside atol %.3g and rtol %.3g (matched ratio %.6f < %.6f)",
-        r.mismatched, count, rule.atol, rule.rtol, r.matched_ratio, rule.matched_ratio);
+    if (r.relative_norm_checked && !r.relative_norm_pass) {
+      failed.push_back(absl::StrFormat("relative norm %.3g exceeds %.3g", r.relative_norm,
+                                       rule.max_relative_norm));
+    }
+    r.reason = absl::StrJoin(failed, "; ");
   }
   r.pass = r.reason.empty();
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/task.h"
 #include "nlohmann/json.hpp"
 
 namespace ptxbench::gpu {
@@ -20,17 +21,20 @@ int ElementBytes(ElementType type);
 // Decodes one element to double (exact for every listed type).
 double DecodeElement(const void* data, uint64_t index, ElementType type);
 
+// Every rule that is set must hold (common/task.h Tolerance, the task's declaration).
 struct ToleranceRule {
-  enum class Kind { kAllClose, kRelativeNorm };
-  Kind kind = Kind::kAllClose;
-  // kAllClose: an element mismatches only if |got-ref| > atol AND |got-ref| > rtol·|ref|; the
+  // all_close: an element mismatches only if |got-ref| > atol AND |got-ref| > rtol·|ref|; the
   // fraction of matching elements must reach matched_ratio (1.0: all of them).
+  bool all_close = true;
   double atol = 1e-2;
   double rtol = 1e-2;
   double matched_ratio = 1.0;
-  // kRelativeNorm: ‖got-ref‖₂ / ‖ref‖₂ must not exceed this.
+  // > 0: ‖got-ref‖₂ / ‖ref‖₂ must not exceed this too; 0: no norm bound.
   double max_relative_norm = 0;
 };
+// The task's declaration as the comparison's rule: one definition for the reference process,
+// the fake evaluator and the tests.
+ToleranceRule RuleOf(const Tolerance& tolerance);
 
 struct Mismatch {
   uint64_t index = 0;
@@ -53,6 +57,11 @@ struct CompareReport {
   double matched_ratio = 0;
   double relative_norm = 0;  // ‖got-ref‖₂ / ‖ref‖₂ over finite elements.
   double reference_norm = 0;
+  // Which rules judged it and whether each held (both figures are reported either way).
+  bool all_close_checked = false;
+  bool all_close_pass = false;
+  bool relative_norm_checked = false;
+  bool relative_norm_pass = false;
   std::vector<Mismatch> first_mismatches;  // The lowest indices, at most 8.
 };
 nlohmann::json ToJson(const CompareReport& report);

@@ -16,12 +16,18 @@ namespace {
 constexpr size_t kMismatchesKept = 8;
 constexpr double kRoundingSlack = 1e-12;
 
-// sum e_i^2 allowed by the rule for this reference tensor; nullopt-like -1 when unbounded.
+// The largest sum of e_i^2 an output the rule accepts can have, for this reference tensor. A
+// rule may hold an all-close part and a relative-norm bound, both of which must hold (compare.h),
+// so the smaller of the two bounds applies. -1: no bound (all-close with matched_ratio < 1 and
+// no norm bound: the unmatched elements may be anything).
 double AllowedSquareSum(const ToleranceRule& rule, const TensorSketch& ref) {
-  if (rule.kind == ToleranceRule::Kind::kRelativeNorm) {
-    return rule.max_relative_norm * rule.max_relative_norm * ref.square_sum;
+  double allowed = -1;
+  if (rule.all_close && rule.matched_ratio >= 1.0) allowed = ref.tolerance_square_sum;
+  if (rule.max_relative_norm > 0) {
+    const double norm = rule.max_relative_norm * rule.max_relative_norm * ref.square_sum;
+    allowed = allowed < 0 ? norm : std::min(allowed, norm);
   }
-  return ref.tolerance_square_sum;
+  return allowed;
 }
 
 }  // namespace
@@ -57,7 +63,7 @@ TensorSketch SketchOnHost(const std::vector<double>& values, uint64_t key, uint3
 absl::StatusOr<SketchComparison> CompareSketches(const SampleSketches& candidate,
                                                  const SampleSketches& reference,
                                                  const ToleranceRule& rule, double z) {
-  if (rule.kind == ToleranceRule::Kind::kAllClose && rule.matched_ratio < 1.0) {
+  if (rule.all_close && rule.matched_ratio < 1.0 && rule.max_relative_norm <= 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "sketch comparison: an allclose rule with matched_ratio ", rule.matched_ratio,
         " < 1 bounds no error norm (unmatched elements may be anything); verify element-wise"));
@@ -135,7 +141,8 @@ absl::StatusOr<SketchComparison> CompareSketches(const SampleSketches& candidate
       const double allowed_sq = AllowedSquareSum(rule, rt);
       const double rounding = kRoundingSlack * (ct.abs_sum + rt.abs_sum);
       const double allowed = z * std::sqrt(std::max(allowed_sq, 0.0)) + rounding;
-      const bool has_certain = rule.kind == ToleranceRule::Kind::kAllClose;
+      // Each element within its all-close tolerance bounds |sum w_i e_i| by sum tol_i, surely.
+      const bool has_certain = rule.all_close && rule.matched_ratio >= 1.0;
       const double certain_bound = rt.tolerance_sum + rounding;
       for (size_t j = 0; j < k; ++j) {
         ++projections_compared;

@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <cmath>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/status.h"
 #include "common/target_families.h"
@@ -70,6 +73,26 @@ std::map<std::string, std::vector<double>> ByMetric(
     for (const auto& [name, value] : sample) out[name].push_back(value);
   }
   return out;
+}
+
+// "sm__ops_path_tensor_src_bf16_dst_fp32.sum" -> "bf16 tensor"; the FMA / fp64 pipes by name.
+std::string UnitName(const std::string& metric) {
+  if (absl::StrContains(metric, "pipe_fma")) return "FMA pipe (2 FLOPs per thread instruction)";
+  if (absl::StrContains(metric, "pipe_fp64")) return "fp64 pipe (2 FLOPs per thread instruction)";
+  const std::string prefix = "sm__ops_path_tensor_src_";
+  std::string rest = metric.rfind(prefix, 0) == 0 ? metric.substr(prefix.size()) : metric;
+  return absl::StrCat(rest.substr(0, rest.find(".sum")), " tensor");
+}
+
+// "..._src_bf16_dst_fp32.sum" -> "bf16_dst_fp32.sum": the operand (and accumulator) precision.
+std::string SourcePrecision(const std::string& metric) {
+  const size_t at = metric.find("src_");
+  return at == std::string::npos ? metric : metric.substr(at + 4);
+}
+
+std::string Percent(double share) {
+  return share >= 0.1 ? absl::StrFormat("%.1f %%", share * 100)
+                      : absl::StrFormat("%.2g %%", share * 100);
 }
 
 }  // namespace
@@ -202,6 +225,20 @@ absl::StatusOr<WorkShare> ComputeWorkShare(
     ASSIGN_OR_RETURN(double v, mean(metric));
     m.scalar_flops += 2 * v;
   }
+  for (const std::string& metric : set.tensor_flops) {
+    double v = values.count(metric) ? Mean(values.at(metric)) : 0;
+    // The all-instruction counter of the target's precision includes the target's own FLOPs.
+    if (SourcePrecision(metric) == SourcePrecision(set.target_matrix_flops)) {
+      v = std::max(0.0, v - m.target_flops);
+    }
+    if (v > 0) m.other_units.push_back({absl::StrCat(UnitName(metric), " (not the target)"), v});
+  }
+  for (const std::string& metric : set.scalar_thread_insts) {
+    const double v = values.count(metric) ? 2 * Mean(values.at(metric)) : 0;
+    if (v > 0) m.other_units.push_back({UnitName(metric), v});
+  }
+  std::sort(m.other_units.begin(), m.other_units.end(),
+            [](const auto& a, const auto& b) { return a.second > b.second; });
   m.task_flops = task_flops;
   m.share_of_task = task_flops > 0 ? m.target_flops / task_flops : 0;
   const double executed = m.tensor_flops + m.scalar_flops;
@@ -258,6 +295,129 @@ PathAgreement CompareProfiledWithTimed(const ProfiledWork& profiled, const WorkC
   return a;
 }
 
+ProfiledWork ProfiledWorkFromRuns(const SassFamilyMap& sass_map,
+                                  const std::vector<InstrumentEvent>& runs,
+                                  const std::string& matrix_family) {
+  // Per-warp FLOPs of every opcode-classified site of the family, by (function, pc); nullopt
+  // for a site whose opcode carries no shape.
+  std::map<std::pair<std::string, uint32_t>, std::optional<double>> site_flops;
+  for (const auto& [function, sites] : sass_map.functions) {
+    auto it = sites.sites.find(matrix_family);
+    if (it == sites.sites.end()) continue;
+    for (const SassSite& site : it->second) {
+      if (site.by != SiteEvidence::kSassOpcode) continue;  // A line view names no shape.
+      site_flops[{function, site.pc}] = WarpInstructionMatrixFlops(site.sass);
+    }
+  }
+  ProfiledWork out;
+  out.flops_known = true;
+  for (const InstrumentEvent& run : runs) {
+    for (const PcRecord& record : run.records) {
+      out.target_warp_insts += static_cast<double>(record.gmma_warp_inst);
+      out.bulk_copy_warp_insts += static_cast<double>(record.tma_warp_inst);
+      auto site = site_flops.find({record.function, record.pc});
+      if (site == site_flops.end()) continue;
+      // Warp executions with the predicate on: a warpgroup MMA's predicate is uniform over the
+      // warp, so pred-on thread executions / 32 counts them (a predicated-off HGMMA does no work).
+      const double executed =
+          std::min(static_cast<double>(record.warp_inst_executed),
+                   std::floor(static_cast<double>(record.thread_inst_pred_on) / 32));
+      if (executed <= 0) continue;
+      if (!site->second.has_value()) {
+        out.flops_known = false;
+        continue;
+      }
+      out.target_flops += executed * *site->second;
+    }
+  }
+  return out;
+}
+
+std::string MatrixFamilyOf(std::string_view arch) {
+  if (arch == "sm_90a") return "wgmma";
+  if (arch == "sm_100a") return "tcgen05_mma";
+  return "";
+}
+
+TargetWorkJudgement JudgeTargetWork(const ArchSpec& arch, const std::optional<WorkShare>& share,
+                                    const std::string& not_collected_reason,
+                                    const PathAgreement& path) {
+  TargetWorkJudgement j;
+  TargetWork& w = j.work;
+  const std::string family = MatrixFamilyOf(arch.arch);
+  if (!arch.min_work_share.has_value() || family.empty()) {
+    // No matrix family among the targets: the paper's check is the whole check.
+    w.strong_check = StrongCheck::kMade;
+    w.reason = "no matrix-multiply target family: the executed-families check is the whole check";
+    return j;
+  }
+  w.min_share_of_task = arch.min_work_share->share_of_task;
+  w.min_share_of_executed = arch.min_work_share->share_of_executed;
+  w.path_checked = path.checked;
+  w.path_agrees = path.agrees;
+  nlohmann::json figures = {{"path_agreement", ToJson(path)}};
+  if (!share.has_value()) {
+    w.strong_check = StrongCheck::kNotMade;
+    w.reason =
+        absl::StrCat("hardware counters were not collected on the timed path: ",
+                     not_collected_reason.empty() ? "no reason given" : not_collected_reason);
+    w.figures = std::move(figures);
+    j.feedback = absl::StrCat("the strong target-instruction check was NOT made (", w.reason,
+                              "); TIC (strong) is false until it is");
+    return j;
+  }
+  const MatrixWorkShare& m = share->matrix;
+  w.share_of_task = m.share_of_task;
+  w.share_of_executed = m.share_of_executed;
+  figures["work_share"] = ToJson(*share);
+  figures["bulk_copy_bytes_over_task_min_bytes"] =
+      share->bulk_copy.task_min_bytes > 0
+          ? share->bulk_copy.load_bytes / share->bulk_copy.task_min_bytes
+          : 0.0;
+  w.figures = std::move(figures);
+  if (path.checked && !path.agrees) {
+    w.strong_check = StrongCheck::kMade;
+    w.reason = absl::StrCat("the profiled path differs from the timed path: ", path.reason);
+    j.verdict_class = VerdictClass::kProfiledPathDiffers;
+    j.feedback = absl::StrFormat(
+        "the kernel did different work when profiled than when timed: %s (target FLOPs differ by "
+        "%s, target instructions by %s, bulk copies by %s; tolerance 1 %%)",
+        path.reason, Percent(path.target_flops_difference), Percent(path.target_insts_difference),
+        Percent(path.bulk_copy_insts_difference));
+    return j;
+  }
+  const bool task_ok = m.share_of_task >= w.min_share_of_task;
+  const bool executed_ok = m.share_of_executed >= w.min_share_of_executed;
+  if (!task_ok || !executed_ok) {
+    w.strong_check = StrongCheck::kMade;
+    std::vector<std::string> where;
+    const double other_total = m.tensor_flops + m.scalar_flops - m.target_flops;
+    for (const auto& [unit, flops] : m.other_units) {
+      if (where.size() == 3) break;
+      where.push_back(absl::StrCat(unit, " ", Percent(other_total > 0 ? flops / other_total : 0)));
+    }
+    j.verdict_class = VerdictClass::kTargetWorkInsufficient;
+    j.feedback = absl::StrCat(
+        family, " did ", Percent(m.share_of_task), " of the task's FLOPs (threshold ",
+        Percent(w.min_share_of_task), "); ", Percent(1 - m.share_of_executed),
+        " of the executed multiply-add work ran on other units (threshold: at most ",
+        Percent(1 - w.min_share_of_executed), " elsewhere)",
+        where.empty() ? std::string() : absl::StrCat(": ", absl::StrJoin(where, ", ")));
+    w.reason = j.feedback;
+    return j;
+  }
+  if (!path.checked) {
+    w.strong_check = StrongCheck::kNotMade;
+    w.reason =
+        absl::StrCat("the profiled path could not be compared with the timed path: ", path.reason);
+    j.feedback = absl::StrCat("the strong target-instruction check was NOT made (", w.reason,
+                              "); TIC (strong) is false until it is");
+    return j;
+  }
+  w.strong_check = StrongCheck::kMade;
+  return j;
+}
+
 nlohmann::json ToJson(const WorkShare& s) {
   return {{"counted_samples", s.counted_samples},
           {"target_flops_spread", s.target_flops_spread},
@@ -268,7 +428,8 @@ nlohmann::json ToJson(const WorkShare& s) {
             {"task_flops", s.matrix.task_flops},
             {"share_of_task", s.matrix.share_of_task},
             {"share_of_executed", s.matrix.share_of_executed},
-            {"other_tensor_warp_insts", s.matrix.other_tensor_warp_insts}}},
+            {"other_tensor_warp_insts", s.matrix.other_tensor_warp_insts},
+            {"other_units", s.matrix.other_units}}},
           {"bulk_copy",
            {{"instructions", s.bulk_copy.instructions},
             {"load_bytes", s.bulk_copy.load_bytes},

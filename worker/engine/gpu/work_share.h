@@ -24,7 +24,9 @@
 
 #include "absl/status/statusor.h"
 #include "common/task.h"
+#include "common/verdict.h"
 #include "nlohmann/json.hpp"
+#include "worker/engine/gpu/protocol_messages.h"
 
 namespace ptxbench::gpu {
 
@@ -62,6 +64,9 @@ struct MatrixWorkShare {
   double task_flops = 0;
   double share_of_task = 0;      // target / task.
   double share_of_executed = 0;  // target / (tensor + scalar).
+  // The executed multiply-add work that did not run on the target, by unit ("bf16 tensor
+  // (not the target)", "FMA pipe", ...), largest first: where the work went, for the feedback.
+  std::vector<std::pair<std::string, double>> other_units;
   // Reported, not judged: tensor-pipe warp instructions other than the target family's. ptxas
   // also issues HFMA2.MMA on the tensor pipe to materialize constants, so an instruction count
   // cannot bound legacy FLOPs; the per-precision FLOP counters above do, exactly.
@@ -116,6 +121,34 @@ struct PathAgreement {
 PathAgreement CompareProfiledWithTimed(const ProfiledWork& profiled, const WorkCounterSet& set,
                                        const std::vector<std::map<std::string, double>>& samples,
                                        double tolerance = 0.01);
+
+// What the instrumented runs (one per distinct kernel of the plan, timed workload) executed,
+// from their per-PC counts joined with the static SASS map: target FLOPs = executed warp
+// instructions at each `matrix_family` site x WarpInstructionMatrixFlops of its opcode (ptxas's
+// no-op form gdesc[URZ] is no site: it does no work), target warp instructions and bulk copies
+// as CUPTI counted them at every PC (no-ops included, as the hardware counters include them).
+ProfiledWork ProfiledWorkFromRuns(const SassFamilyMap& sass_map,
+                                  const std::vector<InstrumentEvent>& runs,
+                                  const std::string& matrix_family);
+
+// The credited matrix family of an arch: "wgmma" (sm_90a), "tcgen05_mma" (sm_100a); "" else.
+std::string MatrixFamilyOf(std::string_view arch);
+
+// The strong check's decision for a correct submission whose target families executed.
+struct TargetWorkJudgement {
+  // kPass when met; kTargetWorkInsufficient, kProfiledPathDiffers; kPass with
+  // work.strong_check == kNotMade when the evidence is missing (then TIC is false).
+  VerdictClass verdict_class = VerdictClass::kPass;
+  TargetWork work;       // For the verdict.
+  std::string feedback;  // One paragraph naming the figures ("" when met).
+};
+
+// Judges the work share against the arch's thresholds and the path agreement. `share` nullopt:
+// the counters were not collected (`not_collected_reason` says why) and the check is not made.
+// The path is judged first: a kernel that switches paths when profiled is named for that.
+TargetWorkJudgement JudgeTargetWork(const ArchSpec& arch, const std::optional<WorkShare>& share,
+                                    const std::string& not_collected_reason,
+                                    const PathAgreement& path);
 
 nlohmann::json ToJson(const WorkShare& share);
 nlohmann::json ToJson(const PathAgreement& agreement);

@@ -126,7 +126,7 @@ TEST_CASE("the relative-norm rule judges the whole tensor", "[compare]") {
   }
   g[5] += 0.5f;  // One large pointwise error, small in norm.
   ToleranceRule rule;
-  rule.kind = ToleranceRule::Kind::kRelativeNorm;
+  rule.all_close = false;
   rule.max_relative_norm = 0.05;
   CompareReport r =
       CompareOutputs(g.data(), e.data(), 100, ElementType::kFP32, {100}, rule, kPoisonFP32, 2);
@@ -206,4 +206,49 @@ TEST_CASE("FinishCompareReport judges from counts and sums alone", "[compare]") 
 }
 
 }  // namespace
+TEST_CASE("both rules must hold when a task declares both, and both figures are reported",
+          "[compare]") {
+  // Attention-forward-like outputs: |O| ~ 0.02, so atol 1e-2 hides a uniform 3 % error (the
+  // fp8-P decoy); the norm bound does not.
+  std::vector<float> e(1000), g(1000);
+  for (int i = 0; i < 1000; ++i) {
+    e[i] = 0.02f * std::sin(static_cast<float>(i));
+    g[i] = e[i] * 1.03f;
+  }
+  ToleranceRule rule;  // all-close 1e-2 / 1e-2
+  CompareReport close_only =
+      CompareOutputs(g.data(), e.data(), 1000, ElementType::kFP32, {1000}, rule, kPoisonFP32, 2);
+  CHECK(close_only.pass);
+  CHECK(close_only.all_close_checked);
+  CHECK_FALSE(close_only.relative_norm_checked);
+  CHECK(close_only.relative_norm == Approx(0.03).epsilon(0.01));  // Reported all the same.
+  rule.max_relative_norm = 0.009;
+  CompareReport both =
+      CompareOutputs(g.data(), e.data(), 1000, ElementType::kFP32, {1000}, rule, kPoisonFP32, 2);
+  CHECK_FALSE(both.pass);
+  CHECK(both.all_close_pass);
+  CHECK_FALSE(both.relative_norm_pass);
+  CHECK(both.reason.find("relative norm 0.03 exceeds 0.009") != std::string::npos);
+  // The report round-trips with its rules.
+  auto back = CompareReportFromJson(ToJson(both));
+  REQUIRE(back.ok());
+  CHECK(back->relative_norm_checked);
+  CHECK_FALSE(back->relative_norm_pass);
+  CHECK(back->all_close_pass);
+  // Both failing: the reason names both.
+  for (int i = 0; i < 1000; ++i) g[i] = e[i] + 0.5f;
+  CompareReport neither =
+      CompareOutputs(g.data(), e.data(), 1000, ElementType::kFP32, {1000}, rule, kPoisonFP32, 2);
+  CHECK_FALSE(neither.pass);
+  CHECK(neither.reason.find("outside atol") != std::string::npos);
+  CHECK(neither.reason.find("relative norm") != std::string::npos);
+  // The task's declaration maps onto the rule.
+  Tolerance t;
+  t.all_close = false;
+  t.max_relative_norm = 0.01;
+  ToleranceRule from_task = RuleOf(t);
+  CHECK_FALSE(from_task.all_close);
+  CHECK(from_task.max_relative_norm == 0.01);
+}
+
 }  // namespace ptxbench::gpu

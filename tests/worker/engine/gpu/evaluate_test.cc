@@ -9,11 +9,14 @@
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "common/build_info.h"
 #include "common/task.h"
+#include "worker/engine/evaluate_processes.h"
 #include "worker/engine/gpu/local_eval.h"
 #include "worker/engine/gpu/protocol_messages.h"
 
@@ -189,7 +192,8 @@ struct FakeSetup {
     std::string fake = fake_env && *fake_env ? fake_env : PTXBENCH_FAKE_EVALUATOR_PATH;
     REQUIRE(symlink(real.c_str(), (dir + "/ptxbench-evaluator").c_str()) == 0);
     for (const char* b : {"pass", "wrong", "wrong_timed", "fault", "hang", "mutate", "no_records",
-                          "too_fast", "no_ipc", "begin_dies", "wrong_unchecked", "no_counters"}) {
+                          "too_fast", "no_ipc", "begin_dies", "wrong_unchecked", "hang_timing",
+                          "hang_instrument", "unstable", "no_counters", "token", "profiler_detect"}) {
       REQUIRE(symlink(fake.c_str(), (dir + "/fake-evaluator-" + b).c_str()) == 0);
     }
     tasks = dir + "/tasks";
@@ -213,7 +217,8 @@ FakeSetup& Fake() {
 
 absl::StatusOr<Verdict> RunFake(const std::string& behaviour, std::vector<StageReport>* stages,
                                 uint64_t secret = 777, bool reuse_reference = true,
-                                const std::string& source = "solutions/sm90a_wgmma_tma.cu") {
+                                const std::string& source = "solutions/sm90a_wgmma_tma.cu",
+                                const std::function<void(EngineOptions&)>& adjust = nullptr) {
   auto task = LoadTask(Fake().tasks + "/gemm_n7168_k5120");
   REQUIRE(task.ok());
   EvaluationRequest r;
@@ -226,6 +231,7 @@ absl::StatusOr<Verdict> RunFake(const std::string& behaviour, std::vector<StageR
   o.reuse_reference_process = reuse_reference;
   o.trial_timeout_seconds = 2;
   o.sanitizer_on_runtime_error = false;
+  if (adjust) adjust(o);
   return Evaluate(r, o, [&](const StageReport& s) { stages->push_back(s); });
 }
 
@@ -236,7 +242,27 @@ TEST_CASE("fake GPU: a correct kernel passes every stage in order", "[evaluate][
   REQUIRE(v.ok());
   INFO(v->message);
   CHECK(v->verdict_class == VerdictClass::kPass);
+  CHECK(v->tic_paper);
+  // The counted samples agree with the instrumented run and the share is met: the strong TIC.
   CHECK(v->tic);
+  CHECK(v->target_work.strong_check == StrongCheck::kMade);
+  CHECK(v->target_work.path_checked);
+  CHECK(v->target_work.path_agrees);
+  CHECK(v->target_work.share_of_executed == Approx(1.0));
+  CHECK(v->target_work.share_of_task > 1);  // 128 HGMMA warps on a 256x192x64 workload.
+  CHECK(v->target_work.min_share_of_task == 0.9);
+  // The harness: one engine version, the task's judging hash.
+  CHECK(v->harness.engine == kHarnessVersion);
+  CHECK(v->harness.task_hash.size() == 64);
+  REQUIRE(v->sampling.has_value());
+  CHECK(v->sampling->converged);
+  CHECK(v->sampling->speedup_stable);
+  // The profiled side of the path check, from the fake's per-PC records and SASS map:
+  // 512 warp executions at the HGMMA.64x256x16 site, 4096 pred-on threads -> 128 warps.
+  CHECK(stages.size() == 4);
+  CHECK(stages[2].detail["profiled_work"]["target_flops"] == Approx(128 * 2.0 * 64 * 256 * 16 / 4));
+  CHECK(v->report["watchdogs"]["timing_seconds"].get<double>() < 30);
+  CHECK(v->report["watchdogs"]["instrument_seconds"].get<double>() < 30);
   CHECK(v->speedup == Approx(0.75 / 0.8));
   REQUIRE(stages.size() == 4);
   CHECK(stages[0].stage == Stage::kCompile);
@@ -423,6 +449,92 @@ TEST_CASE("fake GPU: every failure path gives its verdict or an infrastructure e
   auto v = RunFake("no_records", &stages);
   REQUIRE_FALSE(v.ok());
   CHECK(std::string(v.status().message()).find("refused") != std::string::npos);
+}
+
+TEST_CASE(
+    "fake GPU: hangs only in the timing loop or only under the profiler end at the derived "
+    "watchdog, and the next evaluation is normal",
+    "[evaluate][fake][watchdog]") {
+  // Small floors and a short loop so the derived deadlines are about a second here; the same
+  // formula gives ~15 s for the GEMM on the H200 (docs/measurement.md, "Watchdogs").
+  auto fast = [](EngineOptions& o) {
+    o.timing_setup_floor_seconds = 0.5;
+    o.instrument_setup_floor_seconds = 0.5;
+    o.instrument_fresh_setup_floor_seconds = 1;
+    o.timing.warmup_seconds = 0.05;
+    o.timing.max_seconds = 0.2;
+  };
+  for (const char* behaviour : {"hang_timing", "hang_instrument"}) {
+    std::vector<StageReport> stages;
+    const double t0 = evaluation::Now();
+    auto v = RunFake(behaviour, &stages, 4242, true, "solutions/sm90a_wgmma_tma.cu", fast);
+    const double took = evaluation::Now() - t0;
+    INFO(behaviour << ": " << v.status().message());
+    REQUIRE(v.ok());
+    INFO(v->message);
+    CHECK(v->verdict_class == VerdictClass::kTimeout);
+    CHECK_FALSE(v->tic);
+    const std::string deadline_key =
+        std::string(behaviour) == "hang_timing" ? "timing_seconds" : "instrument_seconds";
+    const double deadline = v->report["watchdogs"][deadline_key].get<double>();
+    CHECK(deadline < 3);
+    CHECK(deadline > 0.5);
+    // Ended at the derived deadline, not at the 300 s cap (compile and trials take a few s).
+    CHECK(took < deadline + 20);
+    CHECK(stages.back().stage ==
+          (std::string(behaviour) == "hang_timing" ? Stage::kTiming : Stage::kTargetInstructions));
+    // The next submission is evaluated normally.
+    std::vector<StageReport> next;
+    auto ok = RunFake("pass", &next, 4243, true, "solutions/sm90a_wgmma_tma.cu", fast);
+    REQUIRE(ok.ok());
+    CHECK(ok->verdict_class == VerdictClass::kPass);
+  }
+}
+
+TEST_CASE("fake GPU: a loop at its sample cap with scattering samples is reported",
+          "[evaluate][fake]") {
+  std::vector<StageReport> stages;
+  auto v = RunFake("unstable", &stages);
+  REQUIRE(v.ok());
+  INFO(v->message);
+  CHECK(v->verdict_class == VerdictClass::kPass);
+  REQUIRE(v->sampling.has_value());
+  CHECK_FALSE(v->sampling->converged);
+  CHECK(v->sampling->stop_reason == "sample_cap");
+  CHECK_FALSE(v->sampling->speedup_stable);
+  CHECK(v->sampling->candidate_scatter == Approx(0.15));
+  CHECK(v->message.find("without converging") != std::string::npos);
+  CHECK(v->message.find("not a stable figure") != std::string::npos);
+  CHECK(stages.back().detail["sampling"]["speedup_stable"] == false);
+}
+
+TEST_CASE("fake GPU: the strong check decides token use, profiling detection and missing counters",
+          "[evaluate][fake]") {
+  struct Case {
+    const char* behaviour;
+    VerdictClass expected;
+    StrongCheck check;
+    const char* message_part;
+  };
+  for (const Case& c : {Case{"token", VerdictClass::kTargetWorkInsufficient, StrongCheck::kMade,
+                             "of the task's FLOPs (threshold 90.0 %)"},
+                        Case{"profiler_detect", VerdictClass::kProfiledPathDiffers,
+                             StrongCheck::kMade, "different work when profiled than when timed"},
+                        Case{"no_counters", VerdictClass::kPass, StrongCheck::kNotMade,
+                             "INSUFFICIENT_PRIVILEGES"}}) {
+    std::vector<StageReport> stages;
+    auto v = RunFake(c.behaviour, &stages);
+    INFO(c.behaviour << ": " << v.status().message());
+    REQUIRE(v.ok());
+    INFO(v->message);
+    CHECK(v->verdict_class == c.expected);
+    CHECK(v->target_work.strong_check == c.check);
+    CHECK(v->message.find(c.message_part) != std::string::npos);
+    // The paper's definition holds for all three (families executed predicate-on); the strong
+    // one for none, and a check not made never passes as made.
+    CHECK(v->tic_paper);
+    CHECK_FALSE(v->tic);
+  }
 }
 
 }  // namespace

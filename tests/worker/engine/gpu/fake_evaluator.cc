@@ -11,17 +11,23 @@
 // The behaviour comes from the program's own name, fake-evaluator-<behaviour> (sandboxes get a
 // minimal environment): pass, wrong, wrong_timed, fault, hang, mutate, no_records, too_fast,
 // no_ipc (the reference process cannot map outputs: the supervisor falls back to files),
-// begin_dies (a warm reference process exits when the next evaluation begins), wrong_unchecked
-// (the timed samples that are not checked element-wise are wrong: only their sketches show it),
-// no_counters (the timing process could not read hardware counters).
+// begin_dies (a warm reference process exits when the next evaluation begins), hang_timing
+// (hangs in the timing loop only), hang_instrument (hangs under the profiler only), unstable
+// (the timing loop ends at its sample cap with the candidate's samples scattering),
+// no_counters (the timing process cannot collect hardware counters), token (one token wgmma
+// next to a GEMM on other units: profiled and timed agree, the share is tiny),
+// profiler_detect (the wgmma path only when profiled: the timed counters show none).
+// Otherwise the counted samples show what the instrumented run's records and SASS map show.
+// wrong_unchecked (the timed samples that are not checked element-wise are wrong: only their
+// sketches show it).
 //
-// Sketches and counters: both processes sketch the fake's outputs with the real arithmetic
-// (sketch.h SketchOnHost, the GPU kernel's oracle); counted launches report the counters of an
-// honest wgmma GEMM (target FLOPs = the task's FLOPs).
+// Sketches: both processes sketch the fake's outputs with the real arithmetic (sketch.h
+// SketchOnHost, the GPU kernel's oracle).
 #include <unistd.h>
 
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <optional>
 #include <string>
 #include <variant>
@@ -113,10 +119,7 @@ std::vector<gpu::OutputHandle> WriteOutputs(const ptxbench::Task& task, const st
 gpu::CompareEvent Compare(const ptxbench::Task& task, const gpu::CompareCommand& cmd) {
   gpu::CompareEvent event{cmd.workload, cmd.seed, {}, std::nullopt, 0.001};
   const ptxbench::Workload& w = WorkloadOf(task, cmd.workload);
-  gpu::ToleranceRule rule;
-  rule.atol = task.tolerance.atol;
-  rule.rtol = task.tolerance.rtol;
-  rule.matched_ratio = task.tolerance.matched_ratio;
+  const gpu::ToleranceRule rule = gpu::RuleOf(task.tolerance);
   for (const ptxbench::TensorSpec& t : task.tensors) {
     if (t.role != ptxbench::TensorRole::kOutput) continue;
     std::vector<int64_t> shape;
@@ -182,7 +185,12 @@ int Instrument(const ptxbench::Task& task, const gpu::InstrumentRequest& request
     transfer = std::get<gpu::GoCommand>(*go).transfer;
     event.waited_for_go = true;
   }
-  if (behaviour != "no_records") {
+  if (behaviour == "hang_instrument") sleep(1000);
+  if (behaviour == "token") {
+    event.records = {{"gemm_kernel", 256, 4, 128, 4, 0},
+                     {"gemm_kernel", 512, 8, 8, 0, 8},
+                     {"gemm_kernel", 768, 100, 3200, 0, 0}};
+  } else if (behaviour != "no_records") {
     event.records = {{"gemm_kernel", 256, 512, 4096, 512, 0},
                      {"gemm_kernel", 512, 8, 8, 0, 8},
                      {"gemm_kernel", 768, 100, 3200, 0, 0}};
@@ -275,21 +283,6 @@ gpu::ReferenceSketchesEvent SketchReferences(const ptxbench::Task& task,
   return event;
 }
 
-// Counters of an honest wgmma GEMM: every FLOP of the task on the target family.
-std::map<std::string, double> HonestCounters(const gpu::WorkCounterSet& set, double flops) {
-  std::map<std::string, double> m;
-  for (const std::string& name : set.AllMetrics()) m[name] = 0;
-  m[set.target_matrix_flops] = flops;
-  if (!set.tensor_flops.empty()) m[set.tensor_flops.front()] = flops;
-  for (const std::string& name : set.scalar_thread_insts) m[name] = 1e6;
-  m[set.target_matrix_warp_insts] = flops / (2.0 * 64 * 256 * 16 / 4);
-  m[set.tensor_warp_insts] = flops / (2.0 * 64 * 256 * 16 / 4);
-  m[set.bulk_copy_insts] = 516096;
-  m[set.bulk_copy_load_bytes] = 7.05e9;
-  m[set.l2_read_bytes] = 7.5e9;
-  return m;
-}
-
 int Reference(const ptxbench::Task& task, uint64_t key) {
   gpu::LineReader in(0);
   Emit(gpu::ReadyEvent{Device(), false});
@@ -315,6 +308,53 @@ int Reference(const ptxbench::Task& task, uint64_t key) {
   }
 }
 
+// The counted samples of the timing loop: the work-share metrics (work_share.h) as the
+// behaviour's kernel would show them, two samples.
+gpu::CountedSamples Counters(const ptxbench::Task& task, const std::string& workload) {
+  gpu::CountedSamples counters;
+  if (behaviour == "no_counters") {
+    counters.not_collected_reason =
+        "fake: CUPTI profiler refused (CUPTI_ERROR_INSUFFICIENT_PRIVILEGES)";
+    return counters;
+  }
+  auto set = gpu::WorkCountersFor("sm_90a", ptxbench::DType::kBF16);
+  if (!set.ok()) return counters;
+  const ptxbench::Workload& w = WorkloadOf(task, workload);
+  const double task_flops = *ptxbench::EvalRealExpr(task.flops_expr, w.axes);
+  // The instrumented run's records (Instrument above): pred-on warps at the HGMMA.64x256x16
+  // site x 2*64*256*16/4 FLOPs, GMMA and TMA warp instructions.
+  const double per_warp = 2.0 * 64 * 256 * 16 / 4;
+  double target = 128 * per_warp, gmma = 512, tma = 8, other_bf16 = 0;
+  if (behaviour == "token") {
+    target = 4 * per_warp;
+    gmma = 4;
+    other_bf16 = task_flops;  // The real work on mma.sync.
+  } else if (behaviour == "profiler_detect") {
+    target = 0;
+    gmma = 0;
+    tma = 0;
+    other_bf16 = task_flops;
+  }
+  std::map<std::string, double> metrics;
+  for (const std::string& m : set->AllMetrics()) metrics[m] = 0;
+  metrics[set->target_matrix_flops] = target;
+  metrics["sm__ops_path_tensor_src_bf16_dst_fp32.sum"] = target + other_bf16;
+  metrics[set->target_matrix_warp_insts] = gmma;
+  metrics[set->tensor_warp_insts] = gmma;
+  metrics[set->bulk_copy_insts] = tma;
+  counters.collected = true;
+  counters.chip = set->chip;
+  counters.configs = {set->AllMetrics()};
+  for (size_t i = 0; i < 2; ++i) {
+    gpu::CountedSample sample;
+    sample.position = 7 + 5 * i;
+    sample.after_sample = 6 + 4 * i;
+    sample.metrics = metrics;
+    counters.samples.push_back(sample);
+  }
+  return counters;
+}
+
 gpu::TimingEvent Time(const ptxbench::Task& task, const gpu::TimeCommand& cmd) {
   gpu::TimingEvent event;
   event.workload = cmd.workload;
@@ -333,42 +373,40 @@ gpu::TimingEvent Time(const ptxbench::Task& task, const gpu::TimeCommand& cmd) {
   event.checks.push_back(
       {n - 1, last,
        WriteOutputs(task, cmd.workload, last, cmd.check_prefix + ".last", corrupt, cmd.transfer)});
+  if (behaviour == "hang_timing") sleep(1000);
   const double candidate_ms = behaviour == "too_fast" ? 1e-6 : 0.8;
+  const bool unstable = behaviour == "unstable";
   event.result.candidate.n = n;
   event.result.candidate.median_ms = candidate_ms;
+  event.result.candidate.mad_ms = unstable ? 0.12 : 0.001;
+  event.result.candidate.rse_median = unstable ? 0.03 : 0.001;
   event.result.baseline.n = n;
   event.result.baseline.median_ms = 0.75;
+  event.result.baseline.mad_ms = 0.001;
+  event.result.baseline.rse_median = 0.001;
   event.result.speedup = 0.75 / candidate_ms;
   event.result.kernel_ms_total = 31.0;
-  event.result.stop_reason = "converged";
-  // Counted launches at the plan's positions (one per metric configuration here).
-  const ptxbench::Workload& w = WorkloadOf(task, cmd.workload);
-  auto set = gpu::WorkCountersFor("sm_90a", ptxbench::DType::kBF16);
-  auto flops = ptxbench::EvalRealExpr(task.flops_expr, w.axes);
+  event.result.stop_reason = unstable ? "sample_cap" : "converged";
+  event.result.counters = Counters(task, cmd.workload);
   gpu::CountedSamples& counters = event.result.counters;
-  std::vector<std::string> metrics = set.ok() ? set->AllMetrics() : std::vector<std::string>{};
-  gpu::CountedPlan plan =
-      gpu::PlanCountedLaunches(metrics.size(), cmd.loop.counted_per_config,
-                               cmd.loop.counted_min_total, cmd.loop.min_samples, cmd.counter_seed);
-  if (behaviour == "no_counters" || !set.ok() || !flops.ok()) {
-    counters.not_collected_reason = "fake: CUPTI_ERROR_INSUFFICIENT_PRIVILEGES";
-  } else if (plan.needed > 0) {
-    counters.collected = true;
-    counters.chip = "GH100";
+  if (counters.collected) {
+    // As many counted launches as the real loop's plan asks for, each with the behaviour's
+    // metrics, after the timed samples.
+    const gpu::CountedPlan plan = gpu::PlanCountedLaunches(
+        counters.configs.size(), cmd.loop.counted_per_config, cmd.loop.counted_min_total,
+        cmd.loop.min_samples, cmd.counter_seed);
+    const std::map<std::string, double> metrics = counters.samples.front().metrics;
     counters.needed = plan.needed;
     counters.rate = plan.rate;
-    for (const std::string& m : metrics) counters.configs.push_back({m});
-    std::map<std::string, double> honest = HonestCounters(*set, *flops);
+    counters.samples.clear();
     for (size_t j = 0; j < plan.needed; ++j) {
-      size_t config = gpu::CountedConfig(plan, j);
-      const std::string& metric = metrics.at(config);
-      counters.samples.push_back(
-          {n + j,
-           n,
-           gpu::SampleSeed(cmd.candidate_seed_base, gpu::kCountedSeedOffset + j),
-           config,
-           50,
-           {{metric, honest.at(metric)}}});
+      gpu::CountedSample sample;
+      sample.position = n + j;
+      sample.after_sample = n;
+      sample.seed = gpu::SampleSeed(cmd.candidate_seed_base, gpu::kCountedSeedOffset + j);
+      sample.config = gpu::CountedConfig(plan, j);
+      sample.metrics = metrics;
+      counters.samples.push_back(sample);
     }
   }
   // Sketches of every timed sample and counted launch.

@@ -172,6 +172,173 @@ TEST_CASE("work share: the profiled path must equal the timed path", "[work_shar
   CHECK_FALSE(c.agrees);
 }
 
+ArchSpec Hopper(double of_task = 0.9, double of_executed = 0.9) {
+  ArchSpec arch;
+  arch.arch = "sm_90a";
+  arch.target_families = {"wgmma", "tma"};
+  arch.min_work_share = MinWorkShare{of_task, of_executed};
+  return arch;
+}
+
+PathAgreement Agreeing() {
+  PathAgreement a;
+  a.checked = true;
+  a.agrees = true;
+  return a;
+}
+
+TEST_CASE("judging: the honest GEMM meets both thresholds", "[work_share][judge]") {
+  auto set = WorkCountersFor("sm_90a", DType::kBF16);
+  REQUIRE(set.ok());
+  auto share =
+      ComputeWorkShare(*set,
+                       Samples(*set, {{set->target_matrix_flops, kGemmFlops},
+                                      {"sm__ops_path_tensor_src_bf16_dst_fp32.sum", kGemmFlops},
+                                      {"sm__thread_inst_executed_pipe_fma_pred_on.sum", 2.0e7}}),
+                       kGemmFlops, kGemmMinBytes);
+  REQUIRE(share.ok());
+  TargetWorkJudgement j = JudgeTargetWork(Hopper(), *share, "", Agreeing());
+  CHECK(j.verdict_class == VerdictClass::kPass);
+  CHECK(j.work.strong_check == StrongCheck::kMade);
+  CHECK(j.work.share_of_task == Approx(1.0));
+  CHECK(j.work.min_share_of_task == 0.9);
+  CHECK(j.feedback.empty());
+  CHECK(j.work.figures["work_share"]["matrix"]["share_of_executed"].get<double>() > 0.999);
+}
+
+TEST_CASE("judging: a token wgmma is target_work_insufficient with figures and units",
+          "[work_share][judge]") {
+  auto set = WorkCountersFor("sm_90a", DType::kBF16);
+  REQUIRE(set.ok());
+  const double token = 2.0 * 64 * 64 * 16;
+  auto share = ComputeWorkShare(
+      *set,
+      Samples(*set, {{set->target_matrix_flops, token},
+                     {"sm__ops_path_tensor_src_bf16_dst_fp32.sum", kGemmFlops + token},
+                     {"sm__thread_inst_executed_pipe_fma_pred_on.sum", 1.0e8}}),
+      kGemmFlops, kGemmMinBytes);
+  REQUIRE(share.ok());
+  // The legacy bf16 tensor FLOPs are the largest other unit, then the FMA pipe.
+  REQUIRE(share->matrix.other_units.size() == 2);
+  CHECK(share->matrix.other_units[0].first == "bf16_dst_fp32 tensor (not the target)");
+  CHECK(share->matrix.other_units[0].second == Approx(kGemmFlops));
+  CHECK(share->matrix.other_units[1].second == Approx(2.0e8));
+  TargetWorkJudgement j = JudgeTargetWork(Hopper(), *share, "", Agreeing());
+  CHECK(j.verdict_class == VerdictClass::kTargetWorkInsufficient);
+  CHECK(j.work.strong_check == StrongCheck::kMade);
+  INFO(j.feedback);
+  CHECK(j.feedback.find("wgmma did 2.2e-05 % of the task's FLOPs (threshold 90.0 %)") == 0);
+  CHECK(j.feedback.find("100.0 % of the executed multiply-add work ran on other units") !=
+        std::string::npos);
+  CHECK(j.feedback.find("bf16_dst_fp32 tensor (not the target)") != std::string::npos);
+  CHECK(j.work.reason == j.feedback);
+}
+
+TEST_CASE("judging: full-size wgmma on unused data fails the executed share only",
+          "[work_share][judge]") {
+  auto set = WorkCountersFor("sm_90a", DType::kBF16);
+  REQUIRE(set.ok());
+  auto share = ComputeWorkShare(
+      *set,
+      Samples(*set, {{set->target_matrix_flops, kGemmFlops},
+                     {"sm__ops_path_tensor_src_bf16_dst_fp32.sum", 2 * kGemmFlops}}),
+      kGemmFlops, kGemmMinBytes);
+  REQUIRE(share.ok());
+  TargetWorkJudgement j = JudgeTargetWork(Hopper(), *share, "", Agreeing());
+  CHECK(j.verdict_class == VerdictClass::kTargetWorkInsufficient);
+  CHECK(j.work.share_of_task == Approx(1.0));
+  CHECK(j.work.share_of_executed == Approx(0.5));
+  CHECK(j.feedback.find("50.0 % of the executed multiply-add work ran on other units") !=
+        std::string::npos);
+  // The thresholds are the task's: a task that asked for half would accept it.
+  CHECK(JudgeTargetWork(Hopper(0.9, 0.5), *share, "", Agreeing()).verdict_class ==
+        VerdictClass::kPass);
+}
+
+TEST_CASE("judging: a path that differs when profiled is named for it, before the share",
+          "[work_share][judge]") {
+  auto set = WorkCountersFor("sm_90a", DType::kBF16);
+  REQUIRE(set.ok());
+  // The profiling detector: no HGMMA on the timed path, the reference kernel when profiled.
+  auto samples = Samples(
+      *set, {{"sm__ops_path_tensor_src_bf16_dst_fp32.sum", kGemmFlops}, {set->bulk_copy_insts, 0}});
+  auto share = ComputeWorkShare(*set, samples, kGemmFlops, kGemmMinBytes);
+  REQUIRE(share.ok());
+  ProfiledWork profiled{kGemmFlops, 9.17504e6, 516096, true};
+  PathAgreement path = CompareProfiledWithTimed(profiled, *set, samples);
+  TargetWorkJudgement j = JudgeTargetWork(Hopper(), *share, "", path);
+  CHECK(j.verdict_class == VerdictClass::kProfiledPathDiffers);
+  CHECK(j.work.path_checked);
+  CHECK_FALSE(j.work.path_agrees);
+  CHECK(j.feedback.find("different work when profiled than when timed") != std::string::npos);
+  CHECK(j.feedback.find("target instructions by 100.0 %") != std::string::npos);
+}
+
+TEST_CASE("judging: missing evidence is 'not made', never a silent pass", "[work_share][judge]") {
+  SECTION("no counters") {
+    PathAgreement path;
+    path.reason = "the timed path's counters were not collected";
+    TargetWorkJudgement j = JudgeTargetWork(Hopper(), std::nullopt,
+                                            "CUPTI profiler refused: insufficient privilege", path);
+    CHECK(j.verdict_class == VerdictClass::kPass);        // Not proven insufficient either...
+    CHECK(j.work.strong_check == StrongCheck::kNotMade);  // ...but TIC (strong) stays false.
+    CHECK(j.work.reason.find("insufficient privilege") != std::string::npos);
+    CHECK(j.feedback.find("was NOT made") != std::string::npos);
+  }
+  SECTION("counters but no profiled side") {
+    auto set = WorkCountersFor("sm_90a", DType::kBF16);
+    REQUIRE(set.ok());
+    auto share =
+        ComputeWorkShare(*set,
+                         Samples(*set, {{set->target_matrix_flops, kGemmFlops},
+                                        {"sm__ops_path_tensor_src_bf16_dst_fp32.sum", kGemmFlops}}),
+                         kGemmFlops, kGemmMinBytes);
+    REQUIRE(share.ok());
+    PathAgreement path;
+    path.reason = "the instrumented run's target work is not known (no SASS map)";
+    TargetWorkJudgement j = JudgeTargetWork(Hopper(), *share, "", path);
+    CHECK(j.work.strong_check == StrongCheck::kNotMade);
+    CHECK(j.work.reason.find("no SASS map") != std::string::npos);
+  }
+  SECTION("an arch without a matrix family: the paper's check is the whole check") {
+    ArchSpec tma_only;
+    tma_only.arch = "sm_90a";
+    tma_only.target_families = {"tma"};
+    TargetWorkJudgement j = JudgeTargetWork(tma_only, std::nullopt, "", PathAgreement{});
+    CHECK(j.verdict_class == VerdictClass::kPass);
+    CHECK(j.work.strong_check == StrongCheck::kMade);
+  }
+}
+
+TEST_CASE("judging: the instrumented runs' target work from per-PC counts and the SASS map",
+          "[work_share][judge]") {
+  SassFamilyMap map;
+  map.available = true;
+  SassFunctionSites& gemm = map.functions["gemm"];
+  gemm.sites["wgmma"] = {{256, "HGMMA.64x256x16.F32.BF16 R24, gdesc[UR4], R24",
+                          SiteEvidence::kSassOpcode, std::nullopt, std::nullopt},
+                         {272, "HGMMA.64x128x16.F32.BF16 R24, gdesc[UR8], R24",
+                          SiteEvidence::kSassOpcode, std::nullopt, std::nullopt}};
+  InstrumentEvent run;
+  run.kernel = "gemm";
+  // pc 256: 1000 warp executions, all predicate-on; pc 272: predicated off (no threads on);
+  // pc 300: ptxas's no-op HGMMA (no site: no work), still counted as a GMMA instruction.
+  run.records = {{"gemm", 256, 1000, 32000, 1000, 0},
+                 {"gemm", 272, 400, 0, 400, 0},
+                 {"gemm", 300, 8, 256, 8, 0},
+                 {"gemm", 512, 64, 64, 0, 64}};
+  ProfiledWork w = ProfiledWorkFromRuns(map, {run}, "wgmma");
+  CHECK(w.flops_known);
+  CHECK(w.target_flops == Approx(1000 * 2.0 * 64 * 256 * 16 / 4));
+  CHECK(w.target_warp_insts == 1408);
+  CHECK(w.bulk_copy_warp_insts == 64);
+  // A site without a shape (a line-view match) makes the FLOPs unknown, not zero.
+  gemm.sites["wgmma"].push_back(
+      {400, "UNKNOWN.GMMA R0", SiteEvidence::kSassOpcode, std::nullopt, std::nullopt});
+  run.records.push_back({"gemm", 400, 4, 128, 4, 0});
+  CHECK_FALSE(ProfiledWorkFromRuns(map, {run}, "wgmma").flops_known);
+}
+
 TEST_CASE("work share: every counter the engine asks for exists in CUPTI's catalogue",
           "[work_share]") {
   for (const char* arch : {"sm_90a", "sm_100a"}) {
