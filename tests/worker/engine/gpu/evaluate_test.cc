@@ -191,9 +191,10 @@ struct FakeSetup {
     const char* fake_env = std::getenv("PTXBENCH_FAKE_EVALUATOR");
     std::string fake = fake_env && *fake_env ? fake_env : PTXBENCH_FAKE_EVALUATOR_PATH;
     REQUIRE(symlink(real.c_str(), (dir + "/ptxbench-evaluator").c_str()) == 0);
-    for (const char* b : {"pass", "wrong", "wrong_timed", "fault", "hang", "mutate", "no_records",
-                          "too_fast", "no_ipc", "begin_dies", "wrong_unchecked", "hang_timing",
-                          "hang_instrument", "unstable", "no_counters", "token", "profiler_detect"}) {
+    for (const char* b :
+         {"pass", "wrong", "wrong_timed", "fault", "hang", "mutate", "no_records", "too_fast",
+          "no_ipc", "begin_dies", "wrong_unchecked", "hang_timing", "hang_instrument", "unstable",
+          "no_counters", "token", "profiler_detect"}) {
       REQUIRE(symlink(fake.c_str(), (dir + "/fake-evaluator-" + b).c_str()) == 0);
     }
     tasks = dir + "/tasks";
@@ -356,6 +357,32 @@ TEST_CASE("fake GPU: the reference process stays warm for the next evaluation of
   REQUIRE(fresh.ok());
   CHECK(fresh->verdict_class == VerdictClass::kPass);
   CHECK_FALSE(ReferenceReused(*fresh));
+}
+
+// The defence against cheating only where no sample is checked element-wise: the reference
+// sketches the launches chosen after the loop, and one wrong sketch fails the verdict.
+TEST_CASE("fake GPU: a kernel wrong only on unchecked timed samples fails on their sketches",
+          "[evaluate][fake]") {
+  std::vector<StageReport> stages;
+  auto honest = RunFake("pass", &stages, 931);
+  REQUIRE(honest.ok());
+  CHECK(honest->verdict_class == VerdictClass::kPass);
+  REQUIRE(stages.size() == 4);
+  const nlohmann::json& verified = stages[3].detail["sketches"];
+  CHECK(verified["verified"] == true);
+  CHECK(verified["pass"] == true);
+  CHECK(verified["launches_verified"] == verified["launches_sketched"]);
+  CHECK(verified["samples_failed"] == 0);
+
+  stages.clear();
+  auto cheat = RunFake("wrong_unchecked", &stages, 932);
+  REQUIRE(cheat.ok());
+  INFO(cheat->message);
+  CHECK(cheat->verdict_class == VerdictClass::kWrongResult);
+  CHECK(cheat->message.find("timed launches are wrong") != std::string::npos);
+  CHECK(cheat->message.find("sketch") != std::string::npos);
+  REQUIRE(stages.size() == 4);
+  CHECK(stages[3].detail["sketches"]["samples_failed"].get<int>() > 0);
 }
 
 TEST_CASE("fake GPU: the timing event carries counted launches and a sketch of every launch",
