@@ -167,7 +167,7 @@ int main(int argc, char** argv) {
   std::string tasks_dir = "tasks", task_id = "gemm_n7168_k5120", out_path = "gpu-report.json";
   std::vector<std::string> only_tasks;  // --task; empty: every task.
   std::string only_path;                // --only-path: validate only sources with this path.
-  std::vector<std::string> skip_paths;  // --skip-path: sources whose path contains this are
+  std::vector<std::string> skip_paths;  // --skip-path: sources whose "task/path" contains this are
                                         // listed as skipped (a call that must save GPU time).
   std::string evaluator;
   int repeat = 5;
@@ -255,9 +255,9 @@ int main(int argc, char** argv) {
       json rows = json::array();
       for (const ptxbench::SourceRef& ref : refs) {
         if (!only_path.empty() && ref.path != only_path) continue;
-        if (std::any_of(skip_paths.begin(), skip_paths.end(), [&](const std::string& p) {
-              return ref.path.find(p) != std::string::npos;
-            })) {
+        const std::string named = t.id + "/" + ref.path;  // What --skip-path words match.
+        if (std::any_of(skip_paths.begin(), skip_paths.end(),
+                        [&](const std::string& p) { return named.find(p) != std::string::npos; })) {
           std::cout << t.id << " " << ref.path << ": skipped (--skip-path)\n" << std::flush;
           rows.push_back({{"task", t.id}, {"path", ref.path}, {"skipped", true}});
           continue;
