@@ -52,6 +52,21 @@ double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+// json::value() throws on a null or non-object; a verdict from a failed stage may hold either.
+template <typename T>
+T ValueOr(const json& j, const char* key, T fallback) {
+  if (!j.is_object() || !j.contains(key) || j[key].is_null()) return fallback;
+  try {
+    return j[key].get<T>();
+  } catch (const json::exception&) {
+    return fallback;
+  }
+}
+json ValueOr(const json& j, const char* key, const json& fallback) {  // NOLINT: overload.
+  if (!j.is_object() || !j.contains(key) || j[key].is_null()) return fallback;
+  return j[key];
+}
+
 json Summarize(const Verdict& v, double seconds) {
   json stages = json::array();
   for (const ptxbench::StageReport& s : v.stages) {
@@ -66,15 +81,15 @@ json Summarize(const Verdict& v, double seconds) {
               // Issue 11's figures: the work share and path agreement (strong check), the
               // derived watchdogs, sampling honesty and the harness.
               {"target_work", ptxbench::ToJson(v.target_work)},
-              {"watchdogs", v.report.value("watchdogs", json::object())},
+              {"watchdogs", ValueOr(v.report, "watchdogs", json::object())},
               {"sampling", v.sampling ? ptxbench::ToJson(*v.sampling) : json()},
               {"harness", {{"engine", v.harness.engine}, {"task_hash", v.harness.task_hash}}},
               {"speedup", v.speedup},
               {"message", v.message.substr(0, 1500)},
               {"seconds", seconds},
               {"stages", stages},
-              {"wall", v.report.value("wall", json::object())},
-              {"processes", v.report.value("processes", json::array())}};
+              {"wall", ValueOr(v.report, "wall", json::object())},
+              {"processes", ValueOr(v.report, "processes", json::array())}};
   for (const ptxbench::StageReport& s : v.stages) {
     if (s.stage == ptxbench::Stage::kTiming && s.detail.contains("timing")) {
       const json& r = s.detail["timing"]["result"];
@@ -85,15 +100,15 @@ json Summarize(const Verdict& v, double seconds) {
                        {"sampling_seconds", r["sampling_seconds"]},
                        {"clocks_first", r["clocks"].empty() ? json() : r["clocks"].front()},
                        {"clocks_last", r["clocks"].empty() ? json() : r["clocks"].back()},
-                       {"roofline_floor_ms", s.detail.value("roofline_floor_ms", 0.0)},
-                       {"candidate_tflops", s.detail.value("candidate_tflops", 0.0)},
-                       {"baseline_tflops", s.detail.value("baseline_tflops", 0.0)},
+                       {"roofline_floor_ms", ValueOr(s.detail, "roofline_floor_ms", 0.0)},
+                       {"candidate_tflops", ValueOr(s.detail, "candidate_tflops", 0.0)},
+                       {"baseline_tflops", ValueOr(s.detail, "baseline_tflops", 0.0)},
                        {"checks", s.detail["checks"].size()}};
       out["baseline_library"] = s.detail["timing"]["baseline"];
     }
     if (s.stage == ptxbench::Stage::kTargetInstructions) {
-      out["target"] = {{"families", s.detail.value("families", json::array())},
-                       {"detail", s.detail.value("detail", json::object())}};
+      out["target"] = {{"families", ValueOr(s.detail, "families", json::array())},
+                       {"detail", ValueOr(s.detail, "detail", json::object())}};
     }
     if (s.stage == ptxbench::Stage::kTargetInstructions && s.detail.contains("sass")) {
       out["sass"] = s.detail["sass"];
@@ -101,8 +116,8 @@ json Summarize(const Verdict& v, double seconds) {
     if (s.stage == ptxbench::Stage::kCorrectness && s.detail.contains("trials")) {
       json seconds = json::array();
       for (const json& t : s.detail["trials"]) {
-        seconds.push_back({{"workload", t.value("workload", std::string())},
-                           {"seconds", t.value("seconds", json::object())}});
+        seconds.push_back({{"workload", ValueOr(t, "workload", std::string())},
+                           {"seconds", ValueOr(t, "seconds", json::object())}});
       }
       out["trial_seconds"] = seconds;
       // Tolerance figures per output: the worst matched ratio and relative norm over the
@@ -112,22 +127,23 @@ json Summarize(const Verdict& v, double seconds) {
         if (!t.contains("compare") || !t["compare"].contains("tensors")) continue;
         for (const auto& [name, c] : t["compare"]["tensors"].items()) {
           json& row = tolerance[name];
-          const double ratio = c.value("matched_ratio", 1.0);
+          const double ratio = ValueOr(c, "matched_ratio", 1.0);
           const double norm =
               c["relative_norm"].is_number() ? c["relative_norm"].get<double>() : 1e30;
-          row["min_matched_ratio"] = std::min(row.value("min_matched_ratio", 1.0), ratio);
-          row["max_relative_norm"] = std::max(row.value("max_relative_norm", 0.0), norm);
+          row["min_matched_ratio"] = std::min(ValueOr(row, "min_matched_ratio", 1.0), ratio);
+          row["max_relative_norm"] = std::max(ValueOr(row, "max_relative_norm", 0.0), norm);
           row["max_abs_error"] =
-              std::max(row.value("max_abs_error", 0.0), c.value("max_abs_error", 0.0));
+              std::max(ValueOr(row, "max_abs_error", 0.0), ValueOr(c, "max_abs_error", 0.0));
           if (c.contains("rules")) row["rules"] = c["rules"];
         }
       }
       out["tolerance_figures"] = tolerance;
     }
     if (s.stage == ptxbench::Stage::kTiming && s.detail.contains("timing")) {
-      out["timing_process_seconds"] = {{"setup", s.detail["timing"].value("setup_seconds", 0.0)},
-                                       {"checks", s.detail["timing"].value("check_seconds", 0.0)},
-                                       {"total", s.detail["timing"].value("seconds", 0.0)}};
+      out["timing_process_seconds"] = {
+          {"setup", ValueOr(s.detail["timing"], "setup_seconds", 0.0)},
+          {"checks", ValueOr(s.detail["timing"], "check_seconds", 0.0)},
+          {"total", ValueOr(s.detail["timing"], "seconds", 0.0)}};
     }
     if (s.stage == ptxbench::Stage::kCorrectness && !s.ok && s.detail.contains("trials")) {
       out["failing_trials"] = s.detail["trials"];
@@ -286,15 +302,15 @@ int main(int argc, char** argv) {
                            ptxbench::StrongCheckName(w.strong_check), w.share_of_task,
                            w.min_share_of_task, w.share_of_executed, w.min_share_of_executed,
                            !w.path_checked ? "not checked" : (w.path_agrees ? "agrees" : "DIFFERS"),
-                           row["watchdogs"].value("timing_seconds", 0.0),
-                           row["watchdogs"].value("instrument_seconds", 0.0),
+                           ValueOr(row["watchdogs"], "timing_seconds", 0.0),
+                           ValueOr(row["watchdogs"], "instrument_seconds", 0.0),
                            w.reason.empty() ? "" : absl::StrCat(" (", w.reason.substr(0, 160), ")"))
                     << std::flush;
           if (row.contains("tolerance_figures")) {
             for (const auto& [name, f] : row["tolerance_figures"].items()) {
               std::cout << absl::StrFormat(
                   "    %s: min matched ratio %.6f, max relative norm %.3g\n", name,
-                  f.value("min_matched_ratio", 1.0), f.value("max_relative_norm", 0.0));
+                  ValueOr(f, "min_matched_ratio", 1.0), ValueOr(f, "max_relative_norm", 0.0));
             }
           }
         }

@@ -242,6 +242,7 @@ absl::StatusOr<gpu::TimingEvent> CandidateProcess::RunTiming(const gpu::TimeComm
     };
   }
   gpu::CountedSamples counters;
+  std::string counting_failure;  // The first counter error of this loop ("": none).
   std::unique_ptr<gpu::HardwareCounters> hardware;
   if (cmd.loop.counted_per_config > 0 || cmd.loop.counted_min_total > 0) {
     hardware = OpenCounters(&counters);
@@ -253,8 +254,26 @@ absl::StatusOr<gpu::TimingEvent> CandidateProcess::RunTiming(const gpu::TimeComm
                                               cmd.loop.counted_min_total, cmd.loop.min_samples,
                                               cmd.counter_seed);
     gpu::HardwareCounters* h = hardware.get();
-    hooks.counting = gpu::CountingHooks{[h](size_t config) { return h->Begin(config); },
-                                        [h]() { return h->End(); }};
+    // A counter the hardware did not deliver (CUPTI's NaN) ends the counting for this loop and
+    // the timing goes on: the verdict then says the strong check was not made, with the reason,
+    // rather than losing the evaluation to an infrastructure error (seen on the H200,
+    // 2026-12-02: docs/results/2026-12-02-h200-gpu-test-2.json).
+    std::string* failure = &counting_failure;
+    hooks.counting = gpu::CountingHooks{[h, failure](size_t config) -> absl::Status {
+                                          if (!failure->empty()) return absl::OkStatus();
+                                          absl::Status begun = h->Begin(config);
+                                          if (!begun.ok()) *failure = std::string(begun.message());
+                                          return absl::OkStatus();
+                                        },
+                                        [h, failure]() -> absl::StatusOr<gpu::CounterValues> {
+                                          if (!failure->empty()) return gpu::CounterValues{};
+                                          absl::StatusOr<gpu::CounterValues> values = h->End();
+                                          if (!values.ok()) {
+                                            *failure = std::string(values.status().message());
+                                            return gpu::CounterValues{};
+                                          }
+                                          return values;
+                                        }};
   }
   ASSIGN_OR_RETURN(gpu::TimingResult timing,
                    gpu::TimeInterleaved(candidate_side, baseline_side, *c.gpu.builtins, s,
@@ -266,7 +285,11 @@ absl::StatusOr<gpu::TimingEvent> CandidateProcess::RunTiming(const gpu::TimeComm
   counters.needed = config.counted.needed;
   counters.rate = config.counted.rate;
   event.result.counters = std::move(counters);
-  if (hardware && event.result.counters.samples.size() < config.counted.needed) {
+  if (!counting_failure.empty()) {
+    event.result.counters.collected = false;
+    event.result.counters.not_collected_reason =
+        absl::StrCat("the hardware counters failed during the timing loop: ", counting_failure);
+  } else if (hardware && event.result.counters.samples.size() < config.counted.needed) {
     event.result.counters.not_collected_reason =
         absl::StrCat("only ", event.result.counters.samples.size(), " of ", config.counted.needed,
                      " counted launches were taken before the loop's bound on extra pairs");

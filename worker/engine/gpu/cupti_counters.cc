@@ -174,10 +174,14 @@ absl::StatusOr<std::unique_ptr<HardwareCounters>> HardwareCounters::Create(
   avail.pCounterAvailabilityImage = c->availability_.data();
   PTXBENCH_CUPTI_TRY(cuptiProfilerGetCounterAvailability(&avail));
 
-  // Greedy grouping in the caller's order: a metric joins the current configuration while the
-  // whole stays one pass.
+  // One metric per configuration, except the first two (the target family's FLOPs and the
+  // all-instruction FLOPs of its precision), which the H200 collected together. Greedy grouping
+  // by GetNumOfPasses == 1 was tried and failed on the H200 (2026-12-02,
+  // docs/results/2026-12-02-h200-gpu-test-2.json): configurations CUPTI called one pass came
+  // back with NaN for some of their metrics (FMA, fp64, L2 read bytes, HMMA fp16), so the
+  // counted launches pay one configuration per metric instead.
   for (const std::string& metric : metrics) {
-    if (!c->configs_.empty()) {
+    if (c->configs_.size() == 1 && c->configs_.front()->metrics.size() == 1) {
       auto trial = std::make_unique<Config>();
       trial->metrics = c->configs_.back()->metrics;
       trial->metrics.push_back(metric);
