@@ -39,9 +39,9 @@ class AdminServiceImpl final : public GuardedService<v1::AdminService> {
           ASSIGN_OR_RETURN(Caller caller, rpc.Authenticate({Role::kAdmin}));
           RETURN_IF_ERROR(
               ValidateRequiredText(request.worker_id(), "worker_id", kMaxShortTextBytes));
-          ASSIGN_OR_RETURN(store::WorkerRow row,
-                           ctx_->store->SetWorkerState(request.worker_id(), "draining",
-                                                       "drained by an admin", caller.Actor()));
+          ASSIGN_OR_RETURN(store::WorkerRow row, ctx_->store->SetWorkerState(
+                                                     request.worker_id(), v1::WORKER_STATE_DRAINING,
+                                                     "drained by an admin", caller.Actor()));
           ctx_->jobs->SetDraining(row.worker_id, true);
           ctx_->leases->WakeWorker(row.worker_id);
           spdlog::info("worker draining worker_id={} by_token={}", row.worker_id, caller.token_id);
@@ -93,31 +93,19 @@ class AdminServiceImpl final : public GuardedService<v1::AdminService> {
                v1::CreateTokenResponse* response) -> absl::Status {
           ASSIGN_OR_RETURN(Caller caller, rpc.Authenticate({Role::kAdmin}));
           RETURN_IF_ERROR(ValidateTenantName(request.tenant(), "tenant"));
-          const std::string role = RoleName(request.role());
-          if (role.empty()) {
-            return absl::InvalidArgumentError(
-                absl::StrCat("role: required (vendor, worker or admin), got ", request.role()));
-          }
           RETURN_IF_ERROR(
               ValidateOptionalText(request.description(), "description", kMaxShortTextBytes));
-          auto tenant = ctx_->store->GetTenant(request.tenant());
-          if (absl::IsNotFound(tenant.status())) {
-            return absl::NotFoundError(absl::StrCat("tenant: '", request.tenant(),
-                                                    "' does not exist; CreateTenant first"));
-          }
-          if (!tenant.ok()) return tenant.status();
-          const GeneratedToken token = GenerateToken();
-          store::TokenRow row;
-          row.token_id = token.token_id;
-          row.tenant = request.tenant();
-          row.role = role;
-          row.description = request.description();
-          RETURN_IF_ERROR(ctx_->store->CreateToken(row, token.sha256, caller.Actor()));
+          MintTokenRequest mint;  // The one token-minting path (tokens.h).
+          mint.tenant = request.tenant();
+          mint.role = request.role();
+          mint.description = request.description();
+          mint.actor = caller.Actor();
+          ASSIGN_OR_RETURN(MintedToken token, MintToken(*ctx_->store, mint));
           ctx_->auth->OnTokenCreated();
-          spdlog::info("token created token_id={} tenant={} role={} by_token={}", row.token_id,
-                       row.tenant, row.role, caller.token_id);
+          spdlog::info("token created token_id={} tenant={} role={} by_token={}", token.token_id,
+                       token.tenant, RoleName(token.role), caller.token_id);
           response->set_token_id(token.token_id);
-          response->set_secret(token.token);
+          response->set_secret(token.secret);
           return absl::OkStatus();
         });
 

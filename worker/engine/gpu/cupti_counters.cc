@@ -175,11 +175,9 @@ absl::StatusOr<std::unique_ptr<HardwareCounters>> HardwareCounters::Create(
   PTXBENCH_CUPTI_TRY(cuptiProfilerGetCounterAvailability(&avail));
 
   // One metric per configuration, except the first two (the target family's FLOPs and the
-  // all-instruction FLOPs of its precision), which the H200 collected together. Greedy grouping
-  // by GetNumOfPasses == 1 was tried and failed on the H200 (2026-12-02,
-  // docs/results/2026-12-02-h200-gpu-test-2.json): configurations CUPTI called one pass came
-  // back with NaN for some of their metrics (FMA, fp64, L2 read bytes, HMMA fp16), so the
-  // counted launches pay one configuration per metric instead.
+  // all-instruction FLOPs of its precision), which the H200 collected together (2026-12-01
+  // probe). Fewer metrics per range keep a counted launch's host cost small and make a NaN
+  // (End) attributable to one metric.
   for (const std::string& metric : metrics) {
     if (c->configs_.size() == 1 && c->configs_.front()->metrics.size() == 1) {
       auto trial = std::make_unique<Config>();
@@ -325,6 +323,11 @@ absl::StatusOr<CounterValues> HardwareCounters::End() {
   PTXBENCH_CUPTI_TRY(cuptiProfilerHostEvaluateToGpuValues(&eval));
   CounterValues out;
   for (size_t i = 0; i < values.size(); ++i) {
+    // On the H200 the metrics that came back NaN were those whose true value is 0 (fp64, fp8
+    // and HMMA fp16 FLOPs of a bf16 wgmma GEMM; TMA bytes of an mma.sync one: 2026-12-02,
+    // docs/results/2026-12-02-h200-gpu-test-3.json), which suggests NaN means "no event". Until
+    // that is proven on the GPU a NaN stays an error, and the verdict says the strong check was
+    // not made, rather than reading a missing counter as 0.
     if (!std::isfinite(values[i])) {
       return absl::InternalError(
           absl::StrCat("counter ", c.metrics[i], " was not collected (", values[i], ")"));
