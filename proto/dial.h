@@ -40,6 +40,10 @@ struct DialOptions {
   // The largest reply accepted. A Submission with its stage details is well under 1 MiB; the
   // margin is for ListSubmissions pages.
   int max_receive_message_bytes = 64 << 20;
+  // A TCP connection of this channel's own. gRPC otherwise shares one connection among all
+  // channels to an address with the same settings, so a benchmark or test that stands in for
+  // many machines (bench/scheduler_bench, bench/api_flood) would measure one connection.
+  bool own_connection = false;
 };
 
 // A channel to `options.address`. INVALID_ARGUMENT for an empty address, NOT_FOUND for an
