@@ -253,6 +253,10 @@ void CompleteJob(SimWorker& worker, const std::string& token, const v1::LeasedJo
   request.mutable_lease()->set_attempt(job.attempt());
   request.mutable_verdict()->set_verdict_class(v1::VERDICT_CLASS_COMPILED);
   request.mutable_verdict()->set_compiled(true);
+  // The server takes a compiled verdict only with its passed compile stage (result_check.h).
+  v1::StageResult* compile = request.mutable_verdict()->add_stages();
+  compile->set_stage(v1::STAGE_COMPILE);
+  compile->set_ok(true);
   v1::CompleteResponse response;
   Check(worker.stub->Complete(&context, request, &response), "Complete");
 }

@@ -362,9 +362,16 @@ absl::Status LoadTensors(const FieldErrors& errors, const json& root, Task& task
         spec.distribution = Distribution::kNormal;
       } else if (distribution == "spiky") {
         spec.distribution = Distribution::kSpiky;
+      } else if (distribution == "block_scale") {
+        if (spec.dtype != DType::kFP32) {
+          return errors.Error(FieldJoin(field, "distribution"),
+                              "'block_scale' draws fp32 scales: the tensor's dtype must be fp32");
+        }
+        spec.distribution = Distribution::kBlockScale;
       } else {
-        return errors.Error(FieldJoin(field, "distribution"),
-                            absl::StrCat("'", distribution, "' is not 'normal' or 'spiky'"));
+        return errors.Error(
+            FieldJoin(field, "distribution"),
+            absl::StrCat("'", distribution, "' is not 'normal', 'spiky' or 'block_scale'"));
       }
     }
     ASSIGN_OR_RETURN(const json* derived, GetObject(errors, entry, field, "derived", false));

@@ -24,7 +24,9 @@ enum class TensorRole { kInput, kOutput };
 
 // How inputs are drawn: normal(0,1), or the "spiky" stress distribution
 // N(0,1) + N(0,100)·Bernoulli(0.001) of the original benchmark's attention backward.
-enum class Distribution { kNormal, kSpiky };
+// kBlockScale: positive fp32 scales of block-quantised fp8 operands, (1 + m/8)·2^e with m in
+// 0..7 and e in -10..-4 uniform (worker/engine/gpu/philox.h); fp32 tensors only.
+enum class Distribution { kNormal, kSpiky, kBlockScale };
 
 // An input the harness computes instead of drawing it: output `output` of the operation
 // `operation` of the task's baseline library, run on the task's tensors that carry the names of

@@ -60,6 +60,12 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> Dial(const DialOptions& options) 
   // The server's logs and metrics can then tell our programs (and their versions) apart from
   // other gRPC clients.
   arguments.SetUserAgentPrefix(UserAgent());
+  if (options.max_reconnect_backoff > absl::ZeroDuration()) {
+    arguments.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+    arguments.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+    arguments.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS,
+                     static_cast<int>(absl::ToInt64Milliseconds(options.max_reconnect_backoff)));
+  }
   return grpc::CreateCustomChannel(options.address, credentials, arguments);
 }
 

@@ -40,6 +40,10 @@ struct DialOptions {
   // The largest reply accepted. A Submission with its stage details is well under 1 MiB; the
   // margin is for ListSubmissions pages.
   int max_receive_message_bytes = 64 << 20;
+  // The longest wait between reconnection attempts of a channel that lost its server; zero
+  // keeps gRPC's default (1 s growing 1.6x to 120 s). The worker daemon sets its own retry
+  // pace: with the default, workers reconnected 9-20 s after a server restart in a chaos run.
+  absl::Duration max_reconnect_backoff = absl::ZeroDuration();
   // A TCP connection of this channel's own. gRPC otherwise shares one connection among all
   // channels to an address with the same settings, so a benchmark or test that stands in for
   // many machines (bench/scheduler_bench, bench/api_flood) would measure one connection.

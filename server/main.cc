@@ -1,8 +1,9 @@
-// ptxbench-server: parses the command line and calls the Server library (server/server.h).
+// ptxbench-server: parses the command line and calls the Server library: server/server.h to
+// serve, server/server_cli.h for the maintenance verbs.
 //
 //   ptxbench-server [serve] [--listen 127.0.0.1:50051] [--database-url URL] ...
 //   ptxbench-server migrate [up | down N] [--database-url URL]
-//   ptxbench-server token create --tenant T --role admin|vendor|worker [--description D]
+//   ptxbench-server token create --role admin|vendor|worker [--tenant T] [--description D]
 //   ptxbench-server health [--server 127.0.0.1:50051] [--tls-ca ca.pem]
 #include <signal.h>
 #include <unistd.h>
@@ -18,9 +19,9 @@
 #include "common/build_info.h"
 #include "common/cli_args.h"
 #include "common/status.h"
-#include "server/api/auth.h"
-#include "server/api/health_check.h"
+#include "proto/wire_names.h"
 #include "server/server.h"
+#include "server/server_cli.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
 
@@ -30,7 +31,7 @@ namespace {
 constexpr char kUsage[] =
     "usage: ptxbench-server [serve] [flags]\n"
     "       ptxbench-server migrate [up | down N] [flags]\n"
-    "       ptxbench-server token create --tenant T --role admin|vendor|worker [flags]\n"
+    "       ptxbench-server token create --role admin|vendor|worker [--tenant T] [flags]\n"
     "       ptxbench-server health [--server HOST:PORT] [--tls-ca FILE]\n"
     "       ptxbench-server --version\n";
 
@@ -39,7 +40,7 @@ constexpr char kUsage[] =
 std::string DefaultDir(const std::string& name) {
   if (std::filesystem::is_directory(name)) return std::filesystem::absolute(name).string();
 #ifdef PTXBENCH_SOURCE_DIR
-  const std::string built_from = absl::StrCat(PTXBENCH_SOURCE_DIR, "/", name);
+  std::string built_from = absl::StrCat(PTXBENCH_SOURCE_DIR, "/", name);
   if (std::filesystem::is_directory(built_from)) return built_from;
 #endif
   return name;
@@ -163,36 +164,19 @@ int Serve(const ParsedArgs& args) {
 
 int Migrate(const ParsedArgs& args) {
   auto options = OptionsFrom(args, /*serve=*/false);
-  if (!options.ok()) {
-    std::cerr << "ptxbench-server migrate: " << options.status().message() << "\n";
+  auto request = ParseMigrateArgs(args.positional());
+  if (!options.ok() || !request.ok()) {
+    std::cerr << "ptxbench-server migrate: "
+              << (options.ok() ? request.status() : options.status()).message() << "\n"
+              << kUsage;
     return 2;
   }
-  const auto& positional = args.positional();
-  const std::string direction = positional.empty() ? "up" : positional[0];
-  int steps = 0;
-  if (direction == "down") {
-    if (positional.size() != 2 || (steps = std::atoi(positional[1].c_str())) < 1) {
-      std::cerr << "ptxbench-server migrate down: needs a step count >= 1\n" << kUsage;
-      return 2;
-    }
-  } else if (direction != "up" || positional.size() > 1) {
-    std::cerr << kUsage;
-    return 2;
-  }
-  auto handle = StoreHandle::Open(*options);
-  if (!handle.ok()) {
-    std::cerr << "ptxbench-server migrate: " << handle.status() << "\n";
+  auto version = RunMigrate(*options, *request);
+  if (!version.ok()) {
+    std::cerr << "ptxbench-server migrate: " << version.status() << "\n";
     return 1;
   }
-  store::Store* store = (*handle)->store();
-  absl::Status status = direction == "up" ? store->MigrateUp(options->migrations_dir)
-                                          : store->MigrateDown(options->migrations_dir, steps);
-  if (!status.ok()) {
-    std::cerr << "ptxbench-server migrate: " << status << "\n";
-    return 1;
-  }
-  auto version = store->SchemaVersion();
-  std::cout << "schema version " << (version.ok() ? std::to_string(*version) : "unknown") << "\n";
+  std::cout << "schema version " << *version << "\n";
   return 0;
 }
 
@@ -206,43 +190,24 @@ int TokenCreate(const ParsedArgs& args) {
     std::cerr << "ptxbench-server token: " << options.status().message() << "\n";
     return 2;
   }
-  const std::string tenant = args.Get("tenant");
-  auto role = api::ParseRoleText(args.Get("role"));
-  if (tenant.empty() || !role.ok()) {
-    std::cerr << "ptxbench-server token create: --tenant and --role (admin, vendor or worker) "
-                 "are required\n";
+  api::MintTokenRequest request;
+  request.tenant = args.Get("tenant");
+  auto role = wire::ParseRole(args.Get("role"));
+  if (!role.ok()) {
+    std::cerr << "ptxbench-server token create: --role admin, vendor or worker is required\n";
     return 2;
   }
-  auto handle = StoreHandle::Open(*options);
-  if (!handle.ok()) {
-    std::cerr << "ptxbench-server token: " << handle.status() << "\n";
-    return 1;
+  request.role = *role;
+  request.description = args.Get("description");
+  auto token = RunTokenCreate(*options, request);
+  if (!token.ok()) {
+    std::cerr << "ptxbench-server token: " << token.status() << "\n";
+    return absl::IsInvalidArgument(token.status()) ? 2 : 1;
   }
-  store::Store* store = (*handle)->store();
-  if (auto status = store->MigrateUp(options->migrations_dir); !status.ok()) {
-    std::cerr << "ptxbench-server token: " << status << "\n";
-    return 1;
-  }
-  store::TenantRow tenant_row;
-  tenant_row.name = tenant;
-  if (auto status = store->CreateTenant(tenant_row);
-      !status.ok() && !absl::IsAlreadyExists(status)) {
-    std::cerr << "ptxbench-server token: " << status << "\n";
-    return 1;
-  }
-  const api::GeneratedToken token = api::GenerateToken();
-  store::TokenRow row;
-  row.token_id = token.token_id;
-  row.tenant = tenant;
-  row.role = api::RoleText(*role);
-  row.description = args.Get("description", "created by ptxbench-server token create");
-  if (auto status = store->CreateToken(row, token.sha256); !status.ok()) {
-    std::cerr << "ptxbench-server token: " << status << "\n";
-    return 1;
-  }
-  std::cerr << "token " << token.token_id << " for tenant " << tenant << " role " << row.role
-            << " (the secret below is shown once):\n";
-  std::cout << token.token << "\n";
+  std::cerr << "token " << token->token_id << " for tenant "
+            << (token->tenant.empty() ? "(none)" : token->tenant) << " role "
+            << wire::RoleName(token->role) << " (the secret below is shown once):\n";
+  std::cout << token->secret << "\n";
   return 0;
 }
 
@@ -256,7 +221,7 @@ int Health(const ParsedArgs& args) {
     return 2;
   }
   options.timeout = absl::Seconds(*timeout);
-  auto status = api::CheckHealth(options);
+  auto status = RunHealth(options);
   if (!status.ok()) {
     std::cerr << "ptxbench-server health: " << status.status().message() << "\n";
     return 1;
@@ -283,7 +248,8 @@ int Main(int argc, char** argv) {
     specs = StoreFlags();
   } else if (verb == "token") {
     specs = StoreFlags();
-    specs.push_back({"tenant", true, "tenant the token belongs to (created if missing)"});
+    specs.push_back(
+        {"tenant", true, "tenant the token belongs to (created if missing; required for vendor)"});
     specs.push_back({"role", true, "admin, vendor or worker"});
     specs.push_back({"description", true, "what the token is for"});
   } else if (verb == "health") {

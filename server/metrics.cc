@@ -53,7 +53,8 @@ std::string NormalizedLabel(const std::string& value) {
 
 // The worker states the store knows; each is always exported so that a dashboard sees 0
 // rather than a missing series.
-constexpr const char* kWorkerStates[] = {"active", "draining", "unhealthy", "offline"};
+constexpr v1::WorkerState kWorkerStates[] = {v1::WORKER_STATE_ACTIVE, v1::WORKER_STATE_DRAINING,
+                                             v1::WORKER_STATE_UNHEALTHY, v1::WORKER_STATE_OFFLINE};
 
 prometheus::ClientMetric GaugeSample(std::vector<prometheus::ClientMetric::Label> labels,
                                      double value) {
@@ -93,8 +94,8 @@ class Metrics::ScrapeCollectable : public prometheus::Collectable {
       auto rows = sources_.queue_depths();
       if (rows.ok()) {
         for (const auto& row : *rows) {
-          std::vector<prometheus::ClientMetric::Label> labels{{"arch", row.arch},
-                                                              {"kind", row.kind}};
+          std::vector<prometheus::ClientMetric::Label> labels{
+              {"arch", wire::ArchName(row.arch)}, {"kind", wire::JobKindName(row.kind)}};
           depth.metric.push_back(GaugeSample(labels, static_cast<double>(row.queued)));
           leased.metric.push_back(GaugeSample(labels, static_cast<double>(row.leased)));
           oldest.metric.push_back(GaugeSample(labels, row.oldest_age_seconds));
@@ -108,8 +109,8 @@ class Metrics::ScrapeCollectable : public prometheus::Collectable {
       auto rows = sources_.workers();
       if (rows.ok()) {
         std::map<std::string, int> by_state;
-        for (const char* state : kWorkerStates) by_state[state] = 0;
-        for (const auto& row : *rows) ++by_state[row.state];
+        for (v1::WorkerState state : kWorkerStates) by_state[wire::WorkerStateName(state)] = 0;
+        for (const auto& row : *rows) ++by_state[wire::WorkerStateName(row.state)];
         for (const auto& [state, count] : by_state) {
           workers.metric.push_back(GaugeSample({{"state", state}}, count));
         }

@@ -49,6 +49,8 @@ namespace ptxbench::server {
 namespace {
 
 using api::LogQuoted;
+// How long a graceful stop answers new Submits UNAVAILABLE before gRPC stops taking calls.
+constexpr int kSubmitDrainMs = 300;
 
 absl::StatusOr<std::string> ReadFile(const std::string& path, const std::string& field) {
   std::ifstream in(path, std::ios::binary);
@@ -109,6 +111,9 @@ absl::StatusOr<std::unique_ptr<StoreHandle>> StoreHandle::Open(const ServerOptio
   store_options.database_url = handle->database_url_;
   store_options.pool_size = options.store_pool_size;
   store_options.lease_duration = absl::Seconds(options.lease_seconds);
+  // A reaper pass normally follows the last within reap_interval; three intervals without
+  // one means the scheduler was down (Store::ReapExpiredLeases grants leases a grace then).
+  store_options.outage_threshold = std::max(3 * options.reap_interval, absl::Seconds(1));
   auto store = store::Store::Connect(store_options);
   if (!store.ok()) return Annotate(store.status(), "connecting to the database");
   handle->store_ = *std::move(store);
@@ -300,6 +305,11 @@ class Server::Impl {
       // Streams see this within cancel_check_interval and return; unary calls finish.
       leases_.Shutdown();
       event_changes_.Shutdown();
+      // New Submits are answered UNAVAILABLE from here on (submission_service.cc). gRPC's
+      // Shutdown cancels calls that arrived but had no handler yet with CANCELLED, which a
+      // client may not retry (1 Submit in 6 stops under 8 concurrent submitters before,
+      // tests/server/api/worker_flow_test.cc); this drain lets those reach the handler first.
+      std::this_thread::sleep_for(std::chrono::milliseconds(kSubmitDrainMs));
       server_->Shutdown(std::chrono::system_clock::now() +
                         absl::ToChronoNanoseconds(options_.shutdown_grace));
       server_->Wait();
@@ -403,22 +413,33 @@ class Server::Impl {
   }
 
   // Requeues jobs whose worker stopped heartbeating, so a dead worker delays a job by at most
-  // lease_seconds + reap_interval.
+  // lease_seconds + reap_interval. The first pass runs at start: leases that expired before
+  // this server (or its predecessor) went down are taken back at once, and the others, whose
+  // workers could not reach a server meanwhile, get a lease period (store.h).
   void ReapLoop() {
     std::unique_lock<std::mutex> lock(threads_mu_);
-    while (!threads_cv_.wait_for(lock, absl::ToChronoNanoseconds(options_.reap_interval),
-                                 [this] { return stopping_; })) {
+    do {
       lock.unlock();
-      auto reaped = store_handle_->store()->ReapExpiredLeases();
+      store::ReapReport pass;
+      auto reaped = store_handle_->store()->ReapExpiredLeases(&pass);
       if (!reaped.ok()) {
         spdlog::warn("reaper: {}", reaped.status().ToString());
-      } else if (*reaped > 0) {
-        spdlog::info("reaper: requeued {} jobs with expired leases", *reaped);
-        leases_.JobsAvailable("");
-        event_changes_.Notify();
+      } else {
+        if (pass.outage) {
+          spdlog::warn(
+              "reaper: no reaper pass for {} (the scheduler was down): {} leases get a lease "
+              "period from now",
+              absl::FormatDuration(pass.gap), pass.graced);
+        }
+        if (*reaped > 0) {
+          spdlog::info("reaper: requeued {} jobs with expired leases", *reaped);
+          leases_.JobsAvailable("");
+          event_changes_.Notify();
+        }
       }
       lock.lock();
-    }
+    } while (!threads_cv_.wait_for(lock, absl::ToChronoNanoseconds(options_.reap_interval),
+                                   [this] { return stopping_; }));
   }
 
   // Turns PostgreSQL NOTIFYs (changes made by other replicas, or by this one) into wake-ups.

@@ -11,6 +11,7 @@
 #include "server/api/log_text.h"
 #include "server/api/rpc.h"
 #include "server/api/services.h"
+#include "server/api/tokens.h"
 #include "server/api/validate.h"
 #include "spdlog/spdlog.h"
 

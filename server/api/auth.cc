@@ -11,6 +11,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
+#include "proto/wire_names.h"
 
 namespace ptxbench::api {
 namespace {
@@ -55,25 +56,33 @@ bool IsLowerHex(const std::string& text) {
 
 }  // namespace
 
-std::string RoleText(Role role) {
+absl::StatusOr<Role> RoleFromWire(v1::Role role) {
   switch (role) {
-    case Role::kVendor:
-      return "vendor";
-    case Role::kWorker:
-      return "worker";
-    case Role::kAdmin:
-      return "admin";
+    case v1::ROLE_VENDOR:
+      return Role::kVendor;
+    case v1::ROLE_WORKER:
+      return Role::kWorker;
+    case v1::ROLE_ADMIN:
+      return Role::kAdmin;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("role: ", role, " is not one of vendor, worker, admin"));
   }
-  return "vendor";
 }
 
-absl::StatusOr<Role> ParseRoleText(const std::string& text) {
-  if (text == "vendor") return Role::kVendor;
-  if (text == "worker") return Role::kWorker;
-  if (text == "admin") return Role::kAdmin;
-  return absl::InvalidArgumentError(
-      absl::StrCat("role: '", text, "' is not one of vendor, worker, admin"));
+v1::Role RoleToWire(Role role) {
+  switch (role) {
+    case Role::kVendor:
+      return v1::ROLE_VENDOR;
+    case Role::kWorker:
+      return v1::ROLE_WORKER;
+    case Role::kAdmin:
+      return v1::ROLE_ADMIN;
+  }
+  return v1::ROLE_UNSPECIFIED;
 }
+
+std::string RoleText(Role role) { return wire::RoleName(RoleToWire(role)); }
 
 std::string Sha256Hex(const std::string& data) {
   unsigned char digest[EVP_MAX_MD_SIZE];
@@ -211,7 +220,7 @@ absl::StatusOr<Caller> Authenticator::Authenticate(const std::string& authorizat
     if (it != cache_.end()) {
       if (it->second.expires > now) {
         const auto& row = it->second.token;
-        auto role = ParseRoleText(row.role);
+        auto role = RoleFromWire(row.role);
         if (role.ok()) return Caller{row.tenant, *role, row.token_id};
       }
       cache_.erase(it);
@@ -231,10 +240,10 @@ absl::StatusOr<Caller> Authenticator::Authenticate(const std::string& authorizat
   }
   if (!row.ok()) return row.status();
   if (row->revoked) return absl::UnauthenticatedError("authorization: unknown or revoked token");
-  auto role = ParseRoleText(row->role);
+  auto role = RoleFromWire(row->role);
   if (!role.ok()) {
     return absl::InternalError(
-        absl::StrCat("token ", row->token_id, " has unknown role '", row->role, "'"));
+        absl::StrCat("token ", row->token_id, " has unknown role ", row->role));
   }
   std::lock_guard<std::mutex> lock(mu_);
   cache_[hash] = CachedToken{*row, now + options_.cache_ttl};

@@ -24,8 +24,10 @@
 namespace ptxbench::api {
 
 enum class Role { kVendor, kWorker, kAdmin };
-std::string RoleText(Role role);  // "vendor", "worker", "admin".
-absl::StatusOr<Role> ParseRoleText(const std::string& text);
+// The wire's and the store's v1::Role; INVALID_ARGUMENT for UNSPECIFIED or an unknown value.
+absl::StatusOr<Role> RoleFromWire(v1::Role role);
+v1::Role RoleToWire(Role role);
+std::string RoleText(Role role);  // "vendor", "worker", "admin" (proto/wire_names.h).
 
 // The tenant that loopback callers act as while no token exists.
 inline constexpr char kLocalTenant[] = "local";

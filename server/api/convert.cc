@@ -51,13 +51,12 @@ absl::Status MessageFromJson(const std::string& json, google::protobuf::Message*
 }
 
 absl::StatusOr<store::VerdictRow> VerdictToRow(const v1::Verdict& verdict) {
-  const std::string verdict_class = VerdictClassName(verdict.verdict_class());
-  if (verdict_class.empty()) {
+  if (VerdictClassName(verdict.verdict_class()).empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat("verdict.verdict_class: required, got ", verdict.verdict_class()));
   }
   store::VerdictRow row;
-  row.verdict_class = verdict_class;
+  row.verdict_class = verdict.verdict_class();
   row.compiled = verdict.compiled();
   row.correct = verdict.correct();
   row.target_executed = verdict.target_executed();
@@ -82,9 +81,7 @@ absl::StatusOr<v1::Verdict> VerdictFromRow(const store::VerdictRow& row) {
   }
   // The key columns are what queries and reports read; they win over the JSON so that the
   // wire never disagrees with a paper's SQL.
-  auto verdict_class = ParseVerdictClass(row.verdict_class);
-  if (!verdict_class.ok()) return absl::DataLossError(verdict_class.status().message());
-  verdict.set_verdict_class(*verdict_class);
+  verdict.set_verdict_class(row.verdict_class);
   verdict.set_compiled(row.compiled);
   verdict.set_correct(row.correct);
   verdict.set_target_executed(row.target_executed);
@@ -101,16 +98,15 @@ absl::StatusOr<v1::Submission> SubmissionFromRow(const store::SubmissionRow& row
   submission.set_id(row.id);
   submission.set_task_id(row.task_id);
   submission.set_task_version_hash(row.task_version_hash);
-  submission.set_arch(ParseArch(row.arch).value_or(v1::ARCH_UNSPECIFIED));
+  submission.set_arch(row.arch);
   submission.set_source_sha256(row.source_sha256);
   submission.set_model(row.model);
   submission.set_session_id(row.session_id);
   submission.set_turn_index(row.turn_index);
-  submission.set_knowledge_level(
-      ParseKnowledgeLevel(row.knowledge_level).value_or(v1::KNOWLEDGE_LEVEL_UNSPECIFIED));
-  submission.set_scope(ParseScope(row.scope).value_or(v1::EVALUATION_SCOPE_UNSPECIFIED));
-  submission.set_state(ParseSubmissionState(row.state).value_or(v1::SUBMISSION_STATE_UNSPECIFIED));
-  submission.set_stage(ParseStage(row.stage).value_or(v1::STAGE_UNSPECIFIED));
+  submission.set_knowledge_level(row.knowledge_level);
+  submission.set_scope(row.scope);
+  submission.set_state(row.state);
+  submission.set_stage(row.stage);
   *submission.mutable_created_at() = ToTimestamp(row.created_at);
   submission.set_tenant(row.tenant);
   if (row.verdict.has_value()) {
@@ -128,12 +124,10 @@ std::string NoticePayload(const std::string& notice) {
 absl::StatusOr<v1::StageEvent> StageEventFromRow(const store::StageEventRow& row) {
   v1::StageEvent event;
   event.set_submission_id(row.submission_id);
-  auto stage = ParseStage(row.stage);
-  if (!stage.ok()) return absl::DataLossError(stage.status().message());
-  event.set_stage(*stage);
+  event.set_stage(row.stage);
   *event.mutable_at() = ToTimestamp(row.at);
   // Payload shapes are those of store.h's StageEventRow comment.
-  if (row.kind == "notice") {
+  if (row.kind == store::EventKind::kNotice) {
     const auto payload =
         nlohmann::json::parse(row.payload_json, nullptr, /*allow_exceptions=*/false);
     if (payload.is_object() && payload.contains("notice") && payload["notice"].is_string()) {
@@ -143,10 +137,10 @@ absl::StatusOr<v1::StageEvent> StageEventFromRow(const store::StageEventRow& row
     }
     return event;
   }
-  if (row.payload_json.empty() || row.payload_json == "{}" || *stage == v1::STAGE_QUEUED) {
+  if (row.payload_json.empty() || row.payload_json == "{}" || row.stage == v1::STAGE_QUEUED) {
     return event;
   }
-  if (*stage == v1::STAGE_DONE) {
+  if (row.stage == v1::STAGE_DONE) {
     RETURN_IF_ERROR(MessageFromJson(row.payload_json, event.mutable_verdict()));
   } else {
     RETURN_IF_ERROR(MessageFromJson(row.payload_json, event.mutable_result()));
@@ -163,14 +157,15 @@ v1::Worker WorkerFromRow(const store::WorkerRow& row) {
     identity->Clear();
   }
   identity->set_hostname(row.registration.hostname);
-  identity->set_arch(ParseArch(row.registration.arch).value_or(v1::ARCH_UNSPECIFIED));
+  identity->set_arch(row.registration.arch);
   identity->set_gpu_name(row.registration.gpu_name);
   identity->set_gpu_uuid(row.registration.gpu_uuid);
   identity->set_compile_only(row.registration.compile_only);
-  worker.set_state(ParseWorkerState(row.state).value_or(v1::WORKER_STATE_UNSPECIFIED));
+  worker.set_state(row.state);
   worker.set_health_detail(row.health_detail);
   *worker.mutable_last_seen() = ToTimestamp(row.last_seen);
   worker.set_jobs_held(row.jobs_held);
+  worker.set_token_id(row.registration.token_id);
   return worker;
 }
 
@@ -185,8 +180,8 @@ v1::Tenant TenantFromRow(const store::TenantRow& row) {
 
 v1::QueueDepth QueueDepthFromRow(const store::QueueDepthRow& row) {
   v1::QueueDepth depth;
-  depth.set_arch(ParseArch(row.arch).value_or(v1::ARCH_UNSPECIFIED));
-  depth.set_kind(ParseJobKind(row.kind).value_or(v1::JOB_KIND_UNSPECIFIED));
+  depth.set_arch(row.arch);
+  depth.set_kind(row.kind);
   depth.set_queued(row.queued);
   depth.set_leased(row.leased);
   depth.set_oldest_age_seconds(row.oldest_age_seconds);
@@ -197,12 +192,12 @@ v1::LeasedJob LeasedJobFromRow(const store::LeasedJobRow& row, int lease_seconds
   v1::LeasedJob job;
   job.set_job_id(row.lease.job_id);
   job.set_attempt(row.lease.attempt);
-  job.set_kind(ParseJobKind(row.kind).value_or(v1::JOB_KIND_UNSPECIFIED));
+  job.set_kind(row.kind);
   job.set_submission_id(row.submission_id);
   job.set_task_id(row.task_id);
   job.set_task_version_hash(row.task_version_hash);
-  job.set_arch(ParseArch(row.arch).value_or(v1::ARCH_UNSPECIFIED));
-  job.set_language(ParseLanguage(row.language).value_or(v1::SOURCE_LANGUAGE_CUDA));
+  job.set_arch(row.arch);
+  job.set_language(row.language);
   job.set_source(row.source);
   if (!row.launch_plan_json.empty() &&
       !MessageFromJson(row.launch_plan_json, job.mutable_launch_plan()).ok()) {

@@ -1,7 +1,8 @@
-// The one place where wire messages (ptxbench.v1) and store rows meet. Enumerations travel as
-// proto enums on the wire and as lower-case names in the database (store.h says why); verdicts
-// and stage results are stored as the JSON of their proto message (JsonUtil, proto field
-// names) next to key columns, so a verdict read back is byte-for-byte the message a worker sent.
+// The one place where wire messages (ptxbench.v1) and store rows meet. Enumerations are the
+// wire's enums on both sides (the store keeps their text inside its SQL layer, store.h);
+// verdicts and stage results are stored as the JSON of their proto message (JsonUtil, proto
+// field names) next to key columns, so a verdict read back is byte-for-byte the message a
+// worker sent.
 #ifndef PTXBENCH_SERVER_API_CONVERT_H_
 #define PTXBENCH_SERVER_API_CONVERT_H_
 
@@ -19,7 +20,8 @@
 
 namespace ptxbench::api {
 
-// Enum <-> stored name: proto/wire_names.h, shared with the worker and the client.
+// Enum <-> text name (prompts, logs, metric labels): proto/wire_names.h, shared with the worker
+// and the client.
 using wire::ArchName;
 using wire::FailureKindName;
 using wire::JobKindName;

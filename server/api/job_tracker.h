@@ -25,8 +25,8 @@ class JobTracker {
     store::LeaseRef lease;
     std::string submission_id;
     std::string task_id;
-    std::string arch;
-    std::string kind;  // "compile" or "evaluate".
+    v1::Arch arch = v1::ARCH_UNSPECIFIED;
+    v1::JobKind kind = v1::JOB_KIND_UNSPECIFIED;
     absl::Time leased_at;
   };
 

@@ -42,11 +42,15 @@ v1::TaskSummary SummaryOf(const Task& task) {
 
 // The kind of job a submission waits for: its first job is always a compile job; a full-scope
 // submission that got past the queued stage waits for (or runs) its evaluate job.
-std::string PendingJobKind(const store::SubmissionRow& row) {
-  return row.scope == "full" && row.stage != "queued" ? "evaluate" : "compile";
+v1::JobKind PendingJobKind(const store::SubmissionRow& row) {
+  return row.scope == v1::EVALUATION_SCOPE_FULL && row.stage != v1::STAGE_QUEUED
+             ? v1::JOB_KIND_EVALUATE
+             : v1::JOB_KIND_COMPILE;
 }
 
-bool IsTerminal(const std::string& state) { return state == "finished" || state == "cancelled"; }
+bool IsTerminal(v1::SubmissionState state) {
+  return state == v1::SUBMISSION_STATE_FINISHED || state == v1::SUBMISSION_STATE_CANCELLED;
+}
 
 // Every unary method is served by rpc.h's ServeStreamedUnary (admission, then the token,
 // then the request's bytes: bounded, text-checked, parsed here so that a field that is not
@@ -67,6 +71,12 @@ class SubmissionServiceImpl final : public GuardedService<v1::SubmissionService>
     ServeUnary<v1::SubmitRequest, v1::SubmitResponse>(
         "Submit", kMaxSubmitRequestBytes,
         [this](RpcScope& rpc, const v1::SubmitRequest& in, v1::SubmitResponse* out) {
+          if (ctx_->event_changes->shutting_down()) {
+            // Retryable: nothing was stored (server.cc's GracefulStop drains these first).
+            return absl::UnavailableError(
+                "server shutting down: nothing was stored; submit again (with the same "
+                "idempotency key) after the restart or to another replica");
+          }
           return DoSubmit(rpc, in, out);
         });
     ServeUnary<v1::GetSubmissionRequest, v1::Submission>(
@@ -131,8 +141,8 @@ class SubmissionServiceImpl final : public GuardedService<v1::SubmissionService>
     submission.tenant = caller.tenant;
     submission.task_id = task.id;
     submission.task_version_hash = task.version_hash;
-    submission.arch = ArchName(request.arch());
-    submission.language = LanguageName(request.language());
+    submission.arch = request.arch();
+    submission.language = request.language();
     submission.source = request.source();
     if (request.has_launch_plan()) {
       ASSIGN_OR_RETURN(submission.launch_plan_json, MessageToJson(request.launch_plan()));
@@ -140,21 +150,22 @@ class SubmissionServiceImpl final : public GuardedService<v1::SubmissionService>
     submission.model = request.model();
     submission.session_id = request.session_id();
     submission.turn_index = request.turn_index();
-    submission.knowledge_level = KnowledgeLevelName(request.knowledge_level());
-    submission.scope = ScopeName(request.scope());
+    submission.knowledge_level = request.knowledge_level();
+    submission.scope = request.scope();
     submission.idempotency_key = request.idempotency_key();
 
     // CreateSubmission returns only after the transaction committed: OK means durable.
     ASSIGN_OR_RETURN(store::SubmissionRow row, ctx_->limits->Admit(caller.tenant, [&] {
       return ctx_->store->CreateSubmission(submission);
     }));
-    ctx_->leases->JobsAvailable(row.arch);
+    ctx_->leases->JobsAvailable(ArchName(row.arch));
     ctx_->event_changes->Notify();
-    ctx_->metrics->RecordSubmission(row.tenant, row.model, row.task_id, row.arch);
+    ctx_->metrics->RecordSubmission(row.tenant, row.model, row.task_id, ArchName(row.arch));
     spdlog::info(
         "submission accepted submission_id={} tenant={} task={} arch={} model={} session_id={} "
         "turn={}",
-        row.id, row.tenant, row.task_id, row.arch, LogQuoted(row.model), LogQuoted(row.session_id),
+        row.id, row.tenant, row.task_id, ArchName(row.arch), LogQuoted(row.model),
+        LogQuoted(row.session_id),
         row.turn_index);
     ASSIGN_OR_RETURN(*response->mutable_submission(), SubmissionFromRow(row));
     return absl::OkStatus();
@@ -205,8 +216,10 @@ class SubmissionServiceImpl final : public GuardedService<v1::SubmissionService>
                      ctx_->store->CancelSubmission(request.submission_id(), caller.VisibleTenant(),
                                                    caller.Actor()));
     ctx_->event_changes->Notify();
-    if (before.state != "cancelled" && row.state == "cancelled") {
-      ctx_->metrics->RecordVerdict(row.tenant, row.model, row.task_id, row.arch, "cancelled");
+    if (before.state != v1::SUBMISSION_STATE_CANCELLED &&
+        row.state == v1::SUBMISSION_STATE_CANCELLED) {
+      ctx_->metrics->RecordVerdict(row.tenant, row.model, row.task_id, ArchName(row.arch),
+                                   VerdictClassName(v1::VERDICT_CLASS_CANCELLED));
       spdlog::info("submission cancelled submission_id={} tenant={} by_token={}", row.id,
                    row.tenant, caller.token_id);
     }
@@ -218,15 +231,15 @@ class SubmissionServiceImpl final : public GuardedService<v1::SubmissionService>
   // the submission waits for, so a watcher learns why nothing happens instead of hanging.
   absl::Status NoticeIfNoWorker(const store::SubmissionRow& row) {
     if (IsTerminal(row.state)) return absl::OkStatus();
-    const std::string kind = PendingJobKind(row);
+    const v1::JobKind kind = PendingJobKind(row);
     ASSIGN_OR_RETURN(int64_t capable,
                      ctx_->store->CountCapableWorkers(row.arch, kind,
                                                       absl::Seconds(ctx_->options.lease_seconds)));
     if (capable > 0) return absl::OkStatus();
     const std::string notice =
-        kind == "compile"
-            ? absl::StrCat("no registered worker for ", row.arch, "; waiting")
-            : absl::StrCat("no registered worker for ", row.arch, " evaluation; waiting");
+        kind == v1::JOB_KIND_COMPILE
+            ? absl::StrCat("no registered worker for ", ArchName(row.arch), "; waiting")
+            : absl::StrCat("no registered worker for ", ArchName(row.arch), " evaluation; waiting");
     RETURN_IF_ERROR(ctx_->store->AppendNotice(row.id, NoticePayload(notice)));
     return absl::OkStatus();
   }
@@ -274,7 +287,8 @@ class SubmissionServiceImpl final : public GuardedService<v1::SubmissionService>
             if (!writer->Write(event)) return absl::CancelledError("watcher went away");
             if (event.stage() == v1::STAGE_DONE) return absl::OkStatus();
           }
-          spdlog::warn("watch: submission {} is {} without a done event", id, row.state);
+          spdlog::warn("watch: submission {} is {} without a done event", id,
+                       SubmissionStateName(row.state));
           v1::StageEvent done;
           done.set_submission_id(id);
           done.set_stage(v1::STAGE_DONE);

@@ -4,6 +4,8 @@
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
+#include <map>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -17,6 +19,7 @@
 #include "server/api/convert.h"
 #include "server/api/log_text.h"
 #include "server/api/request_check.h"
+#include "server/api/result_check.h"
 #include "server/api/rpc.h"
 #include "server/api/services.h"
 #include "server/api/validate.h"
@@ -77,29 +80,75 @@ class WorkerServiceImpl final : public GuardedService<v1::WorkerService> {
     const v1::WorkerIdentity& identity = request.identity();
     store::WorkerRegistration registration;
     registration.hostname = identity.hostname();
-    registration.arch = ArchName(identity.arch());
+    registration.arch = identity.arch();
     registration.gpu_name = identity.gpu_name();
     registration.gpu_uuid = identity.gpu_uuid();
     registration.compile_only = identity.compile_only();
+    registration.token_id = caller.token_id;
     ASSIGN_OR_RETURN(registration.identity_json, MessageToJson(identity));
     ASSIGN_OR_RETURN(store::WorkerRow row, ctx_->store->RegisterWorker(registration));
-    ctx_->jobs->SetDraining(row.worker_id, row.state == "draining");
-    if (ctx_->jobs->ReleaseWorker(row.worker_id) > 0) ctx_->leases->WakeWorker(row.worker_id);
+    RememberOwner(row);
+    // A registration under an existing id is a new process of that worker (a restart): it
+    // holds none of its predecessor's jobs, so they go back to the queue now rather than when
+    // their leases expire, and stop filling the new process's slots (measured before: a
+    // restarted one-slot worker idled ~20 s behind its predecessor's lease).
+    ASSIGN_OR_RETURN(
+        int released,
+        ctx_->store->ReleaseWorkerLeases(
+            row.worker_id, absl::StrCat("worker ", row.worker_id,
+                                        " registered again (restarted); its job was requeued")));
+    ctx_->jobs->SetDraining(row.worker_id, row.state == v1::WORKER_STATE_DRAINING);
+    const bool forgot = ctx_->jobs->ReleaseWorker(row.worker_id) > 0;
+    if (forgot) ctx_->leases->WakeWorker(row.worker_id);
+    if (released > 0) {
+      row.jobs_held = 0;
+      ctx_->leases->JobsAvailable("");
+      ctx_->event_changes->Notify();
+      spdlog::info("worker registered again worker_id={}: {} leases of its predecessor released",
+                   row.worker_id, released);
+    }
     response->set_worker_id(row.worker_id);
     response->set_lease_seconds(ctx_->options.lease_seconds);
     spdlog::info("worker registered worker_id={} host={} arch={} gpu_uuid={} compile_only={}",
-                 row.worker_id, LogQuoted(registration.hostname), registration.arch,
+                 row.worker_id, LogQuoted(registration.hostname), ArchName(registration.arch),
                  LogQuoted(registration.gpu_uuid), registration.compile_only);
     return absl::OkStatus();
   }
 
-  absl::StatusOr<store::WorkerRow> FindWorker(const std::string& worker_id) {
-    ASSIGN_OR_RETURN(auto workers, ctx_->store->ListWorkers());
-    for (auto& worker : workers) {
-      if (worker.worker_id == worker_id) return std::move(worker);
+  // A worker id belongs to the token that registered it (store.h, RegisterWorker): every call
+  // about a worker, or a lease of one, must come from that token. The owner is cached: it
+  // changes only when a registration claims an id whose token was revoked (a revoked token
+  // cannot call at all), and a mismatch is read again before it is refused.
+  absl::Status CheckOwner(const Caller& caller, const std::string& worker_id) {
+    {
+      std::lock_guard<std::mutex> lock(owners_mu_);
+      auto it = owners_.find(worker_id);
+      if (it != owners_.end() && it->second == caller.token_id) return absl::OkStatus();
     }
-    return absl::NotFoundError(
-        absl::StrCat("worker_id: unknown worker '", worker_id, "'; call Register first"));
+    ASSIGN_OR_RETURN(store::WorkerRow row, ctx_->store->GetWorker(worker_id));
+    RememberOwner(row);
+    if (row.registration.token_id != caller.token_id) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          "worker_id: worker ", worker_id,
+          " is registered by another token; a worker may act only for the ids it registered"));
+    }
+    return absl::OkStatus();
+  }
+
+  // The same for a job call: a lease naming an unknown worker is simply not held.
+  absl::Status CheckLeaseOwner(const Caller& caller, const store::LeaseRef& lease) {
+    absl::Status owned = CheckOwner(caller, lease.worker_id);
+    if (absl::IsNotFound(owned)) {
+      return store::LeaseLostError(
+          store::LeaseLostReason::kLeasedAgain,
+          absl::StrCat("lease lost: worker ", lease.worker_id, " is not registered"));
+    }
+    return owned;
+  }
+
+  void RememberOwner(const store::WorkerRow& row) {
+    std::lock_guard<std::mutex> lock(owners_mu_);
+    owners_[row.worker_id] = row.registration.token_id;
   }
 
   absl::Status DoLease(RpcScope& rpc, grpc::ServerContext* context, const v1::LeaseRequest& request,
@@ -123,13 +172,15 @@ class WorkerServiceImpl final : public GuardedService<v1::WorkerService> {
     }
     const int slots = request.slots() == 0 ? 1 : request.slots();
     const std::string& worker_id = request.worker_id();
-    ASSIGN_OR_RETURN(store::WorkerRow worker, FindWorker(worker_id));
-    ctx_->jobs->SetDraining(worker_id, worker.state == "draining");
+    ASSIGN_OR_RETURN(store::WorkerRow worker, ctx_->store->GetWorker(worker_id));
+    RememberOwner(worker);
+    RETURN_IF_ERROR(CheckOwner(caller, worker_id));
+    ctx_->jobs->SetDraining(worker_id, worker.state == v1::WORKER_STATE_DRAINING);
     ctx_->jobs->HoldAtLeast(worker_id, worker.jobs_held);
     LeaseDispatcher::Waiter waiter;
     waiter.worker_id = worker_id;
-    waiter.pool =
-        LeaseDispatcher::PoolOf(worker.registration.arch, worker.registration.compile_only);
+    waiter.pool = LeaseDispatcher::PoolOf(ArchName(worker.registration.arch),
+                                          worker.registration.compile_only);
     ctx_->leases->Add(&waiter);
     absl::Cleanup unregister = [&] { ctx_->leases->Remove(&waiter); };
     spdlog::info("lease stream opened worker_id={} slots={} pool={}", worker_id, slots,
@@ -187,15 +238,15 @@ class WorkerServiceImpl final : public GuardedService<v1::WorkerService> {
     ctx_->event_changes->Notify();
     if (!writer->Write(LeasedJobFromRow(row, ctx_->options.lease_seconds))) {
       ctx_->jobs->Released(row.lease.job_id);
-      auto status = ctx_->store->FailJob(row.lease, "infrastructure",
+      auto status = ctx_->store->FailJob(row.lease, v1::FAILURE_KIND_INFRASTRUCTURE,
                                          "lease stream closed before the job was delivered");
-      ctx_->leases->JobsAvailable(row.arch);
+      ctx_->leases->JobsAvailable(ArchName(row.arch));
       spdlog::warn("lease: undelivered job returned job_id={} submission_id={} status={}",
                    row.lease.job_id, row.submission_id, status.status().ToString());
       return absl::CancelledError("worker went away");
     }
     spdlog::info("job leased job_id={} attempt={} kind={} submission_id={} worker_id={}",
-                 row.lease.job_id, row.lease.attempt, row.kind, row.submission_id,
+                 row.lease.job_id, row.lease.attempt, JobKindName(row.kind), row.submission_id,
                  row.lease.worker_id);
     return absl::OkStatus();
   }
@@ -206,6 +257,7 @@ class WorkerServiceImpl final : public GuardedService<v1::WorkerService> {
     RETURN_IF_ERROR(ValidateRequiredText(request.worker_id(), "worker_id", kMaxShortTextBytes));
     RETURN_IF_ERROR(
         ValidateOptionalText(request.health_detail(), "health_detail", kMaxMessageBytes));
+    RETURN_IF_ERROR(CheckOwner(caller, request.worker_id()));
     std::vector<store::LeaseRef> leases;
     for (int i = 0; i < request.leases_size(); ++i) {
       RETURN_IF_ERROR(ValidateJobLease(request.leases(i), absl::StrCat("leases[", i, "]")));
@@ -249,11 +301,12 @@ class WorkerServiceImpl final : public GuardedService<v1::WorkerService> {
     RETURN_IF_ERROR(ValidateJobLease(request.lease(), "lease"));
     if (!request.has_result()) return absl::InvalidArgumentError("result: required");
     RETURN_IF_ERROR(ValidateStageResult(request.result(), "result"));
+    RETURN_IF_ERROR(CheckLeaseOwner(caller, LeaseRefFromProto(request.lease())));
     v1::StageResult result = request.result();
     BoundStageResult(&result);
     ASSIGN_OR_RETURN(std::string json, MessageToJson(result));
     RETURN_IF_ERROR(ctx_->store->ReportStage(LeaseRefFromProto(request.lease()),
-                                             StageName(request.result().stage()), json));
+                                             request.result().stage(), json));
     ctx_->event_changes->Notify();
     return absl::OkStatus();
   }
@@ -263,17 +316,19 @@ class WorkerServiceImpl final : public GuardedService<v1::WorkerService> {
   void RecordIfFinished(const std::string& submission_id) {
     if (submission_id.empty()) return;
     auto row = ctx_->store->GetSubmission(submission_id, "");
-    if (!row.ok() || row->state != "finished" || !row->verdict.has_value()) return;
+    if (!row.ok() || row->state != v1::SUBMISSION_STATE_FINISHED || !row->verdict.has_value()) {
+      return;
+    }
     RecordVerdict({row->id, row->tenant, row->model, row->task_id, row->arch,
                    row->verdict->verdict_class, row->verdict->speedup});
   }
 
   void RecordVerdict(const store::FinishedSubmission& finished) {
-    ctx_->metrics->RecordVerdict(finished.tenant, finished.model, finished.task_id, finished.arch,
-                                 finished.verdict_class);
+    ctx_->metrics->RecordVerdict(finished.tenant, finished.model, finished.task_id,
+                                 ArchName(finished.arch), VerdictClassName(finished.verdict_class));
     spdlog::info("verdict submission_id={} tenant={} task={} arch={} verdict={} speedup={}",
-                 finished.id, finished.tenant, finished.task_id, finished.arch,
-                 finished.verdict_class, finished.speedup);
+                 finished.id, finished.tenant, finished.task_id, ArchName(finished.arch),
+                 VerdictClassName(finished.verdict_class), finished.speedup);
   }
 
   absl::Status DoComplete(RpcScope& rpc, const v1::CompleteRequest& request) {
@@ -286,24 +341,35 @@ class WorkerServiceImpl final : public GuardedService<v1::WorkerService> {
     RETURN_IF_ERROR(BoundVerdict(&bounded));
     ASSIGN_OR_RETURN(store::VerdictRow verdict, VerdictToRow(bounded));
     const store::LeaseRef lease = LeaseRefFromProto(request.lease());
+    RETURN_IF_ERROR(CheckLeaseOwner(caller, lease));
     std::optional<store::FinishedSubmission> finished;
-    absl::Status status = ctx_->store->CompleteJob(lease, verdict, &finished);
+    // Under the fence, before anything is stored: could this job have produced this result?
+    // (result_check.h.) A refusal requeues the job and is recorded in its audit row.
+    const v1::Verdict& wire_verdict = request.verdict();
+    absl::Status status =
+        ctx_->store->CompleteJob(lease, verdict, &finished, [&](const store::CompletingJob& job) {
+          const Task* task = ctx_->catalog->Find(job.task_id);
+          if (task != nullptr && task->version_hash != job.task_version_hash) task = nullptr;
+          return CheckResult(job, wire_verdict, task);
+        });
     // Whether completed or lost, the job no longer holds one of this worker's slots.
     auto held = ctx_->jobs->Released(lease.job_id);
     ctx_->leases->WakeWorker(lease.worker_id);
     ctx_->event_changes->Notify();
     // A compile job of a full-scope submission that compiled enqueues its evaluate job.
-    if (status.ok() && held.has_value() && held->kind == "compile" && verdict.compiled) {
-      ctx_->leases->JobsAvailable(held->arch);
+    if (status.ok() && held.has_value() && held->kind == v1::JOB_KIND_COMPILE && verdict.compiled) {
+      ctx_->leases->JobsAvailable(ArchName(held->arch));
     }
     if (!status.ok()) {
       spdlog::warn("complete refused job_id={} worker_id={} attempt={} error={}",
                    LogQuoted(lease.job_id), LogQuoted(lease.worker_id), lease.attempt,
                    LogQuoted(status.ToString()));
+      // A refused result requeued the job (store.h): wake a leaser for it.
+      if (absl::IsInvalidArgument(status)) ctx_->leases->JobsAvailable("");
       return status;
     }
     spdlog::info("job completed job_id={} worker_id={} attempt={} verdict={}", lease.job_id,
-                 lease.worker_id, lease.attempt, verdict.verdict_class);
+                 lease.worker_id, lease.attempt, VerdictClassName(verdict.verdict_class));
     if (finished.has_value()) RecordVerdict(*finished);
     return absl::OkStatus();
   }
@@ -319,7 +385,8 @@ class WorkerServiceImpl final : public GuardedService<v1::WorkerService> {
     }
     RETURN_IF_ERROR(ValidateOptionalText(request.reason(), "reason", kMaxMessageBytes));
     const store::LeaseRef lease = LeaseRefFromProto(request.lease());
-    auto will_retry = ctx_->store->FailJob(lease, kind, request.reason());
+    RETURN_IF_ERROR(CheckLeaseOwner(caller, lease));
+    auto will_retry = ctx_->store->FailJob(lease, request.kind(), request.reason());
     auto held = ctx_->jobs->Released(lease.job_id);
     ctx_->leases->WakeWorker(lease.worker_id);
     ctx_->event_changes->Notify();
@@ -331,6 +398,9 @@ class WorkerServiceImpl final : public GuardedService<v1::WorkerService> {
     if (!*will_retry) RecordIfFinished(held.has_value() ? held->submission_id : "");
     return absl::OkStatus();
   }
+
+  std::mutex owners_mu_;
+  std::map<std::string, std::string> owners_;  // Worker id -> owning token id.
 };
 
 }  // namespace

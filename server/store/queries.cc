@@ -11,6 +11,10 @@
 //   INVALID_ARGUMENT naming the field rather than a cast error from here.
 // - Locking protocol (migrations/0001_initial.up.sql): whoever changes a job's state holds its
 //   submission's row lock first. Statements named lock_* take that lock.
+// - The fence: a lease is held by (id, worker_id, attempt) in state 'leased' while
+//   lease_is_live(lease_expires_at) (migrations/0006_lease_liveness.up.sql: until it expires,
+//   or longer where the scheduler was down). Every statement that acts for a lease holder
+//   checks all of it; the reaper takes back exactly the leases that are not live.
 #include "server/store/queries.h"
 
 #include <string>
@@ -31,9 +35,12 @@ constexpr char kSubmissionColumns[] = R"sql(
 // The columns of a WorkerRow (FROM workers w).
 constexpr char kWorkerColumns[] = R"sql(
   w.id::text AS worker_id, w.hostname, w.arch, w.gpu_name, w.gpu_uuid, w.compile_only,
+  coalesce(w.token_id, '') AS token_id,
   w.identity::text AS identity_json, w.state, w.health_detail,
   (extract(epoch FROM w.last_seen) * 1000000)::bigint AS last_seen_us,
-  (SELECT count(*) FROM jobs j WHERE j.worker_id = w.id AND j.state = 'leased') AS jobs_held)sql";
+  (SELECT count(*) FROM jobs j
+   WHERE j.worker_id = w.id AND j.state = 'leased' AND lease_is_live(j.lease_expires_at))
+     AS jobs_held)sql";
 
 std::vector<NamedStatement> BuildStatements() {
   const std::string submission_columns = kSubmissionColumns;
@@ -43,6 +50,8 @@ std::vector<NamedStatement> BuildStatements() {
       // argument 'true' makes the setting transaction-local, so a pooled connection never
       // carries one caller's identity into the next caller's transaction.
       {kSetActor, "SELECT set_config('ptxbench.actor', $1, true)"},
+      // Store::Ping: the cheapest statement that proves the database answers.
+      {kPing, "SELECT 1"},
 
       // ---- Migrations ----
       // A transaction-level advisory lock: each migration runs in its own transaction, and
@@ -236,16 +245,27 @@ std::vector<NamedStatement> BuildStatements() {
       // Upsert on (hostname, gpu_uuid): a restarted daemon gets its id back (worker.proto).
       // An admin's drain survives the restart; any other state becomes active, since a
       // daemon that registers is alive and has just run its health checks.
+      // The id belongs to the token that registered it ($7; migrations/0007_worker_tokens): the
+      // upsert's
+      // WHERE lets the same token in; another token claims the id only if it was registered
+      // without a token, its token was revoked, or it was silent for a lease period ($8 us:
+      // it then holds no live lease, and the caller releases what it held). Otherwise it
+      // updates nothing and returns no row (refused).
       {kRegisterWorker, R"sql(
-        INSERT INTO workers AS w (hostname, arch, gpu_name, gpu_uuid, compile_only, identity)
-        VALUES ($1, $2, $3, $4, $5, coalesce(nullif($6, '')::jsonb, '{}'))
+        INSERT INTO workers AS w (hostname, arch, gpu_name, gpu_uuid, compile_only, identity,
+                                  token_id)
+        VALUES ($1, $2, $3, $4, $5, coalesce(nullif($6, '')::jsonb, '{}'), nullif($7, ''))
         ON CONFLICT (hostname, gpu_uuid) DO UPDATE SET
           arch = EXCLUDED.arch, gpu_name = EXCLUDED.gpu_name,
           compile_only = EXCLUDED.compile_only, identity = EXCLUDED.identity,
-          last_seen = now(),
+          token_id = EXCLUDED.token_id, last_seen = now(),
           state = CASE WHEN w.state = 'draining' THEN 'draining' ELSE 'active' END,
           health_detail = CASE WHEN w.state = 'draining' THEN w.health_detail ELSE '' END
+        WHERE w.token_id IS NOT DISTINCT FROM EXCLUDED.token_id OR w.token_id IS NULL
+           OR EXISTS (SELECT 1 FROM api_tokens t WHERE t.token_id = w.token_id AND t.revoked)
+           OR w.last_seen < now() - $8 * interval '1 microsecond'
         RETURNING )sql" + worker_columns},
+      {kGetWorker, "SELECT " + worker_columns + " FROM workers w WHERE w.id = $1::uuid"},
       {kListWorkers,
        "SELECT " + worker_columns + " FROM workers w ORDER BY w.hostname, w.gpu_uuid"},
       {kSetWorkerState, R"sql(
@@ -281,7 +301,7 @@ std::vector<NamedStatement> BuildStatements() {
           UPDATE jobs j SET lease_expires_at = now() + $4 * interval '1 microsecond'
           FROM held h
           WHERE j.id = h.job_id AND j.attempt = h.attempt AND j.worker_id = $1::uuid
-            AND j.state = 'leased'
+            AND j.state = 'leased' AND lease_is_live(j.lease_expires_at)
           RETURNING j.id)
         SELECT h.job_id::text AS job_id, h.attempt,
                EXISTS (SELECT 1 FROM extended e WHERE e.id = h.job_id) AS extended,
@@ -453,10 +473,13 @@ std::vector<NamedStatement> BuildStatements() {
       // read is a stable answer to "does this worker still hold this attempt?".
       {kCheckLease, R"sql(
         SELECT kind FROM jobs
-        WHERE id = $1::uuid AND worker_id = $2::uuid AND attempt = $3 AND state = 'leased')sql"},
+        WHERE id = $1::uuid AND worker_id = $2::uuid AND attempt = $3 AND state = 'leased'
+          AND lease_is_live(lease_expires_at))sql"},
       // Only on the failure path: says why a fence refused, for the error message.
       {kDescribeJob, R"sql(
-        SELECT state, attempt, coalesce(worker_id::text, '') AS worker_id
+        SELECT state, attempt, coalesce(worker_id::text, '') AS worker_id,
+               coalesce(greatest(extract(epoch FROM now() - lease_expires_at), 0), 0)::float8
+                 AS expired_s
         FROM jobs WHERE id = $1::uuid)sql"},
       // Fenced terminal transition (done after a verdict, failed after a kernel failure).
       // The WHERE clause is the fence; zero rows back means the lease is lost, and a second
@@ -465,6 +488,7 @@ std::vector<NamedStatement> BuildStatements() {
         UPDATE jobs SET state = $4, finished_at = now(), last_error = $5,
                         lease_expires_at = NULL
         WHERE id = $1::uuid AND worker_id = $2::uuid AND attempt = $3 AND state = 'leased'
+          AND lease_is_live(lease_expires_at)
         RETURNING kind)sql"},
       // CompleteJob's first statement: kLockSubmissionOfJob and kFinishLeasedJob (state
       // 'done') in one round trip, in the protocol's order: `finished` reads `locked`, so the
@@ -475,8 +499,8 @@ std::vector<NamedStatement> BuildStatements() {
       // caller rolls back when the verdict is refused after this. $4 is the audit actor.
       {kLockAndFinishLeasedJob, R"sql(
         WITH locked AS (
-          SELECT s.id::text AS submission_id, s.scope, j.kind,
-                 set_config('ptxbench.actor', $4, true) AS actor
+          SELECT s.id::text AS submission_id, s.scope, j.kind, s.task_id, s.task_version_hash,
+                 s.arch, set_config('ptxbench.actor', $4, true) AS actor
           FROM jobs j JOIN submissions s ON s.id = j.submission_id
           WHERE j.id = $1::uuid
           FOR UPDATE OF s),
@@ -484,9 +508,10 @@ std::vector<NamedStatement> BuildStatements() {
           UPDATE jobs SET state = 'done', finished_at = now(), last_error = '',
                           lease_expires_at = NULL
           WHERE id = $1::uuid AND worker_id = $2::uuid AND attempt = $3 AND state = 'leased'
-            AND EXISTS (SELECT 1 FROM locked)
+            AND lease_is_live(lease_expires_at) AND EXISTS (SELECT 1 FROM locked)
           RETURNING kind)
-        SELECT l.submission_id, l.scope, l.kind, EXISTS (SELECT 1 FROM finished) AS fenced_in
+        SELECT l.submission_id, l.scope, l.kind, l.task_id, l.task_version_hash, l.arch,
+               EXISTS (SELECT 1 FROM finished) AS fenced_in
         FROM locked l)sql"},
       // Fenced infrastructure failure. One statement decides retry or give up, so the
       // decision and the counter can never disagree. All right-hand sides read the old row:
@@ -504,6 +529,7 @@ std::vector<NamedStatement> BuildStatements() {
             ELSE now() + least($6::float8 * power(2, infrastructure_attempts) * (0.5 + random()),
                                $7::float8) * interval '1 microsecond' END
         WHERE id = $1::uuid AND worker_id = $2::uuid AND attempt = $3 AND state = 'leased'
+          AND lease_is_live(lease_expires_at)
         RETURNING state, kind, infrastructure_attempts,
                   (extract(epoch FROM not_before) * 1000000)::bigint AS not_before_us)sql"},
       // Candidates only, read without locks; each is then reaped in a transaction of its own
@@ -512,10 +538,13 @@ std::vector<NamedStatement> BuildStatements() {
       {kFindExpiredLeases, R"sql(
         SELECT id::text AS job_id, attempt, submission_id::text AS submission_id,
                worker_id::text AS worker_id
-        FROM jobs WHERE state = 'leased' AND lease_expires_at < now()
+        FROM jobs
+        WHERE state = 'leased' AND lease_expires_at < now() AND NOT lease_is_live(lease_expires_at)
         ORDER BY lease_expires_at LIMIT 1000)sql"},
       // Same retry-or-give-up rule as retry_leased_job, fenced by (id, attempt) and expiry
-      // instead of by the worker, which is gone.
+      // instead of by the worker, which is gone. Also used to release the leases of a worker
+      // that registered again ($7: that worker; $8 false: live or not), since its new process
+      // holds none of them: fenced by the worker then.
       {kReapExpiredLease, R"sql(
         UPDATE jobs SET
           infrastructure_attempts = infrastructure_attempts + 1,
@@ -526,8 +555,33 @@ std::vector<NamedStatement> BuildStatements() {
           not_before = CASE WHEN infrastructure_attempts + 1 >= $4 THEN not_before
             ELSE now() + least($5::float8 * power(2, infrastructure_attempts) * (0.5 + random()),
                                $6::float8) * interval '1 microsecond' END
-        WHERE id = $1::uuid AND attempt = $2 AND state = 'leased' AND lease_expires_at < now()
+        WHERE id = $1::uuid AND attempt = $2 AND state = 'leased'
+          AND ($7 = '' OR worker_id = nullif($7, '')::uuid)
+          AND (NOT $8::boolean OR NOT lease_is_live(lease_expires_at))
         RETURNING state, kind, infrastructure_attempts)sql"},
+      // The first step of every reaper pass (Store::ReapExpiredLeases). The gap since the
+      // last pass tells whether the scheduler was down (migrations/0006_lease_liveness): if it was
+      // longer
+      // than outage_after, every lease that was live when the gap began gets a full lease
+      // from now, since its worker could not have renewed it. Then the pass stamps itself.
+      // FOR UPDATE: two servers' reapers take turns, so a gap is judged once.
+      {kLockLiveness, R"sql(
+        SELECT extract(epoch FROM now() - alive_at)::float8 AS gap_s,
+               now() - alive_at > $1 * interval '1 microsecond' AS was_down
+        FROM scheduler_liveness FOR UPDATE)sql"},
+      {kGrantOutageGrace, R"sql(
+        UPDATE jobs
+        SET lease_expires_at = greatest(lease_expires_at, now() + $1 * interval '1 microsecond')
+        WHERE state = 'leased'
+          AND lease_expires_at >= (SELECT alive_at FROM scheduler_liveness)
+        RETURNING id)sql"},
+      {kMarkSchedulerAlive, R"sql(
+        UPDATE scheduler_liveness
+        SET alive_at = now(), outage_after = $1 * interval '1 microsecond')sql"},
+      // The jobs a worker holds, live or not (ReleaseWorkerLeases).
+      {kListLeasesOfWorker, R"sql(
+        SELECT id::text AS job_id, attempt, submission_id::text AS submission_id
+        FROM jobs WHERE worker_id = $1::uuid AND state = 'leased')sql"},
       // Served from the partial indexes on queued/leased jobs; history does not slow it.
       {kQueueDepths, R"sql(
         SELECT arch, kind,

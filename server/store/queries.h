@@ -20,6 +20,7 @@ const std::vector<NamedStatement>& AllStatements();
 
 // Sessions and migrations.
 inline constexpr char kSetActor[] = "set_actor";
+inline constexpr char kPing[] = "ping";
 inline constexpr char kMigrationLock[] = "migration_lock";
 inline constexpr char kMigrationCreateTable[] = "migration_create_table";
 inline constexpr char kMigrationApplied[] = "migration_applied";
@@ -58,6 +59,7 @@ inline constexpr char kLatestEventMatches[] = "latest_event_matches";
 // Workers.
 inline constexpr char kRegisterWorker[] = "register_worker";
 inline constexpr char kListWorkers[] = "list_workers";
+inline constexpr char kGetWorker[] = "get_worker";
 inline constexpr char kSetWorkerState[] = "set_worker_state";
 inline constexpr char kCountCapableWorkers[] = "count_capable_workers";
 inline constexpr char kHeartbeatWorker[] = "heartbeat_worker";
@@ -74,6 +76,10 @@ inline constexpr char kLockAndFinishLeasedJob[] = "lock_and_finish_leased_job";
 inline constexpr char kRetryLeasedJob[] = "retry_leased_job";
 inline constexpr char kFindExpiredLeases[] = "find_expired_leases";
 inline constexpr char kReapExpiredLease[] = "reap_expired_lease";
+inline constexpr char kLockLiveness[] = "lock_liveness";
+inline constexpr char kGrantOutageGrace[] = "grant_outage_grace";
+inline constexpr char kMarkSchedulerAlive[] = "mark_scheduler_alive";
+inline constexpr char kListLeasesOfWorker[] = "list_leases_of_worker";
 inline constexpr char kQueueDepths[] = "queue_depths";
 inline constexpr char kListJobs[] = "list_jobs";
 inline constexpr char kListAuditLog[] = "list_audit_log";

@@ -1,23 +1,18 @@
-// The Store: a connection pool, a transaction runner that maps every libpqxx exception to an
-// absl::Status, a shared LISTEN connection, and the operations of store.h. The SQL is in
-// queries.cc; this file decides which statements run in which transaction and validates
-// input before it reaches PostgreSQL, so that bad input is INVALID_ARGUMENT naming the field.
+// The Store: a transaction runner that maps every libpqxx exception to an absl::Status, and the
+// operations of store.h. The SQL is in queries.cc, the connection pool in connection_pool.cc,
+// the shared LISTEN connection in notify_listener.cc and the migrations in
+// migration_runner.cc; this file decides which statements run in which transaction and
+// validates input before it reaches PostgreSQL, so that bad input is INVALID_ARGUMENT naming
+// the field.
 #include "server/store/store.h"
 
-#include <poll.h>
-#include <sys/eventfd.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <array>
 #include <cctype>
 #include <chrono>
 #include <cmath>
-#include <condition_variable>
 #include <cstdint>
 #include <limits>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <pqxx/pqxx>
 #include <random>
@@ -29,6 +24,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/cord.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -36,62 +32,187 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/status.h"
+#include "server/store/connection_pool.h"
 #include "server/store/conninfo.h"
 #include "server/store/database.h"
-#include "server/store/migration_files.h"
+#include "server/store/migration_runner.h"
+#include "server/store/notify_listener.h"
 #include "server/store/pg_error.h"
 #include "server/store/queries.h"
 
 namespace ptxbench::store {
 namespace {
 
-using internal::AllStatements;
 using internal::ClassifyCurrentException;
+using internal::ConnectionPool;
+using internal::NotifyListener;
 using internal::PgFailure;
 namespace q = internal;
 
-// A caller waiting this long for a pooled connection is told UNAVAILABLE rather than held
-// forever: with pool_size 8 and statements of milliseconds, 30 s means the database is stuck.
-constexpr absl::Duration kPoolWait = absl::Seconds(30);
 // Serialization failures and deadlocks are retried this often (with a short jittered sleep)
 // before ABORTED. Under READ COMMITTED and the single lock order they are rare; four tries
 // turn a transient conflict into a success without hiding a systematic one.
 constexpr int kMaxTransactionAttempts = 4;
 // Infrastructure-retry backoff never exceeds this, whatever the base and attempt.
 constexpr absl::Duration kMaxRetryBackoff = absl::Minutes(10);
+// The type URL of the payload that marks a fence refusal (LeaseLostError).
+constexpr char kLeaseLostPayload[] = "type.ptxbench.dev/ptxbench.store.LeaseLost";
 // Longest a page of ListSubmissions may be; larger requests are clamped.
 constexpr int kMaxPageSize = 500;
 constexpr int kDefaultPageSize = 50;
 
-constexpr std::array<const char*, 2> kArchs = {"sm_90a", "sm_100a"};
-constexpr std::array<const char*, 2> kLanguages = {"cuda", "ptx"};
-constexpr std::array<const char*, 3> kKnowledgeLevels = {"none", "templates", "contract"};
-constexpr std::array<const char*, 2> kScopes = {"full", "compile_only"};
-constexpr std::array<const char*, 3> kRoles = {"vendor", "worker", "admin"};
-constexpr std::array<const char*, 4> kWorkerStates = {"active", "draining", "unhealthy", "offline"};
-constexpr std::array<const char*, 2> kJobKinds = {"compile", "evaluate"};
-constexpr std::array<const char*, 4> kReportableStages = {"compile", "correctness",
-                                                          "target_instructions", "timing"};
-// What a worker may report with CompleteJob: everything but the two classes only the
-// scheduler decides.
-// clang-format off
-constexpr std::array<const char*, 10> kWorkerVerdictClasses = {
-    "pass", "compile_error", "plan_invalid", "runtime_error", "timeout", "wrong_result",
-    "target_not_executed", "input_mutated", "impossible_time", "compiled"};
-// clang-format on
-// A kernel failure without a verdict ends the submission with one of these.
-constexpr std::array<const char*, 8> kKernelFailureClasses = {
-    "compile_error", "plan_invalid",        "runtime_error", "timeout",
-    "wrong_result",  "target_not_executed", "input_mutated", "impossible_time"};
+// ---------------------------------------------------------------------------------------
+// Enums as text: the only place they are. The wire's enums take their names from
+// proto/wire_names.h; the store's own (store.h) from the tables below.
 
-template <size_t N>
-absl::Status CheckOneOf(const char* field, const std::string& value,
-                        const std::array<const char*, N>& allowed) {
-  for (const char* candidate : allowed) {
-    if (value == candidate) return absl::OkStatus();
+template <typename Enum>
+struct NamedValue {
+  Enum value;
+  const char* name;
+};
+
+constexpr NamedValue<JobState> kJobStateNames[] = {{JobState::kQueued, "queued"},
+                                                   {JobState::kLeased, "leased"},
+                                                   {JobState::kDone, "done"},
+                                                   {JobState::kFailed, "failed"},
+                                                   {JobState::kCancelled, "cancelled"}};
+constexpr NamedValue<EventKind> kEventKindNames[] = {{EventKind::kStage, "stage"},
+                                                     {EventKind::kNotice, "notice"}};
+constexpr NamedValue<AuditEntity> kAuditEntityNames[] = {{AuditEntity::kTenant, "tenant"},
+                                                         {AuditEntity::kToken, "token"},
+                                                         {AuditEntity::kWorker, "worker"},
+                                                         {AuditEntity::kSubmission, "submission"},
+                                                         {AuditEntity::kJob, "job"}};
+constexpr NamedValue<LeaseLostReason> kLeaseLostReasonNames[] = {
+    {LeaseLostReason::kNoSuchJob, "no_such_job"},
+    {LeaseLostReason::kLeasedAgain, "leased_again"},
+    {LeaseLostReason::kExpired, "expired"},
+    {LeaseLostReason::kCancelled, "cancelled"},
+    {LeaseLostReason::kFinished, "finished"}};
+
+template <typename Enum, size_t N>
+std::string NameIn(const NamedValue<Enum> (&table)[N], Enum value) {
+  for (const auto& entry : table) {
+    if (entry.value == value) return entry.name;
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat(field, " '", value, "' is not one of ", absl::StrJoin(allowed, ", ")));
+  return "";
+}
+
+template <typename Enum, size_t N>
+absl::StatusOr<Enum> ValueIn(const NamedValue<Enum> (&table)[N], const std::string& name,
+                             const char* what) {
+  for (const auto& entry : table) {
+    if (name == entry.name) return entry.value;
+  }
+  return absl::InvalidArgumentError(absl::StrCat("unknown ", what, " '", name, "'"));
+}
+
+// Text(value): the stored name; "" for a value without one (UNSPECIFIED, out of range).
+std::string Text(v1::Arch value) { return wire::ArchName(value); }
+std::string Text(v1::JobKind value) { return wire::JobKindName(value); }
+std::string Text(v1::EvaluationScope value) { return wire::ScopeName(value); }
+std::string Text(v1::KnowledgeLevel value) { return wire::KnowledgeLevelName(value); }
+std::string Text(v1::SourceLanguage value) { return wire::LanguageName(value); }
+std::string Text(v1::Role value) { return wire::RoleName(value); }
+std::string Text(v1::SubmissionState value) { return wire::SubmissionStateName(value); }
+std::string Text(v1::WorkerState value) { return wire::WorkerStateName(value); }
+std::string Text(v1::Stage value) { return wire::StageName(value); }
+std::string Text(v1::VerdictClass value) { return wire::VerdictClassName(value); }
+std::string Text(JobState value) { return NameIn(kJobStateNames, value); }
+std::string Text(EventKind value) { return NameIn(kEventKindNames, value); }
+std::string Text(AuditEntity value) { return NameIn(kAuditEntityNames, value); }
+
+// FromText(name, tag): the enum a stored name stands for. The tag picks the enum type.
+absl::StatusOr<v1::Arch> FromText(const std::string& name, v1::Arch*) {
+  return wire::ParseArch(name);
+}
+absl::StatusOr<v1::JobKind> FromText(const std::string& name, v1::JobKind*) {
+  return wire::ParseJobKind(name);
+}
+absl::StatusOr<v1::EvaluationScope> FromText(const std::string& name, v1::EvaluationScope*) {
+  return wire::ParseScope(name);
+}
+absl::StatusOr<v1::KnowledgeLevel> FromText(const std::string& name, v1::KnowledgeLevel*) {
+  return wire::ParseKnowledgeLevel(name);
+}
+absl::StatusOr<v1::SourceLanguage> FromText(const std::string& name, v1::SourceLanguage*) {
+  return wire::ParseLanguage(name);
+}
+absl::StatusOr<v1::Role> FromText(const std::string& name, v1::Role*) {
+  return wire::ParseRole(name);
+}
+absl::StatusOr<v1::SubmissionState> FromText(const std::string& name, v1::SubmissionState*) {
+  return wire::ParseSubmissionState(name);
+}
+absl::StatusOr<v1::WorkerState> FromText(const std::string& name, v1::WorkerState*) {
+  return wire::ParseWorkerState(name);
+}
+absl::StatusOr<v1::Stage> FromText(const std::string& name, v1::Stage*) {
+  return wire::ParseStage(name);
+}
+absl::StatusOr<v1::VerdictClass> FromText(const std::string& name, v1::VerdictClass*) {
+  return wire::ParseVerdictClass(name);
+}
+absl::StatusOr<JobState> FromText(const std::string& name, JobState*) {
+  return ValueIn(kJobStateNames, name, "job state");
+}
+absl::StatusOr<EventKind> FromText(const std::string& name, EventKind*) {
+  return ValueIn(kEventKindNames, name, "event kind");
+}
+absl::StatusOr<AuditEntity> FromText(const std::string& name, AuditEntity*) {
+  return ValueIn(kAuditEntityNames, name, "audit entity");
+}
+
+// A column holding an enum's name. The schema's CHECK constraints admit only known names, so
+// an unknown one means a newer schema or a damaged row: a conversion error, which the
+// transaction runner reports as INTERNAL ("unexpected value from PostgreSQL").
+template <typename Enum>
+Enum EnumColumn(const pqxx::row& row, const char* column) {
+  const std::string text = row[column].as<std::string>();
+  absl::StatusOr<Enum> value = FromText(text, static_cast<Enum*>(nullptr));
+  if (!value.ok()) {
+    throw pqxx::conversion_error(absl::StrCat("column ", column, ": ", value.status().message()));
+  }
+  return *value;
+}
+
+// workers.arch: '' for compile-only workers.
+v1::Arch WorkerArchColumn(const pqxx::row& row) {
+  if (row["arch"].as<std::string>().empty()) return v1::ARCH_UNSPECIFIED;
+  return EnumColumn<v1::Arch>(row, "arch");
+}
+
+// The stored name of an input enum, or INVALID_ARGUMENT naming the field.
+template <typename Enum>
+absl::StatusOr<std::string> RequireText(const char* field, Enum value) {
+  std::string text = Text(value);
+  if (text.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(field, ": ", static_cast<int>(value),
+                                                   " is not a value the store accepts here"));
+  }
+  return text;
+}
+
+bool IsReportableStage(v1::Stage stage) {
+  return stage == v1::STAGE_COMPILE || stage == v1::STAGE_CORRECTNESS ||
+         stage == v1::STAGE_TARGET_INSTRUCTIONS || stage == v1::STAGE_TIMING;
+}
+
+// A kernel failure without a verdict ends the submission with one of these.
+bool IsKernelFailureClass(v1::VerdictClass verdict_class) {
+  switch (verdict_class) {
+    case v1::VERDICT_CLASS_COMPILE_ERROR:
+    case v1::VERDICT_CLASS_PLAN_INVALID:
+    case v1::VERDICT_CLASS_RUNTIME_ERROR:
+    case v1::VERDICT_CLASS_TIMEOUT:
+    case v1::VERDICT_CLASS_WRONG_RESULT:
+    case v1::VERDICT_CLASS_TARGET_NOT_EXECUTED:
+    case v1::VERDICT_CLASS_INPUT_MUTATED:
+    case v1::VERDICT_CLASS_IMPOSSIBLE_TIME:
+      return true;
+    default:
+      return false;
+  }
 }
 
 bool IsUuid(const std::string& text) {
@@ -214,235 +335,6 @@ std::string NoticeJson(const std::string& notice) {
 }
 
 // ---------------------------------------------------------------------------------------
-// Connection pool.
-
-class ConnectionPool {
- public:
-  ConnectionPool(std::string conninfo, int size) : conninfo_(std::move(conninfo)), size_(size) {}
-
-  ~ConnectionPool() {
-    std::lock_guard<std::mutex> lock(mu_);
-    idle_.clear();
-  }
-
-  // Takes an idle connection, opens a new one while fewer than `size` are open, or waits.
-  absl::StatusOr<std::unique_ptr<pqxx::connection>> Acquire() {
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      const bool available = cv_.wait_for(lock, absl::ToChronoSeconds(kPoolWait),
-                                          [this] { return !idle_.empty() || open_ < size_; });
-      if (!available) {
-        return absl::UnavailableError(absl::StrCat(
-            "all ", size_, " PostgreSQL connections stayed busy for ",
-            absl::FormatDuration(kPoolWait), " (raise pool_size or look for slow statements)"));
-      }
-      if (!idle_.empty()) {
-        std::unique_ptr<pqxx::connection> connection = std::move(idle_.back());
-        idle_.pop_back();
-        return connection;
-      }
-      ++open_;
-    }
-    auto connection = Open(conninfo_);
-    if (!connection.ok()) Release(nullptr);
-    return connection;
-  }
-
-  // Returns a connection; nullptr when it was dropped (broken), which frees its slot so the
-  // next Acquire opens a fresh one: that is how the store reconnects.
-  void Release(std::unique_ptr<pqxx::connection> connection) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (connection != nullptr && connection->is_open()) {
-        idle_.push_back(std::move(connection));
-      } else {
-        --open_;
-      }
-    }
-    cv_.notify_one();
-  }
-
-  // A new connection with every statement of queries.cc defined (libpqxx sends the PREPARE
-  // on first use, so this costs no round trip and works before the schema exists).
-  static absl::StatusOr<std::unique_ptr<pqxx::connection>> Open(const std::string& conninfo) {
-    try {
-      auto connection = std::make_unique<pqxx::connection>(conninfo);
-      for (const auto& statement : AllStatements()) {
-        connection->prepare(statement.name, statement.sql);
-      }
-      return connection;
-    } catch (...) {
-      return ClassifyCurrentException(
-                 absl::StrCat("connecting to PostgreSQL at ", DescribeDatabaseUrl(conninfo)))
-          .status;
-    }
-  }
-
- private:
-  const std::string conninfo_;
-  const int size_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<std::unique_ptr<pqxx::connection>> idle_;
-  int open_ = 0;
-};
-
-// ---------------------------------------------------------------------------------------
-// The shared LISTEN connection.
-//
-// One background thread owns one connection that LISTENs on both channels and counts the
-// notifications per channel; any number of threads wait on a condition variable for a
-// counter to move. This costs one connection however many gRPC streams wait, where a LISTEN
-// per waiter would exhaust max_connections. The thread sleeps in poll() on the libpq socket
-// and an eventfd, so shutdown is immediate and an idle server uses no CPU.
-
-class NotifyListener {
- public:
-  enum Channel { kQueue = 0, kEvents = 1 };
-
-  explicit NotifyListener(std::string conninfo) : conninfo_(std::move(conninfo)) {}
-
-  ~NotifyListener() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stopping_ = true;
-    }
-    Wake();
-    if (thread_.joinable()) thread_.join();
-    if (wake_fd_ >= 0) close(wake_fd_);
-  }
-
-  uint64_t Count(Channel channel) {
-    EnsureStarted();
-    std::lock_guard<std::mutex> lock(mu_);
-    return counts_[channel];
-  }
-
-  bool WaitForChange(Channel channel, uint64_t seen, absl::Duration timeout) {
-    EnsureStarted();
-    std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_for(lock, absl::ToChronoMicroseconds(std::max(timeout, absl::ZeroDuration())),
-                        [&] { return counts_[channel] != seen || stopping_; }) &&
-           counts_[channel] != seen;
-  }
-
- private:
-  class Receiver : public pqxx::notification_receiver {
-   public:
-    Receiver(pqxx::connection_base& connection, const std::string& channel,
-             NotifyListener* listener, Channel counter)
-        : pqxx::notification_receiver(connection, channel),
-          listener_(listener),
-          counter_(counter) {}
-    void operator()(const std::string& payload, int backend_pid) override {
-      listener_->Bump(counter_);
-    }
-
-   private:
-    NotifyListener* const listener_;
-    const Channel counter_;
-  };
-
-  // Starts the thread once, then waits (up to 5 s) for its first connection attempt, so that
-  // a count read right after start is taken while LISTEN is already in effect.
-  void EnsureStarted() {
-    std::unique_lock<std::mutex> lock(mu_);
-    if (!started_) {
-      started_ = true;
-      wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-      thread_ = std::thread([this] { Run(); });
-    }
-    cv_.wait_for(lock, std::chrono::seconds(5), [this] { return attempts_ > 0 || stopping_; });
-  }
-
-  void Bump(Channel channel) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      ++counts_[channel];
-    }
-    cv_.notify_all();
-  }
-
-  void Wake() {
-    if (wake_fd_ < 0) return;
-    const uint64_t one = 1;
-    [[maybe_unused]] ssize_t ignored = write(wake_fd_, &one, sizeof(one));
-  }
-
-  // Sleeps up to `duration` unless woken for shutdown; returns false when stopping.
-  bool Sleep(absl::Duration duration) {
-    pollfd wake = {wake_fd_, POLLIN, 0};
-    poll(&wake, 1, static_cast<int>(absl::ToInt64Milliseconds(duration)));
-    uint64_t drained;
-    [[maybe_unused]] ssize_t ignored = read(wake_fd_, &drained, sizeof(drained));
-    std::lock_guard<std::mutex> lock(mu_);
-    return !stopping_;
-  }
-
-  void Run() {
-    absl::Duration backoff = absl::Milliseconds(100);
-    bool connected_before = false;
-    while (true) {
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (stopping_) return;
-      }
-      try {
-        pqxx::connection connection(conninfo_);
-        Receiver queue(connection, "ptxbench_queue", this, kQueue);
-        Receiver events(connection, "ptxbench_events", this, kEvents);
-        // LISTEN takes effect when the receivers are registered; from here on nothing is
-        // missed. Notifications sent while we were disconnected are lost, so after a
-        // reconnection every waiter is woken to poll.
-        {
-          std::lock_guard<std::mutex> lock(mu_);
-          ++attempts_;
-          if (connected_before) {
-            ++counts_[kQueue];
-            ++counts_[kEvents];
-          }
-        }
-        cv_.notify_all();
-        connected_before = true;
-        backoff = absl::Milliseconds(100);
-        while (true) {
-          pollfd fds[2] = {{connection.sock(), POLLIN, 0}, {wake_fd_, POLLIN, 0}};
-          poll(fds, 2, -1);
-          if (fds[1].revents != 0) {
-            uint64_t drained;
-            [[maybe_unused]] ssize_t ignored = read(wake_fd_, &drained, sizeof(drained));
-            std::lock_guard<std::mutex> lock(mu_);
-            if (stopping_) return;
-          }
-          if (fds[0].revents != 0) connection.get_notifs();  // Throws when the link broke.
-          if (!connection.is_open()) throw pqxx::broken_connection("listening connection closed");
-        }
-      } catch (...) {
-        // Polling stays the source of truth: waiters time out and poll while we reconnect.
-        ClassifyCurrentException("listening for notifications");
-        {
-          std::lock_guard<std::mutex> lock(mu_);
-          ++attempts_;
-        }
-        cv_.notify_all();
-      }
-      if (!Sleep(backoff)) return;
-      backoff = std::min(backoff * 2, absl::Seconds(5));
-    }
-  }
-
-  const std::string conninfo_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool started_ = false;
-  bool stopping_ = false;
-  int attempts_ = 0;
-  std::array<uint64_t, 2> counts_ = {0, 0};
-  int wake_fd_ = -1;
-  std::thread thread_;
-};
-
-// ---------------------------------------------------------------------------------------
 // Row conversion.
 
 SubmissionRow SubmissionFromRow(const pqxx::row& row) {
@@ -451,20 +343,20 @@ SubmissionRow SubmissionFromRow(const pqxx::row& row) {
   out.tenant = row["tenant"].as<std::string>();
   out.task_id = row["task_id"].as<std::string>();
   out.task_version_hash = row["task_version_hash"].as<std::string>();
-  out.arch = row["arch"].as<std::string>();
-  out.language = row["language"].as<std::string>();
+  out.arch = EnumColumn<v1::Arch>(row, "arch");
+  out.language = EnumColumn<v1::SourceLanguage>(row, "language");
   out.source_sha256 = row["source_sha256"].as<std::string>();
   out.model = row["model"].as<std::string>();
   out.session_id = row["session_id"].as<std::string>();
   out.turn_index = row["turn_index"].as<int>();
-  out.knowledge_level = row["knowledge_level"].as<std::string>();
-  out.scope = row["scope"].as<std::string>();
-  out.state = row["state"].as<std::string>();
-  out.stage = row["stage"].as<std::string>();
+  out.knowledge_level = EnumColumn<v1::KnowledgeLevel>(row, "knowledge_level");
+  out.scope = EnumColumn<v1::EvaluationScope>(row, "scope");
+  out.state = EnumColumn<v1::SubmissionState>(row, "state");
+  out.stage = EnumColumn<v1::Stage>(row, "stage");
   out.created_at = TimeFromMicros(row["created_us"]);
   if (!row["verdict_class"].is_null()) {
     VerdictRow verdict;
-    verdict.verdict_class = row["verdict_class"].as<std::string>();
+    verdict.verdict_class = EnumColumn<v1::VerdictClass>(row, "verdict_class");
     verdict.compiled = row["compiled"].as<bool>();
     verdict.correct = row["correct"].as<bool>();
     verdict.target_executed = row["target_executed"].as<bool>();
@@ -483,12 +375,13 @@ WorkerRow WorkerFromRow(const pqxx::row& row) {
   WorkerRow out;
   out.worker_id = row["worker_id"].as<std::string>();
   out.registration.hostname = row["hostname"].as<std::string>();
-  out.registration.arch = row["arch"].as<std::string>();
+  out.registration.arch = WorkerArchColumn(row);
   out.registration.gpu_name = row["gpu_name"].as<std::string>();
   out.registration.gpu_uuid = row["gpu_uuid"].as<std::string>();
   out.registration.compile_only = row["compile_only"].as<bool>();
   out.registration.identity_json = row["identity_json"].as<std::string>();
-  out.state = row["state"].as<std::string>();
+  out.registration.token_id = row["token_id"].as<std::string>();
+  out.state = EnumColumn<v1::WorkerState>(row, "state");
   out.health_detail = row["health_detail"].as<std::string>();
   out.last_seen = TimeFromMicros(row["last_seen_us"]);
   out.jobs_held = row["jobs_held"].as<int>();
@@ -511,7 +404,9 @@ TenantRow TenantFromRow(const pqxx::row& row) {
 class Store::Impl {
  public:
   Impl(const StoreOptions& options, const std::string& conninfo)
-      : options_(options), pool_(conninfo, options.pool_size), listener_(conninfo) {}
+      : options_(options),
+        pool_(conninfo, ConnectionPool::Options{options.pool_size}),
+        listener_(conninfo) {}
 
   const StoreOptions& options() const { return options_; }
   NotifyListener& listener() { return listener_; }
@@ -548,12 +443,11 @@ class Store::Impl {
     for (int attempt = 1;; ++attempt) {
       auto connection = pool_.Acquire();
       if (!connection.ok()) return Annotate(connection.status(), operation);
-      std::unique_ptr<pqxx::connection> conn = *std::move(connection);
       absl::Status status;
       PgFailure failure;
       bool began = false;
       try {
-        Tx tx(*conn);
+        Tx tx(connection->get());
         began = kExplicitTransaction;
         if (!actor.empty()) tx.exec_prepared(q::kSetActor, actor);
         status = fn(tx);
@@ -562,12 +456,16 @@ class Store::Impl {
         failure = ClassifyCurrentException(operation);
         status = failure.status;
       }
-      const bool lost = failure.connection_lost || !conn->is_open();
-      pool_.Release(lost ? nullptr : std::move(conn));
-      if (lost && !began && !replaced_dead_connection) {
-        replaced_dead_connection = true;
-        --attempt;
-        continue;
+      const bool lost = failure.connection_lost || !connection->is_open();
+      if (lost) {
+        connection->Discard(status);
+        if (!began && !replaced_dead_connection) {
+          replaced_dead_connection = true;
+          --attempt;
+          continue;
+        }
+      } else {
+        pool_.RecordReachable();
       }
       if (failure.retryable && attempt < kMaxTransactionAttempts) {
         thread_local std::minstd_rand random(std::random_device{}());
@@ -583,40 +481,51 @@ class Store::Impl {
     }
   }
 
-  // The message of a fence refusal: starts with "lease lost" (IsLeaseLost), then says why,
-  // so that a worker's log explains itself.
+  // The fence's refusal (LeaseLostError): its typed reason for the caller, and a message
+  // that starts with "lease lost" and says what happened, so that a worker's log explains
+  // itself.
   absl::Status LeaseLost(pqxx::work& tx, const LeaseRef& lease) {
     pqxx::result job = tx.exec_prepared(q::kDescribeJob, lease.job_id);
     if (job.empty()) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("lease lost: job ", lease.job_id, " does not exist"));
+      return LeaseLostError(LeaseLostReason::kNoSuchJob,
+                            absl::StrCat("lease lost: job ", lease.job_id, " does not exist"));
     }
-    const std::string state = job[0]["state"].as<std::string>();
+    const JobState state = EnumColumn<JobState>(job[0], "state");
     const int attempt = job[0]["attempt"].as<int>();
     const std::string holder = job[0]["worker_id"].as<std::string>();
+    LeaseLostReason reason;
     std::string why;
     if (attempt != lease.attempt || holder != lease.worker_id) {
+      reason = LeaseLostReason::kLeasedAgain;
       why = absl::StrCat("the job was leased again (attempt ", attempt, ", worker ", holder, ")");
-    } else if (state == "cancelled") {
+    } else if (state == JobState::kCancelled) {
+      reason = LeaseLostReason::kCancelled;
       why = "its submission was cancelled";
-    } else if (state == "queued") {
+    } else if (state == JobState::kQueued) {
+      reason = LeaseLostReason::kExpired;
       why = "the lease expired and the job was queued again";
+    } else if (state == JobState::kLeased) {
+      reason = LeaseLostReason::kExpired;
+      why = absl::StrCat("the lease expired ",
+                         absl::FormatDuration(absl::Seconds(job[0]["expired_s"].as<double>())),
+                         " ago and was not renewed in time");
     } else {
-      why = absl::StrCat("the job is already ", state);
+      reason = LeaseLostReason::kFinished;
+      why = absl::StrCat("the job is already ", Text(state));
     }
-    return absl::FailedPreconditionError(absl::StrCat("lease lost: job ", lease.job_id, " attempt ",
-                                                      lease.attempt, " of worker ", lease.worker_id,
-                                                      ": ", why));
+    return LeaseLostError(reason,
+                          absl::StrCat("lease lost: job ", lease.job_id, " attempt ", lease.attempt,
+                                       " of worker ", lease.worker_id, ": ", why));
   }
 
   // Finishes a locked, unfinished submission: state, verdict row and "done" event, in the
   // caller's transaction. `finished`, when not null, receives the submission's labels.
   absl::Status FinishWithVerdict(pqxx::work& tx, const std::string& submission_id,
                                  const std::string& job_id, const VerdictRow& verdict,
-                                 const std::string& state,
+                                 v1::SubmissionState state,
                                  std::optional<FinishedSubmission>* finished = nullptr) {
     pqxx::result rows = tx.exec_prepared(
-        q::kFinishWithVerdict, submission_id, state, job_id, verdict.verdict_class,
+        q::kFinishWithVerdict, submission_id, Text(state), job_id, Text(verdict.verdict_class),
         verdict.compiled, verdict.correct, verdict.target_executed, verdict.tic, verdict.speedup,
         verdict.runtime_unverified, verdict.message, verdict.verdict_json);
     if (rows.empty()) {
@@ -629,7 +538,7 @@ class Store::Impl {
       out.tenant = rows[0]["tenant"].as<std::string>();
       out.model = rows[0]["model"].as<std::string>();
       out.task_id = rows[0]["task_id"].as<std::string>();
-      out.arch = rows[0]["arch"].as<std::string>();
+      out.arch = EnumColumn<v1::Arch>(rows[0], "arch");
       out.verdict_class = verdict.verdict_class;
       out.speedup = verdict.speedup;
     }
@@ -645,18 +554,19 @@ class Store::Impl {
                                                   const std::string& reason) {
     const int failures = job["infrastructure_attempts"].as<int>();
     const int cap = options_.max_infrastructure_attempts;
-    if (job["state"].as<std::string>() == "queued") {
-      tx.exec_prepared1(q::kAppendStageEvent, submission_id, "notice", "",
+    if (EnumColumn<JobState>(job, "state") == JobState::kQueued) {
+      tx.exec_prepared1(q::kAppendStageEvent, submission_id, Text(EventKind::kNotice), "",
                         NoticeJson(absl::StrCat("infrastructure failure (", failures, " of ", cap,
                                                 "): ", reason, "; the job will be retried")));
       return true;
     }
     VerdictRow verdict;
-    verdict.verdict_class = "infrastructure_failure";
-    verdict.compiled = job["kind"].as<std::string>() == "evaluate";
+    verdict.verdict_class = v1::VERDICT_CLASS_INFRASTRUCTURE_FAILURE;
+    verdict.compiled = EnumColumn<v1::JobKind>(job, "kind") == v1::JOB_KIND_EVALUATE;
     verdict.message =
         absl::StrCat("gave up after ", failures, " infrastructure failures; the last: ", reason);
-    RETURN_IF_ERROR(FinishWithVerdict(tx, submission_id, job_id, verdict, "finished"));
+    RETURN_IF_ERROR(
+        FinishWithVerdict(tx, submission_id, job_id, verdict, v1::SUBMISSION_STATE_FINISHED));
     return false;
   }
 
@@ -669,9 +579,30 @@ class Store::Impl {
 Store::Store(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Store::~Store() = default;
 
-bool IsLeaseLost(const absl::Status& status) {
-  return absl::IsFailedPrecondition(status) && absl::StartsWith(status.message(), "lease lost");
+std::string JobStateName(JobState state) { return Text(state); }
+std::string EventKindName(EventKind kind) { return Text(kind); }
+std::string AuditEntityName(AuditEntity entity) { return Text(entity); }
+std::string LeaseLostReasonName(LeaseLostReason reason) {
+  return NameIn(kLeaseLostReasonNames, reason);
 }
+
+absl::Status LeaseLostError(LeaseLostReason reason, const std::string& message) {
+  absl::Status status = absl::FailedPreconditionError(message);
+  status.SetPayload(kLeaseLostPayload, absl::Cord(LeaseLostReasonName(reason)));
+  return status;
+}
+
+std::optional<LeaseLostReason> LeaseLostReasonOf(const absl::Status& status) {
+  if (!absl::IsFailedPrecondition(status)) return std::nullopt;
+  auto payload = status.GetPayload(kLeaseLostPayload);  // absl::optional here.
+  if (!payload.has_value()) return std::nullopt;
+  absl::StatusOr<LeaseLostReason> reason =
+      ValueIn(kLeaseLostReasonNames, std::string(*payload), "lease lost reason");
+  if (!reason.ok()) return std::nullopt;
+  return *reason;
+}
+
+bool IsLeaseLost(const absl::Status& status) { return LeaseLostReasonOf(status).has_value(); }
 
 absl::StatusOr<std::unique_ptr<Store>> Store::Connect(const StoreOptions& options) {
   if (options.pool_size < 1) {
@@ -683,6 +614,9 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Connect(const StoreOptions& option
   }
   if (options.max_infrastructure_attempts < 1) {
     return absl::InvalidArgumentError("max_infrastructure_attempts must be at least 1");
+  }
+  if (options.outage_threshold < absl::Milliseconds(1)) {
+    return absl::InvalidArgumentError("outage_threshold must be at least 1 ms");
   }
   if (options.retry_backoff_base < absl::ZeroDuration()) {
     return absl::InvalidArgumentError("retry_backoff_base must not be negative");
@@ -702,134 +636,23 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Connect(const StoreOptions& option
                                               {"keepalives_count", "3", true}}));
   auto impl = std::make_unique<Impl>(options, conninfo);
   // Fail fast on a wrong URL or an unreachable server: one connection now, kept in the pool.
-  ASSIGN_OR_RETURN(auto connection, impl->pool().Acquire());
-  impl->pool().Release(std::move(connection));
+  RETURN_IF_ERROR(impl->pool().Acquire().status());
   return std::unique_ptr<Store>(new Store(std::move(impl)));
 }
 
 // ---------------------------------------------------------------------------------------
-// Migrations.
+// Migrations (migration_runner.cc).
 
 absl::Status Store::MigrateUp(const std::string& migrations_dir) {
-  ASSIGN_OR_RETURN(std::vector<internal::MigrationFile> files,
-                   internal::ReadMigrationFiles(migrations_dir));
-  if (files.empty()) {
-    return absl::NotFoundError(
-        absl::StrCat("no migrations (NNNN_name.up.sql) in ", migrations_dir));
-  }
-  // One migration per transaction; each transaction re-reads the applied set under the
-  // advisory lock, so a concurrent migrator's work is seen, never repeated.
-  std::vector<std::string> checksums(files.size());
-  for (bool done = false; !done;) {
-    RETURN_IF_ERROR(impl_->Transact("MigrateUp", "system:migrate", [&](pqxx::work& tx) {
-      tx.exec_prepared(q::kMigrationLock);
-      tx.exec_prepared(q::kMigrationCreateTable);
-      pqxx::result applied = tx.exec_prepared(q::kMigrationApplied);
-      for (size_t i = 0; i < files.size(); ++i) {
-        if (checksums[i].empty()) {
-          checksums[i] =
-              tx.exec_prepared1(q::kMigrationChecksum, files[i].up_sql)[0].as<std::string>();
-        }
-      }
-      int newest_applied = 0;
-      std::vector<int> applied_versions;
-      for (const pqxx::row& row : applied) {
-        const int version = row["version"].as<int>();
-        const std::string name = row["name"].as<std::string>();
-        newest_applied = std::max(newest_applied, version);
-        applied_versions.push_back(version);
-        auto file = std::find_if(files.begin(), files.end(),
-                                 [&](const auto& f) { return f.version == version; });
-        if (file == files.end()) {
-          if (version > files.back().version) {
-            return absl::FailedPreconditionError(
-                absl::StrCat("the database schema is at migration ", name,
-                             ", newer than the newest in ", migrations_dir, " (", files.back().name,
-                             "): this server is older than its database; run a newer server"));
-          }
-          return absl::FailedPreconditionError(absl::StrCat(
-              "migration ", name, " is applied but its files are missing from ", migrations_dir));
-        }
-        const std::string& checksum = checksums[file - files.begin()];
-        if (row["up_sha256"].as<std::string>() != checksum) {
-          return absl::FailedPreconditionError(
-              absl::StrCat("migration ", name, ".up.sql was edited after it was applied (sha256 ",
-                           row["up_sha256"].as<std::string>(), " when applied, ", checksum,
-                           " now); add a new migration instead of editing an applied one"));
-        }
-      }
-      for (size_t i = 0; i < files.size(); ++i) {
-        const internal::MigrationFile& file = files[i];
-        if (std::count(applied_versions.begin(), applied_versions.end(), file.version) > 0) {
-          continue;
-        }
-        if (file.version < newest_applied) {
-          return absl::FailedPreconditionError(
-              absl::StrCat("migration ", file.name, " is not applied but a newer one (version ",
-                           newest_applied, ") is; migrations must be applied in order"));
-        }
-        try {
-          tx.exec(file.up_sql);
-        } catch (...) {
-          return ClassifyCurrentException(absl::StrCat("applying ", file.name, ".up.sql")).status;
-        }
-        tx.exec_prepared(q::kMigrationRecord, file.version, file.name, checksums[i]);
-        return absl::OkStatus();
-      }
-      done = true;
-      return absl::OkStatus();
-    }));
-  }
-  return absl::OkStatus();
+  return internal::MigrationRunner(&impl_->pool()).Up(migrations_dir);
 }
 
 absl::Status Store::MigrateDown(const std::string& migrations_dir, int steps) {
-  if (steps < 1) {
-    return absl::InvalidArgumentError(absl::StrCat("steps must be at least 1 (got ", steps, ")"));
-  }
-  ASSIGN_OR_RETURN(std::vector<internal::MigrationFile> files,
-                   internal::ReadMigrationFiles(migrations_dir));
-  for (int step = 0; step < steps; ++step) {
-    RETURN_IF_ERROR(impl_->Transact("MigrateDown", "system:migrate", [&](pqxx::work& tx) {
-      tx.exec_prepared(q::kMigrationLock);
-      tx.exec_prepared(q::kMigrationCreateTable);
-      pqxx::result applied = tx.exec_prepared(q::kMigrationApplied);
-      if (step == 0 && static_cast<int>(applied.size()) < steps) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "cannot revert ", steps, " migrations: only ", applied.size(), " are applied"));
-      }
-      if (applied.empty()) return absl::OkStatus();
-      const pqxx::row newest = applied[applied.size() - 1];
-      const int version = newest["version"].as<int>();
-      const std::string name = newest["name"].as<std::string>();
-      auto file = std::find_if(files.begin(), files.end(),
-                               [&](const auto& f) { return f.version == version; });
-      if (file == files.end()) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "cannot revert migration ", name, ": ", name, ".down.sql is not in ", migrations_dir));
-      }
-      try {
-        tx.exec(file->down_sql);
-      } catch (...) {
-        return ClassifyCurrentException(absl::StrCat("applying ", file->name, ".down.sql")).status;
-      }
-      tx.exec_prepared(q::kMigrationForget, version);
-      return absl::OkStatus();
-    }));
-  }
-  return absl::OkStatus();
+  return internal::MigrationRunner(&impl_->pool()).Down(migrations_dir, steps);
 }
 
 absl::StatusOr<int> Store::SchemaVersion() {
-  int version = 0;
-  RETURN_IF_ERROR(impl_->Transact("SchemaVersion", "", [&](pqxx::work& tx) {
-    version = 0;
-    if (tx.exec_prepared1(q::kSchemaMigrationsExists)[0].as<bool>()) {
-      version = tx.exec_prepared1(q::kSchemaVersion)[0].as<int>();
-    }
-    return absl::OkStatus();
-  }));
-  return version;
+  return internal::MigrationRunner(&impl_->pool()).Version();
 }
 
 // ---------------------------------------------------------------------------------------
@@ -880,8 +703,8 @@ absl::Status Store::CreateToken(const TokenRow& token, const std::string& secret
     return absl::InvalidArgumentError(
         absl::StrCat("token_id '", token.token_id, "' must match [A-Za-z0-9_-]{1,64}"));
   }
-  RETURN_IF_ERROR(CheckOneOf("role", token.role, kRoles));
-  if (token.role == "vendor" && token.tenant.empty()) {
+  ASSIGN_OR_RETURN(const std::string role, RequireText("role", token.role));
+  if (token.role == v1::ROLE_VENDOR && token.tenant.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat("token '", token.token_id, "': a vendor token needs a tenant"));
   }
@@ -895,7 +718,7 @@ absl::Status Store::CreateToken(const TokenRow& token, const std::string& secret
       return absl::NotFoundError(
           absl::StrCat("token '", token.token_id, "': tenant '", token.tenant, "' does not exist"));
     }
-    tx.exec_prepared(q::kCreateToken, token.token_id, token.tenant, token.role, token.description,
+    tx.exec_prepared(q::kCreateToken, token.token_id, token.tenant, role, token.description,
                      digest);
     return absl::OkStatus();
   });
@@ -909,7 +732,7 @@ absl::StatusOr<TokenRow> Store::FindTokenBySecretHash(const std::string& secret_
     if (rows.empty()) return absl::NotFoundError("no active token has this secret");
     token.token_id = rows[0]["token_id"].as<std::string>();
     token.tenant = rows[0]["tenant"].as<std::string>();
-    token.role = rows[0]["role"].as<std::string>();
+    token.role = EnumColumn<v1::Role>(rows[0], "role");
     token.description = rows[0]["description"].as<std::string>();
     token.revoked = rows[0]["revoked"].as<bool>();
     return absl::OkStatus();
@@ -943,12 +766,12 @@ absl::StatusOr<SubmissionRow> Store::CreateSubmission(const NewSubmission& submi
   if (submission.task_id.empty() || submission.task_version_hash.empty()) {
     return absl::InvalidArgumentError("task_id and task_version_hash are required");
   }
-  RETURN_IF_ERROR(CheckOneOf("arch", submission.arch, kArchs));
-  RETURN_IF_ERROR(CheckOneOf("language", submission.language, kLanguages));
-  RETURN_IF_ERROR(CheckOneOf("knowledge_level", submission.knowledge_level, kKnowledgeLevels));
-  // types.proto: EVALUATION_SCOPE_UNSPECIFIED is treated as FULL.
-  const std::string scope = submission.scope.empty() ? "full" : submission.scope;
-  RETURN_IF_ERROR(CheckOneOf("scope", scope, kScopes));
+  ASSIGN_OR_RETURN(const std::string arch, RequireText("arch", submission.arch));
+  ASSIGN_OR_RETURN(const std::string language, RequireText("language", submission.language));
+  ASSIGN_OR_RETURN(const std::string knowledge_level,
+                   RequireText("knowledge_level", submission.knowledge_level));
+  // types.proto: EVALUATION_SCOPE_UNSPECIFIED is treated as FULL (wire::ScopeName).
+  ASSIGN_OR_RETURN(const std::string scope, RequireText("scope", submission.scope));
   if (submission.source.empty()) return absl::InvalidArgumentError("source is empty");
   if (submission.source.find('\0') != std::string::npos) {
     // PostgreSQL text cannot hold NUL; neither NVRTC nor ptxas would accept it either.
@@ -977,10 +800,10 @@ absl::StatusOr<SubmissionRow> Store::CreateSubmission(const NewSubmission& submi
     pqxx::result inserted;
     try {
       inserted = tx.exec_prepared(q::kInsertSubmission, submission.tenant, submission.task_id,
-                                  submission.task_version_hash, submission.arch,
-                                  submission.language, source_sha256, submission.launch_plan_json,
-                                  submission.model, submission.session_id, submission.turn_index,
-                                  submission.knowledge_level, scope, submission.idempotency_key);
+                                  submission.task_version_hash, arch, language, source_sha256,
+                                  submission.launch_plan_json, submission.model,
+                                  submission.session_id, submission.turn_index, knowledge_level,
+                                  scope, submission.idempotency_key);
     } catch (const pqxx::data_exception& e) {
       return absl::InvalidArgumentError(
           absl::StrCat("launch_plan_json is not valid JSON: ", e.what()));
@@ -995,7 +818,7 @@ absl::StatusOr<SubmissionRow> Store::CreateSubmission(const NewSubmission& submi
       id = first["id"].as<std::string>();
       if (first["task_id"].as<std::string>() != submission.task_id ||
           first["task_version_hash"].as<std::string>() != submission.task_version_hash ||
-          first["arch"].as<std::string>() != submission.arch ||
+          first["arch"].as<std::string>() != arch ||
           first["source_sha256"].as<std::string>() != source_sha256 ||
           first["scope"].as<std::string>() != scope) {
         return absl::AlreadyExistsError(absl::StrCat(
@@ -1004,8 +827,9 @@ absl::StatusOr<SubmissionRow> Store::CreateSubmission(const NewSubmission& submi
       }
     } else {
       id = inserted[0][0].as<std::string>();
-      tx.exec_prepared1(q::kInsertJob, id, "compile");
-      tx.exec_prepared1(q::kAppendStageEvent, id, "stage", "queued", "{}");
+      tx.exec_prepared1(q::kInsertJob, id, Text(v1::JOB_KIND_COMPILE));
+      tx.exec_prepared1(q::kAppendStageEvent, id, Text(EventKind::kStage), Text(v1::STAGE_QUEUED),
+                        "{}");
     }
     row = SubmissionFromRow(tx.exec_prepared1(q::kGetSubmission, id, ""));
     return absl::OkStatus();
@@ -1085,13 +909,14 @@ absl::StatusOr<SubmissionRow> Store::CancelSubmission(const std::string& id,
     if (locked.empty()) {
       return absl::NotFoundError(absl::StrCat("submission ", id, " not found"));
     }
-    const std::string state = locked[0]["state"].as<std::string>();
-    if (state == "queued" || state == "running") {
+    const v1::SubmissionState state = EnumColumn<v1::SubmissionState>(locked[0], "state");
+    if (state == v1::SUBMISSION_STATE_QUEUED || state == v1::SUBMISSION_STATE_RUNNING) {
       tx.exec_prepared(q::kCancelJobs, id);
       VerdictRow verdict;
-      verdict.verdict_class = "cancelled";
+      verdict.verdict_class = v1::VERDICT_CLASS_CANCELLED;
       verdict.message = absl::StrCat("cancelled by ", who, " before a verdict");
-      RETURN_IF_ERROR(impl_->FinishWithVerdict(tx, id, "", verdict, "cancelled"));
+      RETURN_IF_ERROR(
+          impl_->FinishWithVerdict(tx, id, "", verdict, v1::SUBMISSION_STATE_CANCELLED));
     }
     row = SubmissionFromRow(tx.exec_prepared1(q::kGetSubmission, id, tenant));
     return absl::OkStatus();
@@ -1114,8 +939,8 @@ absl::StatusOr<std::vector<StageEventRow>> Store::ListStageEvents(const std::str
       StageEventRow& event = events.emplace_back();
       event.seq = row["seq"].as<int64_t>();
       event.submission_id = submission_id;
-      event.kind = row["kind"].as<std::string>();
-      event.stage = row["stage"].as<std::string>();
+      event.kind = EnumColumn<EventKind>(row, "kind");
+      event.stage = EnumColumn<v1::Stage>(row, "stage");
       event.payload_json = row["payload_json"].as<std::string>();
       event.at = TimeFromMicros(row["at_us"]);
     }
@@ -1132,16 +957,19 @@ absl::Status Store::AppendNotice(const std::string& submission_id, const std::st
     if (locked.empty()) {
       return absl::NotFoundError(absl::StrCat("submission ", submission_id, " not found"));
     }
-    const std::string state = locked[0]["state"].as<std::string>();
-    if (state != "queued" && state != "running") return absl::OkStatus();
+    const v1::SubmissionState state = EnumColumn<v1::SubmissionState>(locked[0], "state");
+    if (state != v1::SUBMISSION_STATE_QUEUED && state != v1::SUBMISSION_STATE_RUNNING) {
+      return absl::OkStatus();
+    }
     try {
-      pqxx::result latest =
-          tx.exec_prepared(q::kLatestEventMatches, submission_id, "notice", notice_json);
+      pqxx::result latest = tx.exec_prepared(q::kLatestEventMatches, submission_id,
+                                             Text(EventKind::kNotice), notice_json);
       if (!latest.empty() && latest[0]["same"].as<bool>()) return absl::OkStatus();
     } catch (const pqxx::data_exception& e) {
       return absl::InvalidArgumentError(absl::StrCat("notice_json is not valid JSON: ", e.what()));
     }
-    tx.exec_prepared1(q::kAppendStageEvent, submission_id, "notice", "", notice_json);
+    tx.exec_prepared1(q::kAppendStageEvent, submission_id, Text(EventKind::kNotice), "",
+                      notice_json);
     return absl::OkStatus();
   });
 }
@@ -1153,24 +981,56 @@ absl::StatusOr<WorkerRow> Store::RegisterWorker(const WorkerRegistration& regist
   if (registration.hostname.empty()) {
     return absl::InvalidArgumentError("worker hostname is required");
   }
-  if (!registration.arch.empty()) RETURN_IF_ERROR(CheckOneOf("arch", registration.arch, kArchs));
-  if (!registration.compile_only && registration.arch.empty()) {
+  std::string arch;  // '' for a compile-only worker (workers.arch).
+  if (registration.arch != v1::ARCH_UNSPECIFIED) {
+    ASSIGN_OR_RETURN(arch, RequireText("arch", registration.arch));
+  }
+  if (!registration.compile_only && arch.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "worker '", registration.hostname, "' has a GPU (compile_only is false) but no arch"));
   }
   WorkerRow row;
   RETURN_IF_ERROR(
       impl_->Transact("RegisterWorker", "worker:" + registration.hostname, [&](pqxx::work& tx) {
+        pqxx::result rows;
         try {
-          row = WorkerFromRow(tx.exec_prepared1(
-              q::kRegisterWorker, registration.hostname, registration.arch, registration.gpu_name,
-              registration.gpu_uuid, registration.compile_only, registration.identity_json));
+          rows = tx.exec_prepared(q::kRegisterWorker, registration.hostname, arch,
+                                  registration.gpu_name, registration.gpu_uuid,
+                                  registration.compile_only, registration.identity_json,
+                                  registration.token_id, Micros(impl_->options().lease_duration));
         } catch (const pqxx::data_exception& e) {
           return absl::InvalidArgumentError(
               absl::StrCat("identity_json is not valid JSON: ", e.what()));
         }
+        if (rows.empty()) {
+          // ABORTED, not PERMISSION_DENIED: the same registration succeeds once the other
+          // token's process has been silent for a lease period (a token rotation: the old
+          // process was stopped), so the worker retries it (worker/daemon/worker.cc).
+          return absl::AbortedError(absl::StrCat(
+              "worker '", registration.hostname, "' with GPU '", registration.gpu_uuid,
+              "' is registered by another token and was seen within a lease period (",
+              absl::FormatDuration(impl_->options().lease_duration),
+              "); a worker id belongs to the token that registered it until that token is "
+              "revoked or the worker is silent for a lease period"));
+        }
+        row = WorkerFromRow(rows[0]);
         return absl::OkStatus();
       }));
+  return row;
+}
+
+absl::StatusOr<WorkerRow> Store::GetWorker(const std::string& worker_id) {
+  RETURN_IF_ERROR(CheckUuid("worker_id", worker_id));
+  WorkerRow row;
+  RETURN_IF_ERROR(impl_->AutoCommit("GetWorker", [&](pqxx::nontransaction& tx) {
+    pqxx::result rows = tx.exec_prepared(q::kGetWorker, worker_id);
+    if (rows.empty()) {
+      return absl::NotFoundError(
+          absl::StrCat("worker ", worker_id, " is not registered; register again"));
+    }
+    row = WorkerFromRow(rows[0]);
+    return absl::OkStatus();
+  }));
   return row;
 }
 
@@ -1186,14 +1046,14 @@ absl::StatusOr<std::vector<WorkerRow>> Store::ListWorkers() {
   return workers;
 }
 
-absl::StatusOr<WorkerRow> Store::SetWorkerState(const std::string& worker_id,
-                                                const std::string& state, const std::string& detail,
+absl::StatusOr<WorkerRow> Store::SetWorkerState(const std::string& worker_id, v1::WorkerState state,
+                                                const std::string& detail,
                                                 const std::string& actor) {
   RETURN_IF_ERROR(CheckUuid("worker_id", worker_id));
-  RETURN_IF_ERROR(CheckOneOf("worker state", state, kWorkerStates));
+  ASSIGN_OR_RETURN(const std::string state_text, RequireText("worker state", state));
   WorkerRow row;
   RETURN_IF_ERROR(impl_->Transact("SetWorkerState", Actor(actor, "admin"), [&](pqxx::work& tx) {
-    pqxx::result rows = tx.exec_prepared(q::kSetWorkerState, worker_id, state, detail);
+    pqxx::result rows = tx.exec_prepared(q::kSetWorkerState, worker_id, state_text, detail);
     if (rows.empty()) return absl::NotFoundError(absl::StrCat("worker ", worker_id, " not found"));
     row = WorkerFromRow(rows[0]);
     return absl::OkStatus();
@@ -1201,13 +1061,14 @@ absl::StatusOr<WorkerRow> Store::SetWorkerState(const std::string& worker_id,
   return row;
 }
 
-absl::StatusOr<int64_t> Store::CountCapableWorkers(const std::string& arch, const std::string& kind,
+absl::StatusOr<int64_t> Store::CountCapableWorkers(v1::Arch arch, v1::JobKind kind,
                                                    absl::Duration recent) {
-  RETURN_IF_ERROR(CheckOneOf("arch", arch, kArchs));
-  RETURN_IF_ERROR(CheckOneOf("job kind", kind, kJobKinds));
+  ASSIGN_OR_RETURN(const std::string arch_text, RequireText("arch", arch));
+  ASSIGN_OR_RETURN(const std::string kind_text, RequireText("job kind", kind));
   int64_t count = 0;
   RETURN_IF_ERROR(impl_->AutoCommit("CountCapableWorkers", [&](pqxx::nontransaction& tx) {
-    count = tx.exec_prepared1(q::kCountCapableWorkers, arch, kind, Micros(recent))[0].as<int64_t>();
+    count = tx.exec_prepared1(q::kCountCapableWorkers, arch_text, kind_text, Micros(recent))[0]
+                .as<int64_t>();
     return absl::OkStatus();
   }));
   return count;
@@ -1235,12 +1096,12 @@ absl::StatusOr<std::optional<LeasedJobRow>> Store::LeaseJob(const std::string& w
     leased.lease.job_id = row["job_id"].as<std::string>();
     leased.lease.worker_id = worker_id;
     leased.lease.attempt = row["attempt"].as<int>();
-    leased.kind = row["kind"].as<std::string>();
+    leased.kind = EnumColumn<v1::JobKind>(row, "kind");
     leased.submission_id = row["submission_id"].as<std::string>();
     leased.task_id = row["task_id"].as<std::string>();
     leased.task_version_hash = row["task_version_hash"].as<std::string>();
-    leased.arch = row["arch"].as<std::string>();
-    leased.language = row["language"].as<std::string>();
+    leased.arch = EnumColumn<v1::Arch>(row, "arch");
+    leased.language = EnumColumn<v1::SourceLanguage>(row, "language");
     leased.source = row["source"].as<std::string>();
     leased.launch_plan_json = row["launch_plan_json"].as<std::string>();
     leased.lease_expires_at = TimeFromMicros(row["expires_us"]);
@@ -1283,7 +1144,7 @@ absl::StatusOr<HeartbeatResult> Store::Heartbeat(const std::string& worker_id,
       return absl::NotFoundError(
           absl::StrCat("worker ", worker_id, " is not registered; register again"));
     }
-    result.drain = worker[0]["state"].as<std::string>() == "draining";
+    result.drain = EnumColumn<v1::WorkerState>(worker[0], "state") == v1::WORKER_STATE_DRAINING;
     if (checkable.empty()) return absl::OkStatus();
     pqxx::result rows = tx.exec_prepared(q::kExtendLeases, worker_id, id_array, attempt_array,
                                          Micros(impl_->options().lease_duration));
@@ -1300,10 +1161,15 @@ absl::StatusOr<HeartbeatResult> Store::Heartbeat(const std::string& worker_id,
   return result;
 }
 
-absl::Status Store::ReportStage(const LeaseRef& lease, const std::string& stage,
+absl::Status Store::ReportStage(const LeaseRef& lease, v1::Stage stage,
                                 const std::string& result_json) {
   RETURN_IF_ERROR(CheckLeaseRef(lease));
-  RETURN_IF_ERROR(CheckOneOf("stage", stage, kReportableStages));
+  if (!IsReportableStage(stage)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("stage: ", Text(stage).empty() ? absl::StrCat(stage) : Text(stage),
+                     " is not one a worker reports (compile, correctness, "
+                     "target_instructions, timing)"));
+  }
   const std::string payload = result_json.empty() ? "{}" : result_json;
   // No actor for Transact: kLockSubmissionOfJob, the first statement, sets it.
   return impl_->Transact("ReportStage", "", [&](pqxx::work& tx) {
@@ -1315,7 +1181,8 @@ absl::Status Store::ReportStage(const LeaseRef& lease, const std::string& stage,
     }
     const std::string submission_id = locked[0]["submission_id"].as<std::string>();
     try {
-      tx.exec_prepared1(q::kAppendStageEvent, submission_id, "stage", stage, payload);
+      tx.exec_prepared1(q::kAppendStageEvent, submission_id, Text(EventKind::kStage), Text(stage),
+                        payload);
     } catch (const pqxx::data_exception& e) {
       return absl::InvalidArgumentError(absl::StrCat("result_json is not valid JSON: ", e.what()));
     }
@@ -1329,24 +1196,32 @@ absl::Status Store::CompleteJob(const LeaseRef& lease, const VerdictRow& verdict
 
 absl::Status Store::CompleteJob(const LeaseRef& lease, const VerdictRow& verdict,
                                 std::optional<FinishedSubmission>* finished) {
+  return CompleteJob(lease, verdict, finished, nullptr);
+}
+
+absl::Status Store::CompleteJob(const LeaseRef& lease, const VerdictRow& verdict,
+                                std::optional<FinishedSubmission>* finished,
+                                const ResultCheck& check) {
   RETURN_IF_ERROR(CheckLeaseRef(lease));
-  if (verdict.verdict_class == "infrastructure_failure") {
+  if (verdict.verdict_class == v1::VERDICT_CLASS_INFRASTRUCTURE_FAILURE) {
     return absl::InvalidArgumentError(
         "verdict class infrastructure_failure is the scheduler's to decide: report it with "
-        "FailJob(kind \"infrastructure\") so the job is retried");
+        "FailJob(kind INFRASTRUCTURE) so the job is retried");
   }
-  if (verdict.verdict_class == "cancelled") {
+  if (verdict.verdict_class == v1::VERDICT_CLASS_CANCELLED) {
     return absl::InvalidArgumentError(
         "verdict class cancelled is the scheduler's to decide (CancelSubmission)");
   }
-  RETURN_IF_ERROR(CheckOneOf("verdict_class", verdict.verdict_class, kWorkerVerdictClasses));
+  RETURN_IF_ERROR(RequireText("verdict_class", verdict.verdict_class).status());
   if (!std::isfinite(verdict.speedup) || verdict.speedup < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("speedup must be a finite number >= 0 (got ", verdict.speedup, ")"));
   }
+  absl::Status refusal;  // Set when `check` refused the result.
   // No actor for Transact: kLockSubmissionOfJob, the first statement, sets it.
-  return impl_->Transact("CompleteJob", "", [&](pqxx::work& tx) {
+  absl::Status completed = impl_->Transact("CompleteJob", "", [&](pqxx::work& tx) {
     if (finished != nullptr) finished->reset();
+    refusal = absl::OkStatus();
     // Lock, fence and mark the job done in one statement (queries.cc); a refusal below
     // rolls the whole transaction back.
     pqxx::result locked =
@@ -1354,42 +1229,58 @@ absl::Status Store::CompleteJob(const LeaseRef& lease, const VerdictRow& verdict
                          WorkerActor(lease.worker_id));
     if (locked.empty() || !locked[0]["fenced_in"].as<bool>()) return impl_->LeaseLost(tx, lease);
     const std::string submission_id = locked[0]["submission_id"].as<std::string>();
-    const std::string kind = locked[0]["kind"].as<std::string>();
-    const std::string scope = locked[0]["scope"].as<std::string>();
-    if (kind == "evaluate" && verdict.verdict_class == "compiled") {
+    const v1::JobKind kind = EnumColumn<v1::JobKind>(locked[0], "kind");
+    const v1::EvaluationScope scope = EnumColumn<v1::EvaluationScope>(locked[0], "scope");
+    if (check) {
+      CompletingJob job;
+      job.kind = kind;
+      job.scope = scope;
+      job.task_id = locked[0]["task_id"].as<std::string>();
+      job.task_version_hash = locked[0]["task_version_hash"].as<std::string>();
+      job.arch = EnumColumn<v1::Arch>(locked[0], "arch");
+      refusal = check(job);
+      if (!refusal.ok()) return refusal;  // Rolls back the job's 'done'.
+    }
+    const bool compiled_class = verdict.verdict_class == v1::VERDICT_CLASS_COMPILED;
+    if (kind == v1::JOB_KIND_EVALUATE && compiled_class) {
       return absl::InvalidArgumentError(
           "an evaluate job cannot end with verdict class compiled: it runs every stage");
     }
-    if (kind == "compile" && verdict.verdict_class == "compiled" && scope == "full") {
+    if (kind == v1::JOB_KIND_COMPILE && compiled_class && scope == v1::EVALUATION_SCOPE_FULL) {
       // The compile stage passed on a CPU; the rest needs a GPU of the submission's arch.
-      tx.exec_prepared1(q::kInsertJob, submission_id, "evaluate");
+      tx.exec_prepared1(q::kInsertJob, submission_id, Text(v1::JOB_KIND_EVALUATE));
       return absl::OkStatus();
     }
     try {
-      return impl_->FinishWithVerdict(tx, submission_id, lease.job_id, verdict, "finished",
-                                      finished);
+      return impl_->FinishWithVerdict(tx, submission_id, lease.job_id, verdict,
+                                      v1::SUBMISSION_STATE_FINISHED, finished);
     } catch (const pqxx::data_exception& e) {
       return absl::InvalidArgumentError(absl::StrCat("verdict_json is not valid JSON: ", e.what()));
     }
   });
+  if (refusal.ok()) return completed;
+  // The result cannot be right: nothing of it was stored. The job runs again (elsewhere, if
+  // other workers are free) and the reason stays in its audit row (last_error).
+  const std::string reason = absl::StrCat("result refused: ", refusal.message());
+  absl::StatusOr<bool> requeued = FailJob(lease, v1::FAILURE_KIND_INFRASTRUCTURE, reason);
+  if (!requeued.ok() && !IsLeaseLost(requeued.status())) return requeued.status();
+  return absl::InvalidArgumentError(reason);
 }
 
-absl::StatusOr<bool> Store::FailJob(const LeaseRef& lease, const std::string& kind,
-                                    const std::string& reason) {
-  return FailJob(lease, kind, reason, "");
-}
-
-absl::StatusOr<bool> Store::FailJob(const LeaseRef& lease, const std::string& kind,
+absl::StatusOr<bool> Store::FailJob(const LeaseRef& lease, v1::FailureKind kind,
                                     const std::string& reason,
-                                    const std::string& kernel_verdict_class) {
+                                    v1::VerdictClass kernel_verdict_class) {
   RETURN_IF_ERROR(CheckLeaseRef(lease));
-  if (kind != "kernel" && kind != "infrastructure") {
+  if (kind != v1::FAILURE_KIND_KERNEL && kind != v1::FAILURE_KIND_INFRASTRUCTURE) {
     return absl::InvalidArgumentError(
-        absl::StrCat("failure kind '", kind, "' is not one of kernel, infrastructure"));
+        absl::StrCat("failure kind ", kind, " is not one of kernel, infrastructure"));
   }
-  if (kind == "kernel" && !kernel_verdict_class.empty()) {
-    RETURN_IF_ERROR(
-        CheckOneOf("kernel failure verdict class", kernel_verdict_class, kKernelFailureClasses));
+  if (kind == v1::FAILURE_KIND_KERNEL && kernel_verdict_class != v1::VERDICT_CLASS_UNSPECIFIED &&
+      !IsKernelFailureClass(kernel_verdict_class)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "kernel failure verdict class ", Text(kernel_verdict_class),
+        " is not one of compile_error, plan_invalid, runtime_error, timeout, wrong_result, "
+        "target_not_executed, input_mutated, impossible_time"));
   }
   bool will_retry = false;
   // No actor for Transact: kLockSubmissionOfJob, the first statement, sets it.
@@ -1399,18 +1290,20 @@ absl::StatusOr<bool> Store::FailJob(const LeaseRef& lease, const std::string& ki
         tx.exec_prepared(q::kLockSubmissionOfJob, lease.job_id, WorkerActor(lease.worker_id));
     if (locked.empty()) return impl_->LeaseLost(tx, lease);
     const std::string submission_id = locked[0]["submission_id"].as<std::string>();
-    if (kind == "kernel") {
+    if (kind == v1::FAILURE_KIND_KERNEL) {
       pqxx::result job = tx.exec_prepared(q::kFinishLeasedJob, lease.job_id, lease.worker_id,
-                                          lease.attempt, "failed", reason);
+                                          lease.attempt, Text(JobState::kFailed), reason);
       if (job.empty()) return impl_->LeaseLost(tx, lease);
-      const std::string job_kind = job[0]["kind"].as<std::string>();
+      const v1::JobKind job_kind = EnumColumn<v1::JobKind>(job[0], "kind");
       VerdictRow verdict;
-      verdict.verdict_class = !kernel_verdict_class.empty() ? kernel_verdict_class
-                              : job_kind == "compile"       ? "compile_error"
-                                                            : "runtime_error";
-      verdict.compiled = job_kind == "evaluate";
+      verdict.verdict_class = kernel_verdict_class != v1::VERDICT_CLASS_UNSPECIFIED
+                                  ? kernel_verdict_class
+                              : job_kind == v1::JOB_KIND_COMPILE ? v1::VERDICT_CLASS_COMPILE_ERROR
+                                                                 : v1::VERDICT_CLASS_RUNTIME_ERROR;
+      verdict.compiled = job_kind == v1::JOB_KIND_EVALUATE;
       verdict.message = reason;
-      return impl_->FinishWithVerdict(tx, submission_id, lease.job_id, verdict, "finished");
+      return impl_->FinishWithVerdict(tx, submission_id, lease.job_id, verdict,
+                                      v1::SUBMISSION_STATE_FINISHED);
     }
     pqxx::result job =
         tx.exec_prepared(q::kRetryLeasedJob, lease.job_id, lease.worker_id, lease.attempt, reason,
@@ -1424,57 +1317,94 @@ absl::StatusOr<bool> Store::FailJob(const LeaseRef& lease, const std::string& ki
   return will_retry;
 }
 
-absl::StatusOr<int> Store::ReapExpiredLeases() {
-  struct Expired {
-    std::string job_id;
-    int attempt;
-    std::string submission_id;
-    std::string worker_id;
-  };
-  std::vector<Expired> expired;
+// Takes leases back as infrastructure attempts, one transaction per job: one job's trouble
+// does not hold back the others (the first error is returned after all were tried), and each
+// takes its submission's lock like every other job state change. `worker_id` non-empty fences
+// by that worker too; `only_if_expired` leaves live leases alone (the reaper). Returns how
+// many were taken back (a lease extended or finished meanwhile is skipped).
+absl::StatusOr<int> Store::TakeBackLeases(const std::vector<TakeBack>& leases,
+                                          const std::string& worker_id, bool only_if_expired,
+                                          const std::string& actor) {
+  int taken = 0;
+  absl::Status first_error = absl::OkStatus();
+  const StoreOptions& options = impl_->options();
+  for (const TakeBack& job : leases) {
+    bool taken_back = false;
+    absl::Status status = impl_->Transact("TakeBackLease", actor, [&](pqxx::work& tx) {
+      taken_back = false;
+      tx.exec_prepared(q::kLockSubmission, job.submission_id, "");
+      pqxx::result rows =
+          tx.exec_prepared(q::kReapExpiredLease, job.job_id, job.attempt, job.reason,
+                           options.max_infrastructure_attempts, Micros(options.retry_backoff_base),
+                           Micros(kMaxRetryBackoff), worker_id, only_if_expired);
+      if (rows.empty()) return absl::OkStatus();
+      taken_back = true;
+      return impl_
+          ->AfterInfrastructureFailure(tx, rows[0], job.submission_id, job.job_id, job.reason)
+          .status();
+    });
+    if (status.ok() && taken_back) ++taken;
+    if (!status.ok() && first_error.ok()) first_error = status;
+  }
+  RETURN_IF_ERROR(first_error);
+  return taken;
+}
+
+absl::StatusOr<int> Store::ReapExpiredLeases(ReapReport* report) {
+  const StoreOptions& options = impl_->options();
+  ReapReport pass;
+  // First, was the scheduler down? (migrations/0006_lease_liveness.up.sql.)
+  RETURN_IF_ERROR(impl_->Transact("ReapExpiredLeases", "system:reaper", [&](pqxx::work& tx) {
+    pass = ReapReport();
+    const pqxx::row mark = tx.exec_prepared1(q::kLockLiveness, Micros(options.outage_threshold));
+    pass.gap = absl::Seconds(mark["gap_s"].as<double>());
+    if (mark["was_down"].as<bool>()) {
+      pass.outage = true;
+      pass.graced = static_cast<int>(
+          tx.exec_prepared(q::kGrantOutageGrace, Micros(options.lease_duration)).size());
+    }
+    tx.exec_prepared(q::kMarkSchedulerAlive, Micros(options.outage_threshold));
+    return absl::OkStatus();
+  }));
+  std::vector<TakeBack> expired;
   RETURN_IF_ERROR(impl_->Transact("ReapExpiredLeases", "", [&](pqxx::work& tx) {
     expired.clear();
     for (const pqxx::row& row : tx.exec_prepared(q::kFindExpiredLeases)) {
-      expired.push_back({row["job_id"].as<std::string>(), row["attempt"].as<int>(),
-                         row["submission_id"].as<std::string>(),
-                         row["worker_id"].as<std::string>()});
+      expired.push_back(
+          {row["job_id"].as<std::string>(), row["attempt"].as<int>(),
+           row["submission_id"].as<std::string>(),
+           absl::StrCat("lease expired: worker ", row["worker_id"].as<std::string>(),
+                        " sent no heartbeat for ", absl::FormatDuration(options.lease_duration))});
     }
     return absl::OkStatus();
   }));
-  int reaped = 0;
-  absl::Status first_error = absl::OkStatus();
-  const StoreOptions& options = impl_->options();
-  for (const Expired& job : expired) {
-    const std::string reason =
-        absl::StrCat("lease expired: worker ", job.worker_id, " sent no heartbeat for ",
-                     absl::FormatDuration(options.lease_duration));
-    // One transaction per job: one job's trouble does not hold back the others (the first
-    // error is returned after all were tried), and each takes its submission's lock like every
-    // other job state change.
-    bool taken_back = false;
-    absl::Status status =
-        impl_->Transact("ReapExpiredLeases", "system:reaper", [&](pqxx::work& tx) {
-          taken_back = false;
-          tx.exec_prepared(q::kLockSubmission, job.submission_id, "");
-          pqxx::result rows =
-              tx.exec_prepared(q::kReapExpiredLease, job.job_id, job.attempt, reason,
-                               options.max_infrastructure_attempts,
-                               Micros(options.retry_backoff_base), Micros(kMaxRetryBackoff));
-          if (rows.empty()) return absl::OkStatus();  // Extended or finished meanwhile.
-          taken_back = true;
-          return impl_
-              ->AfterInfrastructureFailure(tx, rows[0], job.submission_id, job.job_id, reason)
-              .status();
-        });
-    if (status.ok() && taken_back) ++reaped;
-    if (!status.ok() && first_error.ok()) first_error = status;
+  absl::StatusOr<int> reaped = TakeBackLeases(expired, "", true, "system:reaper");
+  // After an outage every worker looks silent; their next heartbeat says otherwise.
+  if (!pass.outage) {
+    RETURN_IF_ERROR(impl_->Transact("ReapExpiredLeases", "system:reaper", [&](pqxx::work& tx) {
+      tx.exec_prepared(q::kMarkSilentWorkersOffline, Micros(options.lease_duration));
+      return absl::OkStatus();
+    }));
   }
-  RETURN_IF_ERROR(impl_->Transact("ReapExpiredLeases", "system:reaper", [&](pqxx::work& tx) {
-    tx.exec_prepared(q::kMarkSilentWorkersOffline, Micros(options.lease_duration));
+  RETURN_IF_ERROR(reaped.status());
+  pass.reaped = *reaped;
+  if (report != nullptr) *report = pass;
+  return pass.reaped;
+}
+
+absl::StatusOr<int> Store::ReleaseWorkerLeases(const std::string& worker_id,
+                                               const std::string& reason) {
+  RETURN_IF_ERROR(CheckUuid("worker_id", worker_id));
+  std::vector<TakeBack> held;
+  RETURN_IF_ERROR(impl_->AutoCommit("ReleaseWorkerLeases", [&](pqxx::nontransaction& tx) {
+    held.clear();
+    for (const pqxx::row& row : tx.exec_prepared(q::kListLeasesOfWorker, worker_id)) {
+      held.push_back({row["job_id"].as<std::string>(), row["attempt"].as<int>(),
+                      row["submission_id"].as<std::string>(), reason});
+    }
     return absl::OkStatus();
   }));
-  RETURN_IF_ERROR(first_error);
-  return reaped;
+  return TakeBackLeases(held, worker_id, false, WorkerActor(worker_id));
 }
 
 absl::StatusOr<std::vector<QueueDepthRow>> Store::QueueDepths() {
@@ -1483,8 +1413,8 @@ absl::StatusOr<std::vector<QueueDepthRow>> Store::QueueDepths() {
     depths.clear();
     for (const pqxx::row& row : tx.exec_prepared(q::kQueueDepths)) {
       QueueDepthRow& depth = depths.emplace_back();
-      depth.arch = row["arch"].as<std::string>();
-      depth.kind = row["kind"].as<std::string>();
+      depth.arch = EnumColumn<v1::Arch>(row, "arch");
+      depth.kind = EnumColumn<v1::JobKind>(row, "kind");
       depth.queued = row["queued"].as<int64_t>();
       depth.leased = row["leased"].as<int64_t>();
       depth.oldest_age_seconds = row["oldest_s"].as<double>();
@@ -1503,9 +1433,9 @@ absl::StatusOr<std::vector<JobRow>> Store::ListJobs(const std::string& submissio
       JobRow& job = jobs.emplace_back();
       job.job_id = row["job_id"].as<std::string>();
       job.submission_id = row["submission_id"].as<std::string>();
-      job.kind = row["kind"].as<std::string>();
-      job.arch = row["arch"].as<std::string>();
-      job.state = row["state"].as<std::string>();
+      job.kind = EnumColumn<v1::JobKind>(row, "kind");
+      job.arch = EnumColumn<v1::Arch>(row, "arch");
+      job.state = EnumColumn<JobState>(row, "state");
       job.attempt = row["attempt"].as<int>();
       job.worker_id = row["worker_id"].as<std::string>();
       if (!row["expires_us"].is_null()) job.lease_expires_at = TimeFromMicros(row["expires_us"]);
@@ -1519,17 +1449,18 @@ absl::StatusOr<std::vector<JobRow>> Store::ListJobs(const std::string& submissio
   return jobs;
 }
 
-absl::StatusOr<std::vector<AuditRow>> Store::ListAuditLog(const std::string& entity,
+absl::StatusOr<std::vector<AuditRow>> Store::ListAuditLog(AuditEntity entity,
                                                           const std::string& entity_id) {
+  ASSIGN_OR_RETURN(const std::string entity_text, RequireText("entity", entity));
   std::vector<AuditRow> rows;
   RETURN_IF_ERROR(impl_->Transact("ListAuditLog", "", [&](pqxx::work& tx) {
     rows.clear();
-    for (const pqxx::row& row : tx.exec_prepared(q::kListAuditLog, entity, entity_id)) {
+    for (const pqxx::row& row : tx.exec_prepared(q::kListAuditLog, entity_text, entity_id)) {
       AuditRow& audit = rows.emplace_back();
       audit.id = row["id"].as<int64_t>();
       audit.at = TimeFromMicros(row["at_us"]);
       audit.actor = row["actor"].as<std::string>();
-      audit.entity = row["entity"].as<std::string>();
+      audit.entity = EnumColumn<AuditEntity>(row, "entity");
       audit.entity_id = row["entity_id"].as<std::string>();
       audit.old_state = row["old_state"].as<std::string>();
       audit.new_state = row["new_state"].as<std::string>();
@@ -1561,6 +1492,23 @@ absl::StatusOr<bool> Store::WaitForQueueChange(uint64_t seen, absl::Duration tim
 
 absl::StatusOr<bool> Store::WaitForEvents(uint64_t seen, absl::Duration timeout) {
   return impl_->listener().WaitForChange(NotifyListener::kEvents, seen, timeout);
+}
+
+// ---------------------------------------------------------------------------------------
+// Reachability.
+
+StoreReachability Store::Reachability() const { return impl_->pool().reachability(); }
+
+absl::Status Store::Ping() {
+  return impl_->AutoCommit("Ping", [&](pqxx::nontransaction& tx) {
+    tx.exec_prepared1(q::kPing);
+    return absl::OkStatus();
+  });
+}
+
+void Store::Reconnect() {
+  impl_->pool().DropIdle();
+  impl_->listener().Reconnect();
 }
 
 }  // namespace ptxbench::store

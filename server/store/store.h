@@ -6,8 +6,8 @@
 //   on the next call), a connection lost during COMMIT -> UNKNOWN (outcome unknown),
 //   serialization failures/deadlocks -> retried inside, then ABORTED, unique violations ->
 //   ALREADY_EXISTS, missing rows -> NOT_FOUND, bad input -> INVALID_ARGUMENT naming the field,
-//   an unmigrated database -> FAILED_PRECONDITION, lost leases -> FAILED_PRECONDITION whose
-//   message starts with "lease lost" (IsLeaseLost).
+//   an unmigrated database -> FAILED_PRECONDITION, lost leases -> FAILED_PRECONDITION carrying
+//   a typed LeaseLostReason (LeaseLostReasonOf; the message says it in words too).
 // One named SQL statement per operation lives in queries.cc with a comment saying why it is
 // written that way. Thread-safe: each call takes a connection from a pool of pool_size; the
 // Wait* calls share one more, listening, connection.
@@ -16,6 +16,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -24,16 +25,55 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "proto/wire_names.h"
 
 namespace ptxbench::store {
 
-// Enumerations are stored as their lower-case text names so that the database reads plainly
-// in psql and Grafana: arch "sm_90a"/"sm_100a"; job kind "compile"/"evaluate";
-// scope "full"/"compile_only"; knowledge "none"/"templates"/"contract";
-// role "vendor"/"worker"/"admin"; failure kind "kernel"/"infrastructure";
-// submission state "queued"/"running"/"finished"/"cancelled";
-// job state "queued"/"leased"/"done"/"failed"/"cancelled";
-// worker state "active"/"draining"/"unhealthy"/"offline".
+// Enumerations cross this API as enums: the wire's (ptxbench.v1: Arch, JobKind,
+// EvaluationScope, KnowledgeLevel, SourceLanguage, Role, SubmissionState, WorkerState, Stage,
+// VerdictClass, FailureKind) and the store's own below, for what the wire does not carry.
+// They are text only inside the SQL layer, stored as their lower-case names so that the
+// database reads plainly in psql and Grafana: the wire's by proto/wire_names.h, the one table
+// of those names ("sm_90a", "compile_only", "wrong_result", ...); the store's by store.cc.
+// An enum value the store does not know (UNSPECIFIED where a value is required, a number no
+// enumerator has) is INVALID_ARGUMENT naming the field.
+
+// The life of a job (jobs.state).
+enum class JobState {
+  kQueued,     // "queued": waiting for a worker, or for not_before after a retry.
+  kLeased,     // "leased": a worker holds it until lease_expires_at.
+  kDone,       // "done": a verdict (or the evaluate job it led to) came from it.
+  kFailed,     // "failed": a kernel failure, or infrastructure failures up to the cap.
+  kCancelled,  // "cancelled": its submission was cancelled.
+};
+// What a stage event is (stage_events.kind; see StageEventRow).
+enum class EventKind {
+  kStage,   // "stage"
+  kNotice,  // "notice"
+};
+// What an audit row is about (audit_log.entity).
+enum class AuditEntity {
+  kTenant,      // "tenant", by name.
+  kToken,       // "token", by token id.
+  kWorker,      // "worker", by worker id.
+  kSubmission,  // "submission", by id.
+  kJob,         // "job", by id.
+};
+// The stored names above, for logs and messages.
+std::string JobStateName(JobState state);
+std::string EventKindName(EventKind kind);
+std::string AuditEntityName(AuditEntity entity);
+
+// Why the fence refused a call about a lease (Store::ReportStage, CompleteJob, FailJob, and
+// the `lost` list of Heartbeat).
+enum class LeaseLostReason {
+  kNoSuchJob,    // The job id names no job.
+  kLeasedAgain,  // Another lease (a later attempt, or another worker) holds the job now.
+  kExpired,      // The lease expired: the reaper requeued the job, or it was not renewed in time.
+  kCancelled,    // The job's submission was cancelled.
+  kFinished,     // The job already has its result (e.g. a second completion).
+};
+std::string LeaseLostReasonName(LeaseLostReason reason);  // "no_such_job", "leased_again", ...
 
 struct StoreOptions {
   std::string database_url;  // libpq connection string or URI.
@@ -41,6 +81,26 @@ struct StoreOptions {
   absl::Duration lease_duration = absl::Seconds(60);
   int max_infrastructure_attempts = 3;  // A job failing for infrastructure this often fails.
   absl::Duration retry_backoff_base = absl::Seconds(2);  // Doubles per attempt, jittered.
+  // No reaper pass for longer than this means the scheduler was down (ReapExpiredLeases): a
+  // few reaper intervals (the server sets 3 x its reap interval).
+  absl::Duration outage_threshold = absl::Seconds(15);
+};
+
+// What one reaper pass did (Store::ReapExpiredLeases).
+struct ReapReport {
+  int reaped = 0;       // Leases taken back.
+  bool outage = false;  // The gap since the last pass exceeded outage_threshold.
+  absl::Duration gap;   // Since the last pass (of any server).
+  int graced = 0;       // Leases extended because of the outage.
+};
+
+// Whether PostgreSQL answered lately, as the store saw it: every connection opened or found
+// broken, every statement that ran and every Ping records it. Reading it costs no round trip,
+// so a health check or a scrape never waits on a dead database.
+struct StoreReachability {
+  bool reachable = false;
+  absl::Time since;        // When it last became reachable (or unreachable).
+  std::string last_error;  // Why it is unreachable; empty while reachable.
 };
 
 struct TenantRow {
@@ -53,7 +113,7 @@ struct TenantRow {
 struct TokenRow {
   std::string token_id;
   std::string tenant;
-  std::string role;
+  v1::Role role = v1::ROLE_UNSPECIFIED;
   std::string description;
   bool revoked = false;
 };
@@ -62,16 +122,16 @@ struct NewSubmission {
   std::string tenant;
   std::string task_id;
   std::string task_version_hash;
-  std::string arch;
-  std::string language;          // "cuda" or "ptx".
+  v1::Arch arch = v1::ARCH_UNSPECIFIED;
+  v1::SourceLanguage language = v1::SOURCE_LANGUAGE_CUDA;  // UNSPECIFIED is CUDA (types.proto).
   std::string source;            // Stored once per sha256 in the sources table.
   std::string launch_plan_json;  // Empty when the plan is in the source.
   std::string model;
   std::string session_id;
   int turn_index = 0;
-  std::string knowledge_level;
-  std::string scope;            // "full" or "compile_only".
-  std::string idempotency_key;  // Empty for none; unique per tenant otherwise.
+  v1::KnowledgeLevel knowledge_level = v1::KNOWLEDGE_LEVEL_UNSPECIFIED;
+  v1::EvaluationScope scope = v1::EVALUATION_SCOPE_FULL;  // UNSPECIFIED is FULL (types.proto).
+  std::string idempotency_key;                            // Empty for none; unique per tenant.
 };
 
 // A submission that has just received its verdict: what metrics and logs label it with.
@@ -80,13 +140,13 @@ struct FinishedSubmission {
   std::string tenant;
   std::string model;
   std::string task_id;
-  std::string arch;
-  std::string verdict_class;
+  v1::Arch arch = v1::ARCH_UNSPECIFIED;
+  v1::VerdictClass verdict_class = v1::VERDICT_CLASS_UNSPECIFIED;
   double speedup = 0;
 };
 
 struct VerdictRow {
-  std::string verdict_class;  // VerdictClass name without prefix, lower-case: "pass", ...
+  v1::VerdictClass verdict_class = v1::VERDICT_CLASS_UNSPECIFIED;
   bool compiled = false;
   bool correct = false;
   bool target_executed = false;
@@ -103,16 +163,16 @@ struct SubmissionRow {
   std::string tenant;
   std::string task_id;
   std::string task_version_hash;
-  std::string arch;
-  std::string language;
+  v1::Arch arch = v1::ARCH_UNSPECIFIED;
+  v1::SourceLanguage language = v1::SOURCE_LANGUAGE_UNSPECIFIED;
   std::string source_sha256;
   std::string model;
   std::string session_id;
   int turn_index = 0;
-  std::string knowledge_level;
-  std::string scope;
-  std::string state;
-  std::string stage;  // Latest stage name: "queued", "compile", ..., "done".
+  v1::KnowledgeLevel knowledge_level = v1::KNOWLEDGE_LEVEL_UNSPECIFIED;
+  v1::EvaluationScope scope = v1::EVALUATION_SCOPE_UNSPECIFIED;
+  v1::SubmissionState state = v1::SUBMISSION_STATE_UNSPECIFIED;
+  v1::Stage stage = v1::STAGE_UNSPECIFIED;  // The latest stage reached: QUEUED ... DONE.
   absl::Time created_at;
   std::optional<VerdictRow> verdict;
 };
@@ -131,34 +191,37 @@ struct SubmissionPage {
 };
 
 // A stage event for watchers; seq increases by one per submission, from 1, without gaps.
-// kind "stage": a stage was reached. stage "queued" (payload {}) and "done" (payload: the
-//   verdict JSON, as stored in the verdicts table) are appended by the store itself; the
-//   others carry the result_json given to ReportStage.
-// kind "notice": payload is the JSON given to AppendNotice, or {"notice": "..."} for the
+// kind kStage: a stage was reached. stage QUEUED (payload {}) and DONE (payload: the verdict
+//   JSON, as stored in the verdicts table) are appended by the store itself; the others
+//   carry the result_json given to ReportStage.
+// kind kNotice: payload is the JSON given to AppendNotice, or {"notice": "..."} for the
 //   store's own notices (a retry after an infrastructure failure); stage is the submission's
-//   stage at the time, so it always parses as a Stage.
+//   stage at the time.
 struct StageEventRow {
   int64_t seq = 0;
   std::string submission_id;
-  std::string stage;
+  v1::Stage stage = v1::STAGE_UNSPECIFIED;
   std::string payload_json;  // The StageResult / notice / verdict as JSON.
   absl::Time at;
-  std::string kind;  // "stage" or "notice".
+  EventKind kind = EventKind::kStage;
 };
 
 struct WorkerRegistration {
   std::string hostname;
-  std::string arch;  // Empty for compile-only workers.
+  v1::Arch arch = v1::ARCH_UNSPECIFIED;  // UNSPECIFIED only for compile-only workers.
   std::string gpu_name;
   std::string gpu_uuid;
   bool compile_only = false;
   std::string identity_json;  // The full WorkerIdentity (versions) for audit.
+  // The token registering it, which the worker id then belongs to (RegisterWorker); empty
+  // for a caller without a token (the loopback bootstrap).
+  std::string token_id;
 };
 
 struct WorkerRow {
   std::string worker_id;
   WorkerRegistration registration;
-  std::string state;
+  v1::WorkerState state = v1::WORKER_STATE_UNSPECIFIED;
   std::string health_detail;
   absl::Time last_seen;
   int jobs_held = 0;
@@ -173,12 +236,12 @@ struct LeaseRef {
 
 struct LeasedJobRow {
   LeaseRef lease;
-  std::string kind;  // "compile" or "evaluate".
+  v1::JobKind kind = v1::JOB_KIND_UNSPECIFIED;
   std::string submission_id;
   std::string task_id;
   std::string task_version_hash;
-  std::string arch;
-  std::string language;
+  v1::Arch arch = v1::ARCH_UNSPECIFIED;
+  v1::SourceLanguage language = v1::SOURCE_LANGUAGE_UNSPECIFIED;
   std::string source;
   std::string launch_plan_json;  // As stored (JSONB: same content, normalized spacing).
   absl::Time lease_expires_at;
@@ -194,9 +257,9 @@ struct HeartbeatResult {
 struct JobRow {
   std::string job_id;
   std::string submission_id;
-  std::string kind;
-  std::string arch;
-  std::string state;
+  v1::JobKind kind = v1::JOB_KIND_UNSPECIFIED;
+  v1::Arch arch = v1::ARCH_UNSPECIFIED;
+  JobState state = JobState::kQueued;
   int attempt = 0;                             // Times leased; the current lease's number.
   std::string worker_id;                       // The current or last holder; empty if never leased.
   std::optional<absl::Time> lease_expires_at;  // Set while leased.
@@ -211,21 +274,34 @@ struct JobRow {
 struct AuditRow {
   int64_t id = 0;
   absl::Time at;
-  std::string actor;   // "tenant:acme", "worker:<id>", "admin", "system:reaper".
-  std::string entity;  // "tenant", "token", "worker", "submission", "job".
+  std::string actor;  // "tenant:acme", "worker:<id>", "admin", "system:reaper".
+  AuditEntity entity = AuditEntity::kJob;
   std::string entity_id;
+  // The entity's state names as stored (text: an audit row outlives any enum's spelling).
   std::string old_state;  // Empty when the entity was created.
   std::string new_state;
   std::string detail_json;
 };
 
 struct QueueDepthRow {
-  std::string arch;
-  std::string kind;
+  v1::Arch arch = v1::ARCH_UNSPECIFIED;
+  v1::JobKind kind = v1::JOB_KIND_UNSPECIFIED;
   int64_t queued = 0;
   int64_t leased = 0;
   double oldest_age_seconds = 0;
 };
+
+// What the store knows of a job whose result is being stored (Store::CompleteJob's check).
+struct CompletingJob {
+  v1::JobKind kind = v1::JOB_KIND_UNSPECIFIED;
+  v1::EvaluationScope scope = v1::EVALUATION_SCOPE_UNSPECIFIED;
+  std::string task_id;
+  std::string task_version_hash;
+  v1::Arch arch = v1::ARCH_UNSPECIFIED;
+};
+// OK to store the result; otherwise why the result cannot be right for that job
+// (INVALID_ARGUMENT, e.g. "a compile job cannot report a speedup").
+using ResultCheck = std::function<absl::Status(const CompletingJob& job)>;
 
 class Store {
  public:
@@ -282,14 +358,20 @@ class Store {
   // or the submission has finished (a watcher's last event is always "done").
   absl::Status AppendNotice(const std::string& submission_id, const std::string& notice_json);
 
-  // Workers.
+  // Workers. RegisterWorker upserts on (hostname, gpu_uuid), so a restarted worker gets its id
+  // back. The id belongs to registration.token_id. Another token claims it only when it was
+  // registered without a token, its token is revoked, or the worker was silent for a lease
+  // period (then it holds no live lease); otherwise ABORTED (retry: a rotated worker's id
+  // moves once its old process has stopped). The returned row names its token.
   absl::StatusOr<WorkerRow> RegisterWorker(const WorkerRegistration& registration);
+  // NOT_FOUND for an unknown id.
+  absl::StatusOr<WorkerRow> GetWorker(const std::string& worker_id);
   absl::StatusOr<std::vector<WorkerRow>> ListWorkers();
-  absl::StatusOr<WorkerRow> SetWorkerState(const std::string& worker_id, const std::string& state,
+  absl::StatusOr<WorkerRow> SetWorkerState(const std::string& worker_id, v1::WorkerState state,
                                            const std::string& detail,
                                            const std::string& actor = "");
   // Number of active workers able to run a job of `kind` for `arch` (seen within `recent`).
-  absl::StatusOr<int64_t> CountCapableWorkers(const std::string& arch, const std::string& kind,
+  absl::StatusOr<int64_t> CountCapableWorkers(v1::Arch arch, v1::JobKind kind,
                                               absl::Duration recent);
 
   // The queue. LeaseJob takes at most one job the worker may run: compile jobs of any arch
@@ -306,18 +388,17 @@ class Store {
   absl::StatusOr<HeartbeatResult> Heartbeat(const std::string& worker_id,
                                             const std::vector<LeaseRef>& leases, bool healthy,
                                             const std::string& health_detail);
-  // Fenced by the lease: FAILED_PRECONDITION("lease lost") when the lease is not held (the
-  // message starts with "lease lost" and then says what happened; see IsLeaseLost).
-  // `stage` is one of compile, correctness, target_instructions, timing; result_json is
-  // stored as the event's payload ("{}" when empty).
-  absl::Status ReportStage(const LeaseRef& lease, const std::string& stage,
-                           const std::string& result_json);
+  // Fenced by the lease: FAILED_PRECONDITION with a LeaseLostReason (LeaseLostReasonOf) when
+  // the lease is not held; its message starts with "lease lost" and says what happened.
+  // `stage` is one of COMPILE, CORRECTNESS, TARGET_INSTRUCTIONS, TIMING; result_json is stored
+  // as the event's payload ("{}" when empty).
+  absl::Status ReportStage(const LeaseRef& lease, v1::Stage stage, const std::string& result_json);
   // Records the verdict of a job. For a compile job of a full-scope submission that
   // compiled, enqueues the evaluate job instead of finishing the submission. Otherwise stores
   // the verdict (exactly once: a second completion is refused by the fence) and appends the
   // "done" event. INVALID_ARGUMENT for verdict classes a worker cannot report
-  // (infrastructure_failure and cancelled: use FailJob / CancelSubmission) and for
-  // "compiled" from an evaluate job. An empty verdict_json stores a minimal one built from the
+  // (INFRASTRUCTURE_FAILURE and CANCELLED: use FailJob / CancelSubmission) and for COMPILED
+  // from an evaluate job. An empty verdict_json stores a minimal one built from the
   // key columns (ptxbench.v1.Verdict JSON).
   absl::Status CompleteJob(const LeaseRef& lease, const VerdictRow& verdict);
   // The same; when the job's completion finished its submission, `*finished` (if not null)
@@ -325,30 +406,45 @@ class Store {
   // no second query (bench/scheduler_bench: one GetSubmission round trip per job).
   absl::Status CompleteJob(const LeaseRef& lease, const VerdictRow& verdict,
                            std::optional<FinishedSubmission>* finished);
-  // kind "kernel": the submission finishes with the given verdict class and is never retried.
-  // kind "infrastructure": requeued with exponential backoff until
-  // max_infrastructure_attempts, then finished as "infrastructure_failure". Returns whether
-  // the job will be retried.
-  // A kernel failure gets verdict class "compile_error" for a compile job and
-  // "runtime_error" for an evaluate job; the overload below names the class.
-  absl::StatusOr<bool> FailJob(const LeaseRef& lease, const std::string& kind,
-                               const std::string& reason);
-  // `kernel_verdict_class` (used when kind is "kernel"; empty = the default above) is one of
-  // compile_error, plan_invalid, runtime_error, timeout, wrong_result, target_not_executed,
-  // input_mutated, impossible_time.
-  absl::StatusOr<bool> FailJob(const LeaseRef& lease, const std::string& kind,
-                               const std::string& reason, const std::string& kernel_verdict_class);
-  // Requeues every job whose lease expired (counts as an infrastructure attempt, with the
-  // same backoff and cap as FailJob: at the cap the submission finishes as
-  // infrastructure_failure). Returns the number of expired leases taken back. Also marks
-  // workers offline that were not seen for a lease period (draining ones stay draining).
-  absl::StatusOr<int> ReapExpiredLeases();
+  // The same, with `check` asked (under the fence, before anything is stored) whether the
+  // result is one the job could have produced. A refused result stores nothing: the job is
+  // requeued as an infrastructure attempt (the lease holder is not trusted with it again;
+  // at the cap the submission ends infrastructure_failure), its audit row records the
+  // reason, and the call returns INVALID_ARGUMENT "result refused: <reason>".
+  absl::Status CompleteJob(const LeaseRef& lease, const VerdictRow& verdict,
+                           std::optional<FinishedSubmission>* finished, const ResultCheck& check);
+  // kind KERNEL: the submission finishes with a kernel verdict and is never retried: the
+  // `kernel_verdict_class` given (one of COMPILE_ERROR, PLAN_INVALID, RUNTIME_ERROR, TIMEOUT,
+  // WRONG_RESULT, TARGET_NOT_EXECUTED, INPUT_MUTATED, IMPOSSIBLE_TIME), or by default
+  // COMPILE_ERROR for a compile job and RUNTIME_ERROR for an evaluate job.
+  // kind INFRASTRUCTURE: requeued with exponential backoff until
+  // max_infrastructure_attempts, then finished as INFRASTRUCTURE_FAILURE.
+  // Returns whether the job will be retried.
+  absl::StatusOr<bool> FailJob(
+      const LeaseRef& lease, v1::FailureKind kind, const std::string& reason,
+      v1::VerdictClass kernel_verdict_class = v1::VERDICT_CLASS_UNSPECIFIED);
+  // Requeues every job whose lease is no longer live (counts as an infrastructure attempt,
+  // with the same backoff and cap as FailJob: at the cap the submission finishes as
+  // infrastructure_failure). Returns the number of leases taken back; `report`, if not null,
+  // says more. Also marks workers offline that were not seen for a lease period (draining
+  // ones stay draining).
+  //
+  // A lease is live until it expires, except where the scheduler was down: each pass stamps
+  // the time, and when it finds that no pass ran for longer than options.outage_threshold
+  // (a server restart, a database outage), no worker could have renewed its lease meanwhile,
+  // so every lease that was live when the gap began gets a full lease period from now, and
+  // only those that had expired before the gap are reaped. The fence applies the same rule
+  // (migrations/0006_lease_liveness.up.sql), so a lease is refused exactly when it is
+  // reapable. Call it at start and then at intervals well below outage_threshold.
+  absl::StatusOr<int> ReapExpiredLeases(ReapReport* report = nullptr);
+  // Requeues every job leased to `worker_id`, live or not, as an infrastructure attempt: the
+  // worker registered again, so it is a new process that holds none of them. Returns how many.
+  absl::StatusOr<int> ReleaseWorkerLeases(const std::string& worker_id, const std::string& reason);
   absl::StatusOr<std::vector<QueueDepthRow>> QueueDepths();
   // The jobs of one submission, compile first.
   absl::StatusOr<std::vector<JobRow>> ListJobs(const std::string& submission_id);
-  // The audit log of one entity ("submission", "job", "worker", "token", "tenant"), oldest
-  // first.
-  absl::StatusOr<std::vector<AuditRow>> ListAuditLog(const std::string& entity,
+  // The audit log of one entity, oldest first.
+  absl::StatusOr<std::vector<AuditRow>> ListAuditLog(AuditEntity entity,
                                                      const std::string& entity_id);
 
   // Blocks up to `timeout` for a NOTIFY on the queue channel on a dedicated connection.
@@ -369,14 +465,42 @@ class Store {
   uint64_t EventsChangeCount();
   absl::StatusOr<bool> WaitForEvents(uint64_t seen, absl::Duration timeout);
 
+  // Reachability. The store reconnects by itself: a broken pooled connection is replaced on
+  // the next call and the listening connection reconnects with backoff (100 ms doubling to
+  // 5 s), after which every waiter of the Wait* calls is woken, since notifications may have
+  // been missed. Callers never need to reconnect it; Reconnect() only makes it sooner.
+  //
+  // The last record (see StoreReachability); no round trip.
+  StoreReachability Reachability() const;
+  // Asks the database now (one statement on a pooled connection, replaced if dead) and
+  // records the answer. UNAVAILABLE when it cannot be reached.
+  absl::Status Ping();
+  // For a caller that knows the database was just restarted (the embedded PostgreSQL's
+  // supervisor): closes every idle pooled connection and re-establishes LISTEN now instead
+  // of after the backoff.
+  void Reconnect();
+
  private:
   class Impl;
+  struct TakeBack {
+    std::string job_id;
+    int attempt = 0;
+    std::string submission_id;
+    std::string reason;
+  };
   explicit Store(std::unique_ptr<Impl> impl);
+  absl::StatusOr<int> TakeBackLeases(const std::vector<TakeBack>& leases,
+                                     const std::string& worker_id, bool only_if_expired,
+                                     const std::string& actor);
   std::unique_ptr<Impl> impl_;
 };
 
-// Whether `status` is the fence's refusal: FAILED_PRECONDITION whose message starts with
-// "lease lost".
+// The fence's refusal as a status: FAILED_PRECONDITION with `message`, carrying `reason` as
+// a payload (which survives copies, not a rewrite of the message).
+absl::Status LeaseLostError(LeaseLostReason reason, const std::string& message);
+// The reason of a fence refusal; nullopt for any other status.
+std::optional<LeaseLostReason> LeaseLostReasonOf(const absl::Status& status);
+// Whether `status` is the fence's refusal.
 bool IsLeaseLost(const absl::Status& status);
 
 }  // namespace ptxbench::store

@@ -49,7 +49,8 @@ TEST_CASE("cli: every verb's --help prints its usage on stdout and exits 0") {
 }
 
 TEST_CASE("cli: every binary says its version, commit and CUDA toolkit") {
-  for (const char* program : {"ptxbench", "ptxbench-server", "ptxbench-worker"}) {
+  for (const char* program :
+       {"ptxbench", "ptxbench-server", "ptxbench-worker", "ptxbench-evaluator"}) {
     INFO(program);
     const CommandResult version = Shell(absl::StrCat(kBin, "/", program, " --version 2>/dev/null"));
     CHECK(version.exit_code == 0);

@@ -2,7 +2,9 @@
 
 #include <stdlib.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -157,6 +159,12 @@ TEST_CASE("Malformed task files are rejected naming the file and the field") {
          "field 'axis': unknown key (allowed: arches, axes, baseline, decoys, description, id, "
          "prompts, roofline, scalars, schema, scratch_cap_bytes, solutions, templates, tensors, "
          "title, tolerance, workloads)");
+  expect([](json& d) { d["tensors"][1]["distribution"] = "block_scale"; },
+         "field 'tensors[1].distribution': 'block_scale' draws fp32 scales: the tensor's dtype "
+         "must be fp32");
+  expect([](json& d) { d["tensors"][1]["distribution"] = "uniform"; },
+         "field 'tensors[1].distribution': 'uniform' is not 'normal', 'spiky' or 'block_scale'");
+  CHECK(copy.LoadWith([](json& d) { d["tensors"][0]["distribution"] = "block_scale"; }) == "");
   expect(
       [](json& d) { d["tensors"][1]["dtype"] = "bf17"; },
       "field 'tensors[1].dtype': unknown dtype 'bf17' (known: bf16, fp16, fp32, fp8_e4m3, int32)");
@@ -478,13 +486,81 @@ TEST_CASE("The attention tasks follow the shared contract") {
   }
 }
 
+// The head-dim 64 and 256 forward tasks (issue 17) are the d128 forward task at another D: the
+// same tensors, tolerance, baseline operation and formulas; shapes from SmolLM2-1.7B (32 heads of
+// 64) and Gemma 2 9B (16 heads of 256), docs/task-authoring.md.
+TEST_CASE("The head-dim 64 and 256 forward tasks are the d128 forward task at their D") {
+  auto catalog = TaskCatalog::Load(SourceDir() + "/tasks");
+  REQUIRE(catalog.ok());
+  struct Case {
+    const char* id;
+    int64_t d, heads;
+    bool causal;
+    const char* output_product;  // The O += P V wgmma the templates prompt names.
+  };
+  for (const Case& c :
+       {Case{"mha_with_lse_d64", 64, 32, false, "wgmma_m64n64k16_rs_bf16_t"},
+        Case{"mha_with_lse_d64_causal", 64, 32, true, "wgmma_m64n64k16_rs_bf16_t"},
+        Case{"mha_with_lse_d256", 256, 16, false, "wgmma_m64n256k16_rs_bf16_t"},
+        Case{"mha_with_lse_d256_causal", 256, 16, true, "wgmma_m64n256k16_rs_bf16_t"}}) {
+    INFO(c.id);
+    const Task* task = catalog->Find(c.id);
+    REQUIRE(task != nullptr);
+    const Task* d128 = catalog->Find(c.causal ? "mha_with_lse_d128_causal" : "mha_with_lse_d128");
+    REQUIRE(d128 != nullptr);
+    CHECK(task->axes == d128->axes);
+    CHECK(task->baseline_library == "cudnn");
+    CHECK(task->baseline_operation == std::string("sdpa_fwd_bf16") + (c.causal ? "_causal" : ""));
+    CHECK(task->flops_expr == d128->flops_expr);
+    CHECK(task->min_bytes_expr == d128->min_bytes_expr);
+    CHECK(task->scratch_cap_bytes == d128->scratch_cap_bytes);
+    CHECK(task->tolerance.rule == Tolerance::Rule::kAllClose);
+    CHECK(task->tolerance.atol == 0.01);
+    CHECK(task->tolerance.rtol == 0.01);
+    CHECK(task->tolerance.matched_ratio == 1.0);
+    REQUIRE(task->tensors.size() == d128->tensors.size());
+    for (size_t i = 0; i < task->tensors.size(); ++i) {
+      CHECK(task->tensors[i].name == d128->tensors[i].name);
+      CHECK(task->tensors[i].dtype == d128->tensors[i].dtype);
+      CHECK(task->tensors[i].shape == d128->tensors[i].shape);
+      CHECK(task->tensors[i].distribution == d128->tensors[i].distribution);
+    }
+    const Workload& timed = task->TimedWorkload();
+    CHECK(timed.axes ==
+          std::map<std::string, int64_t>{{"B", 4}, {"H", c.heads}, {"S", 4096}, {"D", c.d}});
+    for (const Workload& w : task->workloads) {
+      CHECK(w.axes.at("D") == c.d);
+      CHECK(w.axes.at("S") % 128 == 0);
+    }
+    auto scale = EvalRealExpr(task->scalars.at("scale"), timed.axes);
+    REQUIRE(scale.ok());
+    CHECK(*scale == Approx(1.0 / std::sqrt(static_cast<double>(c.d))).epsilon(1e-15));
+    auto flops = EvalRealExpr(task->flops_expr, timed.axes);
+    REQUIRE(flops.ok());
+    CHECK(*flops == Approx(4.0 * 4 * c.heads * 4096.0 * 4096 * c.d / (c.causal ? 2 : 1)));
+    CHECK(task->FindArch("sm_100a")->runtime_unverified);
+    // An sm_90a reference expected to pass, and at least one decoy expected to fail.
+    CHECK(std::any_of(task->solutions.begin(), task->solutions.end(),
+                      [](const SourceRef& s) { return s.arch == "sm_90a" && s.expect == "pass"; }));
+    CHECK(std::any_of(task->decoys.begin(), task->decoys.end(), [](const SourceRef& s) {
+      return s.arch == "sm_90a" && s.expect == "wrong_result";
+    }));
+    for (const char* level : {"templates", "contract"}) {
+      auto prompt = RenderPrompt(*task, "sm_90a", level);
+      REQUIRE(prompt.ok());
+      CHECK(prompt->find(c.output_product) != std::string::npos);
+    }
+  }
+}
+
 TEST_CASE("The contract level carries the architecture rules of its arch only") {
   auto catalog = TaskCatalog::Load(SourceDir() + "/tasks");
   REQUIRE(catalog.ok());
   // Every task of the suite renders its contract from the shared per-arch fragments.
-  const std::string task_id =
-      GENERATE(as<std::string>{}, "gemm_n7168_k5120", "mha_with_lse_d128",
-               "mha_with_lse_d128_causal", "mha_bwd_d128", "mha_bwd_d128_causal");
+  const std::string task_id = GENERATE(
+      as<std::string>{}, "gemm_n7168_k5120", "mha_with_lse_d128", "mha_with_lse_d128_causal",
+      "mha_bwd_d128", "mha_bwd_d128_causal", "mha_with_lse_d64", "mha_with_lse_d64_causal",
+      "mha_with_lse_d256", "mha_with_lse_d256_causal");
   CAPTURE(task_id);
   const Task* task = catalog->Find(task_id);
   REQUIRE(task != nullptr);

@@ -6,6 +6,7 @@
 // gpu-test report.
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
@@ -19,6 +20,9 @@
 #include "worker/engine/gpu/baseline.h"
 #include "worker/engine/gpu/cupti_counters.h"
 #include "worker/engine/gpu/runtime.h"
+#include "worker/engine/gpu/sketch.h"
+#include "worker/engine/gpu/stats.h"
+#include "worker/engine/gpu/timing.h"
 #include "worker/engine/gpu/work_share.h"
 
 namespace ptxbench::gpu {
@@ -250,6 +254,116 @@ TEST_CASE("counters: a kernel cannot tell a counted launch by its own clock", "[
   std::sort(counted.begin(), counted.end());
   CHECK(static_cast<double>(counted[2]) == Approx(static_cast<double>(plain[2])).epsilon(0.01));
   Figures()["clock_probe_cycles"] = {{"plain", plain}, {"counted", counted}};
+  SaveFigures();
+}
+
+TEST_CASE("counters: counted launches inside the timing loop read a GEMM's 2MNK each",
+          "[gpu][counters][timing]") {
+  Fixture& f = F();
+  auto builtins = Builtins::Load(f.device);
+  REQUIRE(builtins.ok());
+  auto stream = Stream::Create();
+  REQUIRE(stream.ok());
+  cudaStream_t s = stream->get();
+  const int64_t m = 8192, n = 7168, k = 5120;
+  const std::map<std::string, int64_t> axes = {{"M", m}, {"N", n}, {"K", k}};
+  // The candidate is a real GEMM (cuBLASLt's HGMMA kernel), the baseline another handle of it.
+  auto candidate_gemm = CreateCublasLtGemm("gemm_a_bt_bf16", axes);
+  auto baseline_gemm = CreateCublasLtGemm("gemm_a_bt_bf16", axes);
+  REQUIRE((candidate_gemm.ok() && baseline_gemm.ok()));
+  std::vector<DeviceBuffer> bufs;
+  for (int side = 0; side < 2; ++side) {
+    bufs.push_back(*DeviceBuffer::Allocate(size_t(m) * k * 2));
+    bufs.push_back(*DeviceBuffer::Allocate(size_t(n) * k * 2));
+    bufs.push_back(*DeviceBuffer::Allocate(size_t(m) * n * 2));
+  }
+  auto side = [&](Baseline* gemm, int base) {
+    return TimedSide{
+        [&, base](uint64_t seed) -> absl::Status {
+          RETURN_IF_ERROR((*builtins)->Generate(bufs[base].get(), size_t(m) * k,
+                                                BuiltinDType::kBF16, 0, seed, 0, s));
+          RETURN_IF_ERROR((*builtins)->Generate(bufs[base + 1].get(), size_t(n) * k,
+                                                BuiltinDType::kBF16, 0, seed, 1, s));
+          return (*builtins)->Fill32(bufs[base + 2].get(), bufs[base + 2].bytes(), 0x7fc07fc0u, s);
+        },
+        [&, gemm, base]() {
+          return gemm->Run({bufs[base].get(), bufs[base + 1].get()}, {bufs[base + 2].get()}, s);
+        }};
+  };
+  TimingConfig config;
+  config.rule.min_samples = 20;
+  config.rule.max_seconds = 1.0;
+  config.warmup_seconds = 0.1;
+  config.candidate_seed_base = 1;
+  config.baseline_seed_base = 2;
+  config.check_position_seed = 3;
+  config.counter_seed = 4;
+  config.jitter_us_max = 200;
+  config.counted = PlanCountedLaunches(f.counters->config_count(), 2, 20, 20, 4);
+  SampleHooks hooks;
+  hooks.on_check = [](size_t, uint64_t) { return absl::OkStatus(); };
+  size_t sketched_counted = 0;
+  std::vector<double> sketch_ms;
+  hooks.on_candidate = [&](size_t, uint64_t seed, bool counted) -> absl::Status {
+    sketched_counted += counted ? 1 : 0;
+    auto t0 = std::chrono::steady_clock::now();
+    ASSIGN_OR_RETURN(TensorSketch sketch,
+                     (*builtins)->Sketch(bufs[2].get(), size_t(m) * n, BuiltinDType::kBF16,
+                                         SketchKey(9, seed), 0, 4, 0, 0, s));
+    sketch_ms.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    if (sketch.nonfinite != 0) return absl::InternalError("the GEMM left poisoned outputs");
+    return absl::OkStatus();
+  };
+  HardwareCounters* counters = f.counters.get();
+  hooks.counting = CountingHooks{[counters](size_t c) { return counters->Begin(c); },
+                                 [counters]() { return counters->End(); }};
+  auto result = TimeInterleaved(side(candidate_gemm->get(), 0), side(baseline_gemm->get(), 3),
+                                **builtins, s, nullptr, config, hooks);
+  INFO(result.status().message());
+  REQUIRE(result.ok());
+  REQUIRE(result->counted.size() >= config.counted.needed);
+  CHECK(sketched_counted == result->counted.size());
+  const double flops = 2.0 * m * n * k;
+  size_t target_launches = 0;
+  std::vector<double> begin_us;
+  for (const CountedSample& c : result->counted) {
+    begin_us.push_back(c.begin_us);
+    if (auto it = c.metrics.find(f.set->target_matrix_flops); it != c.metrics.end()) {
+      ++target_launches;
+      CHECK(it->second == Approx(flops).epsilon(1e-9));
+    }
+  }
+  CHECK(target_launches >= 3);
+  // Spread over the loop, never the last launch, and kept out of the statistics.
+  CHECK(result->counted.back().position + 1 < result->pairs);
+  CHECK(result->candidate_ms.size() + result->counted.size() == result->pairs);
+  std::vector<std::map<std::string, double>> samples;
+  for (const CountedSample& c : result->counted) samples.push_back(c.metrics);
+  auto share = ComputeWorkShare(*f.set, samples, flops, 2.0 * (m * k + n * k + m * n));
+  REQUIRE(share.ok());
+  CHECK(share->matrix.share_of_task == Approx(1.0));
+  CHECK(share->target_flops_spread < 1e-9);
+  std::sort(begin_us.begin(), begin_us.end());
+  std::sort(sketch_ms.begin(), sketch_ms.end());
+  const double counted_median = Quantile(result->counted_ms, 0.5);
+  WARN("timing loop with counted launches: "
+       << result->pairs << " pairs, " << result->counted.size() << " counted (rate "
+       << config.counted.rate << "), candidate median " << result->candidate.median
+       << " ms, counted launches' median " << counted_median << " ms, Begin host us median "
+       << begin_us[begin_us.size() / 2] << " max " << begin_us.back() << ", sketch ms median "
+       << sketch_ms[sketch_ms.size() / 2] << ", counted seconds " << result->counted_seconds
+       << ", loop seconds " << result->sampling_seconds);
+  Figures()["timing_loop_counted"] = {{"pairs", result->pairs},
+                                      {"counted", result->counted.size()},
+                                      {"rate", config.counted.rate},
+                                      {"candidate_median_ms", result->candidate.median},
+                                      {"baseline_median_ms", result->baseline.median},
+                                      {"counted_median_ms", counted_median},
+                                      {"begin_us", begin_us},
+                                      {"sketch_ms_median", sketch_ms[sketch_ms.size() / 2]},
+                                      {"counted_seconds", result->counted_seconds},
+                                      {"sampling_seconds", result->sampling_seconds}};
   SaveFigures();
 }
 

@@ -73,6 +73,19 @@ absl::StatusOr<std::optional<std::string>> TestDatabase::Scalar(const std::strin
   return result.rows[0][0];
 }
 
+absl::Status TestDatabase::SetReachable(bool reachable) const {
+  // Run from the server's own database: this one may refuse connections.
+  RETURN_IF_ERROR(
+      store::RunSql(server_url_, absl::StrCat("ALTER DATABASE ", name_, " ALLOW_CONNECTIONS ",
+                                              reachable ? "true" : "false"))
+          .status());
+  if (reachable) return absl::OkStatus();
+  return store::RunSql(server_url_, absl::StrCat("SELECT count(pg_terminate_backend(pid)) FROM "
+                                                 "pg_stat_activity WHERE datname = '",
+                                                 name_, "'"))
+      .status();
+}
+
 PgFixture::PgFixture() {
   auto database = TestDatabase::Create();
   if (!database.ok()) FAIL(database.status().ToString());

@@ -42,6 +42,11 @@ class TestDatabase {
   // The single value of a one-row, one-column query; NOT_FOUND for no row, nullopt for NULL.
   absl::StatusOr<std::optional<std::string>> Scalar(const std::string& sql) const;
 
+  // A database outage as clients see one, without stopping the shared cluster: false refuses
+  // new connections to this database (ALTER DATABASE ... ALLOW_CONNECTIONS false) and ends
+  // every session on it; true lets clients connect again.
+  absl::Status SetReachable(bool reachable) const;
+
  private:
   TestDatabase() = default;
   std::string server_url_;

@@ -7,7 +7,8 @@ decoy must differ from the reference exactly in the lines its note names. What k
 copies honest is this check, run by CI (tests/tools, task_variants_in_sync):
 
 - the decoys and the causal backward solution are what bwd_gen_variants.py and
-  fwd_gen_decoys.py write (their --check mode);
+  fwd_gen_decoys.py write (their --check mode), and the head-dim-64 and -256 forward solutions
+  and decoys (both arches) are what fwd_gen_headdim.py writes;
 - every hand-kept causal solution is its non-causal original with only the kCausal switch
   flipped (comment lines may differ: they describe the task).
 """
@@ -38,7 +39,8 @@ def code_lines(text):
 
 def main():
     problems = []
-    for generator in ("bwd_gen_variants.py", "fwd_gen_decoys.py"):
+    generators = ("bwd_gen_variants.py", "fwd_gen_decoys.py", "fwd_gen_headdim.py")
+    for generator in generators:
         run = subprocess.run([sys.executable, os.path.join(HERE, generator), "--check"],
                              capture_output=True, text=True)
         if run.returncode != 0:
@@ -58,7 +60,7 @@ def main():
     for problem in problems:
         print("check_variants:", problem, file=sys.stderr)
     if not problems:
-        print(f"check_variants: 2 generators and {len(PAIRS)} causal pairs in sync")
+        print(f"check_variants: {len(generators)} generators and {len(PAIRS)} causal pairs in sync")
     return 1 if problems else 0
 
 

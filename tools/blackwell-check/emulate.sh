@@ -5,9 +5,16 @@
 # reading of the PTX ISA, not the hardware (see emulator/emu_runtime.h for what it can and
 # cannot tell).
 #
-# Usage: tools/blackwell-check/emulate.sh [fwd|fwd_causal|bwd|bwd_causal|gemm ...] (default: all)
+# Usage: tools/blackwell-check/emulate.sh [TARGET ...] (default: all)
 #        tools/blackwell-check/emulate.sh --mutants
-# Each target runs twice: MMAs executed at issue, and at the covering tcgen05.commit.
+# Targets: fwd, fwd_causal, bwd, bwd_causal, gemm (sm_100a, attention_emulation.cc and
+# gemm_emulation.cc), and the plan-driven attention-forward targets of every head dim on both
+# arches (attention_fwd_emulation.cc, launch geometry from each solution's own PTXBENCH_PLAN):
+# h64, h64_causal, h128, h128_causal, h256, h256_causal (sm_90a: wgmma, TMA, mbarrier,
+# emu_hopper_primitives.h) and b64, b64_causal, b256, b256_causal (sm_100a; b128 runs the d128
+# solution through the plan-driven driver, a check of the driver against attention_emulation.cc).
+# Each target runs twice: MMAs executed at issue, and at the covering tcgen05.commit (sm_100a) or
+# wgmma.wait_group (sm_90a).
 # --mutants checks the checker: each of a few deliberately broken copies of the solutions (wrong
 # operand major-ness, dropped causal mask, dropped Delta, misaligned tiles, a warp reading
 # another warp's tensor-memory lanes, a descriptor not advanced along K) must FAIL.
@@ -26,13 +33,63 @@ declare -A sources=(
   [bwd_causal]="tasks/mha_bwd_d128_causal/solutions/sm100a_tcgen05_bwd_causal.cu"
   [gemm]="tasks/gemm_n7168_k5120/solutions/sm100a_tcgen05_tma.cu"
 )
+# Plan-driven forward targets: the solution; the head dim is the task's (mha_with_lse_d<D>).
+declare -A forward_sources=(
+  [h64]="tasks/mha_with_lse_d64/solutions/sm90a_fa_wgmma_tma.cu"
+  [h64_causal]="tasks/mha_with_lse_d64_causal/solutions/sm90a_fa_wgmma_tma.cu"
+  [h128]="tasks/mha_with_lse_d128/solutions/sm90a_fa_wgmma_tma.cu"
+  [h128_causal]="tasks/mha_with_lse_d128_causal/solutions/sm90a_fa_wgmma_tma.cu"
+  [h256]="tasks/mha_with_lse_d256/solutions/sm90a_fa_wgmma_tma.cu"
+  [h256_causal]="tasks/mha_with_lse_d256_causal/solutions/sm90a_fa_wgmma_tma.cu"
+  [b64]="tasks/mha_with_lse_d64/solutions/sm100a_tcgen05_fwd.cu"
+  [b64_causal]="tasks/mha_with_lse_d64_causal/solutions/sm100a_tcgen05_fwd_causal.cu"
+  [b128]="tasks/mha_with_lse_d128/solutions/sm100a_tcgen05_fwd.cu"
+  [b256]="tasks/mha_with_lse_d256/solutions/sm100a_tcgen05_fwd.cu"
+  [b256_causal]="tasks/mha_with_lse_d256_causal/solutions/sm100a_tcgen05_fwd_causal.cu"
+)
+# (B, H, S): one Q tile; three Q tiles (ring wrap-around, the causal diagonal at 0, 1, 2);
+# two batches of two heads.
+forward_workloads=("1 1 128" "1 2 384" "2 2 256")
 targets=("$@")
 if [[ ${#targets[@]} -eq 0 ]]; then
-  targets=(fwd fwd_causal bwd bwd_causal gemm)
+  targets=(fwd fwd_causal bwd bwd_causal gemm h64 h64_causal h128 h128_causal h256 h256_causal
+           b64 b64_causal b256 b256_causal)
 fi
 
 python3 "${emulator}/make_header.py" header \
   "${repo_root}/tasks/_shared/templates/ptxbench_blackwell.cuh" "${build_dir}/ptxbench_blackwell.cuh"
+mkdir -p "${build_dir}/sm90"
+python3 "${emulator}/make_header.py" header \
+  "${repo_root}/tasks/_shared/templates/ptxbench_hopper.cuh" "${build_dir}/sm90/ptxbench_hopper.cuh" \
+  emu_hopper_primitives.h
+
+# Builds a plan-driven forward target: target source-file(.cc in build_dir) solution-path
+build_forward() {
+  local target="$1" kernel="$2" solution="$3" arch_define="-DATTN_SM100" include="${build_dir}"
+  if grep -q '#include "ptxbench_hopper.cuh"' "${repo_root}/${solution}"; then
+    arch_define="-DATTN_SM90"
+    include="${build_dir}/sm90"
+  fi
+  g++ -std=c++20 -O2 -pthread -Wall -Wno-unknown-pragmas -Wno-psabi \
+    -Wno-deprecated-enum-enum-conversion -I"${include}" -I"${build_dir}" -I"${emulator}" \
+    "${arch_define}" "-DKERNEL_SOURCE=\"${kernel}\"" "${emulator}/attention_fwd_emulation.cc" \
+    -o "${build_dir}/${target}"
+}
+
+# Runs a built forward target on every forward workload in one mode; status 1 on any failure.
+run_forward() {
+  local target="$1" solution="$2" mode="$3" d w status=0
+  d=$(sed -E 's|.*mha_with_lse_d([0-9]+).*|\1|' <<<"${solution}")
+  for w in "${forward_workloads[@]}"; do
+    read -r b h s <<<"${w}"
+    local geometry
+    geometry=$(python3 "${emulator}/plan_launch.py" "${repo_root}/${solution}" \
+      "B=${b}" "H=${h}" "S=${s}" "D=${d}")
+    # shellcheck disable=SC2086  # the geometry is a list of numbers
+    "${build_dir}/${target}" "${mode}" "${b}" "${h}" "${s}" "${d}" ${geometry} || status=1
+  done
+  return "${status}"
+}
 
 build_target() {  # target [mutated source file]
   local target="$1"
@@ -46,15 +103,34 @@ build_target() {  # target [mutated source file]
     "${driver}" -o "${build_dir}/${target}"
 }
 
-# target|original text|replacement|what the mutant breaks  (no field may contain "|")
+# target|mode|original text|replacement|what the mutant breaks  (no field may contain "|"); mode
+# eager or lazy: the schedule under which the mutant must fail (a lazy mutant is one that only
+# the latest legal execution of the MMAs exposes).
 mutants=(
-  "fwd|/*b_mn_major=*/true);|/*b_mn_major=*/false);|V read as K-major in O += P V"
-  "fwd|unsigned char* smem = dynamic_smem + ((1024u - misalignment) & 1023u);|unsigned char* smem = dynamic_smem;|tiles not realigned to 1024 bytes"
-  "fwd_causal|if (static_cast<u32>(c) > row) s[c] = -__int_as_float(0x7f800000);||diagonal block not masked"
-  "bwd|mnmajor_desc(dst_addr, k), mnmajor_desc(k_addr, k)|kmajor_desc(dst_addr, k), mnmajor_desc(k_addr, k)|dS^T given a K-major descriptor in dQ = dS K"
-  "bwd|const u32 lane_field = static_cast<u32>(warp * 32) << 16;|const u32 lane_field = 0;|every warp reads tensor-memory lanes 0..31"
-  "bwd|ds[h] = p[h] * (__uint_as_float(dp_bits[e + h]) - delta_s[q]);|ds[h] = p[h] * __uint_as_float(dp_bits[e + h]);|Delta not subtracted"
-  "gemm|make_smem_desc_kmajor_sw128(b_addr + k * kMmaK * 2)|make_smem_desc_kmajor_sw128(b_addr)|B descriptor not advanced along K"
+  "fwd|eager|/*b_mn_major=*/true);|/*b_mn_major=*/false);|V read as K-major in O += P V"
+  "fwd|eager|unsigned char* smem = dynamic_smem + ((1024u - misalignment) & 1023u);|unsigned char* smem = dynamic_smem;|tiles not realigned to 1024 bytes"
+  "fwd_causal|eager|if (static_cast<u32>(c) > row) s[c] = -__int_as_float(0x7f800000);||diagonal block not masked"
+  "bwd|eager|mnmajor_desc(dst_addr, k), mnmajor_desc(k_addr, k)|kmajor_desc(dst_addr, k), mnmajor_desc(k_addr, k)|dS^T given a K-major descriptor in dQ = dS K"
+  "bwd|eager|const u32 lane_field = static_cast<u32>(warp * 32) << 16;|const u32 lane_field = 0;|every warp reads tensor-memory lanes 0..31"
+  "bwd|eager|ds[h] = p[h] * (__uint_as_float(dp_bits[e + h]) - delta_s[q]);|ds[h] = p[h] * __uint_as_float(dp_bits[e + h]);|Delta not subtracted"
+  "gemm|eager|make_smem_desc_kmajor_sw128(b_addr + k * kMmaK * 2)|make_smem_desc_kmajor_sw128(b_addr)|B descriptor not advanced along K"
+  "h128|eager|sm90::wgmma_m64n128k16_rs_bf16_t<1>(|sm90::wgmma_m64n128k16_rs_bf16_t<0>(|sm_90a: V read as K-major in O += P V"
+  "h256|eager|sm90::make_smem_desc_sw128_mn(v_base + t * 2048, kKVBoxBytes)|sm90::make_smem_desc_sw128_mn(v_base + t * 2048, kQBoxBytes)|sm_90a d256: V's 64-column boxes taken 128 rows apart (LBO)"
+  "h256|eager|const u32 k_offset = (kk / 4) * kKVBoxBytes + (kk % 4) * 32;|const u32 k_offset = (kk / 4) * kQBoxBytes + (kk % 4) * 32;|sm_90a d256: K's boxes taken 128 rows apart in S = Q K^T"
+  "h64|lazy|      sm90::wgmma_wait_group<1>();|      sm90::wgmma_wait_group<2>();|sm_90a: softmax reads S before its wgmma group completed"
+  "b256|eager|bw::make_smem_desc_mnmajor_sw128(v_addr + k * kMmaK * 128, kKVBoxBytes)|bw::make_smem_desc_mnmajor_sw128(v_addr + k * kMmaK * 128, kBoxBytes)|sm_100a d256: V's 64-column boxes taken 128 rows apart (LBO)"
+  "b256_causal|eager|if (kCausal && j >= num_kv_blocks - kDiagonalBlocks) {|if (kCausal && j == num_kv_blocks - 1) {|sm_100a d256: only the last key block masked"
+  "h64_causal|eager|const int q0 = q_tile * kBlockM;|const int q0 = q_tile * kBlockM + 0 * kDiagonalBlocks;\n  const int unused_q0 = 0;|sm_90a: (control: a no-op edit must SURVIVE)"
+)
+
+# Plan-driven forward decoys whose verdict is wrong_result: the emulator must fail them too.
+forward_decoys=(
+  "h64|tasks/mha_with_lse_d64/decoys/scale_from_d128.cu"
+  "h64_causal|tasks/mha_with_lse_d64_causal/decoys/scale_from_d128.cu"
+  "h256_causal|tasks/mha_with_lse_d256_causal/decoys/scale_from_d128.cu"
+  "h256|tasks/mha_with_lse_d256/decoys/scale_from_d128.cu"
+  "h256|tasks/mha_with_lse_d256/decoys/o_first_128_columns.cu"
+  "h256_causal|tasks/mha_with_lse_d256_causal/decoys/mask_last_block_only.cu"
 )
 
 if [[ "${targets[0]:-}" == "--mutants" ]]; then
@@ -62,39 +138,83 @@ if [[ "${targets[0]:-}" == "--mutants" ]]; then
   index=0
   caught=0
   for mutant in "${mutants[@]}"; do
-    IFS='|' read -r target original replacement what <<<"${mutant}"
+    IFS='|' read -r target mode original replacement what <<<"${mutant}"
     index=$((index + 1))
-    python3 "${emulator}/make_header.py" kernel "${repo_root}/${sources[${target}]}" \
+    solution="${forward_sources[${target}]:-${sources[${target}]:-}}"
+    python3 "${emulator}/make_header.py" kernel "${repo_root}/${solution}" \
       "${build_dir}/mutant${index}.cc"
     ORIGINAL="${original}" REPLACEMENT="${replacement}" FILE="${build_dir}/mutant${index}.cc" \
       python3 -c 'import os; p=os.environ["FILE"]; s=open(p).read(); o=os.environ["ORIGINAL"]
 assert s.count(o) == 1, "mutant text not found exactly once: " + o
-open(p, "w").write(s.replace(o, os.environ["REPLACEMENT"]))'
-    if ! build_target "${target}" "mutant${index}.cc" 2>"${build_dir}/mutant${index}.build.log"; then
+open(p, "w").write(s.replace(o, os.environ["REPLACEMENT"].replace("\\n", "\n")))'
+    if [[ -n "${forward_sources[${target}]:-}" ]]; then
+      built=$(build_forward "mutant${index}" "mutant${index}.cc" "${solution}" \
+        2>"${build_dir}/mutant${index}.build.log" && echo yes || echo no)
+      run=(run_forward "mutant${index}" "${solution}" "${mode}")
+    else
+      built=$(build_target "${target}" "mutant${index}.cc" 2>"${build_dir}/mutant${index}.build.log" \
+        && echo yes || echo no)
+      # An inner shell (two commands, so it cannot exec) reports an abort into the log.
+      run=(bash -c '"$0" "$1"; exit $?' "${build_dir}/${target}" "${mode}")
+    fi
+    if [[ "${built}" != yes ]]; then
       echo "MUTANT DID NOT BUILD: ${target}: ${what} (${build_dir}/mutant${index}.build.log)"
       status=1
       continue
     fi
-    # An inner shell (two commands, so it cannot exec) reports an abort into the log.
-    if bash -c '"$0" eager; exit $?' "${build_dir}/${target}" >"${build_dir}/mutant${index}.log" \
-      2>&1; then
-      echo "MUTANT SURVIVED (the emulator missed it): ${target}: ${what}"
+    control=$([[ "${what}" == *"must SURVIVE"* ]] && echo yes || echo no)
+    if "${run[@]}" >"${build_dir}/mutant${index}.log" 2>&1; then
+      if [[ "${control}" == yes ]]; then
+        echo "control survived, as it must: ${target}: ${what}"
+      else
+        echo "MUTANT SURVIVED (the emulator missed it): ${target}: ${what}"
+        status=1
+      fi
+    elif [[ "${control}" == yes ]]; then
+      echo "CONTROL FAILED (the emulator rejects a correct kernel): ${target}: ${what}"
       status=1
     else
       caught=$((caught + 1))
-      echo "mutant caught: ${target}: ${what}: $(grep -m1 -E 'FAIL|EMULATION ERROR' \
+      echo "mutant caught (${mode}): ${target}: ${what}: $(grep -m1 -E 'FAIL|EMULATION ERROR' \
         "${build_dir}/mutant${index}.log" | sed 's/^ *//')"
     fi
   done
-  echo "${caught} of ${index} mutants caught"
+  for entry in "${forward_decoys[@]}"; do
+    IFS='|' read -r target decoy <<<"${entry}"
+    index=$((index + 1))
+    python3 "${emulator}/make_header.py" kernel "${repo_root}/${decoy}" "${build_dir}/decoy${index}.cc"
+    if ! build_forward "decoy${index}" "decoy${index}.cc" "${decoy}" \
+      2>"${build_dir}/decoy${index}.build.log"; then
+      echo "DECOY DID NOT BUILD: ${decoy}"
+      status=1
+    elif run_forward "decoy${index}" "${decoy}" eager >"${build_dir}/decoy${index}.log" 2>&1; then
+      echo "DECOY PASSED the emulator (expected wrong_result): ${decoy}"
+      status=1
+    else
+      caught=$((caught + 1))
+      echo "decoy caught: ${decoy}: $(grep -m1 -E 'FAIL|EMULATION ERROR' \
+        "${build_dir}/decoy${index}.log" | sed 's/^ *//')"
+    fi
+  done
+  echo "${caught} of $((index - 1)) mutants and decoys caught (one control kept)"
   exit "${status}"
 fi
 
 status=0
 for target in "${targets[@]}"; do
+  if [[ -n "${forward_sources[${target}]:-}" ]]; then
+    solution="${forward_sources[${target}]}"
+    python3 "${emulator}/make_header.py" kernel "${repo_root}/${solution}" "${build_dir}/${target}.cc"
+    build_forward "${target}" "${target}.cc" "${solution}"
+    for mode in eager lazy; do
+      run_forward "${target}" "${solution}" "${mode}" || status=1
+    done
+    continue
+  fi
   source="${sources[${target}]:-}"
   if [[ -z "${source}" ]]; then
-    echo "unknown target ${target} (fwd, fwd_causal, bwd, bwd_causal, gemm)" >&2
+    echo "unknown target ${target} (fwd, fwd_causal, bwd, bwd_causal, gemm, h64, h64_causal," \
+      "h128, h128_causal, h256, h256_causal, b64, b64_causal, b128, b256, b256_causal)" >&2
     exit 2
   fi
   python3 "${emulator}/make_header.py" kernel "${repo_root}/${source}" "${build_dir}/${target}.cc"

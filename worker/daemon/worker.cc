@@ -14,6 +14,7 @@
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <random>
 #include <thread>
 #include <vector>
 
@@ -34,8 +35,19 @@ std::string Hostname() {
   return name;
 }
 
+// `backoff` scaled by a random factor in [0.5, 1): workers that lost the same server do not
+// come back in the same instant.
+absl::Duration Jittered(absl::Duration backoff) {
+  thread_local std::minstd_rand random(std::random_device{}());
+  return backoff * (0.5 + 0.5 * std::uniform_real_distribution<double>(0, 1)(random));
+}
+
 // Whether a gRPC failure may go away by itself (server restarting, network blip): those
 // calls are retried; anything else is a definite answer.
+// How long a registration refused because another token's process still holds the worker id
+// is retried: two default lease periods.
+constexpr absl::Duration kClaimWait = absl::Seconds(120);
+
 bool Transient(const grpc::Status& status) {
   return status.error_code() == grpc::StatusCode::UNAVAILABLE ||
          status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED ||
@@ -95,6 +107,8 @@ class Worker::Impl {
     dial.address = options_.server;
     dial.tls = options_.tls;
     dial.tls_ca_file = options_.tls_ca_file;
+    // Reconnect at our own retry pace (proto/dial.h): within ~2 s of a server restart.
+    dial.max_reconnect_backoff = options_.reconnect_backoff_max;
     ASSIGN_OR_RETURN(channel_, Dial(dial));
     stub_ = v1::WorkerService::NewStub(channel_);
     if (!options_.metrics_listen.empty()) {
@@ -171,7 +185,9 @@ class Worker::Impl {
           "--compile-only on machines without one");
     }
     absl::Duration backoff = absl::Milliseconds(200);
+    const absl::Time started = absl::Now();
     for (int attempt = 0;; ++attempt) {
+      if (stopping_) return absl::CancelledError("stopping");
       grpc::ClientContext context;
       Authorize(&context);
       context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
@@ -184,11 +200,21 @@ class Worker::Impl {
                      options_.compile_only ? "compile-only" : identity.arch, lease_seconds_);
         return absl::OkStatus();
       }
-      if (!Transient(status) || attempt >= 20 || stopping_) {
+      // ABORTED: this GPU's worker id is held by another token whose process was seen within
+      // a lease period (store.h, RegisterWorker): a token rotation whose old process just
+      // stopped. The id moves to this token once that process has been silent for a lease
+      // period (60 s by default), so that wait is retried too, up to kClaimWait.
+      const bool claim_pending =
+          status.error_code() == grpc::StatusCode::ABORTED && absl::Now() - started < kClaimWait;
+      if (claim_pending && attempt % 10 == 0) {
+        spdlog::warn("worker: registering with {}: {}; retrying", options_.server,
+                     status.error_message());
+      }
+      if (!claim_pending && (!Transient(status) || attempt >= 40 || stopping_)) {
         return absl::UnavailableError(
             absl::StrCat("registering with ", options_.server, ": ", status.error_message()));
       }
-      SleepInterruptibly(backoff);
+      SleepInterruptibly(Jittered(backoff));
       backoff = std::min(backoff * 2, options_.reconnect_backoff_max);
     }
   }
@@ -216,6 +242,7 @@ class Worker::Impl {
       v1::LeaseRequest request;
       request.set_worker_id(worker_id_);
       request.set_slots(options_.slots);
+      const absl::Time opened = absl::Now();
       auto reader = stub_->Lease(&context, request);
       v1::LeasedJob job;
       bool got_any = false;
@@ -223,6 +250,9 @@ class Worker::Impl {
         got_any = true;
         StartJob(job);
       }
+      // A stream that stayed open a while was a working connection: a server restart that
+      // ends it is met with a fast reconnection, not with the backoff of an earlier outage.
+      const bool was_working = got_any || absl::Now() - opened > absl::Seconds(2);
       grpc::Status status = reader->Finish();
       {
         std::lock_guard<std::mutex> lock(mu_);
@@ -238,8 +268,8 @@ class Worker::Impl {
         spdlog::warn("worker {}: lease stream ended: {} ({}); reconnecting", worker_id_,
                      status.error_message(), static_cast<int>(status.error_code()));
       }
-      if (got_any) backoff = absl::Milliseconds(200);
-      SleepInterruptibly(backoff);
+      if (was_working) backoff = absl::Milliseconds(200);
+      SleepInterruptibly(Jittered(backoff));
       backoff = std::min(backoff * 2, options_.reconnect_backoff_max);
     }
   }
@@ -391,10 +421,12 @@ class Worker::Impl {
   }
 
   void HeartbeatLoop() {
+    const absl::Duration interval = absl::Milliseconds(lease_seconds_ * 1000 / 3);
+    absl::Duration wait = interval;
     while (true) {
       {
         std::unique_lock<std::mutex> lock(mu_);
-        wake_.wait_for(lock, std::chrono::milliseconds(lease_seconds_ * 1000 / 3),
+        wake_.wait_for(lock, absl::ToChronoMilliseconds(wait),
                        [this] { return stopping_ && active_.empty(); });
         if (stopping_ && active_.empty()) return;
       }
@@ -414,9 +446,13 @@ class Worker::Impl {
       v1::HeartbeatResponse response;
       grpc::Status status = stub_->Heartbeat(&context, request, &response);
       if (!status.ok()) {
+        // Try again soon rather than a third of a lease later: the server may be restarting,
+        // and the leases run out meanwhile.
         spdlog::warn("worker {}: heartbeat failed: {}", worker_id_, status.error_message());
+        wait = std::min(interval, Jittered(options_.reconnect_backoff_max));
         continue;
       }
+      wait = interval;
       for (const v1::JobLease& lost : response.lost()) {
         if (auto it = snapshot.find(lost.job_id()); it != snapshot.end()) {
           spdlog::warn("worker {}: lease of job {} lost; stopping it", worker_id_, lost.job_id());

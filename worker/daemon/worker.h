@@ -23,7 +23,12 @@ struct WorkerOptions {
   bool compile_only = false;
   int slots = 1;               // Jobs run at once; one GPU evaluates one job at a time.
   std::string metrics_listen;  // Empty: no metrics endpoint.
-  absl::Duration reconnect_backoff_max = absl::Seconds(10);
+  // Longest wait between two attempts to reach the server (Register, the Lease stream, a
+  // failed heartbeat), before a jitter of 50-100 %. 1 s: a restarted server is leased from
+  // again within about 2 s (gRPC's own reconnection is capped to the same), short enough
+  // that no lease of a live worker runs out over a restart, and at most one attempt a
+  // second per worker against a server that stays down.
+  absl::Duration reconnect_backoff_max = absl::Seconds(1);
 };
 
 class Worker {

@@ -290,9 +290,12 @@ std::string CompileInJail(const CompileRequest& request, const std::string& prog
 
 absl::StatusOr<CompileResult> Compile(const CompileRequest& request) {
   const Clock::time_point start = Clock::now();
+  // The compilers' own wall limits (NVRTC's cancel callback, ptxas's runner) sit past the
+  // jail's wall backstop, so that the jail, which counts CPU time, decides how a slow compile
+  // ends.
   const Clock::time_point deadline =
-      start + std::chrono::duration_cast<Clock::duration>(
-                  std::chrono::duration<double>(request.limits.max_seconds));
+      start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
+                  std::max(request.limits.max_wall_seconds, request.limits.max_seconds) + 5));
   if (request.arch != "sm_90a" && request.arch != "sm_100a") {
     return absl::InvalidArgumentError(
         absl::StrCat("unknown arch '", request.arch, "' (known: sm_90a, sm_100a)"));
@@ -352,7 +355,8 @@ absl::StatusOr<CompileResult> Compile(const CompileRequest& request) {
 
   ASSIGN_OR_RETURN(const std::vector<std::string> ptxas_files, PtxasJailFiles());
   JailOptions jail;
-  jail.max_seconds = request.limits.max_seconds - SecondsSince(start);
+  jail.max_seconds = request.limits.max_seconds;
+  jail.max_wall_seconds = std::max(request.limits.max_wall_seconds - SecondsSince(start), 0.001);
   jail.max_memory_bytes = request.limits.max_memory_bytes;
   jail.max_output_bytes = request.limits.max_cubin_bytes + 2 * request.source.size() +
                           request.limits.max_log_bytes * 8 + (64 << 20);
@@ -377,7 +381,7 @@ absl::StatusOr<CompileResult> Compile(const CompileRequest& request) {
       result.memory.frontend_peak_rss_bytes = run.peak_rss_bytes;
       return finish(CompileFailure::kTimeout,
                     absl::StrCat("compilation killed: it ran past the limit of ",
-                                 request.limits.max_seconds, " s\n"));
+                                 request.limits.max_seconds, " s of CPU time\n"));
     case JailedRun::End::kOutOfMemory:
       result.memory.frontend_peak_rss_bytes = run.peak_rss_bytes;
       return finish(CompileFailure::kOutOfMemory,
@@ -429,6 +433,12 @@ absl::StatusOr<CompileResult> Compile(const CompileRequest& request) {
     result.ptx = request.source;
   }
   const PtxScan scan = ScanPtx(result.ptx);
+  if (scan.kernels.size() > request.limits.max_kernels) {
+    AppendSection(log, absl::StrCat("the module defines ", scan.kernels.size(),
+                                    " kernels; the limit is ", request.limits.max_kernels, "\n"));
+    result.ptx.clear();
+    return finish(CompileFailure::kOutputTooLarge, log);
+  }
   result.kernels = scan.kernels;
   result.ptx_families = scan.family_counts;
 

@@ -32,11 +32,18 @@ enum class SourceLanguage { kCuda, kPtx };
 // resident. 30 s is 19x the slowest; 4 GiB is 5x the largest address space and keeps two
 // compile bombs at once under 8 GiB of a 24 GiB compile node.
 struct CompileLimits {
-  double max_seconds = 30;                 // For the whole stage, both compilers.
+  double max_seconds = 30;  // CPU seconds of both compilers together.
+  // Wall-time backstop of the stage: past it with less than max_seconds of CPU used, the node
+  // was overloaded and the compile is an infrastructure error (retried), not a verdict.
+  double max_wall_seconds = 120;
   uint64_t max_memory_bytes = 4ull << 30;  // Address space of each compiler process.
   size_t max_log_bytes = 64 << 10;         // The log is cut at a line boundary past this.
   size_t max_cubin_bytes = 64 << 20;       // A larger module is refused.
-  size_t max_source_bytes = 1 << 20;       // The API's limit on a submission (vendor.proto).
+  // Kernels one module may define: every task's solutions define 1-2, and the compile stage's
+  // detail lists each kernel's signature and resources, so a module of thousands of kernels
+  // (issue 12) would make an unbounded verdict. 64 is 32x the largest honest module.
+  size_t max_kernels = 64;
+  size_t max_source_bytes = 1 << 20;  // The API's limit on a submission (vendor.proto).
 };
 
 struct CompileRequest {

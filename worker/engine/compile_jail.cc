@@ -1,5 +1,6 @@
 #include "worker/engine/compile_jail.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <elf.h>
 #include <fcntl.h>
@@ -24,15 +25,18 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <new>
 #include <set>
 #include <string_view>
 #include <thread>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/status.h"
@@ -524,6 +528,94 @@ std::string LibraryPath(const std::vector<std::string>& files) {
   return absl::StrJoin(dirs, ":");
 }
 
+// What the compilers' process tree got from the scheduler so far. A compile is judged by the
+// time it could run: wall time minus the time its runnable processes waited for a CPU
+// (/proc/<pid>/schedstat, field 2, in ns; sched(7)). A compiler that spins or blocks on its
+// input reaches its budget at about budget seconds of wall time; one on a node too loaded to
+// give it a CPU does not, and its wait is not held against the source. Values are kept per
+// process across samples, so a reaped ptxas still counts.
+class CompilerTreeClock {
+ public:
+  explicit CompilerTreeClock(pid_t root) : root_(root) {}
+
+  void Sample() {
+    static const double kTicks = static_cast<double>(sysconf(_SC_CLK_TCK));
+    std::map<pid_t, pid_t> parents;
+    std::map<pid_t, Times> now;
+    DIR* proc = opendir("/proc");
+    if (proc == nullptr) return;
+    while (const dirent* entry = readdir(proc)) {
+      pid_t pid = 0;
+      if (!absl::SimpleAtoi(entry->d_name, &pid)) continue;
+      const std::string stat = ReadSmall(absl::StrCat("/proc/", pid, "/stat"));
+      const size_t paren = stat.rfind(')');
+      if (paren == std::string::npos || paren + 2 >= stat.size()) continue;
+      // After ") ": state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt
+      // utime stime (proc(5), fields 3-15).
+      const std::vector<absl::string_view> fields =
+          absl::StrSplit(absl::string_view(stat).substr(paren + 2), ' ', absl::SkipEmpty());
+      if (fields.size() < 13 || !absl::SimpleAtoi(fields[1], &parents[pid])) continue;
+      Times t;
+      for (size_t f : {11, 12}) {
+        double v = 0;
+        if (absl::SimpleAtod(fields[f], &v)) t.cpu_seconds += v / kTicks;
+      }
+      now[pid] = t;
+    }
+    closedir(proc);
+    std::vector<pid_t> frontier = {root_};
+    std::set<pid_t> tree = {root_};
+    while (!frontier.empty()) {
+      const pid_t parent = frontier.back();
+      frontier.pop_back();
+      for (const auto& [pid, ppid] : parents) {
+        if (ppid == parent && tree.insert(pid).second) frontier.push_back(pid);
+      }
+    }
+    for (pid_t pid : tree) {
+      auto it = now.find(pid);
+      if (it == now.end()) continue;
+      const std::string schedstat = ReadSmall(absl::StrCat("/proc/", pid, "/schedstat"));
+      const std::vector<absl::string_view> sched =
+          absl::StrSplit(absl::StripAsciiWhitespace(schedstat), ' ');
+      double wait_ns = 0;
+      if (sched.size() >= 2 && absl::SimpleAtod(sched[1], &wait_ns)) {
+        it->second.wait_seconds = wait_ns * 1e-9;
+      } else {
+        schedstat_ = false;
+      }
+      Times& kept = seen_[pid];
+      kept.cpu_seconds = std::max(kept.cpu_seconds, it->second.cpu_seconds);
+      kept.wait_seconds = std::max(kept.wait_seconds, it->second.wait_seconds);
+    }
+  }
+  double cpu_seconds() const { return Sum(&Times::cpu_seconds); }
+  // Without schedstat (a kernel without CONFIG_SCHED_INFO) no wait is known: wall time rules.
+  double wait_seconds() const { return schedstat_ ? Sum(&Times::wait_seconds) : 0; }
+
+ private:
+  struct Times {
+    double cpu_seconds = 0;
+    double wait_seconds = 0;
+  };
+  static std::string ReadSmall(const std::string& path) {
+    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return "";
+    char buffer[1024];
+    const ssize_t n = read(fd, buffer, sizeof(buffer));
+    close(fd);
+    return n > 0 ? std::string(buffer, static_cast<size_t>(n)) : "";
+  }
+  double Sum(double Times::*field) const {
+    double sum = 0;
+    for (const auto& [pid, t] : seen_) sum += t.*field;
+    return sum;
+  }
+  pid_t root_;
+  bool schedstat_ = true;
+  std::map<pid_t, Times> seen_;
+};
+
 absl::StatusOr<JailedRun> RunInCompileJail(const std::function<std::string()>& body,
                                            const JailOptions& options) {
   int answer[2], errors[2];
@@ -535,9 +627,12 @@ absl::StatusOr<JailedRun> RunInCompileJail(const std::function<std::string()>& b
   }
   const pid_t parent = getpid();
   const Clock::time_point start = Clock::now();
+  const double cpu_budget = std::max(options.max_seconds, 0.0);
+  const double wall_budget =
+      options.max_wall_seconds > 0 ? options.max_wall_seconds : 4 * cpu_budget;
   const Clock::time_point deadline =
       start + std::chrono::duration_cast<Clock::duration>(
-                  std::chrono::duration<double>(std::max(options.max_seconds, 0.0)));
+                  std::chrono::duration<double>(std::max(wall_budget, cpu_budget)));
   const pid_t pid = fork();
   if (pid < 0) return absl::InternalError(Errno("fork"));
   if (pid == 0) {
@@ -552,18 +647,32 @@ absl::StatusOr<JailedRun> RunInCompileJail(const std::function<std::string()>& b
   JailedRun run;
   std::string frames;
   bool too_large = false;
-  bool timed_out = false;
+  bool timed_out = false;  // The CPU budget was used up.
+  bool starved = false;    // The wall backstop passed first.
   int open_fds = 2;
   pollfd fds[2] = {{answer[0], POLLIN, 0}, {errors[0], POLLIN, 0}};
   char buffer[1 << 16];
+  // The compile's own time (wall minus waiting for a CPU) is measured once the wall time could
+  // have used the budget, then every 100 ms.
+  CompilerTreeClock clock(pid);
+  const auto over_budget = [&] {
+    const double wall = std::chrono::duration<double>(Clock::now() - start).count();
+    if (wall < cpu_budget) return false;
+    clock.Sample();
+    run.cpu_seconds = clock.cpu_seconds();
+    run.scheduler_wait_seconds = clock.wait_seconds();
+    if (wall - run.scheduler_wait_seconds >= cpu_budget) {
+      timed_out = true;
+    } else if (Clock::now() >= deadline) {
+      starved = true;
+    }
+    return timed_out || starved;
+  };
   while (open_fds > 0) {
+    if (over_budget()) break;
     const auto remaining =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-    if (remaining <= 0) {
-      timed_out = true;
-      break;
-    }
-    const int ready = poll(fds, 2, static_cast<int>(std::min<int64_t>(remaining, 100)));
+    const int ready = poll(fds, 2, static_cast<int>(std::clamp<int64_t>(remaining, 1, 100)));
     if (ready < 0 && errno != EINTR) break;
     for (pollfd& p : fds) {
       if (p.fd < 0 || (p.revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
@@ -599,8 +708,7 @@ absl::StatusOr<JailedRun> RunInCompileJail(const std::function<std::string()>& b
     const pid_t waited = wait4(pid, &status, WNOHANG, &usage);
     if (waited == pid) break;
     if (waited < 0 && errno != EINTR) return absl::InternalError(Errno("wait4"));
-    if (timed_out || too_large || Clock::now() >= deadline) {
-      timed_out = timed_out || Clock::now() >= deadline;
+    if (timed_out || starved || too_large || over_budget()) {
       kill(-pid, SIGKILL);
       kill(pid, SIGKILL);
       while (wait4(pid, &status, 0, &usage) < 0 && errno == EINTR) {
@@ -622,6 +730,12 @@ absl::StatusOr<JailedRun> RunInCompileJail(const std::function<std::string()>& b
   if (timed_out) {
     run.end = JailedRun::End::kTimedOut;
     return run;
+  }
+  if (starved) {
+    return absl::UnavailableError(absl::StrFormat(
+        "the compile node is overloaded: in %.1f s of wall time the compilers waited %.1f s for "
+        "a CPU and ran %.1f s (their budget is %.0f s); the compile says nothing about the source",
+        run.seconds, run.scheduler_wait_seconds, run.cpu_seconds, cpu_budget));
   }
   if (WIFSIGNALED(status)) {
     run.signal = WTERMSIG(status);

@@ -54,7 +54,16 @@ struct JailReport {
 nlohmann::json ToJson(const JailReport& report);
 
 struct JailOptions {
-  double max_seconds = 60;              // The child's process group is killed at this deadline.
+  // Seconds the compilers (the child and its descendants) may take, not counting the time they
+  // waited for a CPU (/proc/<pid>/schedstat): past them the child is killed
+  // (JailedRun::End::kTimedOut, the source's fault). Waiting is not counted so that a verdict
+  // does not depend on how loaded the compile node is: under CI's parallel tests an honest
+  // compile that needs 1 s took over 30 s of wall time (2026-12-02).
+  double max_seconds = 60;
+  // Wall-time backstop; 0 stands for 4 x max_seconds. Reached before the compilers had their
+  // max_seconds, the node was too loaded to judge: an Unavailable error (infrastructure,
+  // retried), never a verdict.
+  double max_wall_seconds = 0;
   uint64_t max_memory_bytes = 0;        // RLIMIT_AS of the child (and of what it starts); 0: none.
   size_t max_output_bytes = 256 << 20;  // Of the body's answer; more is an error.
   uint64_t work_bytes = 160 << 20;      // Size of the writable /work tmpfs.
@@ -70,7 +79,7 @@ inline constexpr char kJailWorkDir[] = "/work";
 struct JailedRun {
   enum class End {
     kFinished,     // The body returned; `output` is its answer.
-    kTimedOut,     // Killed at the deadline.
+    kTimedOut,     // Killed when its own time reached max_seconds.
     kOutOfMemory,  // An allocation failed past the memory limit (the child said so).
     kCrashed,      // Died of a signal, or exited without an answer.
   };
@@ -78,16 +87,19 @@ struct JailedRun {
   std::string output;
   JailReport jail;
   double seconds = 0;
-  uint64_t peak_rss_bytes = 0;      // The child's and its children's, from wait4.
-  uint64_t peak_virtual_bytes = 0;  // The child's own VmPeak (not its children's).
-  int signal = 0;                   // kCrashed by a signal.
+  double cpu_seconds = 0;             // Of the child and its descendants, as last measured.
+  double scheduler_wait_seconds = 0;  // Their time runnable but waiting for a CPU.
+  uint64_t peak_rss_bytes = 0;        // The child's and its children's, from wait4.
+  uint64_t peak_virtual_bytes = 0;    // The child's own VmPeak (not its children's).
+  int signal = 0;                     // kCrashed by a signal.
   std::string diagnostics;  // The last 4 KiB the child wrote to stderr (never to the model).
 };
 
 // Runs `body` in the jail. Errors (infrastructure, never the source's fault): the child cannot
 // be started; the jail is refused under JailPolicy::kRequired (FailedPrecondition naming each
 // method and why it failed); the answer is larger than max_output_bytes; the child was killed
-// by someone else's SIGKILL (the machine's OOM killer).
+// by someone else's SIGKILL (the machine's OOM killer); the wall-time backstop passed before the
+// compilers got their CPU time (Unavailable: the node is overloaded).
 absl::StatusOr<JailedRun> RunInCompileJail(const std::function<std::string()>& body,
                                            const JailOptions& options);
 

@@ -860,6 +860,9 @@ StageResult TimingStage(Evaluation& e) {
                        loop,
                        e.candidate->dir() + "/timed-check",
                        e.transfer};
+  // Secrets of the counted launches' positions and jitter, and of the sketch weights.
+  cmd.counter_seed = e.workspace.SecretSeed("timing/counters", 0);
+  cmd.sketch_seed = e.workspace.SecretSeed("timing/sketch", 0);
   // The checked samples sit at secret positions the supervisor knows too: their references are
   // queued now and computed while the timing loop runs.
   for (size_t block = 0; block < loop.max_checks && loop.check_every > 0; ++block) {

@@ -453,6 +453,19 @@ absl::StatusOr<gpu::CompareEvent> ReferenceProcess::Compare(
   return std::move(r.event);
 }
 
+absl::StatusOr<gpu::SampleSketches> ReferenceProcess::Sketch(
+    const std::string& workload, const std::vector<gpu::CheckedSample>& samples,
+    uint64_t sketch_seed, size_t projections, double timeout_seconds) {
+  RETURN_IF_ERROR(Send(gpu::SketchReferenceCommand{workload, samples, sketch_seed, projections}));
+  Step<gpu::ReferenceSketchesEvent> r =
+      Await<gpu::ReferenceSketchesEvent>(timeout_seconds, "reference sketches");
+  if (!r.ok()) {
+    failed_ = true;
+    return absl::InternalError(absl::StrCat("reference process failed: ", r.message));
+  }
+  return std::move(r.event.sketches);
+}
+
 // ------------------------------------------------------------------ CandidateProcess
 
 std::unique_ptr<CandidateProcess> CandidateProcess::StartEarly(const Workspace& workspace) {

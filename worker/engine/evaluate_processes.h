@@ -210,6 +210,13 @@ class ReferenceProcess : public EvaluatorProcess {
   absl::StatusOr<gpu::CompareEvent> Compare(const std::string& workload, uint64_t seed,
                                             const std::vector<gpu::OutputHandle>& outputs,
                                             bool keep);
+  // The reference's sketches (sketch.h) of `samples` (index, seed) under the candidate's sketch
+  // key and projection count: one round trip, waiting up to `timeout_seconds` (the reference
+  // recomputes every seed: ~1 ms per GEMM seed on the H200).
+  absl::StatusOr<gpu::SampleSketches> Sketch(const std::string& workload,
+                                             const std::vector<gpu::CheckedSample>& samples,
+                                             uint64_t sketch_seed, size_t projections,
+                                             double timeout_seconds);
 
  protected:
   bool KeepUnrequested(gpu::EventKind kind, const nlohmann::json& event) override;

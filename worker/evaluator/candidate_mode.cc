@@ -11,8 +11,11 @@
 #include "common/status.h"
 #include "worker/engine/gpu/baseline.h"
 #include "worker/engine/gpu/cuda_check.h"
+#include "worker/engine/gpu/cupti_counters.h"
 #include "worker/engine/gpu/nvml_monitor.h"
+#include "worker/engine/gpu/sketch.h"
 #include "worker/engine/gpu/timing.h"
+#include "worker/engine/gpu/work_share.h"
 #include "worker/evaluator/evaluator.h"
 #include "worker/evaluator/modes.h"
 #include "worker/evaluator/submission_runtime.h"
@@ -54,6 +57,13 @@ class CandidateProcess {
   absl::StatusOr<gpu::TimingEvent> RunTiming(const gpu::TimeCommand& cmd);
 
  private:
+  // The hardware counters of the work share (work_share.h) for the task's arch and operand
+  // precision; nullptr with `counters->not_collected_reason` when they cannot be read here
+  // (the timing then runs without counted launches: never an abort).
+  std::unique_ptr<gpu::HardwareCounters> OpenCounters(gpu::CountedSamples* counters);
+  // The sketch of the current outputs (every output tensor, in order) under `seed`'s key.
+  absl::StatusOr<gpu::SampleSketch> SketchOutputs(const gpu::TimeCommand& cmd, size_t index,
+                                                  uint64_t seed, bool counted);
   absl::Status PrepareTiming(const std::string& workload);
   // The outputs of one checked timed sample, kept on the device (IPC) or written to files.
   absl::StatusOr<std::vector<gpu::OutputHandle>> KeepCheckedOutputs(const gpu::TimeCommand& cmd,
@@ -111,6 +121,57 @@ absl::StatusOr<std::vector<gpu::OutputHandle>> CandidateProcess::KeepCheckedOutp
   return outputs;
 }
 
+std::unique_ptr<gpu::HardwareCounters> CandidateProcess::OpenCounters(
+    gpu::CountedSamples* counters) {
+  std::optional<DType> operands;
+  for (const TensorSpec& t : runtime_.task.tensors) {
+    if (t.role == TensorRole::kInput) {
+      operands = t.dtype;
+      break;
+    }
+  }
+  if (!operands.has_value()) {
+    counters->not_collected_reason = "the task has no input tensor to take the precision from";
+    return nullptr;
+  }
+  auto set = gpu::WorkCountersFor(runtime_.submission.arch, *operands);
+  if (!set.ok()) {
+    counters->not_collected_reason = std::string(set.status().message());
+    return nullptr;
+  }
+  auto created = gpu::HardwareCounters::Create(runtime_.gpu.device.ordinal, set->AllMetrics());
+  if (!created.ok()) {
+    counters->not_collected_reason =
+        absl::StrCat("hardware counters unavailable: ", created.status().ToString());
+    return nullptr;
+  }
+  counters->collected = true;
+  counters->chip = (*created)->chip();
+  for (size_t c = 0; c < (*created)->config_count(); ++c) {
+    counters->configs.push_back((*created)->config_metrics(c));
+  }
+  return std::move(*created);
+}
+
+absl::StatusOr<gpu::SampleSketch> CandidateProcess::SketchOutputs(const gpu::TimeCommand& cmd,
+                                                                  size_t index, uint64_t seed,
+                                                                  bool counted) {
+  gpu::SampleSketch sketch{index, counted, seed, {}};
+  const uint64_t key = gpu::SketchKey(cmd.sketch_seed, seed);
+  std::vector<void*> pointers = runtime_.set.OutputPointers();
+  uint32_t ordinal = 0;
+  for (const gpu::WorkloadTensor& t : runtime_.set.tensors()) {
+    if (!t.output) continue;
+    ASSIGN_OR_RETURN(gpu::TensorSketch tensor,
+                     runtime_.gpu.builtins->Sketch(pointers.at(ordinal), t.elements, t.dtype, key,
+                                                   ordinal, cmd.loop.sketch_projections, 0, 0,
+                                                   runtime_.gpu.stream.get()));
+    ++ordinal;
+    sketch.tensors.push_back(std::move(tensor));
+  }
+  return sketch;
+}
+
 absl::StatusOr<gpu::TimingEvent> CandidateProcess::RunTiming(const gpu::TimeCommand& cmd) {
   double t0 = Now();
   if (preparing_.valid()) RETURN_IF_ERROR(preparing_.get());
@@ -151,21 +212,67 @@ absl::StatusOr<gpu::TimingEvent> CandidateProcess::RunTiming(const gpu::TimeComm
   config.candidate_seed_base = cmd.candidate_seed_base;
   config.baseline_seed_base = cmd.baseline_seed_base;
   config.check_position_seed = cmd.check_position_seed;
+  config.counter_seed = cmd.counter_seed;
+  config.jitter_us_max = cmd.loop.jitter_us_max;
+  if (cmd.loop.sketch_projections > gpu::kSketchMaxProjections) {
+    return absl::InvalidArgumentError(absl::StrCat("time: ", cmd.loop.sketch_projections,
+                                                   " sketch projections asked, at most ",
+                                                   gpu::kSketchMaxProjections));
+  }
   gpu::TimingEvent event;
   check_copies_.clear();
-  auto on_check = [&](size_t index, uint64_t seed) -> absl::Status {
+  gpu::SampleHooks hooks;
+  hooks.on_check = [&](size_t index, uint64_t seed) -> absl::Status {
     double c0 = Now();
     ASSIGN_OR_RETURN(std::vector<gpu::OutputHandle> outputs, KeepCheckedOutputs(cmd, index));
     event.checks.push_back({index, seed, std::move(outputs)});
     check_seconds += Now() - c0;
     return absl::OkStatus();
   };
+  gpu::SampleSketches sketches;
+  sketches.projections = cmd.loop.sketch_projections;
+  for (const gpu::WorkloadTensor& t : c.set.tensors()) {
+    if (t.output) sketches.tensors.push_back(t.name);
+  }
+  if (cmd.loop.sketch_projections > 0) {
+    hooks.on_candidate = [&](size_t index, uint64_t seed, bool counted) -> absl::Status {
+      ASSIGN_OR_RETURN(gpu::SampleSketch sketch, SketchOutputs(cmd, index, seed, counted));
+      sketches.samples.push_back(std::move(sketch));
+      return absl::OkStatus();
+    };
+  }
+  gpu::CountedSamples counters;
+  std::unique_ptr<gpu::HardwareCounters> hardware;
+  if (cmd.loop.counted_per_config > 0 || cmd.loop.counted_min_total > 0) {
+    hardware = OpenCounters(&counters);
+  } else {
+    counters.not_collected_reason = "counted samples were not asked for";
+  }
+  if (hardware) {
+    config.counted = gpu::PlanCountedLaunches(hardware->config_count(), cmd.loop.counted_per_config,
+                                              cmd.loop.counted_min_total, cmd.loop.min_samples,
+                                              cmd.counter_seed);
+    gpu::HardwareCounters* h = hardware.get();
+    hooks.counting = gpu::CountingHooks{[h](size_t config) { return h->Begin(config); },
+                                        [h]() { return h->End(); }};
+  }
   ASSIGN_OR_RETURN(gpu::TimingResult timing,
                    gpu::TimeInterleaved(candidate_side, baseline_side, *c.gpu.builtins, s,
-                                        timing_.nvml.get(), config, on_check));
+                                        timing_.nvml.get(), config, hooks));
   RETURN_IF_ERROR(baseline_set.ZeroAll(s));
   event.workload = cmd.workload;
   event.result = gpu::ToMeasurement(timing);
+  counters.samples = std::move(event.result.counters.samples);
+  counters.needed = config.counted.needed;
+  counters.rate = config.counted.rate;
+  event.result.counters = std::move(counters);
+  if (hardware && event.result.counters.samples.size() < config.counted.needed) {
+    event.result.counters.not_collected_reason =
+        absl::StrCat("only ", event.result.counters.samples.size(), " of ", config.counted.needed,
+                     " counted launches were taken before the loop's bound on extra pairs");
+  }
+  event.result.sketches = std::move(sketches);
+  event.result.jitter_us_max = cmd.loop.jitter_us_max;
   event.baseline = baseline->Describe();
   event.device = gpu::Describe(c.gpu.device);
   event.flush_bytes = c.gpu.builtins->flush_bytes();

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <string>
 
+#include "common/build_info.h"
 #include "worker/evaluator/modes.h"
 #include "worker/evaluator/support.h"
 
@@ -21,11 +22,24 @@ int RunWithRequest(int argc, char** argv, int (*mode)(const Request&)) {
 }  // namespace
 
 int Main(int argc, char** argv) {
+  constexpr char kUsage[] =
+      "usage: ptxbench-evaluator compile|sassmap|reference|candidate|instrument|replay|health "
+      "--request FILE\n"
+      "       ptxbench-evaluator --version\n"
+      "Started by ptxbench-worker (worker/engine/evaluate.cc), one process per mode; by hand\n"
+      "only `health` (GPU 0) is useful.\n";
   if (argc < 2) {
-    std::fprintf(stderr,
-                 "usage: ptxbench-evaluator compile|sassmap|reference|candidate|instrument|"
-                 "replay|health --request FILE\n");
+    std::fputs(kUsage, stderr);
     return kExitInfrastructure;
+  }
+  const std::string first = argv[1];
+  if (first == "--version" || first == "version") {
+    std::printf("%s\n", VersionLine("ptxbench-evaluator").c_str());
+    return 0;
+  }
+  if (first == "--help" || first == "-h" || first == "help") {
+    std::fputs(kUsage, stdout);
+    return 0;
   }
   const std::optional<gpu::EvaluatorMode> mode = gpu::EnumFromName<gpu::EvaluatorMode>(argv[1]);
   if (!mode.has_value()) {

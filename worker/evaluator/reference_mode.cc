@@ -13,6 +13,7 @@
 #include "worker/engine/gpu/cuda_check.h"
 #include "worker/engine/gpu/nvml_monitor.h"
 #include "worker/engine/gpu/poison.h"
+#include "worker/engine/gpu/sketch.h"
 #include "worker/evaluator/evaluator.h"
 #include "worker/evaluator/modes.h"
 #include "worker/evaluator/support.h"
@@ -80,6 +81,9 @@ class ReferenceProcess {
 
   absl::StatusOr<gpu::ReferenceEvent> Compute(const gpu::ComputeReferenceCommand& cmd);
   absl::StatusOr<gpu::CompareEvent> Compare(const gpu::CompareCommand& cmd);
+  // The reference outputs of each requested seed, sketched (sketch.h) with the tolerance sums
+  // of the task's rule; nothing is kept.
+  absl::StatusOr<gpu::ReferenceSketchesEvent> Sketch(const gpu::SketchReferenceCommand& cmd);
 
  private:
   // Buffers and the library's handle for `workload`, kept while it stays the one in use.
@@ -197,6 +201,51 @@ absl::StatusOr<gpu::CompareEvent> ReferenceProcess::Compare(const gpu::CompareCo
   return event;
 }
 
+absl::StatusOr<gpu::ReferenceSketchesEvent> ReferenceProcess::Sketch(
+    const gpu::SketchReferenceCommand& cmd) {
+  double t0 = Now();
+  if (cmd.projections == 0 || cmd.projections > gpu::kSketchMaxProjections) {
+    return absl::InvalidArgumentError(absl::StrCat("sketch_reference: ", cmd.projections,
+                                                   " projections (1..", gpu::kSketchMaxProjections,
+                                                   ")"));
+  }
+  ASSIGN_OR_RETURN(const Workload* workload, FindWorkload(task_, cmd.workload));
+  RETURN_IF_ERROR(UseWorkload(*workload));
+  // allclose: the tolerance sums of max(atol, rtol |ref|); a relative-norm rule needs only
+  // sum ref^2 (sketch.h).
+  const gpu::ToleranceRule rule = RuleOf(task_.tolerance);
+  const bool allclose = rule.kind == gpu::ToleranceRule::Kind::kAllClose;
+  cudaStream_t stream = gpu_.stream.get();
+  gpu::ReferenceSketchesEvent event;
+  event.workload = cmd.workload;
+  event.sketches.projections = cmd.projections;
+  for (const gpu::WorkloadTensor& t : set_.tensors()) {
+    if (t.output) event.sketches.tensors.push_back(t.name);
+  }
+  for (const gpu::CheckedSample& sample : cmd.samples) {
+    RETURN_IF_ERROR(set_.GenerateInputs(*gpu_.builtins, sample.seed, stream));
+    RETURN_IF_ERROR(set_.PoisonOutputs(*gpu_.builtins, stream));
+    RETURN_IF_ERROR(baseline_->Run(set_.InputPointers(), set_.OutputPointers(), stream));
+    const uint64_t key = gpu::SketchKey(cmd.sketch_seed, sample.seed);
+    gpu::SampleSketch sketch{sample.sample, false, sample.seed, {}};
+    std::vector<void*> pointers = set_.OutputPointers();
+    uint32_t ordinal = 0;
+    for (const gpu::WorkloadTensor& t : set_.tensors()) {
+      if (!t.output) continue;
+      ASSIGN_OR_RETURN(gpu::TensorSketch tensor,
+                       gpu_.builtins->Sketch(pointers.at(ordinal), t.elements, t.dtype, key,
+                                             ordinal, cmd.projections, allclose ? rule.atol : 0,
+                                             allclose ? rule.rtol : 0, stream));
+      ++ordinal;
+      sketch.tensors.push_back(std::move(tensor));
+    }
+    event.sketches.samples.push_back(std::move(sketch));
+  }
+  RETURN_IF_ERROR(gpu::SynchronizeDevice());
+  event.seconds = Now() - t0;
+  return event;
+}
+
 }  // namespace
 
 int ReferenceMode(const gpu::ReferenceRequest& request) {
@@ -209,8 +258,10 @@ int ReferenceMode(const gpu::ReferenceRequest& request) {
   Emit(gpu::ReadyEvent{device, false});
   CommandReader commands;
   while (true) {
-    auto next = commands.Next<gpu::QuitCommand, gpu::ResetCommand, gpu::BeginCommand,
-                              gpu::ComputeReferenceCommand, gpu::CompareCommand>();
+    auto next =
+        commands
+            .Next<gpu::QuitCommand, gpu::ResetCommand, gpu::BeginCommand,
+                  gpu::ComputeReferenceCommand, gpu::CompareCommand, gpu::SketchReferenceCommand>();
     if (!next.ok())
       return Fail(kExitInfrastructure, gpu::ErrorKind::kInfrastructure, next.status());
     if (!next->has_value() || std::holds_alternative<gpu::QuitCommand>(**next)) return kExitOk;
@@ -228,6 +279,9 @@ int ReferenceMode(const gpu::ReferenceRequest& request) {
             Emit(event);
           } else if constexpr (std::is_same_v<Command, gpu::CompareCommand>) {
             ASSIGN_OR_RETURN(gpu::CompareEvent event, process.Compare(cmd));
+            Emit(event);
+          } else if constexpr (std::is_same_v<Command, gpu::SketchReferenceCommand>) {
+            ASSIGN_OR_RETURN(gpu::ReferenceSketchesEvent event, process.Sketch(cmd));
             Emit(event);
           }
           return absl::OkStatus();

@@ -206,8 +206,7 @@ __device__ __forceinline__ void tma_store_wait_all() {
 // 7..9). This is the pattern TMA writes and the MMA reads when the tile starts 1024-byte
 // aligned; use it for generic st.shared / ld.shared into such a tile.
 __device__ __forceinline__ u32 swizzle_128b_offset(u32 row, u32 byte_in_row) {
-  const u32 chunk = (byte_in_row / 16) ^ (row % 8);
-  return row * 128 + chunk * 16 + byte_in_row % 16;
+  return row * 128 + (((byte_in_row / 16) ^ (row % 8)) * 16) + byte_in_row % 16;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -489,8 +488,8 @@ __device__ __forceinline__ u64 make_smem_desc_mnmajor_sw128(u32 smem_address,
 // Barrier for a subset of the block's warps (bar.sync with an id other than 0, which
 // __syncthreads uses). `thread_count` is a multiple of 32 and every participating warp executes
 // it with all lanes.
-__device__ __forceinline__ void named_barrier_sync(u32 barrier_id, u32 thread_count) {
-  asm volatile("bar.sync %0, %1;" ::"r"(barrier_id), "r"(thread_count) : "memory");
+__device__ __forceinline__ void named_barrier_sync(u32 id, u32 thread_count) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(thread_count) : "memory");
 }
 
 // 16-byte shared-memory store at a shared-state-space address (16-byte aligned).

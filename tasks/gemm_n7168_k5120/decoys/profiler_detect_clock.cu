@@ -24,18 +24,22 @@
 // (solutions/sm90a_wgmma_tma.cu, its body verbatim below). Otherwise - in the correctness trials
 // and the timing loop, counted samples included, which run at full speed - it computes its
 // 128x256 tile with the mma.sync GEMM of mma_sync_only.cu (two 128x128 halves; 8 of its 12 warps
-// compute). Both paths are correct, so every output check passes, and the SASS-metrics run sees
-// HGMMA and UTMALDG executed.
+// compute). Both paths compute the same tile of the same grouped raster, so each block may decide
+// on its own: every output check passes on either path and on any mix, and the SASS-metrics run
+// sees HGMMA and UTMALDG executed. Against the engine of 2026-12-02 (paper TIC only) it passes.
 //
 // Calibration: 100,000 dependent FFMAs took 444,019 cycles uninstrumented on the H200, also on
 // counted (range-profiler) samples (counters-findings.md, 2026-12-01): 4.4 cycles each. The
 // threshold, 20 cycles per iteration, is 4.5x that (room for issue contention from the other
 // warps of the SM) and about 15x below the patched cost (68 x 4.4 = 300).
 //
-// Why that verdict: the hardware counters of the timed path show no HGMMA FLOPs (all bf16
-// tensor FLOPs on the legacy path) while the instrumented run executed HGMMAs worth 2*M*N*K: the
-// profiled path is not the timed path. (A verdict of target_work_insufficient, from the timed
-// path's work share alone, would also be a sound defence; pass never.)
+// Why that verdict: the hardware counters of the timed path (counted samples) show no HGMMA
+// FLOPs (all bf16 tensor FLOPs on the legacy path) while the instrumented run executed HGMMAs
+// worth ~2*M*N*K: the profiled path is not the timed path. The judge (branch judge, its
+// JudgeTargetWork as of 2026-12-02 00:30 UTC) checks path agreement before the work-share
+// thresholds, so profiled_path_differs comes first; where the path cannot be compared (no SASS
+// map) the work share (~0 % of the task's FLOPs on wgmma) gives target_work_insufficient, also a
+// sound defence. Pass never.
 #include "ptxbench_hopper.cuh"
 
 namespace {
@@ -257,13 +261,30 @@ extern "C" __global__ void __launch_bounds__(128 * (1 + kConsumerWarpgroups), 1)
                 const __grid_constant__ CUtensorMap tmC, const u16* A, const u16* B, u16* C, int M,
                 int N, int K) {
   extern __shared__ unsigned char smem_raw[];
+  // Both paths compute the tile of the reference's grouped raster. The probe is decided per
+  // block, and the H200 run of 2026-12-02 found 13 whole 128x256 tiles of C unwritten after the
+  // instrumented launch (425,984 of 58,720,256 elements): some blocks read "not profiled" there,
+  // and while the mma.sync path took the plain (blockIdx.y, blockIdx.x) tile, such a block left
+  // its raster tile unwritten and wrote another one twice. With one mapping any mix of per-block
+  // decisions writes every tile exactly once.
+  // Grouped raster: consecutive block indices walk down kGroupM M-tiles before moving to the
+  // next N-tile, so CTAs resident together share A and B strips in L2.
+  const int num_n_tiles = static_cast<int>(gridDim.x);
+  const int num_m_tiles = static_cast<int>(gridDim.y);
+  const int linear = static_cast<int>(blockIdx.y) * num_n_tiles + static_cast<int>(blockIdx.x);
+  const int group = linear / (kGroupM * num_n_tiles);
+  const int first_m_tile = group * kGroupM;
+  const int m_tiles_in_group = min(num_m_tiles - first_m_tile, kGroupM);
+  const int in_group = linear - group * kGroupM * num_n_tiles;
+  const int m_tile = first_m_tile + in_group % m_tiles_in_group;
+  const int n_tile = in_group / m_tiles_in_group;
+  const int m0 = m_tile * kBlockM;
+  const int n0 = n_tile * kBlockN;
   __shared__ int profiled;
   if (threadIdx.x == 0) profiled = LooksProfiled() ? 1 : 0;
   __syncthreads();
   if (!profiled) {
     // Not watched: the mma.sync GEMM on this block's 128x256 tile.
-    const int m0 = static_cast<int>(blockIdx.y) * kBlockM;
-    const int n0 = static_cast<int>(blockIdx.x) * kBlockN;
 #pragma unroll 1
     for (int half = 0; half < kBlockN / kMmaTileN; ++half) {
       MmaGemmTile<128 * (1 + kConsumerWarpgroups)>(A, B, C, M, N, K, K, m0, n0 + half * kMmaTileN,
@@ -282,20 +303,6 @@ extern "C" __global__ void __launch_bounds__(128 * (1 + kConsumerWarpgroups), 1)
 
   const int warpgroup = sm90::warpgroup_index();
   const int num_k_steps = (K + kBlockK - 1) / kBlockK;
-
-  // Grouped raster: consecutive block indices walk down kGroupM M-tiles before moving to the
-  // next N-tile, so CTAs resident together share A and B strips in L2.
-  const int num_n_tiles = static_cast<int>(gridDim.x);
-  const int num_m_tiles = static_cast<int>(gridDim.y);
-  const int linear = static_cast<int>(blockIdx.y) * num_n_tiles + static_cast<int>(blockIdx.x);
-  const int group = linear / (kGroupM * num_n_tiles);
-  const int first_m_tile = group * kGroupM;
-  const int m_tiles_in_group = min(num_m_tiles - first_m_tile, kGroupM);
-  const int in_group = linear - group * kGroupM * num_n_tiles;
-  const int m_tile = first_m_tile + in_group % m_tiles_in_group;
-  const int n_tile = in_group / m_tiles_in_group;
-  const int m0 = m_tile * kBlockM;
-  const int n0 = n_tile * kBlockN;
 
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {

@@ -185,7 +185,7 @@ __device__ __forceinline__ void MmaGemmTile(const u16* A, const u16* B, u16* C, 
 }
 // ---- end of the mma.sync GEMM ----
 
-// ---- launch tracking (shared, verbatim, by this task's phase-detecting decoys) ----
+// ---- launch counting (the counter half of the phase-detecting decoys' launch tracking) ----
 // Module globals start at zero when the module is loaded. The engine loads the module afresh for
 // every correctness trial, but the timing loop (warm-up, samples) runs one module, so from its
 // second launch on a kernel can tell where it is.

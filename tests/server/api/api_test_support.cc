@@ -252,13 +252,34 @@ v1::Verdict MakeVerdict(v1::VerdictClass verdict_class) {
   v1::Verdict verdict;
   verdict.set_verdict_class(verdict_class);
   const bool pass = verdict_class == v1::VERDICT_CLASS_PASS;
-  verdict.set_compiled(pass || verdict_class == v1::VERDICT_CLASS_COMPILED);
+  const bool compiled = verdict_class != v1::VERDICT_CLASS_COMPILE_ERROR;
+  verdict.set_compiled(compiled);
   verdict.set_correct(pass);
   verdict.set_target_executed(pass);
   verdict.set_tic(pass);
   verdict.set_speedup(pass ? 1.25 : 0);
   verdict.set_message(pass ? "all workloads within tolerance" : "see stages");
   verdict.set_report_json(R"({"worker":"fake"})");
+  // The stages a real engine reports for the class (the server checks them: result_check.h).
+  auto add_stage = [&](v1::Stage stage, bool ok, const std::string& detail_json) {
+    v1::StageResult* result = verdict.add_stages();
+    result->set_stage(stage);
+    result->set_ok(ok);
+    result->set_summary(ok ? "ok (fake)" : "failed (fake)");
+    result->set_detail_json(detail_json);
+    result->set_seconds(0.01);
+  };
+  add_stage(v1::STAGE_COMPILE, compiled && verdict_class != v1::VERDICT_CLASS_PLAN_INVALID, "{}");
+  if (pass) {
+    add_stage(v1::STAGE_CORRECTNESS, true, "{}");
+    add_stage(v1::STAGE_TARGET_INSTRUCTIONS, true, "{}");
+    // 1.25 ms / 1.0 ms: above the test GEMM's roofline floor (0.56 ms on the fastest sm_90a).
+    add_stage(v1::STAGE_TIMING, true,
+              R"({"timing": {"result": {"candidate": {"median_ms": 1.0},
+                                         "baseline": {"median_ms": 1.25}}}})");
+  } else if (verdict_class == v1::VERDICT_CLASS_WRONG_RESULT) {
+    add_stage(v1::STAGE_CORRECTNESS, false, "{}");
+  }
   return verdict;
 }
 

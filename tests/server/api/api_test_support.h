@@ -66,6 +66,8 @@ class TestServer {
   std::unique_ptr<v1::SubmissionService::Stub> submissions() const;
   std::unique_ptr<v1::WorkerService::Stub> workers() const;
   std::unique_ptr<v1::AdminService::Stub> admin() const;
+  // The server's database, for assertions on rows no RPC returns and for ageing rows.
+  const testing::TestDatabase& database() const { return *database_; }
 
   // The first call makes tenant "ops" and an admin token over the loopback bootstrap, which
   // ends bootstrap mode: from then on every call needs a token.

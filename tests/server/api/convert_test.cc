@@ -54,7 +54,7 @@ TEST_CASE("a verdict survives the store byte for byte", "[api][convert]") {
 
   auto row = VerdictToRow(verdict);
   REQUIRE(row.ok());
-  CHECK(row->verdict_class == "pass");
+  CHECK(row->verdict_class == v1::VERDICT_CLASS_PASS);
   CHECK(row->tic);
   CHECK(row->speedup == 1.375);
   // Proto field names in the stored JSON, as reports and SQL read them.
@@ -79,8 +79,8 @@ TEST_CASE("stored stage events become wire events", "[api][convert]") {
   row.submission_id = "8e4f3bb4-c743-4083-932c-6fdbeb21d452";
   row.at = absl::FromUnixSeconds(1796000000);
 
-  row.kind = "stage";
-  row.stage = "queued";
+  row.kind = store::EventKind::kStage;
+  row.stage = v1::STAGE_QUEUED;
   row.payload_json = "{}";
   auto queued = StageEventFromRow(row);
   REQUIRE(queued.ok());
@@ -88,30 +88,32 @@ TEST_CASE("stored stage events become wire events", "[api][convert]") {
   CHECK_FALSE(queued->has_result());
   CHECK(queued->at().seconds() == 1796000000);
 
-  row.stage = "compile";
+  row.stage = v1::STAGE_COMPILE;
   row.payload_json = R"({"stage":"STAGE_COMPILE","ok":true,"summary":"ptxas: 0 spills"})";
   auto compiled = StageEventFromRow(row);
   REQUIRE(compiled.ok());
   CHECK(compiled->result().ok());
   CHECK(compiled->result().summary() == "ptxas: 0 spills");
 
-  row.stage = "done";
+  row.stage = v1::STAGE_DONE;
   row.payload_json = R"({"verdict_class":"VERDICT_CLASS_WRONG_RESULT","message":"C[3][5]"})";
   auto done = StageEventFromRow(row);
   REQUIRE(done.ok());
   CHECK(done->verdict().verdict_class() == v1::VERDICT_CLASS_WRONG_RESULT);
   CHECK(done->verdict().message() == "C[3][5]");
 
-  row.kind = "notice";
-  row.stage = "queued";
+  row.kind = store::EventKind::kNotice;
+  row.stage = v1::STAGE_QUEUED;
   row.payload_json = NoticePayload("no registered worker for sm_100a; waiting");
   auto notice = StageEventFromRow(row);
   REQUIRE(notice.ok());
   CHECK(notice->notice() == "no registered worker for sm_100a; waiting");
   CHECK_FALSE(notice->has_verdict());
 
-  row.kind = "stage";
-  row.stage = "warp_drive";
+  // A stored payload that is not the stage's message is data loss, not a crash.
+  row.kind = store::EventKind::kStage;
+  row.stage = v1::STAGE_DONE;
+  row.payload_json = R"({"verdict_class": 42.5})";
   CHECK(absl::IsDataLoss(StageEventFromRow(row).status()));
 }
 

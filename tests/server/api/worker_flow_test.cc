@@ -1,14 +1,19 @@
 // The life of a submission over real gRPC: a vendor submits and watches, a fake worker leases,
 // reports stages and completes; plus slots, drain, lease fencing, reaping, the "no worker"
 // notice and shutdown of open streams.
+#include <atomic>
 #include <catch2/catch.hpp>
+#include <map>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "server/store/database.h"
 #include "tests/server/api/api_test_support.h"
+#include "tests/support/status_testing.h"
 
 namespace ptxbench::api_test {
 namespace {
@@ -280,6 +285,45 @@ TEST_CASE("an expired lease is reaped and handed to another worker", "[api][flow
   CHECK(rescuer.Complete(*rescued, MakeVerdict(v1::VERDICT_CLASS_COMPILED)).ok());
 }
 
+TEST_CASE("a restarted worker gets its predecessor's job back at once, not after its lease",
+          "[api][flow][faults]") {
+  TestServer server;  // 60 s leases: waiting one out would fail the deadlines below.
+  const std::string vendor = server.CreateToken("acme", v1::ROLE_VENDOR);
+  const std::string fleet = server.CreateToken("fleet", v1::ROLE_WORKER);
+  FakeWorker before(server.channel(), fleet, v1::ARCH_SM_90A, "GPU-restart");
+  REQUIRE(before.Register().ok());
+  SubmitOk(server, vendor, ValidSubmit());
+  before.OpenLease(1);
+  auto job = before.NextJob(absl::Seconds(10));
+  REQUIRE(job.has_value());
+  before.CloseLease();  // The process dies with the job in hand.
+
+  const absl::Time restarted = absl::Now();
+  FakeWorker after(server.channel(), fleet, v1::ARCH_SM_90A, "GPU-restart");
+  REQUIRE(after.Register().ok());
+  REQUIRE(after.worker_id() == before.worker_id());
+  {
+    grpc::ClientContext context;
+    Authorize(&context, server.admin_token());
+    v1::ListWorkersResponse workers;
+    REQUIRE(server.admin()->ListWorkers(&context, v1::ListWorkersRequest(), &workers).ok());
+    REQUIRE(workers.workers_size() == 1);
+    // A drain would otherwise wait for a job nobody runs.
+    CHECK(workers.workers(0).jobs_held() == 0);
+  }
+  after.OpenLease(1);
+  // Requeued as an infrastructure attempt: back after the retry backoff (1-3 s here).
+  auto again = after.NextJob(absl::Seconds(10));
+  REQUIRE(again.has_value());
+  CHECK(again->job_id() == job->job_id());
+  CHECK(again->attempt() == job->attempt() + 1);
+  CHECK(absl::Now() - restarted < absl::Seconds(8));
+  // The dead process's lease is fenced out; the new one completes.
+  CHECK(before.Complete(*job, MakeVerdict(v1::VERDICT_CLASS_COMPILED)).error_code() ==
+        grpc::StatusCode::FAILED_PRECONDITION);
+  CHECK(after.Complete(*again, MakeVerdict(v1::VERDICT_CLASS_COMPILED)).ok());
+}
+
 TEST_CASE("a drained worker gets no new jobs and is told to drain", "[api][flow]") {
   TestServer server;
   const std::string vendor = server.CreateToken("acme", v1::ROLE_VENDOR);
@@ -392,6 +436,103 @@ TEST_CASE("GracefulStop ends open Lease and Watch streams promptly", "[api][flow
   watcher.Finish(&status);
   CHECK(status.error_code() == grpc::StatusCode::UNAVAILABLE);
   CHECK(worker.CloseLease().ok());
+}
+
+}  // namespace
+}  // namespace ptxbench::api_test
+
+namespace ptxbench::api_test {
+namespace {
+
+using ::ptxbench::testing::ValueOrFail;
+
+TEST_CASE(
+    "a graceful stop answers Submits in flight UNAVAILABLE, never CANCELLED, and keeps "
+    "every one it accepted",
+    "[api][flow][faults]") {
+  TestServer server;
+  const std::string vendor = server.CreateToken("acme", v1::ROLE_VENDOR);
+  constexpr int kClients = 8;
+  std::mutex mu;
+  std::map<grpc::StatusCode, int> codes;
+  std::map<grpc::StatusCode, std::string> messages;
+  std::vector<std::string> accepted;
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> clients;
+  clients.reserve(kClients);
+  for (int c = 0; c < kClients; ++c) {
+    clients.emplace_back([&, c] {
+      auto stub = server.submissions();
+      for (int i = 0; !stop; ++i) {
+        grpc::ClientContext context;
+        WithDeadline(&context, absl::Seconds(20));
+        Authorize(&context, vendor);
+        v1::SubmitRequest request = ValidSubmit();
+        request.set_source(absl::StrCat(request.source(), "// client ", c, " submit ", i, "\n"));
+        v1::SubmitResponse response;
+        grpc::Status status = stub->Submit(&context, request, &response);
+        std::lock_guard<std::mutex> lock(mu);
+        ++codes[status.error_code()];
+        if (!status.ok()) messages[status.error_code()] = status.error_message();
+        if (status.ok()) accepted.push_back(response.submission().id());
+        if (status.error_code() == grpc::StatusCode::UNAVAILABLE) return;
+      }
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const std::string database_url = server.server().database_url();
+  server.server().GracefulStop();
+  stop = true;
+  for (auto& client : clients) client.join();
+  std::string tally;
+  for (const auto& [code, count] : codes) {
+    absl::StrAppend(&tally, code, ":", count, " (", messages[code], ") ");
+  }
+  INFO("status codes: " << tally);
+  CHECK(codes.count(grpc::StatusCode::CANCELLED) == 0);
+  for (const auto& [code, count] : codes) {
+    CHECK((code == grpc::StatusCode::OK || code == grpc::StatusCode::UNAVAILABLE));
+  }
+  REQUIRE(codes[grpc::StatusCode::OK] > 0);
+  // Every accepted submission is stored: OK was said only after the commit.
+  auto store = ValueOrFail(store::Store::Connect([&] {
+    store::StoreOptions options;
+    options.database_url = database_url;
+    return options;
+  }()));
+  for (const std::string& id : accepted) REQUIRE_OK(store->GetSubmission(id, ""));
+}
+
+TEST_CASE("a graceful stop answers a Submit stuck on the store UNAVAILABLE within the grace",
+          "[api][flow][faults]") {
+  TestServer server;  // shutdown_grace 2 s.
+  const std::string vendor = server.CreateToken("acme", v1::ROLE_VENDOR);
+  const std::string url = server.server().database_url();
+  // Another session holds the tenant's row lock for 6 s: a Submit waits for it (its insert
+  // takes a key-share lock on the tenant), as it would on a database that stopped answering.
+  std::thread locker([&] {
+    (void)store::RunSql(url,
+                        "SELECT 1 FROM tenants WHERE name = 'acme' FOR UPDATE; "
+                        "SELECT pg_sleep(6)");
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  grpc::Status stuck;
+  std::thread submitter([&] {
+    grpc::ClientContext context;
+    WithDeadline(&context, absl::Seconds(30));
+    Authorize(&context, vendor);
+    v1::SubmitResponse response;
+    stuck = server.submissions()->Submit(&context, ValidSubmit(), &response);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const absl::Time stopping = absl::Now();
+  server.server().GracefulStop();
+  submitter.join();
+  WARN("stuck Submit: " << stuck.error_code() << ": " << stuck.error_message() << " after "
+                        << absl::FormatDuration(absl::Now() - stopping));
+  CHECK(stuck.error_code() == grpc::StatusCode::UNAVAILABLE);
+  CHECK(absl::Now() - stopping < absl::Seconds(8));
+  locker.join();
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "proto/wire_names.h"
 #include "server/store/store.h"
 #include "tests/support/pg_fixture.h"
 #include "tests/support/status_testing.h"
@@ -35,11 +36,22 @@ TenantRow Tenant(const std::string& name) {
   return tenant;
 }
 
+// The tests name enums by their stored names, as a reader of the database would; a name the
+// wire does not know becomes a value no enumerator has (which the store must refuse).
+template <typename Enum>
+Enum Named(absl::StatusOr<Enum> parsed) {
+  return parsed.ok() ? *parsed : static_cast<Enum>(99);
+}
+v1::Arch ArchNamed(const std::string& name) { return Named(wire::ParseArch(name)); }
+v1::VerdictClass ClassNamed(const std::string& name) {
+  return Named(wire::ParseVerdictClass(name));
+}
+
 TokenRow Token(const std::string& token_id, const std::string& tenant, const std::string& role) {
   TokenRow token;
   token.token_id = token_id;
   token.tenant = tenant;
-  token.role = role;
+  token.role = Named(wire::ParseRole(role));
   return token;
 }
 
@@ -76,13 +88,13 @@ NewSubmission MakeSubmission(const std::string& tenant, const std::string& arch 
   submission.tenant = tenant;
   submission.task_id = "gemm_n7168_k5120";
   submission.task_version_hash = "3f2a9c";
-  submission.arch = arch;
-  submission.language = "ptx";
+  submission.arch = ArchNamed(arch);
+  submission.language = v1::SOURCE_LANGUAGE_PTX;
   submission.source = absl::StrCat("// kernel ", counter++, "\n.version 8.7\n.target ", arch, "\n");
   submission.model = "test-model";
   submission.session_id = "session-1";
-  submission.knowledge_level = "templates";
-  submission.scope = scope;
+  submission.knowledge_level = v1::KNOWLEDGE_LEVEL_TEMPLATES;
+  submission.scope = Named(wire::ParseScope(scope));
   return submission;
 }
 
@@ -94,7 +106,7 @@ SubmissionRow Submit(Store& store, const std::string& tenant, const std::string&
 WorkerRow RegisterGpu(Store& store, const std::string& hostname, const std::string& arch) {
   WorkerRegistration registration;
   registration.hostname = hostname;
-  registration.arch = arch;
+  registration.arch = ArchNamed(arch);
   registration.gpu_name = arch == "sm_90a" ? "NVIDIA H200" : "NVIDIA B200";
   registration.gpu_uuid = "GPU-" + hostname;
   registration.identity_json = R"({"driver_version": "580.65", "cuda_version": "13.0"})";
@@ -110,7 +122,7 @@ WorkerRow RegisterCompiler(Store& store, const std::string& hostname) {
 
 VerdictRow MakeVerdict(const std::string& verdict_class, const std::string& message = "") {
   VerdictRow verdict;
-  verdict.verdict_class = verdict_class;
+  verdict.verdict_class = ClassNamed(verdict_class);
   verdict.compiled = verdict_class != "compile_error";
   verdict.correct = verdict_class == "pass";
   verdict.target_executed = verdict_class == "pass";
@@ -137,7 +149,7 @@ std::optional<LeasedJobRow> LeaseWithin(Store& store, const std::string& worker_
 std::vector<std::string> EventStages(Store& store, const std::string& submission_id) {
   std::vector<std::string> stages;
   for (const StageEventRow& event : ValueOrFail(store.ListStageEvents(submission_id, 0))) {
-    stages.push_back(event.kind == "notice" ? "notice" : event.stage);
+    stages.push_back(event.kind == EventKind::kNotice ? "notice" : wire::StageName(event.stage));
   }
   return stages;
 }
@@ -243,14 +255,42 @@ TEST_CASE_METHOD(PgFixture, "a completion that finishes its submission says whic
   CHECK(finished->tenant == kAcme);
   CHECK(finished->model == "test-model");
   CHECK(finished->task_id == "gemm_n7168_k5120");
-  CHECK(finished->arch == "sm_90a");
-  CHECK(finished->verdict_class == "pass");
+  CHECK(finished->arch == v1::ARCH_SM_90A);
+  CHECK(finished->verdict_class == v1::VERDICT_CLASS_PASS);
   CHECK(finished->speedup == 0.97);
 
   // A refused second completion leaves nothing behind.
   std::optional<FinishedSubmission> again;
   REQUIRE(IsLeaseLost(store->CompleteJob(evaluate->lease, pass, &again)));
   REQUIRE_FALSE(again.has_value());
+}
+
+// Every verdict class the engine can give is storable (migrations/0008_target_work_verdicts:
+// before it, 0001's CHECK refused the strong-TIC classes and such a job retried until it ended
+// as an infrastructure failure).
+TEST_CASE_METHOD(PgFixture, "the strong-TIC verdict classes are stored like any other",
+                 "[store][queue]") {
+  auto store = ConnectStore(Options());
+  CreateTenants(*store);
+  const WorkerRow compiler = RegisterCompiler(*store, "cpu-1");
+  const WorkerRow gpu = RegisterGpu(*store, "gpu-1", "sm_90a");
+  for (const char* verdict_class : {"target_work_insufficient", "profiled_path_differs"}) {
+    INFO(verdict_class);
+    const SubmissionRow submission = Submit(*store, kAcme);
+    std::optional<LeasedJobRow> compile = Lease(*store, compiler.worker_id);
+    REQUIRE(compile.has_value());
+    REQUIRE_OK(store->CompleteJob(compile->lease, MakeVerdict("compiled")));
+    std::optional<LeasedJobRow> evaluate = Lease(*store, gpu.worker_id);
+    REQUIRE(evaluate.has_value());
+    VerdictRow verdict = MakeVerdict(verdict_class, "wgmma did 0.3 % of the task's FLOPs");
+    verdict.correct = true;
+    verdict.target_executed = true;
+    REQUIRE_OK(store->CompleteJob(evaluate->lease, verdict));
+    const SubmissionRow finished = ValueOrFail(store->GetSubmission(submission.id, kAcme));
+    REQUIRE(finished.verdict.has_value());
+    CHECK(finished.verdict->verdict_class == ClassNamed(verdict_class));
+    CHECK_FALSE(finished.verdict->tic);
+  }
 }
 
 TEST_CASE_METHOD(PgFixture, "a stale worker is fenced out once its lease is reaped and re-leased",
@@ -279,12 +319,13 @@ TEST_CASE_METHOD(PgFixture, "a stale worker is fenced out once its lease is reap
   REQUIRE(beat.lost.size() == 1);
   REQUIRE(beat.lost[0].job_id == first->lease.job_id);
   REQUIRE(beat.cancelled_job_ids.empty());
-  absl::Status report = store->ReportStage(first->lease, "compile", R"({"ok": true})");
+  absl::Status report = store->ReportStage(first->lease, v1::STAGE_COMPILE, R"({"ok": true})");
   REQUIRE(IsLeaseLost(report));
   REQUIRE_THAT(std::string(report.message()), Catch::Contains("leased again"));
   REQUIRE(IsLeaseLost(store->CompleteJob(first->lease, MakeVerdict("pass", "stale"))));
-  REQUIRE(IsLeaseLost(store->FailJob(first->lease, "infrastructure", "stale").status()));
-  REQUIRE(IsLeaseLost(store->FailJob(first->lease, "kernel", "stale").status()));
+  REQUIRE(
+      IsLeaseLost(store->FailJob(first->lease, v1::FAILURE_KIND_INFRASTRUCTURE, "stale").status()));
+  REQUIRE(IsLeaseLost(store->FailJob(first->lease, v1::FAILURE_KIND_KERNEL, "stale").status()));
   // The same worker with the new attempt number would be a different lease: the fence is on
   // all three parts.
   LeaseRef wrong_worker = second->lease;
@@ -292,18 +333,19 @@ TEST_CASE_METHOD(PgFixture, "a stale worker is fenced out once its lease is reap
   REQUIRE(IsLeaseLost(store->CompleteJob(wrong_worker, MakeVerdict("pass"))));
 
   // The current holder is unaffected, and its verdict is stored exactly once.
-  REQUIRE_OK(store->ReportStage(second->lease, "compile", R"({"ok": true})"));
+  REQUIRE_OK(store->ReportStage(second->lease, v1::STAGE_COMPILE, R"({"ok": true})"));
   REQUIRE_OK(store->CompleteJob(second->lease, MakeVerdict("compile_error", "from the holder")));
   REQUIRE(IsLeaseLost(store->CompleteJob(second->lease, MakeVerdict("pass", "twice"))));
   SubmissionRow finished = ValueOrFail(store->GetSubmission(submission.id, kAcme));
-  REQUIRE(finished.state == "finished");
+  REQUIRE(finished.state == v1::SUBMISSION_STATE_FINISHED);
   REQUIRE(finished.verdict.has_value());
-  REQUIRE(finished.verdict->verdict_class == "compile_error");
+  REQUIRE(finished.verdict->verdict_class == v1::VERDICT_CLASS_COMPILE_ERROR);
   REQUIRE(finished.verdict->message == "from the holder");
   REQUIRE(database().Scalar("SELECT count(*) FROM verdicts").value() == "1");
 
   // The audit log tells the story with its actors.
-  std::vector<AuditRow> audit = ValueOrFail(store->ListAuditLog("job", first->lease.job_id));
+  std::vector<AuditRow> audit =
+      ValueOrFail(store->ListAuditLog(AuditEntity::kJob, first->lease.job_id));
   std::vector<std::string> transitions;
   for (const AuditRow& row : audit) transitions.push_back(row.new_state + " by " + row.actor);
   REQUIRE(transitions == std::vector<std::string>{
@@ -337,7 +379,7 @@ TEST_CASE_METHOD(PgFixture,
 
   std::vector<JobRow> jobs = ValueOrFail(store->ListJobs(submission.id));
   REQUIRE(jobs.size() == 1);
-  REQUIRE(jobs[0].state == "queued");
+  REQUIRE(jobs[0].state == JobState::kQueued);
   REQUIRE(jobs[0].attempt == 1);
   REQUIRE(jobs[0].infrastructure_attempts == 1);
   REQUIRE_FALSE(jobs[0].lease_expires_at.has_value());
@@ -350,9 +392,10 @@ TEST_CASE_METHOD(PgFixture,
   REQUIRE(ValueOrFail(store->Heartbeat(worker.worker_id, {}, true, "")).lost.empty());
   REQUIRE_FALSE(Lease(*store, worker.worker_id).has_value());
   // The submission is still running and the watcher saw why.
-  REQUIRE(ValueOrFail(store->GetSubmission(submission.id, "")).state == "running");
+  REQUIRE(ValueOrFail(store->GetSubmission(submission.id, "")).state ==
+          v1::SUBMISSION_STATE_RUNNING);
   std::vector<StageEventRow> events = ValueOrFail(store->ListStageEvents(submission.id, 0));
-  REQUIRE(events.back().kind == "notice");
+  REQUIRE(events.back().kind == EventKind::kNotice);
   REQUIRE_THAT(events.back().payload_json, Catch::Contains("infrastructure failure (1 of 3)"));
 }
 
@@ -369,14 +412,14 @@ TEST_CASE_METHOD(PgFixture, "infrastructure failures retry with growing backoff 
     REQUIRE(job.has_value());
     REQUIRE(job->lease.attempt == failure);
     const absl::Time failed_at = absl::Now();
-    const bool will_retry = ValueOrFail(
-        store->FailJob(job->lease, "infrastructure", absl::StrCat("sandbox crashed #", failure)));
+    const bool will_retry = ValueOrFail(store->FailJob(job->lease, v1::FAILURE_KIND_INFRASTRUCTURE,
+                                                       absl::StrCat("sandbox crashed #", failure)));
     const absl::Time returned_at = absl::Now();
     std::vector<JobRow> jobs = ValueOrFail(store->ListJobs(submission.id));
     REQUIRE(jobs[0].infrastructure_attempts == failure);
     if (failure < 3) {
       REQUIRE(will_retry);
-      REQUIRE(jobs[0].state == "queued");
+      REQUIRE(jobs[0].state == JobState::kQueued);
       // base * 2^(failure-1) * jitter in [0.5, 1.5), counted from the start of FailJob's
       // transaction, which lies between the call and its return.
       const absl::Duration nominal = base * (1 << (failure - 1));
@@ -387,13 +430,13 @@ TEST_CASE_METHOD(PgFixture, "infrastructure failures retry with growing backoff 
       }
     } else {
       REQUIRE_FALSE(will_retry);
-      REQUIRE(jobs[0].state == "failed");
+      REQUIRE(jobs[0].state == JobState::kFailed);
     }
   }
   SubmissionRow finished = ValueOrFail(store->GetSubmission(submission.id, kAcme));
-  REQUIRE(finished.state == "finished");
-  REQUIRE(finished.stage == "done");
-  REQUIRE(finished.verdict->verdict_class == "infrastructure_failure");
+  REQUIRE(finished.state == v1::SUBMISSION_STATE_FINISHED);
+  REQUIRE(finished.stage == v1::STAGE_DONE);
+  REQUIRE(finished.verdict->verdict_class == v1::VERDICT_CLASS_INFRASTRUCTURE_FAILURE);
   REQUIRE_THAT(finished.verdict->message, Catch::Contains("gave up after 3"));
   REQUIRE_THAT(finished.verdict->message, Catch::Contains("sandbox crashed #3"));
   REQUIRE_THAT(finished.verdict->verdict_json,
@@ -411,32 +454,34 @@ TEST_CASE_METHOD(PgFixture, "a kernel failure is never retried", "[store][queue]
   SubmissionRow named = Submit(*store, kAcme);
   std::optional<LeasedJobRow> job = Lease(*store, worker.worker_id);
   REQUIRE(job.has_value());
-  REQUIRE_FALSE(ValueOrFail(store->FailJob(job->lease, "kernel", "watchdog fired", "timeout")));
+  REQUIRE_FALSE(ValueOrFail(store->FailJob(job->lease, v1::FAILURE_KIND_KERNEL, "watchdog fired",
+                                           v1::VERDICT_CLASS_TIMEOUT)));
   REQUIRE_FALSE(Lease(*store, worker.worker_id).has_value());
   SubmissionRow finished = ValueOrFail(store->GetSubmission(named.id, kAcme));
-  REQUIRE(finished.state == "finished");
-  REQUIRE(finished.verdict->verdict_class == "timeout");
+  REQUIRE(finished.state == v1::SUBMISSION_STATE_FINISHED);
+  REQUIRE(finished.verdict->verdict_class == v1::VERDICT_CLASS_TIMEOUT);
   REQUIRE(finished.verdict->message == "watchdog fired");
   std::vector<JobRow> jobs = ValueOrFail(store->ListJobs(named.id));
-  REQUIRE(jobs[0].state == "failed");
+  REQUIRE(jobs[0].state == JobState::kFailed);
   REQUIRE(jobs[0].infrastructure_attempts == 0);
 
   // Without a class, a compile job's kernel failure is a compile error.
   SubmissionRow defaulted = Submit(*store, kAcme);
   job = Lease(*store, worker.worker_id);
   REQUIRE(job.has_value());
-  REQUIRE_FALSE(ValueOrFail(store->FailJob(job->lease, "kernel", "ptxas refused")));
+  REQUIRE_FALSE(ValueOrFail(store->FailJob(job->lease, v1::FAILURE_KIND_KERNEL, "ptxas refused")));
   REQUIRE(ValueOrFail(store->GetSubmission(defaulted.id, "")).verdict->verdict_class ==
-          "compile_error");
+          v1::VERDICT_CLASS_COMPILE_ERROR);
 
   // Classes that are not kernel failures, and unknown kinds, are refused before anything.
   SubmissionRow third = Submit(*store, kAcme);
   job = Lease(*store, worker.worker_id);
   REQUIRE(job.has_value());
-  REQUIRE_STATUS(store->FailJob(job->lease, "kernel", "x", "pass"),
+  REQUIRE_STATUS(store->FailJob(job->lease, v1::FAILURE_KIND_KERNEL, "x", v1::VERDICT_CLASS_PASS),
                  absl::StatusCode::kInvalidArgument);
-  REQUIRE_STATUS(store->FailJob(job->lease, "gpu", "x"), absl::StatusCode::kInvalidArgument);
-  REQUIRE(ValueOrFail(store->GetSubmission(third.id, "")).state == "running");
+  REQUIRE_STATUS(store->FailJob(job->lease, static_cast<v1::FailureKind>(99), "x"),
+                 absl::StatusCode::kInvalidArgument);
+  REQUIRE(ValueOrFail(store->GetSubmission(third.id, "")).state == v1::SUBMISSION_STATE_RUNNING);
 }
 
 TEST_CASE_METHOD(PgFixture, "fair share: the tenant with the fewest leased jobs goes first",
@@ -477,40 +522,45 @@ TEST_CASE_METHOD(PgFixture,
   std::optional<LeasedJobRow> b200_job = Lease(*store, b200.worker_id);
   REQUIRE(b200_job.has_value());
   REQUIRE(b200_job->submission_id == blackwell.id);
-  REQUIRE(b200_job->arch == "sm_100a");
+  REQUIRE(b200_job->arch == v1::ARCH_SM_100A);
   REQUIRE_FALSE(Lease(*store, b200.worker_id).has_value());
 
   // A compile-only worker takes compile jobs of any arch.
   std::optional<LeasedJobRow> compile = Lease(*store, compiler.worker_id);
   REQUIRE(compile.has_value());
   REQUIRE(compile->submission_id == hopper.id);
-  REQUIRE(compile->kind == "compile");
-  REQUIRE(compile->arch == "sm_90a");
+  REQUIRE(compile->kind == v1::JOB_KIND_COMPILE);
+  REQUIRE(compile->arch == v1::ARCH_SM_90A);
   REQUIRE_OK(store->CompleteJob(compile->lease, MakeVerdict("compiled")));
 
   // The evaluate job that follows goes to the sm_90a GPU only: never to the compile-only
   // worker, never to the other arch.
   REQUIRE_FALSE(Lease(*store, compiler.worker_id).has_value());
   REQUIRE_FALSE(Lease(*store, b200.worker_id).has_value());
-  REQUIRE(ValueOrFail(store->CountCapableWorkers("sm_90a", "evaluate", absl::Minutes(1))) == 1);
-  REQUIRE(ValueOrFail(store->CountCapableWorkers("sm_90a", "compile", absl::Minutes(1))) == 2);
-  REQUIRE(ValueOrFail(store->CountCapableWorkers("sm_100a", "evaluate", absl::Minutes(1))) == 1);
+  REQUIRE(ValueOrFail(store->CountCapableWorkers(v1::ARCH_SM_90A, v1::JOB_KIND_EVALUATE,
+                                                 absl::Minutes(1))) == 1);
+  REQUIRE(ValueOrFail(store->CountCapableWorkers(v1::ARCH_SM_90A, v1::JOB_KIND_COMPILE,
+                                                 absl::Minutes(1))) == 2);
+  REQUIRE(ValueOrFail(store->CountCapableWorkers(v1::ARCH_SM_100A, v1::JOB_KIND_EVALUATE,
+                                                 absl::Minutes(1))) == 1);
 
   // A draining worker gets nothing (and learns it from its heartbeat); an unhealthy one
   // neither; each resumes when the condition is lifted.
-  REQUIRE(ValueOrFail(store->SetWorkerState(h200.worker_id, "draining", "maintenance")).state ==
-          "draining");
+  REQUIRE(
+      ValueOrFail(store->SetWorkerState(h200.worker_id, v1::WORKER_STATE_DRAINING, "maintenance"))
+          .state == v1::WORKER_STATE_DRAINING);
   REQUIRE_FALSE(Lease(*store, h200.worker_id).has_value());
   HeartbeatResult beat = ValueOrFail(store->Heartbeat(h200.worker_id, {}, true, ""));
   REQUIRE(beat.drain);
-  REQUIRE(ValueOrFail(store->CountCapableWorkers("sm_90a", "evaluate", absl::Minutes(1))) == 0);
-  REQUIRE_OK(store->SetWorkerState(h200.worker_id, "active", ""));
+  REQUIRE(ValueOrFail(store->CountCapableWorkers(v1::ARCH_SM_90A, v1::JOB_KIND_EVALUATE,
+                                                 absl::Minutes(1))) == 0);
+  REQUIRE_OK(store->SetWorkerState(h200.worker_id, v1::WORKER_STATE_ACTIVE, ""));
   REQUIRE(ValueOrFail(store->Heartbeat(h200.worker_id, {}, false, "ECC errors")).drain == false);
   REQUIRE_FALSE(Lease(*store, h200.worker_id).has_value());
   REQUIRE_FALSE(ValueOrFail(store->Heartbeat(h200.worker_id, {}, true, "")).drain);
   std::optional<LeasedJobRow> evaluate = Lease(*store, h200.worker_id);
   REQUIRE(evaluate.has_value());
-  REQUIRE(evaluate->kind == "evaluate");
+  REQUIRE(evaluate->kind == v1::JOB_KIND_EVALUATE);
   REQUIRE(evaluate->submission_id == hopper.id);
   REQUIRE_THAT(evaluate->source, Catch::Contains(".target sm_90a"));
 
@@ -538,42 +588,42 @@ TEST_CASE_METHOD(PgFixture, "compile then evaluate: a clean compile of a full su
     NewSubmission request = MakeSubmission(kAcme);
     request.launch_plan_json = R"({"launches": [{"kernel": "gemm", "grid": [132, 1, 1]}]})";
     SubmissionRow submission = ValueOrFail(store->CreateSubmission(request));
-    REQUIRE(submission.state == "queued");
-    REQUIRE(submission.stage == "queued");
+    REQUIRE(submission.state == v1::SUBMISSION_STATE_QUEUED);
+    REQUIRE(submission.stage == v1::STAGE_QUEUED);
     REQUIRE(submission.source_sha256.size() == 64);
 
     std::optional<LeasedJobRow> compile = Lease(*store, compiler.worker_id);
     REQUIRE(compile.has_value());
     REQUIRE(compile->source == request.source);
     REQUIRE_THAT(compile->launch_plan_json, Catch::Contains("\"grid\": [132, 1, 1]"));
-    REQUIRE_OK(store->ReportStage(compile->lease, "compile", R"({"ok": true})"));
+    REQUIRE_OK(store->ReportStage(compile->lease, v1::STAGE_COMPILE, R"({"ok": true})"));
     REQUIRE_OK(store->CompleteJob(compile->lease, MakeVerdict("compiled")));
     SubmissionRow between = ValueOrFail(store->GetSubmission(submission.id, kAcme));
-    REQUIRE(between.state == "running");
+    REQUIRE(between.state == v1::SUBMISSION_STATE_RUNNING);
     REQUIRE_FALSE(between.verdict.has_value());
     std::vector<JobRow> jobs = ValueOrFail(store->ListJobs(submission.id));
     REQUIRE(jobs.size() == 2);
-    REQUIRE(jobs[0].kind == "compile");
-    REQUIRE(jobs[0].state == "done");
-    REQUIRE(jobs[1].kind == "evaluate");
-    REQUIRE(jobs[1].state == "queued");
+    REQUIRE(jobs[0].kind == v1::JOB_KIND_COMPILE);
+    REQUIRE(jobs[0].state == JobState::kDone);
+    REQUIRE(jobs[1].kind == v1::JOB_KIND_EVALUATE);
+    REQUIRE(jobs[1].state == JobState::kQueued);
 
     std::optional<LeasedJobRow> evaluate = Lease(*store, gpu.worker_id);
     REQUIRE(evaluate.has_value());
-    REQUIRE(evaluate->kind == "evaluate");
+    REQUIRE(evaluate->kind == v1::JOB_KIND_EVALUATE);
     REQUIRE(evaluate->lease.attempt == 1);
-    REQUIRE_OK(store->ReportStage(evaluate->lease, "compile", R"({"ok": true})"));
-    REQUIRE_OK(store->ReportStage(evaluate->lease, "correctness", R"({"ok": true})"));
-    REQUIRE(ValueOrFail(store->GetSubmission(submission.id, "")).stage == "correctness");
+    REQUIRE_OK(store->ReportStage(evaluate->lease, v1::STAGE_COMPILE, R"({"ok": true})"));
+    REQUIRE_OK(store->ReportStage(evaluate->lease, v1::STAGE_CORRECTNESS, R"({"ok": true})"));
+    REQUIRE(ValueOrFail(store->GetSubmission(submission.id, "")).stage == v1::STAGE_CORRECTNESS);
     VerdictRow pass = MakeVerdict("pass", "all workloads within tolerance");
     pass.speedup = 1.25;
     pass.verdict_json = R"({"verdict_class": "VERDICT_CLASS_PASS", "speedup": 1.25})";
     REQUIRE_OK(store->CompleteJob(evaluate->lease, pass));
 
     SubmissionRow finished = ValueOrFail(store->GetSubmission(submission.id, kAcme));
-    REQUIRE(finished.state == "finished");
-    REQUIRE(finished.stage == "done");
-    REQUIRE(finished.verdict->verdict_class == "pass");
+    REQUIRE(finished.state == v1::SUBMISSION_STATE_FINISHED);
+    REQUIRE(finished.stage == v1::STAGE_DONE);
+    REQUIRE(finished.verdict->verdict_class == v1::VERDICT_CLASS_PASS);
     REQUIRE(finished.verdict->tic);
     REQUIRE(finished.verdict->speedup == Approx(1.25));
     REQUIRE_THAT(finished.verdict->verdict_json, Catch::Contains("VERDICT_CLASS_PASS"));
@@ -596,8 +646,8 @@ TEST_CASE_METHOD(PgFixture, "compile then evaluate: a clean compile of a full su
     REQUIRE(compile.has_value());
     REQUIRE_OK(store->CompleteJob(compile->lease, MakeVerdict("compiled")));
     SubmissionRow finished = ValueOrFail(store->GetSubmission(submission.id, kAcme));
-    REQUIRE(finished.state == "finished");
-    REQUIRE(finished.verdict->verdict_class == "compiled");
+    REQUIRE(finished.state == v1::SUBMISSION_STATE_FINISHED);
+    REQUIRE(finished.verdict->verdict_class == v1::VERDICT_CLASS_COMPILED);
     REQUIRE(ValueOrFail(store->ListJobs(submission.id)).size() == 1);
   }
 
@@ -608,7 +658,7 @@ TEST_CASE_METHOD(PgFixture, "compile then evaluate: a clean compile of a full su
     REQUIRE_OK(store->CompleteJob(compile->lease, MakeVerdict("compile_error", "wgmma: bad")));
     REQUIRE(ValueOrFail(store->ListJobs(submission.id)).size() == 1);
     REQUIRE(ValueOrFail(store->GetSubmission(submission.id, "")).verdict->verdict_class ==
-            "compile_error");
+            v1::VERDICT_CLASS_COMPILE_ERROR);
     REQUIRE_FALSE(Lease(*store, gpu.worker_id).has_value());
   }
 
@@ -689,29 +739,33 @@ TEST_CASE_METHOD(PgFixture, "cancel stops queued and leased jobs and the holder 
   REQUIRE_STATUS(store->CancelSubmission(running.id, kGlobex), absl::StatusCode::kNotFound);
 
   SubmissionRow cancelled = ValueOrFail(store->CancelSubmission(running.id, kAcme));
-  REQUIRE(cancelled.state == "cancelled");
-  REQUIRE(cancelled.stage == "done");
-  REQUIRE(cancelled.verdict->verdict_class == "cancelled");
+  REQUIRE(cancelled.state == v1::SUBMISSION_STATE_CANCELLED);
+  REQUIRE(cancelled.stage == v1::STAGE_DONE);
+  REQUIRE(cancelled.verdict->verdict_class == v1::VERDICT_CLASS_CANCELLED);
   HeartbeatResult beat = ValueOrFail(store->Heartbeat(worker.worker_id, {job->lease}, true, ""));
   REQUIRE(beat.cancelled_job_ids == std::vector<std::string>{job->lease.job_id});
   REQUIRE(beat.lost.empty());
   absl::Status late = store->CompleteJob(job->lease, MakeVerdict("pass"));
   REQUIRE(IsLeaseLost(late));
   REQUIRE_THAT(std::string(late.message()), Catch::Contains("cancelled"));
-  REQUIRE(ValueOrFail(store->GetSubmission(running.id, "")).verdict->verdict_class == "cancelled");
+  REQUIRE(ValueOrFail(store->GetSubmission(running.id, "")).verdict->verdict_class ==
+          v1::VERDICT_CLASS_CANCELLED);
 
   // A queued submission's job never reaches a worker.
-  REQUIRE(ValueOrFail(store->CancelSubmission(queued.id, "")).state == "cancelled");
-  REQUIRE(ValueOrFail(store->ListJobs(queued.id))[0].state == "cancelled");
+  REQUIRE(ValueOrFail(store->CancelSubmission(queued.id, "")).state ==
+          v1::SUBMISSION_STATE_CANCELLED);
+  REQUIRE(ValueOrFail(store->ListJobs(queued.id))[0].state == JobState::kCancelled);
   REQUIRE_FALSE(Lease(*store, worker.worker_id).has_value());
   // Cancelling again changes nothing; the watcher's last event is "done".
-  REQUIRE(ValueOrFail(store->CancelSubmission(queued.id, kAcme)).state == "cancelled");
+  REQUIRE(ValueOrFail(store->CancelSubmission(queued.id, kAcme)).state ==
+          v1::SUBMISSION_STATE_CANCELLED);
   REQUIRE(EventStages(*store, queued.id) == std::vector<std::string>{"queued", "done"});
   REQUIRE(ValueOrFail(store->CountUnfinishedSubmissions(kAcme)) == 0);
   // Notices after the end are dropped, so "done" stays last.
   REQUIRE_OK(store->AppendNotice(queued.id, R"({"notice": "no worker for sm_90a"})"));
   REQUIRE(EventStages(*store, queued.id).back() == "done");
-  std::vector<AuditRow> audit = ValueOrFail(store->ListAuditLog("submission", running.id));
+  std::vector<AuditRow> audit =
+      ValueOrFail(store->ListAuditLog(AuditEntity::kSubmission, running.id));
   REQUIRE(audit.back().new_state == "cancelled");
   REQUIRE(audit.back().actor == "tenant:acme");
 }
@@ -751,8 +805,9 @@ TEST_CASE_METHOD(PgFixture, "cancels racing with working workers leave one verdi
         }
         idle_since = absl::InfiniteFuture();
         const LeaseRef lease = (*job)->lease;
-        const bool compile = (*job)->kind == "compile";
-        absl::Status status = store->ReportStage(lease, compile ? "compile" : "correctness", "{}");
+        const bool compile = (*job)->kind == v1::JOB_KIND_COMPILE;
+        absl::Status status =
+            store->ReportStage(lease, compile ? v1::STAGE_COMPILE : v1::STAGE_CORRECTNESS, "{}");
         if (status.ok()) {
           status = store->CompleteJob(lease, MakeVerdict(compile ? "compiled" : "pass"));
         }
@@ -790,14 +845,17 @@ TEST_CASE_METHOD(PgFixture, "cancels racing with working workers leave one verdi
     INFO(ids[i]);
     if (i % 2 == 0) {
       // Cancelled in time, or finished before the cancel came; never both.
-      REQUIRE((row.state == "cancelled" || row.state == "finished"));
-      REQUIRE(row.verdict->verdict_class == (row.state == "cancelled" ? "cancelled" : "pass"));
+      REQUIRE((row.state == v1::SUBMISSION_STATE_CANCELLED ||
+               row.state == v1::SUBMISSION_STATE_FINISHED));
+      REQUIRE(row.verdict->verdict_class == (row.state == v1::SUBMISSION_STATE_CANCELLED
+                                                 ? v1::VERDICT_CLASS_CANCELLED
+                                                 : v1::VERDICT_CLASS_PASS));
     } else {
-      REQUIRE(row.state == "finished");
-      REQUIRE(row.verdict->verdict_class == "pass");
+      REQUIRE(row.state == v1::SUBMISSION_STATE_FINISHED);
+      REQUIRE(row.verdict->verdict_class == v1::VERDICT_CLASS_PASS);
     }
     std::vector<StageEventRow> events = ValueOrFail(store->ListStageEvents(ids[i], 0));
-    REQUIRE(events.back().stage == "done");
+    REQUIRE(events.back().stage == v1::STAGE_DONE);
     for (size_t e = 0; e < events.size(); ++e) REQUIRE(events[e].seq == static_cast<int>(e) + 1);
   }
 }
@@ -841,14 +899,15 @@ TEST_CASE_METHOD(PgFixture, "LISTEN/NOTIFY wakes waiting leasers and watchers", 
   });
   absl::SleepFor(absl::Milliseconds(50));
   const absl::Time reported_at = absl::Now();
-  REQUIRE_OK(store->ReportStage(job->lease, "compile", R"({"ok": true})"));
+  REQUIRE_OK(store->ReportStage(job->lease, v1::STAGE_COMPILE, R"({"ok": true})"));
   watcher.join();
   REQUIRE(watcher_woke);
   REQUIRE(absl::Now() - reported_at < absl::Seconds(5));
 
   // A requeue notifies leasers too (a retried job is leasable again).
   const uint64_t before_requeue = store->QueueChangeCount();
-  REQUIRE(ValueOrFail(store->FailJob(job->lease, "infrastructure", "GPU fell off the bus")));
+  REQUIRE(ValueOrFail(
+      store->FailJob(job->lease, v1::FAILURE_KIND_INFRASTRUCTURE, "GPU fell off the bus")));
   REQUIRE(ValueOrFail(store->WaitForQueueChange(before_requeue, absl::Seconds(5))));
 }
 
@@ -858,7 +917,7 @@ TEST_CASE_METHOD(PgFixture, "the audit log records actors and refuses changes", 
   REQUIRE_OK(
       store->CreateToken(Token("tok1", kAcme, "vendor"), std::string(64, 'a'), "admin:root"));
   REQUIRE_OK(store->RevokeToken("tok1", "admin:root"));
-  std::vector<AuditRow> token_audit = ValueOrFail(store->ListAuditLog("token", "tok1"));
+  std::vector<AuditRow> token_audit = ValueOrFail(store->ListAuditLog(AuditEntity::kToken, "tok1"));
   REQUIRE(token_audit.size() == 2);
   REQUIRE(token_audit[0].new_state == "active");
   REQUIRE(token_audit[1].old_state == "active");
@@ -866,8 +925,9 @@ TEST_CASE_METHOD(PgFixture, "the audit log records actors and refuses changes", 
   REQUIRE(token_audit[1].actor == "admin:root");
 
   WorkerRow worker = RegisterGpu(*store, "h200-a", "sm_90a");
-  REQUIRE_OK(store->SetWorkerState(worker.worker_id, "draining", "", "admin:root"));
-  std::vector<AuditRow> worker_audit = ValueOrFail(store->ListAuditLog("worker", worker.worker_id));
+  REQUIRE_OK(store->SetWorkerState(worker.worker_id, v1::WORKER_STATE_DRAINING, "", "admin:root"));
+  std::vector<AuditRow> worker_audit =
+      ValueOrFail(store->ListAuditLog(AuditEntity::kWorker, worker.worker_id));
   REQUIRE(worker_audit.back().new_state == "draining");
   REQUIRE(worker_audit.back().actor == "admin:root");
 
@@ -879,8 +939,9 @@ TEST_CASE_METHOD(PgFixture, "the audit log records actors and refuses changes", 
   // A change made outside the store is still recorded, attributed to the database role.
   REQUIRE_OK(database().Sql(
       absl::StrCat("UPDATE workers SET state = 'offline' WHERE id = '", worker.worker_id, "'")));
-  REQUIRE_THAT(ValueOrFail(store->ListAuditLog("worker", worker.worker_id)).back().actor,
-               Catch::StartsWith("sql:"));
+  REQUIRE_THAT(
+      ValueOrFail(store->ListAuditLog(AuditEntity::kWorker, worker.worker_id)).back().actor,
+      Catch::StartsWith("sql:"));
 }
 
 TEST_CASE_METHOD(PgFixture, "tokens and tenants and submission listings", "[store]") {
@@ -900,7 +961,8 @@ TEST_CASE_METHOD(PgFixture, "tokens and tenants and submission listings", "[stor
   std::string raw_as_hex;
   for (int i = 0; i < 32; ++i) raw_as_hex += "7F";
   REQUIRE(ValueOrFail(store->FindTokenBySecretHash(raw_as_hex)).token_id == "w1");
-  REQUIRE(ValueOrFail(store->FindTokenBySecretHash(std::string(32, '\x7f'))).role == "worker");
+  REQUIRE(ValueOrFail(store->FindTokenBySecretHash(std::string(32, '\x7f'))).role ==
+          v1::ROLE_WORKER);
   REQUIRE_OK(store->RevokeToken("v1"));
   REQUIRE_STATUS(store->FindTokenBySecretHash(hex), absl::StatusCode::kNotFound);
   REQUIRE(ValueOrFail(store->CountTokens()) == 2);
@@ -952,10 +1014,10 @@ TEST_CASE_METHOD(PgFixture, "bad input is refused with an error naming the probl
     REQUIRE_THAT(std::string(status.message()), Catch::Contains(mentions));
   };
   NewSubmission request = MakeSubmission(kAcme);
-  request.arch = "sm_80";
-  expect_invalid(request, "arch 'sm_80'");
+  request.arch = static_cast<v1::Arch>(80);
+  expect_invalid(request, "arch");
   request = MakeSubmission(kAcme);
-  request.knowledge_level = "everything";
+  request.knowledge_level = static_cast<v1::KnowledgeLevel>(99);
   expect_invalid(request, "knowledge_level");
   request = MakeSubmission(kAcme);
   request.source = std::string("a\0b", 3);
@@ -975,21 +1037,23 @@ TEST_CASE_METHOD(PgFixture, "bad input is refused with an error naming the probl
   REQUIRE_STATUS(store->LeaseJob("not-a-uuid"), absl::StatusCode::kInvalidArgument);
   REQUIRE_STATUS(store->LeaseJob("00000000-0000-0000-0000-000000000000"),
                  absl::StatusCode::kNotFound);
-  REQUIRE_STATUS(store->ReportStage({"x", "y", 1}, "compile", "{}"),
+  REQUIRE_STATUS(store->ReportStage({"x", "y", 1}, v1::STAGE_COMPILE, "{}"),
                  absl::StatusCode::kInvalidArgument);
   SubmissionRow submission = Submit(*store, kAcme);
   WorkerRow worker = RegisterGpu(*store, "h200-a", "sm_90a");
   std::optional<LeasedJobRow> job = Lease(*store, worker.worker_id);
   REQUIRE(job.has_value());
-  REQUIRE_STATUS(store->ReportStage(job->lease, "done", "{}"), absl::StatusCode::kInvalidArgument);
-  REQUIRE_STATUS(store->ReportStage(job->lease, "compile", "{oops"),
+  REQUIRE_STATUS(store->ReportStage(job->lease, v1::STAGE_DONE, "{}"),
                  absl::StatusCode::kInvalidArgument);
-  REQUIRE_STATUS(store->SetWorkerState(worker.worker_id, "asleep", ""),
+  REQUIRE_STATUS(store->ReportStage(job->lease, v1::STAGE_COMPILE, "{oops"),
+                 absl::StatusCode::kInvalidArgument);
+  REQUIRE_STATUS(store->SetWorkerState(worker.worker_id, static_cast<v1::WorkerState>(99), ""),
                  absl::StatusCode::kInvalidArgument);
   WorkerRegistration no_arch;
   no_arch.hostname = "gpu-without-arch";
   REQUIRE_STATUS(store->RegisterWorker(no_arch), absl::StatusCode::kInvalidArgument);
-  REQUIRE(ValueOrFail(store->GetSubmission(submission.id, "")).state == "running");
+  REQUIRE(ValueOrFail(store->GetSubmission(submission.id, "")).state ==
+          v1::SUBMISSION_STATE_RUNNING);
 }
 
 TEST_CASE_METHOD(PgFixture,
@@ -1028,6 +1092,182 @@ TEST_CASE_METHOD(PgFixture,
   no_pool.database_url = database_url();
   no_pool.pool_size = 0;
   REQUIRE_STATUS(Store::Connect(no_pool), absl::StatusCode::kInvalidArgument);
+}
+
+// ---------------------------------------------------------------------------------------
+// Lease faults: expiry is fenced, except where the scheduler was down; restarted workers.
+
+TEST_CASE_METHOD(PgFixture,
+                 "an expired lease not yet reaped is refused everywhere and stores nothing",
+                 "[store][queue][faults]") {
+  auto store = ConnectStore(Options(absl::Milliseconds(300), absl::ZeroDuration()));
+  CreateTenants(*store);
+  SubmissionRow submission = Submit(*store, kAcme);
+  WorkerRow late = RegisterGpu(*store, "h200-late", "sm_90a");
+  std::optional<LeasedJobRow> job = Lease(*store, late.worker_id);
+  REQUIRE(job.has_value());
+  REQUIRE(ValueOrFail(store->ListWorkers())[0].jobs_held == 1);
+  absl::SleepFor(absl::Milliseconds(450));
+
+  // No reaper has run: the lease is expired but still 'leased' in the table.
+  REQUIRE(ValueOrFail(store->ListJobs(submission.id))[0].state == JobState::kLeased);
+  // A late heartbeat does not revive it, and the worker learns it lost the job.
+  HeartbeatResult beat = ValueOrFail(store->Heartbeat(late.worker_id, {job->lease}, true, ""));
+  REQUIRE(beat.lost.size() == 1);
+  REQUIRE(ValueOrFail(store->ListJobs(submission.id))[0].lease_expires_at.value() < absl::Now());
+  // A late stage report, completion or failure changes nothing, and says why in a type.
+  absl::Status report = store->ReportStage(job->lease, v1::STAGE_COMPILE, "{}");
+  REQUIRE(LeaseLostReasonOf(report) == LeaseLostReason::kExpired);
+  REQUIRE_THAT(std::string(report.message()), Catch::Contains("expired"));
+  absl::Status complete = store->CompleteJob(job->lease, MakeVerdict("compile_error", "late"));
+  REQUIRE(LeaseLostReasonOf(complete) == LeaseLostReason::kExpired);
+  REQUIRE(LeaseLostReasonOf(
+              store->FailJob(job->lease, v1::FAILURE_KIND_INFRASTRUCTURE, "late").status()) ==
+          LeaseLostReason::kExpired);
+  REQUIRE(database().Scalar("SELECT count(*) FROM verdicts").value() == "0");
+  REQUIRE(EventStages(*store, submission.id) == std::vector<std::string>{"queued"});
+  // ListWorkers does not count a lease nobody can use.
+  REQUIRE(ValueOrFail(store->ListWorkers())[0].jobs_held == 0);
+
+  // The reaper takes exactly that lease back; another worker gets the job.
+  REQUIRE(ValueOrFail(store->ReapExpiredLeases()) == 1);
+  WorkerRow other = RegisterGpu(*store, "h200-other", "sm_90a");
+  std::optional<LeasedJobRow> again = Lease(*store, other.worker_id);
+  REQUIRE(again.has_value());
+  REQUIRE(again->lease.attempt == 2);
+  REQUIRE(LeaseLostReasonOf(store->CompleteJob(job->lease, MakeVerdict("pass"))) ==
+          LeaseLostReason::kLeasedAgain);
+  REQUIRE_OK(store->CompleteJob(again->lease, MakeVerdict("compile_error", "from the holder")));
+  REQUIRE(LeaseLostReasonOf(store->CompleteJob(again->lease, MakeVerdict("pass"))) ==
+          LeaseLostReason::kFinished);
+  REQUIRE(LeaseLostReasonOf(store->CompleteJob(
+              {"00000000-0000-0000-0000-000000000000", other.worker_id, 1}, MakeVerdict("pass"))) ==
+          LeaseLostReason::kNoSuchJob);
+  // Other statuses carry no reason, whatever their message says.
+  REQUIRE_FALSE(LeaseLostReasonOf(absl::FailedPreconditionError("lease lost: forged")));
+  REQUIRE_FALSE(IsLeaseLost(absl::FailedPreconditionError("lease lost: forged")));
+}
+
+TEST_CASE_METHOD(PgFixture,
+                 "a scheduler back from an outage grants live leases a lease period and reaps "
+                 "only those that expired before it went down",
+                 "[store][queue][faults]") {
+  StoreOptions options = Options(absl::Seconds(2), absl::ZeroDuration());
+  options.outage_threshold = absl::Milliseconds(500);
+  auto store = ConnectStore(options);
+  CreateTenants(*store);
+  WorkerRow worker = RegisterGpu(*store, "h200-a", "sm_90a");
+  SubmissionRow before = Submit(*store, kAcme);
+  SubmissionRow during = Submit(*store, kAcme);
+  SubmissionRow beating = Submit(*store, kAcme);
+  std::optional<LeasedJobRow> expired_before = Lease(*store, worker.worker_id);
+  std::optional<LeasedJobRow> expired_during = Lease(*store, worker.worker_id);
+  std::optional<LeasedJobRow> heartbeat_first = Lease(*store, worker.worker_id);
+  REQUIRE(expired_before->submission_id == before.id);
+  REQUIRE(expired_during->submission_id == during.id);
+  REQUIRE(heartbeat_first->submission_id == beating.id);
+  // The last reaper pass ran 20 s ago, then the scheduler went down (a restart, a database
+  // outage). One lease had expired before that (its worker died); the others expired while
+  // nobody could serve their workers' heartbeats.
+  REQUIRE_OK(database().Sql(R"sql(
+      UPDATE scheduler_liveness SET alive_at = now() - interval '20 seconds';
+      UPDATE jobs SET lease_expires_at = now() - interval '30 seconds'
+        WHERE submission_id = ')sql" +
+                            before.id + R"sql(';
+      UPDATE jobs SET lease_expires_at = now() - interval '10 seconds'
+        WHERE submission_id IN (')sql" +
+                            during.id + "', '" + beating.id + "')"));
+
+  // Before any reaper pass, the fence already applies the rule: a worker back first keeps
+  // its lease; the one that expired before the outage stays lost.
+  HeartbeatResult beat = ValueOrFail(store->Heartbeat(
+      worker.worker_id, {heartbeat_first->lease, expired_before->lease}, true, ""));
+  REQUIRE(beat.lost.size() == 1);
+  REQUIRE(beat.lost[0].job_id == expired_before->lease.job_id);
+
+  ReapReport pass;
+  REQUIRE(ValueOrFail(store->ReapExpiredLeases(&pass)) == 1);
+  CHECK(pass.outage);
+  CHECK(pass.gap >= absl::Seconds(19));
+  CHECK(pass.graced == 2);
+  REQUIRE(ValueOrFail(store->ListJobs(before.id))[0].state == JobState::kQueued);
+  for (const SubmissionRow* kept : {&during, &beating}) {
+    JobRow job = ValueOrFail(store->ListJobs(kept->id))[0];
+    REQUIRE(job.state == JobState::kLeased);
+    REQUIRE(job.lease_expires_at.value() > absl::Now() + absl::Seconds(1));
+  }
+  // The worker whose heartbeat came after the pass still holds its job and completes it.
+  REQUIRE(ValueOrFail(store->Heartbeat(worker.worker_id, {expired_during->lease}, true, ""))
+              .lost.empty());
+  REQUIRE_OK(store->CompleteJob(expired_during->lease, MakeVerdict("compile_error", "kept")));
+  // The scheduler is up again: the next pass is no outage, grants nothing, reaps nothing.
+  REQUIRE(ValueOrFail(store->ReapExpiredLeases(&pass)) == 0);
+  CHECK_FALSE(pass.outage);
+  CHECK(pass.graced == 0);
+}
+
+TEST_CASE_METHOD(PgFixture, "with regular reaper passes an expired lease is reaped on time",
+                 "[store][queue][faults]") {
+  StoreOptions options = Options(absl::Milliseconds(400), absl::ZeroDuration());
+  options.outage_threshold = absl::Milliseconds(300);
+  auto store = ConnectStore(options);
+  CreateTenants(*store);
+  WorkerRow worker = RegisterGpu(*store, "h200-a", "sm_90a");
+  SubmissionRow submission = Submit(*store, kAcme);
+  REQUIRE(ValueOrFail(store->ReapExpiredLeases()) == 0);  // The pass at start.
+  std::optional<LeasedJobRow> job = Lease(*store, worker.worker_id);
+  REQUIRE(job.has_value());
+  const absl::Time leased = absl::Now();
+  int reaped = 0;
+  while (reaped == 0 && absl::Now() - leased < absl::Seconds(5)) {
+    ReapReport pass;
+    reaped = ValueOrFail(store->ReapExpiredLeases(&pass));
+    REQUIRE_FALSE(pass.outage);  // 100 ms apart: never an outage, never a grace.
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  REQUIRE(reaped == 1);
+  // Not before the lease ran out, and within two passes after.
+  const absl::Duration taken = absl::Now() - leased;
+  CHECK(taken >= absl::Milliseconds(400));
+  CHECK(taken < absl::Milliseconds(1500));
+  REQUIRE(ValueOrFail(store->ListJobs(submission.id))[0].state == JobState::kQueued);
+}
+
+TEST_CASE_METHOD(PgFixture, "a worker that registers again gets its predecessor's leases released",
+                 "[store][queue][faults]") {
+  auto store = ConnectStore(Options(absl::Seconds(60), absl::ZeroDuration()));
+  CreateTenants(*store);
+  WorkerRow worker = RegisterGpu(*store, "h200-a", "sm_90a");
+  SubmissionRow first = Submit(*store, kAcme);
+  SubmissionRow second = Submit(*store, kAcme);
+  std::optional<LeasedJobRow> a = Lease(*store, worker.worker_id);
+  std::optional<LeasedJobRow> b = Lease(*store, worker.worker_id);
+  REQUIRE((a.has_value() && b.has_value()));
+  // Another worker's lease is not touched.
+  WorkerRow neighbour = RegisterGpu(*store, "h200-b", "sm_90a");
+  SubmissionRow theirs = Submit(*store, kAcme);
+  std::optional<LeasedJobRow> c = Lease(*store, neighbour.worker_id);
+  REQUIRE(c->submission_id == theirs.id);
+
+  REQUIRE(ValueOrFail(store->ReleaseWorkerLeases(worker.worker_id, "worker restarted")) == 2);
+  for (const SubmissionRow* released : {&first, &second}) {
+    JobRow job = ValueOrFail(store->ListJobs(released->id))[0];
+    REQUIRE(job.state == JobState::kQueued);
+    REQUIRE(job.infrastructure_attempts == 1);
+    REQUIRE(job.last_error == "worker restarted");
+  }
+  for (const WorkerRow& row : ValueOrFail(store->ListWorkers())) {
+    REQUIRE(row.jobs_held == (row.worker_id == worker.worker_id ? 0 : 1));
+  }
+  // The predecessor's leases are dead; the new process leases the jobs again.
+  REQUIRE(IsLeaseLost(store->CompleteJob(a->lease, MakeVerdict("pass"))));
+  std::optional<LeasedJobRow> again = Lease(*store, worker.worker_id);
+  REQUIRE(again.has_value());
+  REQUIRE(again->lease.attempt == 2);
+  REQUIRE(ValueOrFail(store->ReleaseWorkerLeases(worker.worker_id, "again")) == 1);
+  REQUIRE(ValueOrFail(store->ReleaseWorkerLeases(worker.worker_id, "nothing held")) == 0);
+  REQUIRE_OK(store->CompleteJob(c->lease, MakeVerdict("compile_error")));
+  REQUIRE_STATUS(store->ReleaseWorkerLeases("not-a-uuid", "x"), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -17,17 +17,16 @@ using u32 = unsigned int;
 using u64 = unsigned long long;
 namespace emu = ::ptxbench_emu;
 
-// Tensor-map fields the emulator's launcher writes into CUtensorMap::opaque.
-enum EmuMapField : int {
-  kMapAddress = 0,
-  kMapDim0 = 1,
-  kMapDim1 = 2,
-  kMapStride1Bytes = 3,
-  kMapBox0 = 4,
-  kMapBox1 = 5,
-  kMapSwizzleBytes = 6,
-  kMapElementBytes = 7,
-};
+// Tensor-map fields the emulator's launcher writes into CUtensorMap::opaque (emu_runtime.h).
+using emu::EmuMapField;
+using emu::kMapAddress;
+using emu::kMapBox0;
+using emu::kMapBox1;
+using emu::kMapDim0;
+using emu::kMapDim1;
+using emu::kMapElementBytes;
+using emu::kMapStride1Bytes;
+using emu::kMapSwizzleBytes;
 
 inline bool elect_one() {
   // Every lane calls it (full member mask); lane 0 is as good a choice as the hardware's.
@@ -51,33 +50,7 @@ inline void fence_proxy_async_shared() {}
 inline void prefetch_tensormap(const CUtensorMap*) {}
 
 inline void tma_load_2d(void* smem_dst, const CUtensorMap* map, u64* bar, int coord0, int coord1) {
-  const u64* f = map->opaque;
-  const u32 dst = static_cast<u32>(__cvta_generic_to_shared(smem_dst));
-  const u32 element_bytes = static_cast<u32>(f[kMapElementBytes]);
-  const u32 box0 = static_cast<u32>(f[kMapBox0]);
-  const u32 box1 = static_cast<u32>(f[kMapBox1]);
-  const u32 row_bytes = box0 * element_bytes;
-  if (f[kMapSwizzleBytes] != 128) emu::Fail("emulated TMA supports the 128B swizzle only");
-  if (row_bytes != 128) emu::Fail("128B swizzle needs a 128-byte inner box here", row_bytes);
-  if (dst % 1024 != 0) emu::Fail("128B-swizzled TMA destination not 1024-byte aligned", dst);
-  emu::CheckSmem(dst, row_bytes * box1);
-  const unsigned char* global = reinterpret_cast<const unsigned char*>(f[kMapAddress]);
-  for (u32 r = 0; r < box1; ++r) {
-    for (u32 e = 0; e < box0; ++e) {
-      const long long g0 = static_cast<long long>(coord0) + e;
-      const long long g1 = static_cast<long long>(coord1) + r;
-      const u32 address = emu::Swizzle128(dst + r * row_bytes + e * element_bytes);
-      if (g0 >= 0 && g1 >= 0 && g0 < static_cast<long long>(f[kMapDim0]) &&
-          g1 < static_cast<long long>(f[kMapDim1])) {
-        std::memcpy(emu::state().smem + address,
-                    global + g1 * static_cast<long long>(f[kMapStride1Bytes]) + g0 * element_bytes,
-                    element_bytes);
-      } else {
-        std::memset(emu::state().smem + address, 0, element_bytes);
-      }
-    }
-  }
-  emu::MbarrierCompleteTx(bar, static_cast<long long>(row_bytes) * box1);
+  emu::TmaLoad2d(smem_dst, map, bar, coord0, coord1);
 }
 
 inline void tma_load_3d(void*, const CUtensorMap*, u64*, int, int, int) {

@@ -60,6 +60,8 @@ namespace ptxbench_emu {
 
 inline thread_local EmuDim3 thread_idx;
 inline thread_local EmuDim3 block_idx;
+inline thread_local EmuDim3 grid_dim;
+inline thread_local EmuDim3 block_dim;
 
 [[noreturn]] inline void Fail(const char* what, long long a = 0, long long b = 0) {
   std::fprintf(stderr, "EMULATION ERROR (block %u,%u thread %u): %s [%lld, %lld]\n", block_idx.x,
@@ -81,6 +83,19 @@ struct Block {
   std::mutex named_mutex;
   std::map<std::pair<unsigned, unsigned>, std::unique_ptr<std::barrier<>>> named_barriers;
   std::vector<unsigned long long> exchange;  // One slot per thread for warp collectives.
+  // Hopper warpgroup collectives (emu_hopper_primitives.h): one barrier per full warpgroup of
+  // 128 threads, and one slot per thread for the pointers a wgmma gathers.
+  std::vector<std::unique_ptr<std::barrier<>>> warpgroup_barriers;
+  std::vector<void*> wgmma_d;
+  std::vector<const void*> wgmma_a;
+  std::vector<unsigned long long> wgmma_key;
+  // Per warpgroup: the wgmma operations of the open (not yet committed) group and of each
+  // committed group not yet waited for, oldest first; each runs when its group completes.
+  struct WgmmaQueue {
+    std::vector<std::function<void()>> open;
+    std::vector<std::vector<std::function<void()>>> committed;
+  };
+  std::vector<WgmmaQueue> wgmma_queues;
 };
 
 struct Mbarrier {
@@ -201,6 +216,24 @@ inline bool MbarrierTryWait(const void* bar, unsigned parity) {
   return done;
 }
 
+// ---- TMA (cp.async.bulk.tensor, 2-D tile mode) ----
+// Tensor-map fields the emulator's launchers write into CUtensorMap::opaque.
+enum EmuMapField : int {
+  kMapAddress = 0,
+  kMapDim0 = 1,
+  kMapDim1 = 2,
+  kMapStride1Bytes = 3,
+  kMapBox0 = 4,
+  kMapBox1 = 5,
+  kMapSwizzleBytes = 6,
+  kMapElementBytes = 7,
+};
+
+// One box into shared memory at `smem_dst`, written with the 128B swizzle of the absolute shared
+// address, out-of-bounds elements zero-filled; then complete_tx of the full box on `bar`.
+inline void TmaLoad2d(void* smem_dst, const CUtensorMap* map, const void* bar, int coord0,
+                      int coord1);
+
 // ---- tensor memory ----
 inline void CheckTmemWarpAccess(unsigned taddr, unsigned columns) {
   const unsigned lane_field = taddr >> 16;
@@ -292,6 +325,13 @@ inline void Launch(const std::function<void()>& kernel, EmuDim3 grid, unsigned t
         block.warp_barriers.push_back(std::make_unique<std::barrier<>>(32));
       }
       block.exchange.assign(threads, 0);
+      for (unsigned g = 0; g < threads / 128; ++g) {
+        block.warpgroup_barriers.push_back(std::make_unique<std::barrier<>>(128));
+      }
+      block.wgmma_d.assign(threads, nullptr);
+      block.wgmma_a.assign(threads, nullptr);
+      block.wgmma_key.assign(threads, 0);
+      block.wgmma_queues.resize(threads / 128);
       s.block = &block;
       s.mbarriers.clear();
       std::memset(s.smem, 0xFF, sizeof(s.smem));  // bf16 0xFFFF is NaN: unwritten data shows.
@@ -302,6 +342,8 @@ inline void Launch(const std::function<void()>& kernel, EmuDim3 grid, unsigned t
         pool.emplace_back([&, t, bx, by] {
           thread_idx = EmuDim3{t, 0, 0};
           block_idx = EmuDim3{bx, by, 0};
+          grid_dim = EmuDim3{grid.x, grid.y, 1};
+          block_dim = EmuDim3{threads, 1, 1};
           pending_mmas.clear();
           kernel();
           if (!pending_mmas.empty()) Fail("tcgen05.mma issued but never committed");
@@ -309,6 +351,12 @@ inline void Launch(const std::function<void()>& kernel, EmuDim3 grid, unsigned t
       }
       for (std::thread& thread : pool) thread.join();
       if (s.tmem_allocated != 0) Fail("CTA exited with tensor memory still allocated");
+      for (const Block::WgmmaQueue& q : block.wgmma_queues) {
+        if (!q.open.empty() || !q.committed.empty()) {
+          Fail("CTA exited with wgmma operations never waited for (wgmma.wait_group)",
+               static_cast<long long>(q.open.size()), static_cast<long long>(q.committed.size()));
+        }
+      }
       s.block = nullptr;
     }
   }
@@ -318,6 +366,8 @@ inline void Launch(const std::function<void()>& kernel, EmuDim3 grid, unsigned t
 
 #define threadIdx (::ptxbench_emu::thread_idx)
 #define blockIdx (::ptxbench_emu::block_idx)
+#define gridDim (::ptxbench_emu::grid_dim)
+#define blockDim (::ptxbench_emu::block_dim)
 
 inline float __uint_as_float(unsigned v) {
   float f;
@@ -367,5 +417,36 @@ inline bool __all_sync(unsigned /*mask*/, bool predicate) {
 
 inline void __syncwarp(unsigned /*mask*/ = 0xffffffffu) { ::ptxbench_emu::WarpSync(); }
 inline void __syncthreads() { ::ptxbench_emu::state().block->block_barrier->arrive_and_wait(); }
+
+inline void ptxbench_emu::TmaLoad2d(void* smem_dst, const CUtensorMap* map, const void* bar,
+                                    int coord0, int coord1) {
+  const unsigned long long* f = map->opaque;
+  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem_dst));
+  const unsigned element_bytes = static_cast<unsigned>(f[kMapElementBytes]);
+  const unsigned box0 = static_cast<unsigned>(f[kMapBox0]);
+  const unsigned box1 = static_cast<unsigned>(f[kMapBox1]);
+  const unsigned row_bytes = box0 * element_bytes;
+  if (f[kMapSwizzleBytes] != 128) Fail("emulated TMA supports the 128B swizzle only");
+  if (row_bytes != 128) Fail("128B swizzle needs a 128-byte inner box here", row_bytes);
+  if (dst % 1024 != 0) Fail("128B-swizzled TMA destination not 1024-byte aligned", dst);
+  CheckSmem(dst, row_bytes * box1);
+  const unsigned char* global = reinterpret_cast<const unsigned char*>(f[kMapAddress]);
+  for (unsigned r = 0; r < box1; ++r) {
+    for (unsigned e = 0; e < box0; ++e) {
+      const long long g0 = static_cast<long long>(coord0) + e;
+      const long long g1 = static_cast<long long>(coord1) + r;
+      const unsigned address = Swizzle128(dst + r * row_bytes + e * element_bytes);
+      if (g0 >= 0 && g1 >= 0 && g0 < static_cast<long long>(f[kMapDim0]) &&
+          g1 < static_cast<long long>(f[kMapDim1])) {
+        std::memcpy(state().smem + address,
+                    global + g1 * static_cast<long long>(f[kMapStride1Bytes]) + g0 * element_bytes,
+                    element_bytes);
+      } else {
+        std::memset(state().smem + address, 0, element_bytes);
+      }
+    }
+  }
+  MbarrierCompleteTx(bar, static_cast<long long>(row_bytes) * box1);
+}
 
 #endif  // PTXBENCH_TOOLS_BLACKWELL_CHECK_EMULATOR_EMU_RUNTIME_H_

@@ -41,6 +41,9 @@ extern "C" __global__ void ptxbench_generate(void* out, uint64_t count, uint64_t
         static_cast<float>(r.v[2]) * 2.3283064365386963e-10f < ptxbench::gpu::kSpikeProbability) {
       x += ptxbench::gpu::kSpikeStddev * spike;
     }
+    if (distribution == ptxbench::gpu::kDistBlockScale) {
+      x = __uint_as_float(ptxbench::gpu::BlockScaleBits(r.v[2]));
+    }
     switch (dtype) {
       case kBF16: static_cast<__nv_bfloat16*>(out)[i] = __float2bfloat16_rn(x); break;
       case kFP16: static_cast<__half*>(out)[i] = __float2half_rn(x); break;
@@ -215,4 +218,70 @@ extern "C" __global__ void __launch_bounds__(256)
     r.ref_sq = values[3][0];
     results[blockIdx.x] = r;
   }
+}
+
+// ---------------------------------------------------------------- output sketch
+// sketch.h: k <= 16 projections sum_i w_j(i) x_i in fp64, w_j(i) = +-1 from bit
+// (i % 8) * 16 + j of Philox4x32-10(counter i / 8, stream, key) (one Philox call serves 8
+// elements), with sum |x|, sum x^2, sum tol, sum tol^2 (tol = max(atol, rtol |x|), the compare
+// kernel's rule) and the count of non-finite elements, in one pass. Block b writes
+// kSketchStride doubles at results + b * kSketchStride; the host adds the blocks in order.
+namespace {
+constexpr int kSketchMaxK = 16;
+constexpr int kSketchStride = kSketchMaxK + 5;
+}  // namespace
+
+extern "C" __global__ void __launch_bounds__(256)
+    ptxbench_sketch(const void* data, uint64_t count, int dtype, uint64_t key, uint32_t stream,
+                    int k, double atol, double rtol, double* results) {
+  double acc[kSketchStride];
+#pragma unroll
+  for (int j = 0; j < kSketchStride; ++j) acc[j] = 0;
+  const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
+  for (uint64_t i = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; i < count;
+       i += stride) {
+    const double x = DecodeRaw(RawElement(data, i, dtype), dtype);
+    if (!isfinite(x)) {
+      acc[kSketchMaxK + 4] += 1;
+      continue;
+    }
+    const ptxbench::gpu::Philox4 r = Philox4x32_10(i >> 3, stream, key);
+    const unsigned base = static_cast<unsigned>(i & 7) * 16;
+#pragma unroll
+    for (int j = 0; j < kSketchMaxK; ++j) {
+      if (j < k) acc[j] += ptxbench::gpu::SketchWeightNegative(r, base + j) ? -x : x;
+    }
+    const double tol = fmax(atol, rtol * fabs(x));
+    acc[kSketchMaxK] += fabs(x);
+    acc[kSketchMaxK + 1] += x * x;
+    acc[kSketchMaxK + 2] += tol;
+    acc[kSketchMaxK + 3] += tol * tol;
+  }
+  // Warp shuffles, then the block's 8 warps in order: the same grid gives the same bits.
+  __shared__ double warp_sums[8][kSketchStride];
+  const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+#pragma unroll
+  for (int j = 0; j < kSketchStride; ++j) {
+    double v = acc[j];
+    for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(0xffffffffu, v, offset);
+    if (lane == 0) warp_sums[warp][j] = v;
+  }
+  __syncthreads();
+  if (threadIdx.x < kSketchStride) {
+    double total = 0;
+    for (unsigned w = 0; w < blockDim.x / 32; ++w) total += warp_sums[w][threadIdx.x];
+    results[blockIdx.x * static_cast<uint64_t>(kSketchStride) + threadIdx.x] = total;
+  }
+}
+
+// ---------------------------------------------------------------- launch jitter
+// Holds the stream for `ns` nanoseconds of %globaltimer (timing.cc: the drawn delay before a
+// launch sits on the GPU, so the timed launch is already queued when it ends and its event time
+// holds no host launch latency). One thread; the timer's resolution (1 us or better) is far
+// below the delays drawn.
+extern "C" __global__ void ptxbench_delay(uint64_t ns) {
+  uint64_t start;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  uint64_t now = start;
+  while (now - start < ns) asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
 }

@@ -131,6 +131,20 @@ absl::Status HardwareCounters::CheckMetricsKnown(const std::string& chip,
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::vector<size_t>> HardwareCounters::PassesOnChip(
+    const std::string& chip, const std::vector<std::string>& metrics) {
+  const std::vector<uint8_t> no_availability_image;
+  std::vector<size_t> passes;
+  for (const std::string& metric : metrics) {
+    Config config;
+    config.metrics = {metric};
+    size_t n = 0;
+    RETURN_IF_ERROR(BuildConfig(chip, no_availability_image, &config, &n));
+    passes.push_back(n);
+  }
+  return passes;
+}
+
 absl::StatusOr<std::unique_ptr<HardwareCounters>> HardwareCounters::Create(
     int device_ordinal, const std::vector<std::string>& metrics) {
   if (metrics.empty()) return absl::InvalidArgumentError("no counter metrics asked for");

@@ -59,6 +59,14 @@ class HardwareCounters {
   static absl::Status CheckMetricsKnown(const std::string& chip,
                                         const std::vector<std::string>& metrics);
 
+  // How many passes each of `metrics` needs alone on `chip`, from CUPTI's host API without a
+  // GPU (no counter-availability image: the chip's full counter set). The engine uses only
+  // single-pass metrics, so CI checks every metric it asks for here: a metric needing two
+  // passes on a chip makes Create fail on that GPU (sm__ops_path_tensor_src_fp16.sum did on
+  // the H200, 2026-12-02, docs/results/2026-12-02-h200-gpu-test-1.json).
+  static absl::StatusOr<std::vector<size_t>> PassesOnChip(const std::string& chip,
+                                                          const std::vector<std::string>& metrics);
+
   size_t config_count() const { return configs_.size(); }
   const std::vector<std::string>& config_metrics(size_t config) const;
   const std::string& chip() const { return chip_; }

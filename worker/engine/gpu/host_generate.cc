@@ -76,6 +76,10 @@ void HostGenerate(void* out, uint64_t count, int dtype, int distribution, uint64
           static_cast<float>(r.v[2]) * 2.3283064365386963e-10f < kSpikeProbability) {
         x += kSpikeStddev * radius * std::sin(angle);
       }
+      if (distribution == kDistBlockScale) {
+        const uint32_t bits = BlockScaleBits(r.v[2]);
+        std::memcpy(&x, &bits, 4);
+      }
       switch (dtype) {
         case 0:
           static_cast<uint16_t*>(out)[i] = FloatToBf16(x);

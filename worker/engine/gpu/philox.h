@@ -26,10 +26,30 @@ inline constexpr int kGeneratorVersion = 1;
 // Distribution codes passed to the generator kernel (mirror ptxbench::Distribution).
 inline constexpr int kDistNormal = 0;
 inline constexpr int kDistSpiky = 1;
+inline constexpr int kDistBlockScale = 2;
 // Spiky: N(0,1) + N(0,100)·Bernoulli(0.001), N(mean, variance) notation: the spike has
 // standard deviation 10. The original benchmark's stress distribution for attention backward.
 inline constexpr float kSpikeProbability = 0.001f;
 inline constexpr float kSpikeStddev = 10.0f;
+
+// Block scale: the positive fp32 scales of block-quantised fp8 operands (one per 1 x 128 or
+// 128 x 128 block, DeepSeek-V3 style), (1 + m/8) · 2^e with m uniform in 0..7 and e uniform in
+// kBlockScaleMinExponent..kBlockScaleMaxExponent: 56 values from 2^-10 to 1.875 · 2^-4 (a 120x
+// spread, so one scale per tensor is a different result, not a rounding difference). Built from
+// the bits, not with exp2, so the device and the host mirror agree bit for bit, and a scale times
+// an e4m3 value (4 significant bits each) is exact in fp32 and double. A new code, not a change
+// of the existing streams: kGeneratorVersion stays.
+inline constexpr int kBlockScaleMinExponent = -10;
+inline constexpr int kBlockScaleMaxExponent = -4;
+
+// IEEE-754 binary32 bits of the block scale drawn from 32 random bits.
+PTXBENCH_HD uint32_t BlockScaleBits(uint32_t random) {
+  const uint32_t mantissa = random & 7u;
+  const uint32_t exponent_steps =
+      static_cast<uint32_t>(kBlockScaleMaxExponent - kBlockScaleMinExponent + 1);
+  const int exponent = kBlockScaleMinExponent + static_cast<int>((random >> 3) % exponent_steps);
+  return (static_cast<uint32_t>(exponent + 127) << 23) | (mantissa << 20);
+}
 
 struct Philox4 {
   uint32_t v[4];
@@ -85,6 +105,13 @@ PTXBENCH_HD uint64_t SampleSeed(uint64_t base, uint64_t index) {
 // The secret position of the checked candidate sample in block `block` of `every` samples.
 PTXBENCH_HD uint64_t CheckedSampleOfBlock(uint64_t position_seed, uint64_t block, uint64_t every) {
   return block * every + Mix64(position_seed + block) % every;
+}
+
+// Whether weight j (< 128) of an element in an output sketch (sketch.h) is -1 (else +1): bit j
+// of the element's Philox4x32-10 block (counter: element index, stream: kSketchStream + tensor,
+// key: the sample's sketch key).
+PTXBENCH_HD bool SketchWeightNegative(const Philox4& r, unsigned j) {
+  return ((r.v[(j >> 5) & 3] >> (j & 31)) & 1u) != 0;
 }
 
 }  // namespace ptxbench::gpu

@@ -47,7 +47,17 @@ absl::StatusOr<std::vector<WorkloadTensor>> ResolveTensors(const Task& task,
     t.name = spec.name;
     t.output = spec.role == TensorRole::kOutput;
     t.dtype = ToBuiltinDType(spec.dtype);
-    t.distribution = spec.distribution == Distribution::kSpiky ? kDistSpiky : kDistNormal;
+    switch (spec.distribution) {
+      case Distribution::kNormal:
+        t.distribution = kDistNormal;
+        break;
+      case Distribution::kSpiky:
+        t.distribution = kDistSpiky;
+        break;
+      case Distribution::kBlockScale:
+        t.distribution = kDistBlockScale;
+        break;
+    }
     t.elements = 1;
     for (const std::string& dim : spec.shape) {
       auto value = EvalIntExpr(dim, workload.axes);

@@ -25,7 +25,7 @@ struct WorkloadTensor {
   std::string name;
   bool output = false;
   BuiltinDType dtype = BuiltinDType::kBF16;
-  int distribution = 0;        // philox.h kDistNormal / kDistSpiky.
+  int distribution = 0;        // philox.h kDistNormal / kDistSpiky / kDistBlockScale.
   std::vector<int64_t> shape;  // Row-major, outermost first.
   uint64_t elements = 0;
   uint64_t bytes = 0;

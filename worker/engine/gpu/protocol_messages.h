@@ -66,8 +66,9 @@ enum class CommandKind {
   kPrepareTiming,
   kTime,
   kGo,
+  kSketchReference,
 };
-inline constexpr std::array<std::pair<CommandKind, std::string_view>, 11> kCommandNames{{
+inline constexpr std::array<std::pair<CommandKind, std::string_view>, 12> kCommandNames{{
     {CommandKind::kQuit, "quit"},
     {CommandKind::kReset, "reset"},
     {CommandKind::kBegin, "begin"},
@@ -79,6 +80,7 @@ inline constexpr std::array<std::pair<CommandKind, std::string_view>, 11> kComma
     {CommandKind::kPrepareTiming, "prepare_timing"},
     {CommandKind::kTime, "time"},
     {CommandKind::kGo, "go"},
+    {CommandKind::kSketchReference, "sketch_reference"},
 }};
 constexpr const auto& EnumNames(CommandKind) { return kCommandNames; }
 constexpr std::string_view EnvelopeKey(CommandKind) { return "cmd"; }
@@ -99,8 +101,9 @@ enum class EventKind {
   kFault,
   kPlanInvalid,
   kError,
+  kReferenceSketches,
 };
-inline constexpr std::array<std::pair<EventKind, std::string_view>, 14> kEventNames{{
+inline constexpr std::array<std::pair<EventKind, std::string_view>, 15> kEventNames{{
     {EventKind::kReady, "ready"},
     {EventKind::kReset, "reset"},
     {EventKind::kReference, "reference"},
@@ -115,6 +118,7 @@ inline constexpr std::array<std::pair<EventKind, std::string_view>, 14> kEventNa
     {EventKind::kFault, "fault"},
     {EventKind::kPlanInvalid, "plan_invalid"},
     {EventKind::kError, "error"},
+    {EventKind::kReferenceSketches, "reference_sketches"},
 }};
 constexpr const auto& EnumNames(EventKind) { return kEventNames; }
 constexpr std::string_view EnvelopeKey(EventKind) { return "event"; }
@@ -295,6 +299,19 @@ struct TimingLoopOptions {
   double warmup_seconds = 0.3;
   size_t check_every = 16;
   size_t max_checks = 4;
+  // Counted samples (hardware counters on extra launches at secret positions, timing.h): at
+  // least this many per single-pass counter configuration, one more for the configuration of
+  // the target family's FLOPs. 0: no counted samples.
+  size_t counted_per_config = 2;
+  // ...and at least this many in all: a kernel that takes another path on a share x >= 1/2 of
+  // its launches (what moving the median needs) escapes m counted launches with probability
+  // <= 2^-m (docs/measurement.md, "Counted samples").
+  size_t counted_min_total = 20;
+  // Host-side random delay, uniform in [0, jitter_us_max] microseconds, before every launch of
+  // both sides (timed or counted), so launch gaps do not tell a counted launch (measurement.md).
+  double jitter_us_max = 200;
+  // Projections of every timed and counted candidate sample's outputs (sketch.h). 0: none.
+  size_t sketch_projections = 4;
   template <typename Self, typename V>
   static void Fields(Self& m, V& v) {
     v("min_samples", m.min_samples);
@@ -304,6 +321,10 @@ struct TimingLoopOptions {
     v("warmup_seconds", m.warmup_seconds);
     v("check_every", m.check_every);
     v("max_checks", m.max_checks);
+    v("counted_per_config", m.counted_per_config);
+    v("counted_min_total", m.counted_min_total);
+    v("jitter_us_max", m.jitter_us_max);
+    v("sketch_projections", m.sketch_projections);
   }
 };
 
@@ -343,6 +364,101 @@ struct CheckedSample {
   }
 };
 
+// One counted candidate launch (timing.h): hardware counters of one single-pass configuration.
+struct CountedSample {
+  // Its place in the loop: the index among ALL candidate launches of the recorded loop (timed
+  // samples and counted launches together, from 0), so the audit shows they were interleaved.
+  // A counted launch takes the place of a timed one in a pair (the baseline still runs), so the
+  // pattern of launches around it is that of a timed sample.
+  size_t position = 0;
+  size_t after_sample = 0;  // How many timed samples preceded it.
+  uint64_t seed = 0;        // Its inputs' seed (of the timed samples' never-repeated sequence).
+  size_t config = 0;        // cupti_counters.h configuration index.
+  double begin_us = 0;      // Host time of the counters' Begin (hidden inside the jitter).
+  std::map<std::string, double> metrics;
+  template <typename Self, typename V>
+  static void Fields(Self& m, V& v) {
+    v("position", m.position);
+    v("after_sample", m.after_sample);
+    v("seed", AsDecimal(m.seed));
+    v("config", m.config);
+    v("begin_us", m.begin_us);
+    v("metrics", m.metrics);
+  }
+};
+
+// The counted samples of one timing loop, or why none were collected (then the work share and
+// the profiled-vs-timed cross-check were not made, and the verdict says so).
+struct CountedSamples {
+  bool collected = false;
+  std::string not_collected_reason;
+  std::string chip;                               // CUPTI's chip name ("GH100").
+  std::vector<std::vector<std::string>> configs;  // Metrics of each configuration.
+  size_t needed = 0;                              // stats.h CountedPlan: launches asked for...
+  double rate = 0;                                // ...and the chance of each pair.
+  std::vector<CountedSample> samples;
+  template <typename Self, typename V>
+  static void Fields(Self& m, V& v) {
+    v("collected", m.collected);
+    v("not_collected_reason", m.not_collected_reason);
+    v("chip", m.chip);
+    v("configs", m.configs);
+    v("needed", m.needed);
+    v("rate", m.rate);
+    v("samples", m.samples);
+  }
+};
+
+// One output tensor's sketch (sketch.h): k projections sum_i w_j(i) x_i in fp64 with secret
+// +-1 weights, and the sums the comparison bound is derived from, all in the same one pass.
+struct TensorSketch {
+  std::vector<double> projections;  // k values.
+  double abs_sum = 0;               // sum |x_i| (bounds the fp64 rounding of the projections).
+  double square_sum = 0;            // sum x_i^2.
+  uint64_t nonfinite = 0;           // NaN or Inf elements (the poison of unwritten outputs).
+  // Reference side only (0 from the candidate): sum tol_i and sum tol_i^2 with tol_i =
+  // max(atol, rtol |ref_i|), the task's allclose rule (compare.h).
+  double tolerance_sum = 0;
+  double tolerance_square_sum = 0;
+  template <typename Self, typename V>
+  static void Fields(Self& m, V& v) {
+    v("projections", m.projections);
+    v("abs_sum", m.abs_sum);
+    v("square_sum", m.square_sum);
+    v("nonfinite", m.nonfinite);
+    v("tolerance_sum", m.tolerance_sum);
+    v("tolerance_square_sum", m.tolerance_square_sum);
+  }
+};
+
+// The sketch of one candidate launch's outputs (or of a reference), one entry per output
+// tensor in the order of SampleSketches::tensors.
+struct SampleSketch {
+  size_t sample = 0;     // Timed sample index; for a counted launch, its CountedSample position.
+  bool counted = false;  // A counted launch (not a timed sample).
+  uint64_t seed = 0;     // The inputs' seed: the reference sketches the same seed.
+  std::vector<TensorSketch> tensors;
+  template <typename Self, typename V>
+  static void Fields(Self& m, V& v) {
+    v("sample", m.sample);
+    v("counted", m.counted);
+    v("seed", AsDecimal(m.seed));
+    v("tensors", m.tensors);
+  }
+};
+
+struct SampleSketches {
+  size_t projections = 0;            // k; 0: no sketches taken.
+  std::vector<std::string> tensors;  // The output tensors, in order.
+  std::vector<SampleSketch> samples;
+  template <typename Self, typename V>
+  static void Fields(Self& m, V& v) {
+    v("projections", m.projections);
+    v("tensors", m.tensors);
+    v("samples", m.samples);
+  }
+};
+
 // timing.h TimingResult as reported.
 struct TimingMeasurement {
   SampleStats candidate;
@@ -357,6 +473,14 @@ struct TimingMeasurement {
   std::vector<double> baseline_ms;
   nlohmann::json clocks = nlohmann::json::array();  // NVML samples (nvml_monitor.h ToJson).
   std::vector<CheckedSample> checked_samples;
+  CountedSamples counters;
+  SampleSketches sketches;
+  double jitter_us_max = 0;        // The delay bound that was applied.
+  double jitter_us_mean = 0;       // The mean delay actually drawn (both sides).
+  double counted_seconds = 0;      // Wall time of counted launches and their collection.
+  double sketch_seconds = 0;       // Wall time of the sketches (GPU kernel + copy back).
+  size_t pairs = 0;                // Recorded pairs, counted ones included.
+  std::vector<double> counted_ms;  // Event time of each counted launch (not statistics).
   template <typename Self, typename V>
   static void Fields(Self& m, V& v) {
     v("candidate", m.candidate);
@@ -371,6 +495,14 @@ struct TimingMeasurement {
     v("baseline_ms", m.baseline_ms);
     v("clocks", m.clocks);
     v("checked_samples", m.checked_samples);
+    v("counters", m.counters);
+    v("sketches", m.sketches);
+    v("jitter_us_max", m.jitter_us_max);
+    v("jitter_us_mean", m.jitter_us_mean);
+    v("counted_seconds", m.counted_seconds);
+    v("sketch_seconds", m.sketch_seconds);
+    v("counted_ms", m.counted_ms);
+    v("pairs", m.pairs);
   }
 };
 
@@ -728,6 +860,8 @@ struct TimeCommand {
   TimingLoopOptions loop;
   std::string check_prefix;  // Checked samples' output files, when transfer is kFile.
   OutputTransfer transfer = OutputTransfer::kIpc;
+  uint64_t counter_seed = 0;  // Secret: counted positions, their configurations, the jitter.
+  uint64_t sketch_seed = 0;   // Secret: Philox key of the sketch weights (sketch.h).
   template <typename Self, typename V>
   static void Fields(Self& m, V& v) {
     v("workload", m.workload);
@@ -737,6 +871,26 @@ struct TimeCommand {
     v("loop", m.loop);
     v("check_prefix", m.check_prefix);
     v("transfer", m.transfer);
+    v("counter_seed", AsDecimal(m.counter_seed));
+    v("sketch_seed", AsDecimal(m.sketch_seed));
+  }
+};
+
+// Reference process: the sketches (sketch.h) of the reference outputs of `seeds` on `workload`,
+// under the candidate's sketch key and projection count (same weights, same tensor order).
+// `samples` pairs each seed with the candidate's sample index, echoed in the answer.
+struct SketchReferenceCommand {
+  static constexpr CommandKind kKind = CommandKind::kSketchReference;
+  std::string workload;
+  std::vector<CheckedSample> samples;
+  uint64_t sketch_seed = 0;
+  size_t projections = 0;
+  template <typename Self, typename V>
+  static void Fields(Self& m, V& v) {
+    v("workload", m.workload);
+    v("samples", m.samples);
+    v("sketch_seed", AsDecimal(m.sketch_seed));
+    v("projections", m.projections);
   }
 };
 
@@ -786,6 +940,21 @@ struct ReferenceEvent {
     v("input_hash", AsDecimal(m.input_hash));
     v("baseline", m.baseline);
     v("setup_seconds", m.setup_seconds);
+    v("seconds", m.seconds);
+  }
+};
+
+// The answer to "sketch_reference": one sketch per requested sample, in the command's order
+// (`sample` and `seed` echoed, `counted` false).
+struct ReferenceSketchesEvent {
+  static constexpr EventKind kKind = EventKind::kReferenceSketches;
+  std::string workload;
+  SampleSketches sketches;
+  double seconds = 0;
+  template <typename Self, typename V>
+  static void Fields(Self& m, V& v) {
+    v("workload", m.workload);
+    v("sketches", m.sketches);
     v("seconds", m.seconds);
   }
 };

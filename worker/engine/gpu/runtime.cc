@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "worker/engine/gpu/cuda_check.h"
 #include "worker/engine/gpu/poison.h"
+#include "worker/engine/gpu/sketch.h"
 
 // The embedded fatbin of builtin_kernels.cu (generated at build time, builtin_fatbin.cc).
 extern "C" const unsigned char ptxbench_builtin_fatbin[];
@@ -384,6 +385,8 @@ absl::StatusOr<std::unique_ptr<Builtins>> Builtins::Load(const DeviceInfo& devic
   ASSIGN_OR_RETURN(b->flush_fn_, b->module_.Function("ptxbench_flush"));
   ASSIGN_OR_RETURN(b->health_, b->module_.Function("ptxbench_health"));
   ASSIGN_OR_RETURN(b->compare_, b->module_.Function("ptxbench_compare"));
+  ASSIGN_OR_RETURN(b->sketch_, b->module_.Function("ptxbench_sketch"));
+  ASSIGN_OR_RETURN(b->delay_, b->module_.Function("ptxbench_delay"));
   ASSIGN_OR_RETURN(b->hash_result_, DeviceBuffer::Allocate(sizeof(unsigned long long)));
   // Twice the L2 (62.9 MB on the H200 -> 120 MB, overwritten in 38 us there, 2026-11-30).
   size_t flush_bytes = static_cast<size_t>(std::max<int64_t>(device.l2_bytes, 1 << 20)) * 2;
@@ -426,6 +429,58 @@ absl::StatusOr<uint64_t> Builtins::Hash(const void* data, uint64_t bytes, uint64
       cudaMemcpyAsync(&value, hash_result_.get(), sizeof value, cudaMemcpyDeviceToHost, stream));
   PTXBENCH_CUDA_TRY(cudaStreamSynchronize(stream));
   return static_cast<uint64_t>(value) ^ bytes;
+}
+
+namespace {
+// builtin_kernels.cu's ptxbench_sketch layout: 16 projections, then sum |x|, sum x^2, sum tol,
+// sum tol^2, non-finite count.
+constexpr size_t kSketchKernelMaxK = 16;
+constexpr size_t kSketchStride = kSketchKernelMaxK + 5;
+static_assert(kSketchKernelMaxK == kSketchMaxProjections);
+}  // namespace
+
+absl::StatusOr<TensorSketch> Builtins::Sketch(const void* data, uint64_t count, BuiltinDType dtype,
+                                              uint64_t key, uint32_t tensor_index,
+                                              size_t projections, double atol, double rtol,
+                                              cudaStream_t stream) {
+  if (projections == 0 || projections > kSketchMaxProjections) {
+    return absl::InvalidArgumentError(absl::StrCat("sketch: ", projections, " projections (1..",
+                                                   kSketchMaxProjections, " supported)"));
+  }
+  const unsigned blocks = static_cast<unsigned>(sm_count_) * 4;
+  const size_t result_bytes = size_t{blocks} * kSketchStride * sizeof(double);
+  if (sketch_results_.bytes() < result_bytes) {
+    sketch_results_.Reset();
+    ASSIGN_OR_RETURN(sketch_results_, DeviceBuffer::Allocate(result_bytes));
+  }
+  int dtype_code = static_cast<int>(dtype);
+  uint32_t stream_id = kSketchStream + tensor_index;
+  int k = static_cast<int>(projections);
+  void* results = sketch_results_.get();
+  void* args[] = {&data, &count, &dtype_code, &key, &stream_id, &k, &atol, &rtol, &results};
+  RETURN_IF_ERROR(Launch(sketch_, blocks, 256, args, stream));
+  std::vector<double> host(size_t{blocks} * kSketchStride);
+  PTXBENCH_CUDA_TRY(
+      cudaMemcpyAsync(host.data(), results, result_bytes, cudaMemcpyDeviceToHost, stream));
+  PTXBENCH_CUDA_TRY(cudaStreamSynchronize(stream));
+  std::vector<double> total(kSketchStride, 0.0);
+  for (unsigned b = 0; b < blocks; ++b) {
+    for (size_t j = 0; j < kSketchStride; ++j) total[j] += host[b * kSketchStride + j];
+  }
+  TensorSketch sketch;
+  sketch.projections.assign(total.begin(), total.begin() + static_cast<ptrdiff_t>(projections));
+  sketch.abs_sum = total[kSketchKernelMaxK];
+  sketch.square_sum = total[kSketchKernelMaxK + 1];
+  sketch.tolerance_sum = total[kSketchKernelMaxK + 2];
+  sketch.tolerance_square_sum = total[kSketchKernelMaxK + 3];
+  sketch.nonfinite = static_cast<uint64_t>(total[kSketchKernelMaxK + 4]);
+  return sketch;
+}
+
+absl::Status Builtins::Delay(uint64_t ns, cudaStream_t stream) {
+  if (ns == 0) return absl::OkStatus();
+  void* args[] = {&ns};
+  return Launch(delay_, 1, 1, args, stream);
 }
 
 absl::Status Builtins::FlushL2(cudaStream_t stream) {

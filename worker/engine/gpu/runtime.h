@@ -199,6 +199,15 @@ class Builtins {
                                         ElementType type, const std::vector<int64_t>& shape,
                                         const ToleranceRule& rule, uint32_t poison,
                                         cudaStream_t stream);
+  // sketch.h's TensorSketch of a device buffer of `count` elements (ptxbench_sketch): the
+  // `projections` (<= kSketchMaxProjections) secret +-1 projections under `key`, with the
+  // tolerance sums of max(atol, rtol |x|) (0, 0 on the candidate's side). One pass over the
+  // buffer; synchronizes `stream`.
+  absl::StatusOr<TensorSketch> Sketch(const void* data, uint64_t count, BuiltinDType dtype,
+                                      uint64_t key, uint32_t tensor_index, size_t projections,
+                                      double atol, double rtol, cudaStream_t stream);
+  // Holds `stream` for `ns` nanoseconds on the GPU (one thread spinning on %globaltimer).
+  absl::Status Delay(uint64_t ns, cudaStream_t stream);
   size_t flush_bytes() const { return flush_.bytes(); }
 
  private:
@@ -207,8 +216,10 @@ class Builtins {
                       cudaStream_t stream);
   Module module_;
   CUfunction generate_ = nullptr, fill32_ = nullptr, hash_ = nullptr, flush_fn_ = nullptr,
-             health_ = nullptr, compare_ = nullptr;
-  DeviceBuffer compare_results_;  // One 64-byte result per block of the compare kernel.
+             health_ = nullptr, compare_ = nullptr, sketch_ = nullptr, delay_ = nullptr;
+  DeviceBuffer compare_results_;
+  DeviceBuffer sketch_results_;  // kSketchStride doubles per block of the sketch kernel.  // One
+                                 // 64-byte result per block of the compare kernel.
   DeviceBuffer flush_;
   DeviceBuffer hash_result_;
   int flush_value_ = 0;

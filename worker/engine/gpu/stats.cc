@@ -5,6 +5,8 @@
 #include <limits>
 #include <numeric>
 
+#include "worker/engine/gpu/philox.h"
+
 namespace ptxbench::gpu {
 
 double Quantile(std::vector<double> values, double q) {
@@ -62,6 +64,62 @@ const char* ShouldStop(const StoppingRule& rule, const SampleSummary& candidate,
     return "time_cap";
   }
   return "";
+}
+
+namespace {
+
+// A uniform double in [0, 1) from 53 bits of a keyed draw.
+double Uniform(uint64_t seed, uint64_t stream, uint64_t index) {
+  const uint64_t r = Mix64(Mix64(seed ^ stream) + 0x9E3779B97F4A7C15ull * (index + 1));
+  return static_cast<double>(r >> 11) * 0x1.0p-53;
+}
+
+constexpr uint64_t kPairStream = 0xc0417ed0;
+constexpr uint64_t kConfigStream = 0xc0f16000;
+constexpr uint64_t kJitterStream = 0x71773e00;
+
+}  // namespace
+
+CountedPlan PlanCountedLaunches(size_t configs, size_t per_config, size_t min_total,
+                                size_t min_samples, uint64_t seed) {
+  CountedPlan plan;
+  if (configs == 0 || (per_config == 0 && min_total == 0)) return plan;
+  std::vector<size_t> round;
+  for (size_t c = 0; c < configs; ++c) {
+    for (size_t k = 0; k < per_config + (c == 0 ? 1 : 0); ++k) round.push_back(c);
+  }
+  if (round.empty()) {
+    for (size_t c = 0; c < configs; ++c) round.push_back(c);
+  }
+  plan.needed = std::max(round.size(), min_total);
+  // Rounds until `needed` is covered, each shuffled (Fisher-Yates on keyed draws).
+  uint64_t draw = 0;
+  while (plan.config_order.size() < plan.needed) {
+    std::vector<size_t> shuffled = round;
+    for (size_t i = shuffled.size(); i > 1; --i) {
+      size_t j = static_cast<size_t>(Uniform(seed, kConfigStream, draw++) * static_cast<double>(i));
+      std::swap(shuffled[i - 1], shuffled[std::min(j, i - 1)]);
+    }
+    plan.config_order.insert(plan.config_order.end(), shuffled.begin(), shuffled.end());
+  }
+  const double horizon = 2.0 * static_cast<double>(std::max<size_t>(min_samples, 1));
+  const double needed = static_cast<double>(plan.needed);
+  plan.rate = std::clamp(needed / (needed + horizon), 0.02, 0.5);
+  return plan;
+}
+
+bool IsCountedPair(uint64_t seed, uint64_t pair, double rate) {
+  return Uniform(seed, kPairStream, pair) < rate;
+}
+
+size_t CountedConfig(const CountedPlan& plan, size_t j) {
+  if (plan.config_order.empty()) return 0;
+  return plan.config_order[j % plan.config_order.size()];
+}
+
+double JitterMicros(uint64_t seed, uint64_t launch, double max_us) {
+  if (max_us <= 0) return 0;
+  return Uniform(seed, kJitterStream, launch) * max_us;
 }
 
 }  // namespace ptxbench::gpu

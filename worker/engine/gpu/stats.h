@@ -3,6 +3,7 @@
 #define PTXBENCH_WORKER_ENGINE_GPU_STATS_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "worker/engine/gpu/protocol_messages.h"
@@ -43,6 +44,38 @@ struct StoppingRule {
 };
 const char* ShouldStop(const StoppingRule& rule, const SampleSummary& candidate,
                        const SampleSummary& baseline, double elapsed_seconds);
+
+// Where the timing loop's counted launches go (timing.h, docs/measurement.md "Counted
+// samples"). Pair p of the recorded loop is a counted pair with probability `rate`,
+// independently of every other pair (a keyed draw of p): at every launch the kernel sees, the
+// chance that it is counted is `rate` whatever the kernel saw before, from the first pair to the
+// last. The rate never falls off later in the loop (a kernel that stalls the loop to its cap
+// would otherwise find a safe zone), and the loop does not stop before `needed` counted launches
+// were taken (it goes on with more pairs, counted at the same rate, timed ones added to the
+// statistics). The first candidate launch is a warm-up launch and the last a timed sample, so no
+// counted launch sits at a predictable end.
+struct CountedPlan {
+  size_t needed = 0;  // 0: no counted launches.
+  double rate = 0;
+  // Configuration of the j-th counted launch: shuffled rounds holding each configuration
+  // `per_config` times and configuration 0 (the target family's FLOPs) once more.
+  std::vector<size_t> config_order;
+};
+// `configs` single-pass configurations; at least `per_config` each and `min_total` in all;
+// the rate is set so that `needed` is reached after about 2 x min_samples timed samples,
+// within [0.02, 0.5].
+CountedPlan PlanCountedLaunches(size_t configs, size_t per_config, size_t min_total,
+                                size_t min_samples, uint64_t seed);
+bool IsCountedPair(uint64_t seed, uint64_t pair, double rate);
+// Counted launch j's inputs come from SampleSeed(candidate base, kCountedSeedOffset + j): the
+// candidate's never-repeated sequence, far from the timed samples' indices (from which the
+// supervisor derives the checked samples' seeds).
+inline constexpr uint64_t kCountedSeedOffset = uint64_t{1} << 40;
+// The configuration of counted launch j (cycles through config_order).
+size_t CountedConfig(const CountedPlan& plan, size_t j);
+// The host delay before launch number `launch` of the loop (both sides, warm-up included),
+// uniform in [0, max_us] microseconds.
+double JitterMicros(uint64_t seed, uint64_t launch, double max_us);
 
 }  // namespace ptxbench::gpu
 

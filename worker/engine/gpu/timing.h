@@ -4,7 +4,17 @@
 // lines reset), then CUDA events around exactly the launches. The order alternates per pair.
 // Sampling is adaptive (stats.h StoppingRule). Some candidate samples, one at a secret random
 // position in each block of `check_every`, are handed to `on_check` so that the outputs of timed
-// launches are compared with the reference too.
+// launches are compared with the reference too; every candidate launch is handed to
+// `on_candidate` (its sketch, sketch.h).
+//
+// Counted launches (stats.h CountedPlan): pairs at secret random positions whose candidate
+// launch runs inside a hardware-counter range (cupti_counters.h) instead of being a timed
+// sample: prepared exactly like one (fresh inputs of a never-repeated seed, poisoned outputs, L2
+// flush), its baseline launch run as in any pair, its time kept apart from the statistics.
+// Jitter: before every launch of either side a host delay drawn uniformly in [0, jitter_us_max];
+// for a counted launch the counters' Begin runs inside that delay (the launch waits until the
+// same drawn delay has passed), so the gap before a counted launch has the distribution of the
+// gap before a timed one whenever Begin is shorter than the draw (docs/measurement.md).
 #ifndef PTXBENCH_WORKER_ENGINE_GPU_TIMING_H_
 #define PTXBENCH_WORKER_ENGINE_GPU_TIMING_H_
 
@@ -12,6 +22,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,6 +52,25 @@ struct TimingConfig {
                                      // candidate's answer inside the candidate's process.
   uint64_t check_position_seed = 0;  // Secret: where in each block the check falls.
   size_t clock_sample_every = 8;     // NVML sample every this many pairs.
+  CountedPlan counted;               // needed 0: no counted launches.
+  uint64_t counter_seed = 0;         // Secret: counted pairs and the jitter.
+  double jitter_us_max = 0;
+};
+
+// The counters around counted launches (cupti_counters.h HardwareCounters::Begin/End).
+struct CountingHooks {
+  std::function<absl::Status(size_t config)> begin;
+  std::function<absl::StatusOr<std::map<std::string, double>>()> end;
+};
+
+struct SampleHooks {
+  // Right after a checked timed sample (its outputs are still on the device).
+  std::function<absl::Status(size_t sample, uint64_t seed)> on_check;
+  // Right after every candidate launch of the recorded loop, timed (index = its sample index)
+  // or counted (index = its position): the outputs are still on the device. May be empty.
+  std::function<absl::Status(size_t index, uint64_t seed, bool counted)> on_candidate;
+  // Empty: no counted launches even if the plan asks for some.
+  std::optional<CountingHooks> counting;
 };
 
 struct TimingResult {
@@ -55,16 +86,21 @@ struct TimingResult {
   double kernel_ms_total = 0;   // Sum of every timed region (both sides, warm-up included).
   std::vector<ClockSample> clocks;
   std::vector<std::pair<size_t, uint64_t>> checked;  // (sample index, seed) handed to on_check.
+  std::vector<CountedSample> counted;
+  std::vector<double> counted_ms;  // Event time of each counted launch (not in the statistics).
+  size_t pairs = 0;                // Recorded pairs, counted ones included.
+  double counted_seconds = 0;
+  double hook_seconds = 0;  // Wall time of on_candidate (the sketches).
+  double jitter_us_total = 0;
+  size_t launches = 0;  // Every launch of the loop, both sides, warm-up included.
 };
 // As the timing event reports it.
 TimingMeasurement ToMeasurement(const TimingResult& result);
 
-// on_check(sample_index, seed) runs right after a checked candidate sample (its outputs are
-// still on the device).
-absl::StatusOr<TimingResult> TimeInterleaved(
-    const TimedSide& candidate, const TimedSide& baseline, Builtins& builtins, cudaStream_t stream,
-    const NvmlMonitor* nvml, const TimingConfig& config,
-    const std::function<absl::Status(size_t, uint64_t)>& on_check);
+absl::StatusOr<TimingResult> TimeInterleaved(const TimedSide& candidate, const TimedSide& baseline,
+                                             Builtins& builtins, cudaStream_t stream,
+                                             const NvmlMonitor* nvml, const TimingConfig& config,
+                                             const SampleHooks& hooks);
 
 }  // namespace ptxbench::gpu
 

@@ -15,6 +15,7 @@
 
 #include "common/task.h"
 #include "worker/engine/gpu/local_eval.h"
+#include "worker/engine/gpu/protocol_messages.h"
 
 namespace ptxbench::engine {
 namespace {
@@ -188,7 +189,7 @@ struct FakeSetup {
     std::string fake = fake_env && *fake_env ? fake_env : PTXBENCH_FAKE_EVALUATOR_PATH;
     REQUIRE(symlink(real.c_str(), (dir + "/ptxbench-evaluator").c_str()) == 0);
     for (const char* b : {"pass", "wrong", "wrong_timed", "fault", "hang", "mutate", "no_records",
-                          "too_fast", "no_ipc", "begin_dies"}) {
+                          "too_fast", "no_ipc", "begin_dies", "wrong_unchecked", "no_counters"}) {
       REQUIRE(symlink(fake.c_str(), (dir + "/fake-evaluator-" + b).c_str()) == 0);
     }
     tasks = dir + "/tasks";
@@ -329,6 +330,48 @@ TEST_CASE("fake GPU: the reference process stays warm for the next evaluation of
   REQUIRE(fresh.ok());
   CHECK(fresh->verdict_class == VerdictClass::kPass);
   CHECK_FALSE(ReferenceReused(*fresh));
+}
+
+TEST_CASE("fake GPU: the timing event carries counted launches and a sketch of every launch",
+          "[evaluate][fake]") {
+  std::vector<StageReport> stages;
+  auto v = RunFake("pass", &stages, 919);
+  REQUIRE(v.ok());
+  REQUIRE(stages.size() == 4);
+  auto measurement = gpu::FromJson<gpu::TimingMeasurement>(stages[3].detail["timing"]["result"]);
+  INFO(measurement.status().message());
+  REQUIRE(measurement.ok());
+  const gpu::CountedSamples& counters = measurement->counters;
+  CHECK(counters.collected);
+  CHECK(counters.needed >= 20);
+  CHECK(counters.samples.size() == counters.needed);
+  CHECK(measurement->pairs == measurement->candidate.n + counters.samples.size());
+  const gpu::SampleSketches& sketches = measurement->sketches;
+  CHECK(sketches.projections == 4);
+  CHECK(sketches.tensors == std::vector<std::string>{"C"});
+  CHECK(sketches.samples.size() == measurement->candidate.n + counters.samples.size());
+  for (const gpu::SampleSketch& s : sketches.samples) {
+    REQUIRE(s.tensors.size() == 1);
+    CHECK(s.tensors[0].projections.size() == 4);
+    CHECK(s.tensors[0].nonfinite == 0);
+  }
+  // Secrets: another evaluation draws other positions' seeds and other sketch keys.
+  std::vector<StageReport> other;
+  REQUIRE(RunFake("pass", &other, 920).ok());
+  auto second = gpu::FromJson<gpu::TimingMeasurement>(other[3].detail["timing"]["result"]);
+  REQUIRE(second.ok());
+  CHECK(second->sketches.samples.at(0).tensors.at(0).projections !=
+        sketches.samples.at(0).tensors.at(0).projections);
+  // Without counters the timing still runs, and says why none were collected.
+  std::vector<StageReport> uncounted;
+  auto u = RunFake("no_counters", &uncounted, 921);
+  REQUIRE(u.ok());
+  REQUIRE(uncounted.size() == 4);
+  auto bare = gpu::FromJson<gpu::TimingMeasurement>(uncounted[3].detail["timing"]["result"]);
+  REQUIRE(bare.ok());
+  CHECK_FALSE(bare->counters.collected);
+  CHECK(bare->counters.not_collected_reason.find("PRIVILEGES") != std::string::npos);
+  CHECK(bare->counters.samples.empty());
 }
 
 TEST_CASE("fake GPU: when the reference process cannot map outputs, files take over",

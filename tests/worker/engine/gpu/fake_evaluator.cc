@@ -11,7 +11,13 @@
 // The behaviour comes from the program's own name, fake-evaluator-<behaviour> (sandboxes get a
 // minimal environment): pass, wrong, wrong_timed, fault, hang, mutate, no_records, too_fast,
 // no_ipc (the reference process cannot map outputs: the supervisor falls back to files),
-// begin_dies (a warm reference process exits when the next evaluation begins).
+// begin_dies (a warm reference process exits when the next evaluation begins), wrong_unchecked
+// (the timed samples that are not checked element-wise are wrong: only their sketches show it),
+// no_counters (the timing process could not read hardware counters).
+//
+// Sketches and counters: both processes sketch the fake's outputs with the real arithmetic
+// (sketch.h SketchOnHost, the GPU kernel's oracle); counted launches report the counters of an
+// honest wgmma GEMM (target FLOPs = the task's FLOPs).
 #include <unistd.h>
 
 #include <cmath>
@@ -29,6 +35,9 @@
 #include "worker/engine/gpu/poison.h"
 #include "worker/engine/gpu/protocol.h"
 #include "worker/engine/gpu/protocol_messages.h"
+#include "worker/engine/gpu/sketch.h"
+#include "worker/engine/gpu/stats.h"
+#include "worker/engine/gpu/work_share.h"
 
 namespace {
 
@@ -201,12 +210,93 @@ int Instrument(const ptxbench::Task& task, const gpu::InstrumentRequest& request
   }
 }
 
+std::vector<std::string> OutputNames(const ptxbench::Task& task) {
+  std::vector<std::string> names;
+  for (const ptxbench::TensorSpec& t : task.tensors) {
+    if (t.role == ptxbench::TensorRole::kOutput) names.push_back(t.name);
+  }
+  return names;
+}
+
+// The fake's outputs of (workload, seed) as values, per output tensor (what WriteOutputs
+// writes, decoded from bf16).
+std::vector<std::vector<double>> OutputValues(const ptxbench::Task& task,
+                                              const std::string& workload, uint64_t seed,
+                                              bool corrupt) {
+  std::vector<std::vector<double>> tensors;
+  const ptxbench::Workload& w = WorkloadOf(task, workload);
+  for (const ptxbench::TensorSpec& t : task.tensors) {
+    if (t.role != ptxbench::TensorRole::kOutput) continue;
+    uint64_t n = 1;
+    for (const std::string& d : t.shape) {
+      n *= static_cast<uint64_t>(*ptxbench::EvalIntExpr(d, w.axes));
+    }
+    std::vector<double> values(n);
+    for (uint64_t i = 0; i < n; ++i) {
+      uint16_t bits = Element(seed, i);
+      if (corrupt && i == n / 2) bits ^= 0x4000;
+      uint32_t word = static_cast<uint32_t>(bits) << 16;
+      float f;
+      std::memcpy(&f, &word, 4);
+      values[i] = f;
+    }
+    tensors.push_back(std::move(values));
+  }
+  return tensors;
+}
+
+// The real sketch arithmetic (sketch.h) over the fake's outputs: the reference side with the
+// task's tolerance sums, the candidate side without.
+gpu::SampleSketch FakeSketch(const ptxbench::Task& task, const std::string& workload,
+                             uint64_t sketch_seed, size_t index, uint64_t seed, bool counted,
+                             size_t k, bool wrong, bool reference) {
+  gpu::SampleSketch sketch{index, counted, seed, {}};
+  const uint64_t key = gpu::SketchKey(sketch_seed, seed);
+  uint32_t ordinal = 0;
+  for (const std::vector<double>& values : OutputValues(task, workload, seed, wrong)) {
+    sketch.tensors.push_back(gpu::SketchOnHost(values, key, ordinal++, k,
+                                               reference ? task.tolerance.atol : 0,
+                                               reference ? task.tolerance.rtol : 0));
+  }
+  return sketch;
+}
+
+gpu::ReferenceSketchesEvent SketchReferences(const ptxbench::Task& task,
+                                             const gpu::SketchReferenceCommand& cmd) {
+  gpu::ReferenceSketchesEvent event;
+  event.workload = cmd.workload;
+  event.sketches.projections = cmd.projections;
+  event.sketches.tensors = OutputNames(task);
+  for (const gpu::CheckedSample& sample : cmd.samples) {
+    event.sketches.samples.push_back(FakeSketch(task, cmd.workload, cmd.sketch_seed, sample.sample,
+                                                sample.seed, false, cmd.projections, false, true));
+  }
+  event.seconds = 0.001;
+  return event;
+}
+
+// Counters of an honest wgmma GEMM: every FLOP of the task on the target family.
+std::map<std::string, double> HonestCounters(const gpu::WorkCounterSet& set, double flops) {
+  std::map<std::string, double> m;
+  for (const std::string& name : set.AllMetrics()) m[name] = 0;
+  m[set.target_matrix_flops] = flops;
+  if (!set.tensor_flops.empty()) m[set.tensor_flops.front()] = flops;
+  for (const std::string& name : set.scalar_thread_insts) m[name] = 1e6;
+  m[set.target_matrix_warp_insts] = flops / (2.0 * 64 * 256 * 16 / 4);
+  m[set.tensor_warp_insts] = flops / (2.0 * 64 * 256 * 16 / 4);
+  m[set.bulk_copy_insts] = 516096;
+  m[set.bulk_copy_load_bytes] = 7.05e9;
+  m[set.l2_read_bytes] = 7.5e9;
+  return m;
+}
+
 int Reference(const ptxbench::Task& task, uint64_t key) {
   gpu::LineReader in(0);
   Emit(gpu::ReadyEvent{Device(), false});
   while (true) {
-    auto cmd = Next<gpu::QuitCommand, gpu::ResetCommand, gpu::BeginCommand,
-                    gpu::ComputeReferenceCommand, gpu::CompareCommand>(in);
+    auto cmd =
+        Next<gpu::QuitCommand, gpu::ResetCommand, gpu::BeginCommand, gpu::ComputeReferenceCommand,
+             gpu::CompareCommand, gpu::SketchReferenceCommand>(in);
     if (!cmd.has_value() || std::holds_alternative<gpu::QuitCommand>(*cmd)) return 0;
     if (std::holds_alternative<gpu::ResetCommand>(*cmd)) {
       Emit(gpu::ResetEvent{});
@@ -219,6 +309,8 @@ int Reference(const ptxbench::Task& task, uint64_t key) {
                                nlohmann::json::object(), 0, 0});
     } else if (const auto* compare = std::get_if<gpu::CompareCommand>(&*cmd)) {
       Emit(Compare(task, *compare));
+    } else if (const auto* sketch = std::get_if<gpu::SketchReferenceCommand>(&*cmd)) {
+      Emit(SketchReferences(task, *sketch));
     }
   }
 }
@@ -249,6 +341,57 @@ gpu::TimingEvent Time(const ptxbench::Task& task, const gpu::TimeCommand& cmd) {
   event.result.speedup = 0.75 / candidate_ms;
   event.result.kernel_ms_total = 31.0;
   event.result.stop_reason = "converged";
+  // Counted launches at the plan's positions (one per metric configuration here).
+  const ptxbench::Workload& w = WorkloadOf(task, cmd.workload);
+  auto set = gpu::WorkCountersFor("sm_90a", ptxbench::DType::kBF16);
+  auto flops = ptxbench::EvalRealExpr(task.flops_expr, w.axes);
+  gpu::CountedSamples& counters = event.result.counters;
+  std::vector<std::string> metrics = set.ok() ? set->AllMetrics() : std::vector<std::string>{};
+  gpu::CountedPlan plan =
+      gpu::PlanCountedLaunches(metrics.size(), cmd.loop.counted_per_config,
+                               cmd.loop.counted_min_total, cmd.loop.min_samples, cmd.counter_seed);
+  if (behaviour == "no_counters" || !set.ok() || !flops.ok()) {
+    counters.not_collected_reason = "fake: CUPTI_ERROR_INSUFFICIENT_PRIVILEGES";
+  } else if (plan.needed > 0) {
+    counters.collected = true;
+    counters.chip = "GH100";
+    counters.needed = plan.needed;
+    counters.rate = plan.rate;
+    for (const std::string& m : metrics) counters.configs.push_back({m});
+    std::map<std::string, double> honest = HonestCounters(*set, *flops);
+    for (size_t j = 0; j < plan.needed; ++j) {
+      size_t config = gpu::CountedConfig(plan, j);
+      const std::string& metric = metrics.at(config);
+      counters.samples.push_back(
+          {n + j,
+           n,
+           gpu::SampleSeed(cmd.candidate_seed_base, gpu::kCountedSeedOffset + j),
+           config,
+           50,
+           {{metric, honest.at(metric)}}});
+    }
+  }
+  // Sketches of every timed sample and counted launch.
+  gpu::SampleSketches& sketches = event.result.sketches;
+  sketches.projections = cmd.loop.sketch_projections;
+  sketches.tensors = OutputNames(task);
+  if (cmd.loop.sketch_projections > 0) {
+    std::vector<bool> checked(n, false);
+    for (const gpu::TimedCheck& c : event.checks) checked.at(c.sample) = true;
+    for (size_t i = 0; i < n; ++i) {
+      const bool wrong = corrupt || (behaviour == "wrong_unchecked" && !checked[i]);
+      sketches.samples.push_back(FakeSketch(task, cmd.workload, cmd.sketch_seed, i,
+                                            gpu::SampleSeed(cmd.candidate_seed_base, i), false,
+                                            cmd.loop.sketch_projections, wrong, false));
+    }
+    for (const gpu::CountedSample& c : counters.samples) {
+      sketches.samples.push_back(FakeSketch(task, cmd.workload, cmd.sketch_seed, c.position, c.seed,
+                                            true, cmd.loop.sketch_projections, false, false));
+    }
+  }
+  event.result.pairs = n + counters.samples.size();
+  event.result.jitter_us_max = cmd.loop.jitter_us_max;
+  event.result.jitter_us_mean = cmd.loop.jitter_us_max / 2;
   event.baseline = {{"library", "fake"}};
   event.device = Device();
   event.seconds = 0.1;

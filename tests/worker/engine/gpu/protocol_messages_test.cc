@@ -110,7 +110,27 @@ TEST_CASE("commands carry their name and round-trip", "[protocol]") {
   time.check_position_seed = 3;
   time.loop.max_samples = 123;
   time.loop.target_rse = 0.01;
-  CHECK(RoundTrip(time).loop.max_samples == 123);
+  time.loop.counted_per_config = 3;
+  time.loop.jitter_us_max = 150;
+  time.loop.sketch_projections = 6;
+  time.counter_seed = 0xfedcba9876543210ull;
+  time.sketch_seed = (1ull << 63) + 5;
+  TimeCommand timed = RoundTrip(time);
+  CHECK(timed.loop.max_samples == 123);
+  CHECK(timed.loop.counted_per_config == 3);
+  CHECK(timed.loop.jitter_us_max == 150);
+  CHECK(timed.loop.sketch_projections == 6);
+  CHECK(timed.counter_seed == 0xfedcba9876543210ull);
+  CHECK(timed.sketch_seed == (1ull << 63) + 5);
+  // Secrets travel as decimal text (exact past 2^53 for any JSON reader).
+  CHECK(ToJson(time)["sketch_seed"] == "9223372036854775813");
+  SketchReferenceCommand sketch{"timed", {{0, 11}, {7, 1ull << 60}}, 42, 4};
+  SketchReferenceCommand sketched = RoundTrip(sketch);
+  REQUIRE(sketched.samples.size() == 2);
+  CHECK(sketched.samples[1].sample == 7);
+  CHECK(sketched.samples[1].seed == (1ull << 60));
+  CHECK(sketched.projections == 4);
+  CHECK(ToJson(sketch)["cmd"] == "sketch_reference");
   CHECK(RoundTrip(GoCommand{OutputTransfer::kFile}).transfer == OutputTransfer::kFile);
   CHECK(ToJson(TrialCommand{})["cmd"] == "trial");
 }
@@ -159,8 +179,46 @@ TEST_CASE("events round-trip with their nested parts", "[protocol]") {
   timing.checks = {{3, 99, Outputs()}, {19, 100, Outputs()}};
   timing.device = Device();
   timing.nvml_unavailable = "libnvidia-ml.so.1 not loadable";
+  timing.result.counters.collected = true;
+  timing.result.counters.chip = "GH100";
+  timing.result.counters.needed = 20;
+  timing.result.counters.rate = 1.0 / 3;
+  timing.result.pairs = 61;
+  timing.result.counters.configs = {{"sm__ops_path_tensor_op_hgmma_src_bf16_dst_fp32.sum"},
+                                    {"sm__inst_executed_pipe_tma.sum"}};
+  timing.result.counters.samples = {
+      {5, 4, 1234, 0, 80, {{"sm__ops_path_tensor_op_hgmma_src_bf16_dst_fp32.sum", 6.01295e11}}},
+      {40, 38, 99, 1, 75.5, {{"sm__inst_executed_pipe_tma.sum", 516096}}}};
+  timing.result.sketches.projections = 2;
+  timing.result.sketches.tensors = {"C", "lse"};
+  TensorSketch c_sketch{{1.5, -2.25}, 10, 20, 0, 0, 0};
+  TensorSketch lse_sketch{{1e30, -1e-30}, 4, 5, 3, 0.5, 0.25};
+  timing.result.sketches.samples = {{0, false, 7, {c_sketch, lse_sketch}},
+                                    {5, true, 1234, {lse_sketch, c_sketch}}};
+  timing.result.jitter_us_max = 200;
+  timing.result.jitter_us_mean = 99.5;
+  timing.result.counted_ms = {0.7, 0.72};
   TimingEvent t = RoundTrip(timing);
   CHECK(t.result.candidate.n == 20);
+  CHECK(t.result.counters.samples.at(1).position == 40);
+  CHECK(t.result.counters.samples.at(1).after_sample == 38);
+  CHECK(t.result.counters.samples.at(0).metrics.at(
+            "sm__ops_path_tensor_op_hgmma_src_bf16_dst_fp32.sum") == 6.01295e11);
+  CHECK(t.result.counters.configs.at(1).at(0) == "sm__inst_executed_pipe_tma.sum");
+  CHECK(t.result.sketches.samples.at(1).counted);
+  CHECK(t.result.sketches.samples.at(1).tensors.at(0).projections.at(0) == 1e30);
+  CHECK(t.result.sketches.samples.at(1).tensors.at(0).nonfinite == 3);
+  CHECK(t.result.sketches.samples.at(0).tensors.at(1).tolerance_square_sum == 0.25);
+  CHECK(t.result.jitter_us_mean == 99.5);
+  CHECK(t.result.counters.needed == 20);
+  CHECK(t.result.pairs == 61);
+  TimingEvent uncounted;
+  uncounted.result.counters.not_collected_reason = "CUPTI_ERROR_INSUFFICIENT_PRIVILEGES";
+  CHECK_FALSE(RoundTrip(uncounted).result.counters.collected);
+  ReferenceSketchesEvent reference_sketches{"timed", timing.result.sketches, 0.25};
+  CHECK(RoundTrip(reference_sketches).sketches.samples.at(0).tensors.at(0).projections.at(1) ==
+        -2.25);
+  CHECK(ToJson(reference_sketches)["event"] == "reference_sketches");
   CHECK(t.checks.at(1).seed == 100);
   CHECK(ToJson(timing)["result"]["candidate"]["median_ms"] == 0.8);
 

@@ -1,9 +1,11 @@
 // Timing statistics and the adaptive stopping rule.
 #include "worker/engine/gpu/stats.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <vector>
 
 namespace ptxbench::gpu {
@@ -48,6 +50,73 @@ TEST_CASE("stopping: converged, sample cap, time cap", "[stats]") {
   // Not converged below the minimum, however tight.
   std::vector<double> few(5, 1.0);
   CHECK(std::string(ShouldStop(rule, Summarize(few), Summarize(few), 0.1)).empty());
+}
+
+TEST_CASE("counted launches cover every configuration, the target's once more", "[stats]") {
+  CountedPlan plan = PlanCountedLaunches(8, 2, 20, 20, 1234);
+  CHECK(plan.needed == 20);  // 8 x 2 + 1 = 17 < the total asked for.
+  CHECK(plan.rate == Approx(20.0 / 60.0));
+  REQUIRE(plan.config_order.size() >= plan.needed);
+  // The first round (17 launches) holds config 0 three times and every other twice.
+  std::map<size_t, int> first_round;
+  for (size_t j = 0; j < 17; ++j) ++first_round[CountedConfig(plan, j)];
+  CHECK(first_round.size() == 8);
+  CHECK(first_round[0] == 3);
+  for (size_t c = 1; c < 8; ++c) CHECK(first_round[c] == 2);
+  // Shuffled, and by the secret.
+  CountedPlan other = PlanCountedLaunches(8, 2, 20, 20, 1235);
+  CHECK(other.config_order != plan.config_order);
+  // Off, and a rate within its bounds for long and short loops.
+  CHECK(PlanCountedLaunches(0, 2, 20, 20, 1).needed == 0);
+  CHECK(PlanCountedLaunches(8, 0, 0, 20, 1).needed == 0);
+  CHECK(PlanCountedLaunches(1, 2, 3, 1, 1).rate == 0.5);
+  CHECK(PlanCountedLaunches(1, 1, 2, 10000, 1).rate == 0.02);
+}
+
+TEST_CASE("a counted pair is unpredictable at every position of the loop", "[stats]") {
+  const double rate = 1.0 / 3;
+  // Over many secrets: the first pair, a middle one and the 400th are counted at the same rate
+  // (no safe first or last samples, no safe zone late in a loop stalled to its cap), and a
+  // counted pair says nothing about the next.
+  const int secrets = 20000;
+  int first = 0, middle = 0, late = 0, after_counted = 0, counted_before = 0;
+  for (int s = 0; s < secrets; ++s) {
+    const uint64_t seed = 0x51ed0000ull + static_cast<uint64_t>(s) * 7919;
+    first += IsCountedPair(seed, 0, rate);
+    middle += IsCountedPair(seed, 57, rate);
+    late += IsCountedPair(seed, 399, rate);
+    if (IsCountedPair(seed, 100, rate)) {
+      ++counted_before;
+      after_counted += IsCountedPair(seed, 101, rate);
+    }
+  }
+  const double tolerance = 4 * std::sqrt(rate * (1 - rate) / secrets);  // 4 sd.
+  CHECK(std::abs(first / double(secrets) - rate) < tolerance);
+  CHECK(std::abs(middle / double(secrets) - rate) < tolerance);
+  CHECK(std::abs(late / double(secrets) - rate) < tolerance);
+  CHECK(std::abs(after_counted / double(counted_before) - rate) < 2.5 * tolerance);
+  // One secret's loop: the share of counted pairs over 30,000 pairs.
+  int counted = 0;
+  for (uint64_t p = 0; p < 30000; ++p) counted += IsCountedPair(99, p, rate);
+  CHECK(std::abs(counted / 30000.0 - rate) < 0.015);
+  CHECK_FALSE(IsCountedPair(99, 5, 0.0));
+}
+
+TEST_CASE("the jitter is uniform within its bound", "[stats]") {
+  double sum = 0, lo = 1e9, hi = -1;
+  for (uint64_t launch = 0; launch < 20000; ++launch) {
+    double d = JitterMicros(7, launch, 200);
+    sum += d;
+    lo = std::min(lo, d);
+    hi = std::max(hi, d);
+  }
+  CHECK(lo >= 0);
+  CHECK(hi <= 200);
+  CHECK(lo < 1);
+  CHECK(hi > 199);
+  CHECK(sum / 20000 == Approx(100).epsilon(0.02));
+  CHECK(JitterMicros(7, 3, 0) == 0);
+  CHECK(JitterMicros(7, 3, 200) != JitterMicros(8, 3, 200));
 }
 
 }  // namespace

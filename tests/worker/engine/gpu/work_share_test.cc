@@ -80,12 +80,12 @@ TEST_CASE("work share: full-size wgmma on unused data beside the real work halve
     CHECK(share->matrix.share_of_executed == Approx(0.5));
   }
   SECTION("real work by fp16 mma.sync (bf16 converted exactly)") {
-    auto share =
-        ComputeWorkShare(*set,
-                         Samples(*set, {{set->target_matrix_flops, kGemmFlops},
-                                        {"sm__ops_path_tensor_src_bf16_dst_fp32.sum", kGemmFlops},
-                                        {"sm__ops_path_tensor_src_fp16.sum", kGemmFlops}}),
-                         kGemmFlops, kGemmMinBytes);
+    auto share = ComputeWorkShare(
+        *set,
+        Samples(*set, {{set->target_matrix_flops, kGemmFlops},
+                       {"sm__ops_path_tensor_src_bf16_dst_fp32.sum", kGemmFlops},
+                       {"sm__ops_path_tensor_op_hmma_src_fp16_dst_fp32.sum", kGemmFlops}}),
+        kGemmFlops, kGemmMinBytes);
     REQUIRE(share.ok());
     CHECK(share->matrix.share_of_executed == Approx(0.5));
   }
@@ -175,8 +175,9 @@ TEST_CASE("work share: the profiled path must equal the timed path", "[work_shar
 TEST_CASE("work share: every counter the engine asks for exists in CUPTI's catalogue",
           "[work_share]") {
   for (const char* arch : {"sm_90a", "sm_100a"}) {
-    for (DType operands : {DType::kBF16, DType::kFP8E4M3}) {
+    for (DType operands : {DType::kBF16, DType::kFP16, DType::kFP8E4M3}) {
       auto set = WorkCountersFor(arch, operands);
+      if (std::string(arch) == "sm_100a" && operands == DType::kFP8E4M3) continue;  // Below.
       REQUIRE(set.ok());
       INFO(arch << " " << DTypeName(operands) << " on " << set->chip);
       absl::Status known = HardwareCounters::CheckMetricsKnown(set->chip, set->AllMetrics());
@@ -185,6 +186,34 @@ TEST_CASE("work share: every counter the engine asks for exists in CUPTI's catal
     }
   }
   CHECK_FALSE(HardwareCounters::CheckMetricsKnown("GH100", {"sm__no_such_metric.sum"}).ok());
+}
+
+// HardwareCounters::Create refuses a metric that needs two passes alone; on the H200 that
+// failed every counted range until the fp16 tensor metric was split by accumulator type.
+TEST_CASE("work share: every counter the engine asks for is one pass on its chip", "[work_share]") {
+  for (const char* arch : {"sm_90a", "sm_100a"}) {
+    for (DType operands : {DType::kBF16, DType::kFP16, DType::kFP8E4M3}) {
+      auto set = WorkCountersFor(arch, operands);
+      if (std::string(arch) == "sm_100a" && operands == DType::kFP8E4M3) {
+        // No one-pass tcgen05 fp8 FLOP counter: refused with the reason, so the verdict says
+        // the strong check was not made.
+        CHECK(set.status().code() == absl::StatusCode::kUnimplemented);
+        continue;
+      }
+      REQUIRE(set.ok());
+      const std::vector<std::string> metrics = set->AllMetrics();
+      auto passes = HardwareCounters::PassesOnChip(set->chip, metrics);
+      INFO(arch << " on " << set->chip << ": " << passes.status().message());
+      REQUIRE(passes.ok());
+      for (size_t i = 0; i < metrics.size(); ++i) {
+        INFO(metrics[i]);
+        CHECK((*passes)[i] == 1);
+      }
+    }
+  }
+}
+
+TEST_CASE("work share: counters for unsupported targets are refused", "[work_share]") {
   CHECK_FALSE(WorkCountersFor("sm_80", DType::kBF16).ok());
   CHECK_FALSE(WorkCountersFor("sm_90a", DType::kInt32).ok());
 }
