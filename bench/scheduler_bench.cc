@@ -33,6 +33,7 @@
 #include "absl/time/time.h"
 #include "common/cli_args.h"
 #include "nlohmann/json.hpp"
+#include "proto/dial.h"
 #include "ptxbench/v1/admin.grpc.pb.h"
 #include "ptxbench/v1/vendor.grpc.pb.h"
 #include "ptxbench/v1/worker.grpc.pb.h"
@@ -167,16 +168,17 @@ std::string LoadAverage() {
   return absl::StrCat(one, " ", five, " ", fifteen);
 }
 
-// Distinct channel arguments give each simulated client its own HTTP/2 connection, as
-// separate worker machines would have.
-std::shared_ptr<grpc::Channel> NewChannel(const std::string& address, int index) {
-  grpc::ChannelArguments args;
-  args.SetInt("ptxbench.bench_client", index);
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
-}
-
-void Authorize(grpc::ClientContext* context, const std::string& token) {
-  context->AddMetadata("authorization", "Bearer " + token);
+// Each simulated client has its own HTTP/2 connection, as separate worker machines would.
+std::shared_ptr<grpc::Channel> NewChannel(const std::string& address) {
+  DialOptions options;
+  options.address = address;
+  options.own_connection = true;
+  auto channel = Dial(options);
+  if (!channel.ok()) {
+    std::cerr << "scheduler_bench: " << channel.status() << "\n";
+    std::exit(1);
+  }
+  return *std::move(channel);
 }
 
 v1::SubmitRequest BenchSubmission(int index) {
@@ -208,7 +210,7 @@ double SubmitMany(const std::string& address, const std::string& token, int coun
   const absl::Time start = absl::Now();
   for (int c = 0; c < clients; ++c) {
     threads.emplace_back([&, c] {
-      auto stub = v1::SubmissionService::NewStub(NewChannel(address, 1000 + c));
+      auto stub = v1::SubmissionService::NewStub(NewChannel(address));
       for (int i = next++; i < count; i = next++) {
         grpc::ClientContext context;
         Authorize(&context, token);
@@ -228,7 +230,7 @@ struct SimWorker {
 
 SimWorker RegisterWorker(const std::string& address, const std::string& token, int index) {
   SimWorker worker;
-  worker.stub = v1::WorkerService::NewStub(NewChannel(address, index));
+  worker.stub = v1::WorkerService::NewStub(NewChannel(address));
   grpc::ClientContext context;
   Authorize(&context, token);
   v1::RegisterRequest request;
@@ -333,7 +335,7 @@ std::vector<double> SubmitToLeaseLatency(const std::string& address, const std::
   request.set_worker_id(worker.worker_id);
   request.set_slots(1);
   auto reader = worker.stub->Lease(&lease_context, request);
-  auto submit = v1::SubmissionService::NewStub(NewChannel(address, 2000));
+  auto submit = v1::SubmissionService::NewStub(NewChannel(address));
   std::vector<double> latencies;
   for (int i = 0; i < samples; ++i) {
     // Let the worker settle into its wait, as an idle worker would be.
@@ -405,7 +407,7 @@ int Main(int argc, char** argv) {
   std::cerr << "scheduler_bench: server at " << address << "\n";
 
   // Tokens, made over the loopback bootstrap: the first admin token ends it.
-  auto admin = v1::AdminService::NewStub(NewChannel(address, 3000));
+  auto admin = v1::AdminService::NewStub(NewChannel(address));
   {
     grpc::ClientContext context;
     v1::CreateTenantRequest request;

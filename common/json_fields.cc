@@ -115,7 +115,7 @@ class BoundedDomBuilder {
     return Add(json(value));
   }
   bool string(std::string& value) {
-    if (value.find('\0') != std::string::npos) return Refuse("contains a NUL byte (\\u0000)");
+    if (value.find('\0') != std::string::npos) return Refuse(kNulByteRefusal);
     return Add(json(std::move(value)));
   }
   bool binary(json::binary_t& /*value*/) { return Refuse("binary values are not JSON"); }
@@ -125,7 +125,7 @@ class BoundedDomBuilder {
     json& object = *frame.container;
     if (key.find('\0') != std::string::npos) {
       frame.key = key;
-      return Refuse("the key contains a NUL byte (\\u0000)");
+      return Refuse(absl::StrCat("the key ", kNulByteRefusal));
     }
     if (object.contains(key)) {
       frame.key = key;

@@ -88,6 +88,11 @@ struct JsonParseError {
   size_t line = 1;  // 1-based line of that offset.
 };
 
+// What a string holding a NUL byte is told, after its field path: here and by the API's
+// request check (server/api/request_check.cc), so that the API and the engine refuse a launch
+// plan with the same words (tests/server/api/launch_plan_api_test).
+inline constexpr char kNulByteRefusal[] = "contains a NUL byte (\\u0000)";
+
 // Parses `text` as one JSON value. Every integer of the result is an int64 (is_number_integer()
 // and never is_number_unsigned()); every string and key is free of NUL bytes; no object has a
 // key twice. Never throws.

@@ -56,6 +56,7 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> Dial(const DialOptions& options) 
                    static_cast<int>(absl::ToInt64Milliseconds(kKeepaliveTimeout)));
   arguments.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   arguments.SetMaxReceiveMessageSize(options.max_receive_message_bytes);
+  if (options.own_connection) arguments.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   // The server's logs and metrics can then tell our programs (and their versions) apart from
   // other gRPC clients.
   arguments.SetUserAgentPrefix(UserAgent());

@@ -44,6 +44,10 @@ struct DialOptions {
   // keeps gRPC's default (1 s growing 1.6x to 120 s). The worker daemon sets its own retry
   // pace: with the default, workers reconnected 9-20 s after a server restart in a chaos run.
   absl::Duration max_reconnect_backoff = absl::ZeroDuration();
+  // A TCP connection of this channel's own. gRPC otherwise shares one connection among all
+  // channels to an address with the same settings, so a benchmark or test that stands in for
+  // many machines (bench/scheduler_bench, bench/api_flood) would measure one connection.
+  bool own_connection = false;
 };
 
 // A channel to `options.address`. INVALID_ARGUMENT for an empty address, NOT_FOUND for an

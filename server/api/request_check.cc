@@ -5,6 +5,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "common/json_fields.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/wire_format_lite.h"
 #include "server/api/validate.h"
@@ -55,10 +56,8 @@ absl::Status CheckMessage(const google::protobuf::Descriptor* descriptor, std::s
       }
       continue;
     }
-    if (const void* nul = std::memchr(value.data(), '\0', value.size())) {
-      return absl::InvalidArgumentError(absl::StrCat(path, ": contains a NUL byte (byte ",
-                                                     static_cast<const char*>(nul) - value.data(),
-                                                     "); text fields cannot hold one"));
+    if (std::memchr(value.data(), '\0', value.size()) != nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ": ", kNulByteRefusal));
     }
     if (auto offset = FindInvalidUtf8(std::string(value))) {
       return absl::InvalidArgumentError(

@@ -17,8 +17,9 @@
 
 namespace ptxbench::api {
 
-// INVALID_ARGUMENT "<field path>: contains a NUL byte (byte N)" or "...: not valid UTF-8
-// (byte N)", the path spelled as validate.h spells it ("launch_plan.launches[0].grid[1]").
+// INVALID_ARGUMENT "<field path>: contains a NUL byte (\u0000)" (kNulByteRefusal, the launch
+// plan reader's words) or "...: not valid UTF-8 (byte N)", the path spelled as validate.h
+// spells it ("launch_plan.launches[0].grid[1]").
 // OK when every string field passes, and for bytes that are not a well-formed message (the
 // parser then says so).
 absl::Status CheckRequestText(const google::protobuf::Descriptor* descriptor,

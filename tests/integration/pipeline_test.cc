@@ -162,7 +162,7 @@ TEST_CASE("pipeline: a worker of the wrong arch never receives a job, one of the
   REQUIRE(submitted.exit_code == 0);
   std::string id = submitted.output.substr(0, 36);
   // CI has no GPU: the GPU workers here speak WorkerService over gRPC like ptxbench-worker.
-  auto channel = grpc::CreateChannel(stack.address(), grpc::InsecureChannelCredentials());
+  auto channel = api_test::DialTestServer(stack.address());
   api_test::FakeWorker blackwell(channel, "", v1::ARCH_SM_100A, "GPU-wrong-arch");
   REQUIRE(blackwell.Register().ok());
   blackwell.OpenLease(1);

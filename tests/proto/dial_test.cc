@@ -6,7 +6,9 @@
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <mutex>
+#include <set>
 #include <sstream>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "ptxbench/v1/vendor.grpc.pb.h"
@@ -26,6 +28,7 @@ class RecordingService final : public v1::SubmissionService::Service {
   grpc::Status ListTasks(grpc::ServerContext* context, const v1::ListTasksRequest*,
                          v1::ListTasksResponse* response) override {
     std::lock_guard<std::mutex> lock(mutex_);
+    peers_.insert(context->peer());
     for (const auto& [key, value] : context->client_metadata()) {
       metadata_[std::string(key.data(), key.size())] = std::string(value.data(), value.size());
     }
@@ -36,10 +39,16 @@ class RecordingService final : public v1::SubmissionService::Service {
     std::lock_guard<std::mutex> lock(mutex_);
     return metadata_.count(key) > 0 ? metadata_.at(key) : "";
   }
+  // The distinct client addresses (one per TCP connection) that called.
+  size_t Peers() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return peers_.size();
+  }
 
  private:
   std::mutex mutex_;
   std::map<std::string, std::string> metadata_;
+  std::set<std::string> peers_;
 };
 
 // A real gRPC server on 127.0.0.1:0, plaintext or TLS with the given certificate.
@@ -92,6 +101,31 @@ TEST_CASE("Dial: plaintext, our User-Agent and the bearer token reach the server
   options.address = bare.address();
   REQUIRE(ListTasks(*Dial(options), "").ok());
   CHECK(bare.service().Metadata("authorization").empty());
+}
+
+TEST_CASE("Dial: channels share a connection unless own_connection asks for one each") {
+  LoopbackServer shared_server;
+  DialOptions options;
+  options.address = shared_server.address();
+  auto first = Dial(options);
+  auto second = Dial(options);
+  REQUIRE(first.ok());
+  REQUIRE(second.ok());
+  REQUIRE(ListTasks(*first, "").ok());
+  REQUIRE(ListTasks(*second, "").ok());
+  CHECK(shared_server.service().Peers() == 1);
+
+  LoopbackServer own_server;
+  options.address = own_server.address();
+  options.own_connection = true;
+  std::vector<std::shared_ptr<grpc::Channel>> channels;
+  for (int i = 0; i < 3; ++i) {
+    auto channel = Dial(options);
+    REQUIRE(channel.ok());
+    REQUIRE(ListTasks(*channel, "").ok());
+    channels.push_back(*channel);  // Kept open so that no port is reused.
+  }
+  CHECK(own_server.service().Peers() == 3);
 }
 
 TEST_CASE("Dial: TLS with a private CA is trusted only through --tls-ca") {

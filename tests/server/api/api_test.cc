@@ -20,15 +20,6 @@
 namespace ptxbench::api_test {
 namespace {
 
-grpc::Status Submit(TestServer& server, const std::string& token, const v1::SubmitRequest& request,
-                    v1::SubmitResponse* response = nullptr) {
-  v1::SubmitResponse ignored;
-  grpc::ClientContext context;
-  WithDeadline(&context);
-  Authorize(&context, token);
-  return server.submissions()->Submit(&context, request, response ? response : &ignored);
-}
-
 grpc::Status ListTenants(TestServer& server, const std::string& token) {
   grpc::ClientContext context;
   WithDeadline(&context);
@@ -559,6 +550,7 @@ TEST_CASE("TLS: the server speaks only TLS, and with a client CA only to holders
   std::stringstream cert_pem, key_pem;
   cert_pem << cert_in.rdbuf();
   key_pem << key_in.rdbuf();
+  // Its own credentials rather than Dial's: Dial presents no client certificate.
   grpc::SslCredentialsOptions ssl;
   ssl.pem_root_certs = cert_pem.str();
   ssl.pem_cert_chain = cert_pem.str();

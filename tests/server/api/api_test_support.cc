@@ -9,7 +9,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
@@ -99,12 +98,17 @@ std::unique_ptr<testing::TestDatabase> FreshDatabase() {
   return *std::move(database);
 }
 
-void Authorize(grpc::ClientContext* context, const std::string& token) {
-  if (!token.empty()) context->AddMetadata("authorization", "Bearer " + token);
-}
-
 void WithDeadline(grpc::ClientContext* context, absl::Duration timeout) {
   context->set_deadline(std::chrono::system_clock::now() + absl::ToChronoNanoseconds(timeout));
+}
+
+grpc::Status Submit(TestServer& server, const std::string& token, const v1::SubmitRequest& request,
+                    v1::SubmitResponse* response) {
+  v1::SubmitResponse ignored;
+  grpc::ClientContext context;
+  WithDeadline(&context);
+  Authorize(&context, token);
+  return server.submissions()->Submit(&context, request, response ? response : &ignored);
 }
 
 TestServer::TestServer(const TestServerOptions& options) {
@@ -134,16 +138,18 @@ TestServer::TestServer(const TestServerOptions& options) {
   INFO(started.ToString());
   REQUIRE(started.ok());
   REQUIRE(server_->port() > 0);
-  if (options.tls.cert_file.empty()) {
-    channel_ = grpc::CreateChannel(address(), grpc::InsecureChannelCredentials());
-  } else {
-    std::ifstream in(options.tls.cert_file);
-    std::stringstream pem;
-    pem << in.rdbuf();
-    grpc::SslCredentialsOptions ssl;
-    ssl.pem_root_certs = pem.str();
-    channel_ = grpc::CreateChannel(address(), grpc::SslCredentials(ssl));
-  }
+  channel_ = DialTestServer(address(), options.tls.cert_file);
+}
+
+std::shared_ptr<grpc::Channel> DialTestServer(const std::string& address,
+                                              const std::string& tls_ca_file) {
+  DialOptions dial;
+  dial.address = address;
+  dial.tls_ca_file = tls_ca_file;
+  auto channel = Dial(dial);
+  INFO(channel.status().ToString());
+  REQUIRE(channel.ok());
+  return *std::move(channel);
 }
 
 TestServer::~TestServer() { server_->GracefulStop(); }

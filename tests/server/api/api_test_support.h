@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "absl/time/time.h"
+#include "proto/dial.h"
 #include "ptxbench/v1/admin.grpc.pb.h"
 #include "ptxbench/v1/vendor.grpc.pb.h"
 #include "ptxbench/v1/worker.grpc.pb.h"
@@ -82,10 +83,17 @@ class TestServer {
   std::string admin_token_;
 };
 
-// Adds `authorization: Bearer <token>` unless token is empty.
-void Authorize(grpc::ClientContext* context, const std::string& token);
+// A channel to a test server through the programs' own Dial (proto/dial.h), trusting
+// `tls_ca_file` when set; FAILs the test when Dial refuses. Calls are authorised with
+// ptxbench::Authorize (proto/dial.h) like the client's.
+std::shared_ptr<grpc::Channel> DialTestServer(const std::string& address,
+                                              const std::string& tls_ca_file = "");
 // A deadline so that a broken server fails a test instead of hanging it.
 void WithDeadline(grpc::ClientContext* context, absl::Duration timeout = absl::Seconds(30));
+
+// SubmissionService.Submit as the holder of `token`, with WithDeadline's default.
+grpc::Status Submit(TestServer& server, const std::string& token, const v1::SubmitRequest& request,
+                    v1::SubmitResponse* response = nullptr);
 
 // A valid Submit request for kTaskId on sm_90a, compile-only scope unless `full`.
 v1::SubmitRequest ValidSubmit(bool full = false);

@@ -141,7 +141,8 @@ TEST_CASE("a launch plan's shape is checked field by field", "[api][validate]") 
   launch->add_cluster("1");
   launch->add_cluster("1");
   auto status = ValidateLaunchPlan(plan, "launch_plan");
-  CHECK(status.message() == "launch_plan.launches[0].cluster: has 4 entries; at most 3 are allowed");
+  CHECK(status.message() ==
+        "launch_plan.launches[0].cluster: has 4 entries; at most 3 are allowed");
   launch->clear_cluster();
   plan.add_scratch()->set_name("tmp");
   plan.mutable_scratch(0)->set_bytes("M*4");

@@ -20,15 +20,6 @@
 namespace ptxbench::api_test {
 namespace {
 
-grpc::Status Submit(TestServer& server, const std::string& token,
-                    const v1::SubmitRequest& request) {
-  v1::SubmitResponse response;
-  grpc::ClientContext context;
-  WithDeadline(&context);
-  Authorize(&context, token);
-  return server.submissions()->Submit(&context, request, &response);
-}
-
 // What the engine makes of a plan the server stored: the store's JSON back into the proto (as
 // convert.cc builds the leased job), printed as the worker prints it (worker/daemon/worker.cc:
 // the proto field names), then read by the engine's reader.

@@ -63,7 +63,7 @@ class ServerProcess {
     const size_t at = serving.find("grpc=");
     REQUIRE(at != std::string::npos);
     address_ = serving.substr(at + 5, serving.find(' ', at) - at - 5);
-    channel_ = grpc::CreateChannel(address_, grpc::InsecureChannelCredentials());
+    channel_ = DialTestServer(address_);
   }
 
   ~ServerProcess() {

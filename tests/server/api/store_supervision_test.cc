@@ -126,16 +126,14 @@ std::unique_ptr<server::Server> StartServer(const std::string& data_dir,
 }
 
 grpc::Status Submit(const server::Server& server, v1::SubmitResponse* response) {
-  auto channel = grpc::CreateChannel(absl::StrCat("127.0.0.1:", server.port()),
-                                     grpc::InsecureChannelCredentials());
+  auto channel = DialTestServer(absl::StrCat("127.0.0.1:", server.port()));
   grpc::ClientContext context;
   WithDeadline(&context, absl::Seconds(10));
   return v1::SubmissionService::NewStub(channel)->Submit(&context, ValidSubmit(), response);
 }
 
 grpc::Status Get(const server::Server& server, const std::string& id) {
-  auto channel = grpc::CreateChannel(absl::StrCat("127.0.0.1:", server.port()),
-                                     grpc::InsecureChannelCredentials());
+  auto channel = DialTestServer(absl::StrCat("127.0.0.1:", server.port()));
   grpc::ClientContext context;
   WithDeadline(&context, absl::Seconds(10));
   v1::GetSubmissionRequest request;

@@ -399,6 +399,8 @@ TEST_CASE("an idle Lease stream survives client keepalive pings", "[api][flow]")
   options.min_client_ping_interval = absl::Milliseconds(200);
   TestServer server(options);
   const std::string vendor = server.CreateToken("acme", v1::ROLE_VENDOR);
+  // Its own channel rather than Dial's: pinging this often on an idle stream needs the
+  // ping-rate arguments that no program of ours sets (Dial pings every 20 s).
   grpc::ChannelArguments arguments;
   arguments.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 300);
   arguments.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
