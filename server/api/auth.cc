@@ -172,8 +172,8 @@ absl::StatusOr<std::string> BearerToken(const std::string& authorization) {
 
 // By role too: a tenant's vendors flooding Submit must not delay the same tenant's workers.
 std::string LaneOf(const store::TokenRow& row) {
-  return row.tenant.empty() ? absl::StrCat(row.role, ":token:", row.token_id)
-                            : absl::StrCat(row.role, ":tenant:", row.tenant);
+  return row.tenant.empty() ? absl::StrCat(wire::RoleName(row.role), ":token:", row.token_id)
+                            : absl::StrCat(wire::RoleName(row.role), ":tenant:", row.tenant);
 }
 
 }  // namespace

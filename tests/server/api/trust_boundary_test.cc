@@ -391,6 +391,7 @@ TEST_CASE("a verdict's oversized details are stored truncated, with a marker", "
   const std::string detail = nlohmann::json{{"kernels", kernels}}.dump();
   REQUIRE(detail.size() > (1 << 20));
   v1::Verdict too_many = MakeVerdict(v1::VERDICT_CLASS_COMPILED);
+  too_many.clear_stages();  // MakeVerdict adds the compile stage a compiled verdict needs.
   for (int i = 0; i < 9; ++i) {
     auto* stage = too_many.add_stages();
     stage->set_stage(v1::STAGE_COMPILE);
@@ -401,6 +402,7 @@ TEST_CASE("a verdict's oversized details are stored truncated, with a marker", "
   CHECK_THAT(refused.error_message(), Catch::StartsWith("verdict.stages: 9 stages"));
 
   v1::Verdict verdict = MakeVerdict(v1::VERDICT_CLASS_COMPILED);
+  verdict.clear_stages();
   auto* stage = verdict.add_stages();
   stage->set_stage(v1::STAGE_COMPILE);
   stage->set_ok(true);
