@@ -10,6 +10,8 @@
 #include <system_error>
 #include <vector>
 
+#include "common/files.h"
+
 namespace ptxbench::testing {
 
 ScopedTempDir::ScopedTempDir(const std::string& prefix) {
@@ -28,10 +30,7 @@ ScopedTempDir::~ScopedTempDir() {
 }
 
 std::string ReadWholeFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
+  return ReadFileOrEmpty(path, size_t{1} << 30);
 }
 
 }  // namespace ptxbench::testing

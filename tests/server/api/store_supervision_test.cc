@@ -20,6 +20,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/files.h"
 #include "server/api/health_check.h"
 #include "server/embedded_pg/embedded_postgres.h"
 #include "tests/server/api/api_test_support.h"
@@ -53,8 +54,7 @@ Postmaster ReadPostmaster(const std::string& pgdata) {
 
 bool Dead(pid_t pid) {
   if (kill(pid, 0) != 0 && errno == ESRCH) return true;
-  std::ifstream stat(absl::StrCat("/proc/", pid, "/stat"));
-  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const std::string text = ReadFileOrEmpty(absl::StrCat("/proc/", pid, "/stat"));
   const size_t end = text.rfind(')');
   return end != std::string::npos && text.substr(end + 2, 1) == "Z";
 }

@@ -27,6 +27,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/files.h"
 #include "server/store/database.h"
 #include "tests/support/status_testing.h"
 #include "tests/support/temp_files.h"
@@ -65,8 +66,9 @@ EmbeddedPostgres::Options At(const std::string& data_dir,
 // late, and a zombie is as dead as a process gets.
 bool Alive(pid_t pid) {
   if (kill(pid, 0) != 0 && errno != EPERM) return false;
-  std::ifstream stat(absl::StrCat("/proc/", pid, "/stat"));
-  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  // A process that exits meanwhile reads as "" (common/files.h says why not ifstream).
+  const std::string text = ReadFileOrEmpty(absl::StrCat("/proc/", pid, "/stat"));
+  if (text.empty()) return false;
   const size_t end_of_name = text.rfind(')');
   return end_of_name == std::string::npos || text.substr(end_of_name + 2, 1) != "Z";
 }

@@ -29,12 +29,14 @@
 #include <functional>
 #include <iterator>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/files.h"
 #include "common/sha256.h"
 #include "tests/worker/engine/engine_test_support.h"
 #include "worker/engine/compile.h"
@@ -525,10 +527,9 @@ std::vector<pid_t> ProcessesRunning(const std::string& needle) {
   while (dirent* entry = proc != nullptr ? readdir(proc) : nullptr) {
     const pid_t pid = std::atoi(entry->d_name);
     if (pid <= 0) continue;
-    std::ifstream cmdline(absl::StrCat("/proc/", pid, "/cmdline"));
-    std::string line((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
-    std::ifstream stat(absl::StrCat("/proc/", pid, "/stat"));
-    std::string fields((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    // A process may exit between readdir and the read: its files then read as "".
+    const std::string line = ReadFileOrEmpty(absl::StrCat("/proc/", pid, "/cmdline"));
+    const std::string fields = ReadFileOrEmpty(absl::StrCat("/proc/", pid, "/stat"));
     const size_t paren = fields.rfind(')');
     const bool zombie =
         paren != std::string::npos && paren + 2 < fields.size() && fields[paren + 2] == 'Z';
@@ -579,8 +580,8 @@ TEST_CASE("Neither the jail nor ptxas outlives the process that compiles", "[lim
         [&] {
           victims = in_ptxas ? ProcessesRunning(script) : std::vector<pid_t>{};
           if (!in_ptxas) {
-            std::ifstream children(
-                absl::StrCat("/proc/", compiler, "/task/", compiler, "/children"));
+            std::istringstream children(
+                ReadFileOrEmpty(absl::StrCat("/proc/", compiler, "/task/", compiler, "/children")));
             pid_t child = 0;
             while (children >> child) victims.push_back(child);
           }
@@ -593,9 +594,7 @@ TEST_CASE("Neither the jail nor ptxas outlives the process that compiles", "[lim
     CHECK(WaitUntil(
         [&] {
           for (pid_t victim : victims) {
-            std::ifstream stat(absl::StrCat("/proc/", victim, "/stat"));
-            std::string fields((std::istreambuf_iterator<char>(stat)),
-                               std::istreambuf_iterator<char>());
+            const std::string fields = ReadFileOrEmpty(absl::StrCat("/proc/", victim, "/stat"));
             const size_t paren = fields.rfind(')');
             if (!fields.empty() && paren + 2 < fields.size() && fields[paren + 2] != 'Z') {
               return false;

@@ -1,0 +1,42 @@
+// Reading a whole file: the one helper every component uses (issue 15, item 3).
+//
+// Why not std::ifstream + istreambuf_iterator: libstdc++'s filebuf throws
+// "basic_filebuf::underflow error reading the file" when read(2) fails, whatever the stream's
+// exception mask, and reading /proc/<pid>/... of a process that exits meanwhile fails with
+// ESRCH. A test died of exactly that in CI (compile_jail_test, 2026-12-02). This helper uses
+// read(2), never throws, bounds what it reads, and names the file and the reason in its error.
+#ifndef PTXBENCH_COMMON_FILES_H_
+#define PTXBENCH_COMMON_FILES_H_
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+
+namespace ptxbench {
+
+struct ReadLimits {
+  // A file larger than this is an error (kFailedPrecondition naming the size), not a silent
+  // prefix: a caller that wants a prefix reads /proc-style files with `truncate_at_limit`.
+  size_t max_bytes = size_t{64} << 20;
+  // Return the first max_bytes instead of failing (for /proc files and logs, whose size is
+  // not known in advance).
+  bool truncate_at_limit = false;
+};
+
+// The bytes of `path`. `what` names the file for the error ("the CA file", "task.json"):
+// "reading the CA file /etc/x.pem: No such file or directory". Codes: a missing file (or a
+// /proc entry of a process that is gone) kNotFound, no permission kPermissionDenied, a folder
+// kInvalidArgument, a file over the limit kFailedPrecondition, any other I/O failure
+// kUnavailable.
+absl::StatusOr<std::string> ReadFileToString(const std::string& path, std::string_view what,
+                                             const ReadLimits& limits = {});
+
+// For callers that only care whether there was something to read: the bytes, or "" when the
+// file cannot be read for any reason (a /proc entry of a process that is gone).
+std::string ReadFileOrEmpty(const std::string& path, size_t max_bytes = size_t{1} << 20);
+
+}  // namespace ptxbench
+
+#endif  // PTXBENCH_COMMON_FILES_H_
