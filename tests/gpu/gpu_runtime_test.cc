@@ -175,6 +175,52 @@ TEST_CASE("the cuBLASLt baseline computes A times B-transposed", "[gpu]") {
   CHECK((*baseline)->Describe()["library"] == "cublaslt");
 }
 
+// The GEMM task's tolerance beside the library's own error (issue 11, "measured tolerance
+// margins"): cuBLASLt at the task's K = 5120 on the task's normal inputs, against an fp64 host
+// dot product. Its error is the bf16 rounding of C (at |C| ~ sqrt(K) ~ 72, half an ulp is 0.25)
+// plus the fp32 accumulation's; the report's line is the "library" row of the margin table.
+TEST_CASE("cuBLASLt's own error against fp64 at the GEMM task's K", "[gpu]") {
+  GpuFixture& f = SharedGpu();
+  const int M = 128, N = 256, K = 5120;
+  auto baseline = CreateBaseline("cublaslt", "gemm_a_bt_bf16", {{"M", M}, {"N", N}, {"K", K}});
+  INFO(baseline.status().message());
+  REQUIRE(baseline.ok());
+  auto A = DeviceBuffer::Allocate(size_t{M} * K * 2), B = DeviceBuffer::Allocate(size_t{N} * K * 2),
+       C = DeviceBuffer::Allocate(size_t{M} * N * 2);
+  cudaStream_t s = f.stream.get();
+  REQUIRE(f.builtins->Generate(A->get(), size_t{M} * K, BuiltinDType::kBF16, kDistNormal, 5, 0, s)
+              .ok());
+  REQUIRE(f.builtins->Generate(B->get(), size_t{N} * K, BuiltinDType::kBF16, kDistNormal, 5, 1, s)
+              .ok());
+  REQUIRE((*baseline)->Run({A->get(), B->get()}, {C->get()}, s).ok());
+  REQUIRE(SynchronizeDevice().ok());
+  auto a = DownloadBf16(*A, size_t{M} * K), b = DownloadBf16(*B, size_t{N} * K),
+       c = DownloadBf16(*C, size_t{M} * N);
+  double max_abs = 0, error_squares = 0, reference_squares = 0;
+  int outside_allclose = 0;
+  for (size_t m = 0; m < size_t{M}; ++m) {
+    for (size_t n = 0; n < size_t{N}; ++n) {
+      double ref = 0;
+      for (size_t k = 0; k < size_t{K}; ++k) {
+        ref += double{Bf16ToFloat(a[m * K + k])} * Bf16ToFloat(b[n * K + k]);
+      }
+      const double error = double{Bf16ToFloat(c[m * N + n])} - ref;
+      max_abs = std::max(max_abs, std::abs(error));
+      error_squares += error * error;
+      reference_squares += ref * ref;
+      // The task's rule: allclose atol 1e-2, rtol 1e-2.
+      if (std::abs(error) > 1e-2 + 1e-2 * std::abs(ref)) ++outside_allclose;
+    }
+  }
+  const double relative_norm = std::sqrt(error_squares / reference_squares);
+  WARN("cublaslt gemm against fp64, M=" << M << " N=" << N << " K=" << K << ": max abs err "
+                                        << max_abs << ", relative norm " << relative_norm
+                                        << ", allclose(1e-2, 1e-2) failures " << outside_allclose
+                                        << " of " << M * N);
+  CHECK(outside_allclose == 0);
+  CHECK(relative_norm < 0.01);
+}
+
 TEST_CASE("interleaved timing of the baseline against itself gives a ratio near 1", "[gpu]") {
   GpuFixture& f = SharedGpu();
   const int n = 4096;
