@@ -24,6 +24,7 @@
 #include "common/expr.h"
 #include "common/status.h"
 #include "worker/engine/evaluate_processes.h"
+#include "worker/engine/gpu/baseline_choice.h"
 #include "worker/engine/gpu/compare.h"
 #include "worker/engine/gpu/philox.h"
 #include "worker/engine/gpu/protocol.h"
@@ -1031,7 +1032,16 @@ StageResult TimingStage(Evaluation& e) {
                        e.candidate->dir() + "/timed-check",
                        e.transfer,
                        e.workspace.SecretSeed("timing/counters", 0),
-                       e.workspace.SecretSeed("timing/sketch", 0)};
+                       e.workspace.SecretSeed("timing/sketch", 0),
+                       std::nullopt};
+  // The fair baseline: the worker's earlier choice for the same key goes along, so that only
+  // the first evaluation of a (task, workload, GPU model, operation) measures the candidates.
+  const std::string baseline_key =
+      gpu::BaselineChoiceKey(task.JudgingHash(), timed.name, timed.axes, e.device.name,
+                             task.baseline_library, task.baseline_operation);
+  if (loop.baseline_selection == gpu::BaselineSelection::kFastest) {
+    cmd.cached_baseline = gpu::BaselineChoiceCache::Process().Find(baseline_key);
+  }
   // The checked samples sit at secret positions the supervisor knows too: their references are
   // queued now and computed while the timing loop runs.
   for (size_t block = 0; block < loop.max_checks && loop.check_every > 0; ++block) {
@@ -1050,6 +1060,10 @@ StageResult TimingStage(Evaluation& e) {
                                   Now() - t0));
   }
   const gpu::TimingMeasurement& result = step.event.result;
+  const gpu::BaselineChoice& choice = step.event.baseline_choice;
+  if (choice.measured) {
+    gpu::BaselineChoiceCache::Process().Store(baseline_key, {choice.chosen, step.event.baseline});
+  }
   e.record.AddKernelSeconds(result.kernel_ms_total / 1000);
   TimedWorkShare(e, result);
   json checks = json::array();
@@ -1077,6 +1091,15 @@ StageResult TimingStage(Evaluation& e) {
   std::string summary = absl::StrFormat(
       "candidate %.4f ms, %s %.4f ms (median of %d interleaved samples each): speedup %.3f",
       candidate_ms, task.baseline_library, baseline_ms, result.candidate.n, verdict.speedup);
+  if (choice.selection == gpu::BaselineSelection::kFastest) {
+    absl::StrAppend(
+        &summary, "; baseline: the library's candidate #", choice.chosen,
+        choice.measured
+            ? absl::StrFormat(", fastest of %d (%.4f ms against the first choice's "
+                              "%.4f ms)",
+                              choice.candidates.size(), choice.chosen_ms, choice.first_ms)
+            : std::string(", this worker's earlier choice"));
+  }
   if (!wrong.empty()) {
     verdict.correct = false;
     e.record.Report(Stage::kTiming, false, summary, detail, Now() - t0);

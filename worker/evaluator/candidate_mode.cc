@@ -2,6 +2,7 @@
 // and after, outputs poisoned, handed to the reference process), then the interleaved timing
 // loop against the library baseline (timing.h). Started beside the compiler, it sets up the
 // device and the timing baseline while the source compiles and waits for the module.
+#include <algorithm>
 #include <future>
 #include <memory>
 #include <string>
@@ -10,10 +11,12 @@
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
 #include "worker/engine/gpu/baseline.h"
+#include "worker/engine/gpu/baseline_choice.h"
 #include "worker/engine/gpu/cuda_check.h"
 #include "worker/engine/gpu/cupti_counters.h"
 #include "worker/engine/gpu/nvml_monitor.h"
 #include "worker/engine/gpu/sketch.h"
+#include "worker/engine/gpu/stats.h"
 #include "worker/engine/gpu/timing.h"
 #include "worker/engine/gpu/work_share.h"
 #include "worker/evaluator/evaluator.h"
@@ -65,6 +68,10 @@ class CandidateProcess {
   absl::StatusOr<gpu::SampleSketch> SketchOutputs(const gpu::TimeCommand& cmd, size_t index,
                                                   uint64_t seed, bool counted);
   absl::Status PrepareTiming(const std::string& workload);
+  // The library algorithm the loop times against (TimingLoopOptions::baseline_selection): the
+  // prepared first heuristic choice, the worker's cached choice, or the fastest candidate
+  // measured now. Replaces timing_.baseline with the one chosen.
+  absl::StatusOr<gpu::BaselineChoice> ChooseBaseline(const gpu::TimeCommand& cmd);
   // The outputs of one checked timed sample, kept on the device (IPC) or written to files.
   absl::StatusOr<std::vector<gpu::OutputHandle>> KeepCheckedOutputs(const gpu::TimeCommand& cmd,
                                                                     size_t index);
@@ -95,6 +102,114 @@ absl::Status CandidateProcess::PrepareTiming(const std::string& workload) {
   timing_.workload = workload;
   timing_.prepare_seconds = Now() - t0;
   return absl::OkStatus();
+}
+
+absl::StatusOr<gpu::BaselineChoice> CandidateProcess::ChooseBaseline(const gpu::TimeCommand& cmd) {
+  gpu::BaselineChoice choice;
+  choice.selection = cmd.loop.baseline_selection;
+  if (cmd.loop.baseline_selection == gpu::BaselineSelection::kFirstHeuristic) return choice;
+  ASSIGN_OR_RETURN(const Workload* w, FindWorkload(runtime_.task, cmd.workload));
+  ASSIGN_OR_RETURN(std::vector<std::unique_ptr<gpu::Baseline>> candidates,
+                   gpu::CreateBaselineCandidates(
+                       runtime_.task.baseline_library, runtime_.task.baseline_operation, w->axes,
+                       std::max<size_t>(cmd.loop.baseline_candidates, 1)));
+  if (candidates.empty()) return absl::InternalError("the library offered no baseline candidate");
+  // The worker's earlier choice, if the library still describes that candidate alike.
+  if (cmd.cached_baseline.has_value() && cmd.cached_baseline->index < candidates.size() &&
+      candidates[cmd.cached_baseline->index]->Describe() == cmd.cached_baseline->algorithm) {
+    choice.chosen = cmd.cached_baseline->index;
+    timing_.baseline = std::move(candidates[choice.chosen]);
+    return choice;
+  }
+  // Measured: each candidate's outputs against candidate 0's on the baseline's own inputs, then
+  // its median time over `baseline_runs` runs, each after an L2 flush as in the loop.
+  SubmissionRuntime& c = runtime_;
+  cudaStream_t s = c.gpu.stream.get();
+  gpu::TensorSet& set = timing_.set;
+  RETURN_IF_ERROR(set.GenerateInputs(*c.gpu.builtins, cmd.baseline_seed_base, s));
+  RETURN_IF_ERROR(candidates[0]->Run(set.InputPointers(), set.OutputPointers(), s));
+  std::vector<gpu::DeviceBuffer> first_outputs;
+  std::vector<const gpu::WorkloadTensor*> outputs;
+  {
+    std::vector<void*> pointers = set.OutputPointers();
+    size_t ordinal = 0;
+    for (const gpu::WorkloadTensor& t : set.tensors()) {
+      if (!t.output) continue;
+      ASSIGN_OR_RETURN(gpu::DeviceBuffer copy, gpu::DeviceBuffer::Allocate(t.bytes));
+      PTXBENCH_CUDA_TRY(cudaMemcpyAsync(copy.get(), pointers.at(ordinal++), t.bytes,
+                                        cudaMemcpyDeviceToDevice, s));
+      first_outputs.push_back(std::move(copy));
+      outputs.push_back(&t);
+    }
+  }
+  const gpu::ToleranceRule rule = gpu::RuleOf(c.task.tolerance);
+  ASSIGN_OR_RETURN(gpu::Event start, gpu::Event::Create());
+  ASSIGN_OR_RETURN(gpu::Event end, gpu::Event::Create());
+  constexpr int kWarmupRuns = 3;
+  for (size_t k = 0; k < candidates.size(); ++k) {
+    gpu::BaselineCandidateFigure figure;
+    figure.index = k;
+    figure.algorithm = candidates[k]->Describe();
+    RETURN_IF_ERROR(set.PoisonOutputs(*c.gpu.builtins, s));
+    absl::Status ran = candidates[k]->Run(set.InputPointers(), set.OutputPointers(), s);
+    if (ran.ok()) {
+      const cudaError_t synced = cudaStreamSynchronize(s);
+      if (synced != cudaSuccess) {
+        ran = gpu::CudaRuntimeStatus(synced, "cudaStreamSynchronize(s)", __FILE__, __LINE__);
+        // A fault of the library's own kernel poisons the context: nothing after it can run.
+        if (gpu::IsKernelFault(synced)) return ran;
+      }
+    }
+    if (!ran.ok()) {
+      figure.note = absl::StrCat("did not run: ", ran.message());
+      choice.candidates.push_back(std::move(figure));
+      continue;
+    }
+    figure.eligible = true;
+    std::vector<void*> pointers = set.OutputPointers();
+    for (size_t o = 0; o < outputs.size(); ++o) {
+      const gpu::WorkloadTensor& t = *outputs[o];
+      ASSIGN_OR_RETURN(gpu::CompareReport report,
+                       c.gpu.builtins->Compare(pointers[o], first_outputs[o].get(), t.elements,
+                                               gpu::ElementTypeOf(t.dtype), t.shape, rule,
+                                               gpu::PoisonPattern(t.dtype), s));
+      if (!report.pass) {
+        figure.eligible = false;
+        figure.note = absl::StrCat("output ", t.name,
+                                   " does not meet the task's rule against "
+                                   "the first choice's");
+      }
+    }
+    if (!figure.eligible) {
+      choice.candidates.push_back(std::move(figure));
+      continue;
+    }
+    std::vector<double> ms;
+    for (size_t r = 0; r < kWarmupRuns + cmd.loop.baseline_runs; ++r) {
+      RETURN_IF_ERROR(c.gpu.builtins->FlushL2(s));
+      PTXBENCH_CUDA_TRY(cudaEventRecord(start.get(), s));
+      RETURN_IF_ERROR(candidates[k]->Run(set.InputPointers(), set.OutputPointers(), s));
+      PTXBENCH_CUDA_TRY(cudaEventRecord(end.get(), s));
+      ASSIGN_OR_RETURN(double elapsed, gpu::ElapsedMs(start, end));
+      if (r >= kWarmupRuns) ms.push_back(elapsed);
+    }
+    figure.runs = ms.size();
+    figure.median_ms = gpu::Summarize(ms).median;
+    choice.candidates.push_back(std::move(figure));
+  }
+  RETURN_IF_ERROR(set.ZeroAll(s));
+  for (gpu::DeviceBuffer& b : first_outputs) {
+    PTXBENCH_CUDA_TRY(cudaMemsetAsync(b.get(), 0, b.bytes(), s));
+  }
+  PTXBENCH_CUDA_TRY(cudaStreamSynchronize(s));
+  ASSIGN_OR_RETURN(choice.chosen, gpu::ChooseFastestBaseline(choice.candidates));
+  choice.measured = true;
+  for (const gpu::BaselineCandidateFigure& f : choice.candidates) {
+    if (f.index == 0) choice.first_ms = f.median_ms;
+    if (f.index == choice.chosen) choice.chosen_ms = f.median_ms;
+  }
+  timing_.baseline = std::move(candidates[choice.chosen]);
+  return choice;
 }
 
 absl::StatusOr<std::vector<gpu::OutputHandle>> CandidateProcess::KeepCheckedOutputs(
@@ -181,6 +296,7 @@ absl::StatusOr<gpu::TimingEvent> CandidateProcess::RunTiming(const gpu::TimeComm
   // A fresh module: nothing a correctness trial left in module globals reaches the timing.
   RETURN_IF_ERROR(runtime_.ReloadModule());
   RETURN_IF_ERROR(PrepareTiming(cmd.workload));
+  ASSIGN_OR_RETURN(gpu::BaselineChoice baseline_choice, ChooseBaseline(cmd));
   SubmissionRuntime& c = runtime_;
   gpu::TensorSet& baseline_set = timing_.set;
   gpu::Baseline* baseline = timing_.baseline.get();
@@ -297,6 +413,7 @@ absl::StatusOr<gpu::TimingEvent> CandidateProcess::RunTiming(const gpu::TimeComm
   event.result.sketches = std::move(sketches);
   event.result.jitter_us_max = cmd.loop.jitter_us_max;
   event.baseline = baseline->Describe();
+  event.baseline_choice = std::move(baseline_choice);
   event.device = gpu::Describe(c.gpu.device);
   event.flush_bytes = c.gpu.builtins->flush_bytes();
   event.setup_seconds = setup_seconds;

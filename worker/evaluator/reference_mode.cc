@@ -21,22 +21,6 @@
 namespace ptxbench::evaluator {
 namespace {
 
-gpu::ElementType ElementTypeOf(gpu::BuiltinDType d) {
-  switch (d) {
-    case gpu::BuiltinDType::kBF16:
-      return gpu::ElementType::kBF16;
-    case gpu::BuiltinDType::kFP16:
-      return gpu::ElementType::kFP16;
-    case gpu::BuiltinDType::kFP32:
-      return gpu::ElementType::kFP32;
-    case gpu::BuiltinDType::kFP8E4M3:
-      return gpu::ElementType::kFP8E4M3;
-    case gpu::BuiltinDType::kInt32:
-      return gpu::ElementType::kInt32;
-  }
-  return gpu::ElementType::kFP32;
-}
-
 // Reference outputs of one (workload, seed), kept on the device until compared.
 struct StoredReference {
   std::vector<gpu::WorkloadTensor> outputs;
@@ -180,7 +164,7 @@ absl::StatusOr<gpu::CompareEvent> ReferenceProcess::Compare(const gpu::CompareCo
     }
     ASSIGN_OR_RETURN(
         gpu::CompareReport report,
-        gpu_.builtins->Compare(got, ref.buffers[k].get(), t.elements, ElementTypeOf(t.dtype),
+        gpu_.builtins->Compare(got, ref.buffers[k].get(), t.elements, gpu::ElementTypeOf(t.dtype),
                                t.shape, rule, gpu::PoisonPattern(t.dtype), stream));
     event.tensors[t.name] = report;
   }

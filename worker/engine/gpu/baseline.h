@@ -34,6 +34,13 @@ absl::StatusOr<std::unique_ptr<Baseline>> CreateBaseline(
     const std::string& library, const std::string& operation,
     const std::map<std::string, int64_t>& axes);
 
+// The library's candidate algorithms for the operation and shape, in the library heuristic's
+// order, at most `max_candidates` (at least one): index 0 is what CreateBaseline gives. The fair
+// baseline (issue 16, protocol_messages.h BaselineSelection) times them and keeps the fastest.
+absl::StatusOr<std::vector<std::unique_ptr<Baseline>>> CreateBaselineCandidates(
+    const std::string& library, const std::string& operation,
+    const std::map<std::string, int64_t>& axes, size_t max_candidates);
+
 // Versions of every baseline library linked into this build ({"cublaslt": 130100, "cudnn":
 // 91900}): part of the reference cache key.
 nlohmann::json BaselineLibraryVersions();
@@ -48,6 +55,14 @@ absl::StatusOr<std::unique_ptr<Baseline>> CreateCublasLtGemm(
 // scale 1/sqrt(D). Plans are built once per operation and shape in a process.
 absl::StatusOr<std::unique_ptr<Baseline>> CreateCudnnSdpa(
     const std::string& operation, const std::map<std::string, int64_t>& axes);
+// Candidates of the two libraries (cuBLASLt: the heuristic's ranked results; cuDNN: the
+// configurations of the heuristic's list that finalize, in its order).
+absl::StatusOr<std::vector<std::unique_ptr<Baseline>>> CreateCublasLtGemmCandidates(
+    const std::string& operation, const std::map<std::string, int64_t>& axes,
+    size_t max_candidates);
+absl::StatusOr<std::vector<std::unique_ptr<Baseline>>> CreateCudnnSdpaCandidates(
+    const std::string& operation, const std::map<std::string, int64_t>& axes,
+    size_t max_candidates);
 // cudnnGetVersion() of the library loaded at run time (91900 for 9.19.0).
 int64_t CudnnVersion();
 

@@ -429,7 +429,9 @@ struct Plan {
 struct Context {
   std::mutex mu;
   cudnnHandle_t handle = nullptr;
-  std::map<std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t>, std::shared_ptr<Plan>> plans;
+  // (backward, causal, B, H, S, D, ordinal of the finalizable configuration) -> plan.
+  std::map<std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t, int>, std::shared_ptr<Plan>>
+      plans;
 };
 
 Context& Ctx() {
@@ -442,8 +444,10 @@ absl::Status EnsureHandle(Context& ctx) {
   return absl::OkStatus();
 }
 
+// The plan of the heuristic list's `ordinal`-th configuration that finalizes (0: the first,
+// which CreateCudnnSdpa uses); OutOfRange when fewer finalize.
 absl::StatusOr<std::shared_ptr<Plan>> BuildPlan(cudnnHandle_t handle, bool backward, bool causal,
-                                                const Shape& shape) {
+                                                const Shape& shape, int ordinal) {
   auto plan = std::make_shared<Plan>();
   plan->backward = backward;
   plan->causal = causal;
@@ -473,6 +477,7 @@ absl::StatusOr<std::shared_ptr<Plan>> BuildPlan(cudnnHandle_t handle, bool backw
                                               config_descs.data()));
   plan->heuristic_configs = static_cast<int>(returned);
   std::string failures;
+  int finalized = 0;
   for (int64_t i = 0; i < returned; ++i) {
     auto candidate = Descriptor::Create(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
     if (!candidate.ok()) return candidate.status();
@@ -486,9 +491,14 @@ absl::StatusOr<std::shared_ptr<Plan>> BuildPlan(cudnnHandle_t handle, bool backw
       absl::StrAppend(&failures, "\n  config #", i, ": ", st.message());
       continue;
     }
+    if (finalized++ < ordinal) continue;
     plan->plan = std::move(*candidate);
     plan->heuristic_rank = static_cast<int>(i);
     break;
+  }
+  if (plan->plan.get() == nullptr && ordinal > 0 && finalized > 0) {
+    return absl::OutOfRangeError(
+        absl::StrCat("cuDNN has ", finalized, " finalizable configurations, not ", ordinal + 1));
   }
   if (plan->plan.get() == nullptr) {
     return absl::InternalError(absl::StrCat("cuDNN found no executable plan for the SDPA ",
@@ -646,38 +656,74 @@ absl::StatusOr<int64_t> Axis(const std::map<std::string, int64_t>& axes, const c
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Baseline>> CreateCudnnSdpa(
-    const std::string& operation, const std::map<std::string, int64_t>& axes) {
-  bool backward = false, causal = false;
+namespace {
+
+struct SdpaKind {
+  bool backward = false;
+  bool causal = false;
+  Shape shape;
+};
+
+absl::StatusOr<SdpaKind> SdpaKindOf(const std::string& operation,
+                                    const std::map<std::string, int64_t>& axes) {
+  SdpaKind kind;
   if (operation == "sdpa_fwd_bf16") {
   } else if (operation == "sdpa_fwd_bf16_causal") {
-    causal = true;
+    kind.causal = true;
   } else if (operation == "sdpa_bwd_bf16") {
-    backward = true;
+    kind.backward = true;
   } else if (operation == "sdpa_bwd_bf16_causal") {
-    backward = causal = true;
+    kind.backward = kind.causal = true;
   } else {
     return absl::UnimplementedError(
         absl::StrCat("cuDNN baseline '", operation, "' is not implemented"));
   }
-  Shape shape;
-  ASSIGN_OR_RETURN(shape.b, Axis(axes, "B"));
-  ASSIGN_OR_RETURN(shape.h, Axis(axes, "H"));
-  ASSIGN_OR_RETURN(shape.s, Axis(axes, "S"));
-  ASSIGN_OR_RETURN(shape.d, Axis(axes, "D"));
+  ASSIGN_OR_RETURN(kind.shape.b, Axis(axes, "B"));
+  ASSIGN_OR_RETURN(kind.shape.h, Axis(axes, "H"));
+  ASSIGN_OR_RETURN(kind.shape.s, Axis(axes, "S"));
+  ASSIGN_OR_RETURN(kind.shape.d, Axis(axes, "D"));
+  return kind;
+}
+
+// The process-wide plan of (operation, shape, ordinal), built at first use.
+absl::StatusOr<std::unique_ptr<Baseline>> SdpaOfOrdinal(const std::string& operation,
+                                                        const SdpaKind& kind, int ordinal) {
   Context& ctx = Ctx();
   std::lock_guard<std::mutex> lock(ctx.mu);
   RETURN_IF_ERROR(EnsureHandle(ctx));
-  auto key = std::make_tuple(backward, causal, shape.b, shape.h, shape.s, shape.d);
+  auto key = std::make_tuple(kind.backward, kind.causal, kind.shape.b, kind.shape.h, kind.shape.s,
+                             kind.shape.d, ordinal);
   auto found = ctx.plans.find(key);
   std::shared_ptr<Plan> plan;
   if (found != ctx.plans.end()) {
     plan = found->second;
   } else {
-    ASSIGN_OR_RETURN(plan, BuildPlan(ctx.handle, backward, causal, shape));
+    ASSIGN_OR_RETURN(plan, BuildPlan(ctx.handle, kind.backward, kind.causal, kind.shape, ordinal));
     ctx.plans[key] = plan;
   }
   return std::unique_ptr<Baseline>(new CudnnSdpa(operation, std::move(plan)));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Baseline>> CreateCudnnSdpa(
+    const std::string& operation, const std::map<std::string, int64_t>& axes) {
+  ASSIGN_OR_RETURN(SdpaKind kind, SdpaKindOf(operation, axes));
+  return SdpaOfOrdinal(operation, kind, 0);
+}
+
+absl::StatusOr<std::vector<std::unique_ptr<Baseline>>> CreateCudnnSdpaCandidates(
+    const std::string& operation, const std::map<std::string, int64_t>& axes,
+    size_t max_candidates) {
+  ASSIGN_OR_RETURN(SdpaKind kind, SdpaKindOf(operation, axes));
+  std::vector<std::unique_ptr<Baseline>> candidates;
+  for (size_t ordinal = 0; ordinal < max_candidates; ++ordinal) {
+    auto candidate = SdpaOfOrdinal(operation, kind, static_cast<int>(ordinal));
+    if (!candidate.ok() && absl::IsOutOfRange(candidate.status())) break;
+    if (!candidate.ok()) return candidate.status();
+    candidates.push_back(std::move(*candidate));
+  }
+  return candidates;
 }
 
 int64_t CudnnVersion() { return static_cast<int64_t>(cudnnGetVersion()); }

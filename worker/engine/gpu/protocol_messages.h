@@ -290,6 +290,19 @@ struct DeviceDescription {
   }
 };
 
+// Which of the library's algorithms the candidate is timed against (issue 16, "a fair
+// baseline"). kFirstHeuristic: the library heuristic's first choice, as its own callers get it.
+// kFastest: the fastest of the heuristic's top candidates on this GPU whose outputs meet the
+// task's rule against the first choice's (baseline_choice.h), measured once per key on a worker
+// and cached. The references of the correctness trials always come from the first choice.
+enum class BaselineSelection { kFirstHeuristic, kFastest };
+inline constexpr std::array<std::pair<BaselineSelection, std::string_view>, 2>
+    kBaselineSelectionNames{{
+        {BaselineSelection::kFirstHeuristic, "first_heuristic"},
+        {BaselineSelection::kFastest, "fastest"},
+    }};
+constexpr const auto& EnumNames(BaselineSelection) { return kBaselineSelectionNames; }
+
 // The timing loop's rule and checks (EngineOptions::timing; timing.h TimingConfig).
 struct TimingLoopOptions {
   size_t min_samples = 20;
@@ -312,6 +325,13 @@ struct TimingLoopOptions {
   double jitter_us_max = 200;
   // Projections of every timed and counted candidate sample's outputs (sketch.h). 0: none.
   size_t sketch_projections = 4;
+  // The first heuristic choice until the fastest-of-candidates path is proven on the H200
+  // (docs/measurement.md, "A fair baseline").
+  BaselineSelection baseline_selection = BaselineSelection::kFirstHeuristic;
+  // Library candidates timed for kFastest (cuBLASLt heuristic results; cuDNN finalizable
+  // engine configurations of the heuristic's list), and timed runs of each.
+  size_t baseline_candidates = 8;
+  size_t baseline_runs = 15;
   template <typename Self, typename V>
   static void Fields(Self& m, V& v) {
     v("min_samples", m.min_samples);
@@ -325,6 +345,9 @@ struct TimingLoopOptions {
     v("counted_min_total", m.counted_min_total);
     v("jitter_us_max", m.jitter_us_max);
     v("sketch_projections", m.sketch_projections);
+    v("baseline_selection", m.baseline_selection);
+    v("baseline_candidates", m.baseline_candidates);
+    v("baseline_runs", m.baseline_runs);
   }
 };
 
@@ -851,6 +874,56 @@ struct PrepareTimingCommand {
 };
 
 // Candidate process: the interleaved timing loop (timing.h), seeds and check positions secret.
+// One library candidate of the baseline selection: what it is, how fast, whether it may stand.
+struct BaselineCandidateFigure {
+  size_t index = 0;          // Position in the library heuristic's list (0 = its first choice).
+  nlohmann::json algorithm;  // The library's description (Baseline::Describe).
+  double median_ms = 0;      // Of `runs` timed runs, each after an L2 flush; 0 when not timed.
+  size_t runs = 0;
+  bool eligible = false;  // Its outputs met the task's rule against candidate 0's.
+  std::string note;       // Why not eligible or not timed.
+  template <typename Self, typename V>
+  static void Fields(Self& m, V& v) {
+    v("index", m.index);
+    v("algorithm", m.algorithm);
+    v("median_ms", m.median_ms);
+    v("runs", m.runs);
+    v("eligible", m.eligible);
+    v("note", m.note);
+  }
+};
+
+// What the timing process chose as its baseline, and on what evidence (the audit report's
+// "baseline_choice").
+struct BaselineChoice {
+  BaselineSelection selection = BaselineSelection::kFirstHeuristic;
+  size_t chosen = 0;
+  bool measured = false;  // false: the worker's cached choice (or the first heuristic) was used.
+  double first_ms = 0;    // Candidate 0's median, when measured.
+  double chosen_ms = 0;   // The chosen one's median, when measured.
+  std::vector<BaselineCandidateFigure> candidates;  // When measured.
+  template <typename Self, typename V>
+  static void Fields(Self& m, V& v) {
+    v("selection", m.selection);
+    v("chosen", m.chosen);
+    v("measured", m.measured);
+    v("first_ms", m.first_ms);
+    v("chosen_ms", m.chosen_ms);
+    v("candidates", m.candidates);
+  }
+};
+
+// A worker's earlier choice for the same key, handed to the next timing process.
+struct CachedBaselineChoice {
+  size_t index = 0;
+  nlohmann::json algorithm;  // Must equal the candidate's Describe() now, or it is measured again.
+  template <typename Self, typename V>
+  static void Fields(Self& m, V& v) {
+    v("index", m.index);
+    v("algorithm", m.algorithm);
+  }
+};
+
 struct TimeCommand {
   static constexpr CommandKind kKind = CommandKind::kTime;
   std::string workload;
@@ -862,6 +935,9 @@ struct TimeCommand {
   OutputTransfer transfer = OutputTransfer::kIpc;
   uint64_t counter_seed = 0;  // Secret: counted positions, their configurations, the jitter.
   uint64_t sketch_seed = 0;   // Secret: Philox key of the sketch weights (sketch.h).
+  // With loop.baseline_selection kFastest: the candidate this worker already chose for the same
+  // key (baseline_choice.h), whose description must still match; absent: measure the choice.
+  std::optional<CachedBaselineChoice> cached_baseline;
   template <typename Self, typename V>
   static void Fields(Self& m, V& v) {
     v("workload", m.workload);
@@ -873,6 +949,7 @@ struct TimeCommand {
     v("transfer", m.transfer);
     v("counter_seed", AsDecimal(m.counter_seed));
     v("sketch_seed", AsDecimal(m.sketch_seed));
+    v("cached_baseline", m.cached_baseline);
   }
 };
 
@@ -1014,7 +1091,8 @@ struct TimingEvent {
   std::string workload;
   TimingMeasurement result;
   std::vector<TimedCheck> checks;
-  nlohmann::json baseline;  // The library's description.
+  nlohmann::json baseline;  // The library's description (of the chosen candidate).
+  BaselineChoice baseline_choice;
   DeviceDescription device;
   uint64_t flush_bytes = 0;  // L2 flush buffer.
   double setup_seconds = 0;
@@ -1028,6 +1106,7 @@ struct TimingEvent {
     v("result", m.result);
     v("checks", m.checks);
     v("baseline", m.baseline);
+    v("baseline_choice", m.baseline_choice);
     v("device", m.device);
     v("flush_bytes", m.flush_bytes);
     v("setup_seconds", m.setup_seconds);

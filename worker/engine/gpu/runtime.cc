@@ -360,6 +360,22 @@ int BuiltinDTypeBytes(BuiltinDType dtype) {
   return 1;
 }
 
+ElementType ElementTypeOf(BuiltinDType dtype) {
+  switch (dtype) {
+    case BuiltinDType::kBF16:
+      return ElementType::kBF16;
+    case BuiltinDType::kFP16:
+      return ElementType::kFP16;
+    case BuiltinDType::kFP32:
+      return ElementType::kFP32;
+    case BuiltinDType::kFP8E4M3:
+      return ElementType::kFP8E4M3;
+    case BuiltinDType::kInt32:
+      return ElementType::kInt32;
+  }
+  return ElementType::kFP32;
+}
+
 uint32_t PoisonPattern(BuiltinDType dtype) {
   switch (dtype) {
     case BuiltinDType::kBF16:

@@ -175,6 +175,8 @@ enum class BuiltinDType { kBF16 = 0, kFP16 = 1, kFP32 = 2, kFP8E4M3 = 3, kInt32 
 int BuiltinDTypeBytes(BuiltinDType dtype);
 // The 32-bit poison pattern written over outputs before every run (poison.h).
 uint32_t PoisonPattern(BuiltinDType dtype);
+// The comparison's element type of a buffer dtype (compare.h).
+ElementType ElementTypeOf(BuiltinDType dtype);
 
 class Builtins {
  public:

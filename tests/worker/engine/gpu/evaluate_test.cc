@@ -17,6 +17,7 @@
 #include "common/build_info.h"
 #include "common/task.h"
 #include "worker/engine/evaluate_processes.h"
+#include "worker/engine/gpu/baseline_choice.h"
 #include "worker/engine/gpu/local_eval.h"
 #include "worker/engine/gpu/protocol_messages.h"
 
@@ -425,6 +426,48 @@ TEST_CASE("fake GPU: the timing event carries counted launches and a sketch of e
   CHECK_FALSE(bare->counters.collected);
   CHECK(bare->counters.not_collected_reason.find("PRIVILEGES") != std::string::npos);
   CHECK(bare->counters.samples.empty());
+}
+
+TEST_CASE("fake GPU: the fair baseline is measured once per key, then the worker's choice",
+          "[evaluate][fake]") {
+  gpu::BaselineChoiceCache::Process().Clear();
+  auto fastest = [](EngineOptions& o) {
+    o.timing.baseline_selection = gpu::BaselineSelection::kFastest;
+  };
+  auto choice_of = [](const std::vector<StageReport>& stages) {
+    REQUIRE(stages.size() == 4);
+    auto choice = gpu::FromJson<gpu::BaselineChoice>(stages[3].detail["timing"]["baseline_choice"]);
+    INFO(choice.status().message());
+    REQUIRE(choice.ok());
+    return *choice;
+  };
+  std::vector<StageReport> first;
+  auto v = RunFake("pass", &first, 931, true, "solutions/sm90a_wgmma_tma.cu", fastest);
+  INFO((v.ok() ? v->message : std::string(v.status().message())));
+  REQUIRE(v.ok());
+  CHECK(v->verdict_class == VerdictClass::kPass);
+  const gpu::BaselineChoice measured = choice_of(first);
+  CHECK(measured.selection == gpu::BaselineSelection::kFastest);
+  CHECK(measured.measured);
+  CHECK(measured.chosen == 1);  // 0.75 ms against the first choice's 0.78; #2 not eligible.
+  CHECK(measured.candidates.size() == 3);
+  CHECK(first[3].summary.find("fastest of 3") != std::string::npos);
+  CHECK(first[3].detail["timing"]["baseline"]["algorithm"] == "heuristic #1");
+  // The next evaluation of the same task on this worker times against the cached choice.
+  std::vector<StageReport> second;
+  REQUIRE(RunFake("pass", &second, 932, true, "solutions/sm90a_wgmma_tma.cu", fastest).ok());
+  const gpu::BaselineChoice cached = choice_of(second);
+  CHECK_FALSE(cached.measured);
+  CHECK(cached.chosen == 1);
+  CHECK(second[3].summary.find("earlier choice") != std::string::npos);
+  // The default stays the library heuristic's first choice, with nothing measured.
+  std::vector<StageReport> plain;
+  REQUIRE(RunFake("pass", &plain, 933).ok());
+  const gpu::BaselineChoice first_heuristic = choice_of(plain);
+  CHECK(first_heuristic.selection == gpu::BaselineSelection::kFirstHeuristic);
+  CHECK_FALSE(first_heuristic.measured);
+  CHECK(first_heuristic.chosen == 0);
+  gpu::BaselineChoiceCache::Process().Clear();
 }
 
 TEST_CASE("fake GPU: when the reference process cannot map outputs, files take over",

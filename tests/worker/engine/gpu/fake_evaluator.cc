@@ -36,6 +36,7 @@
 #include "common/expr.h"
 #include "common/task.h"
 #include "nlohmann/json.hpp"
+#include "worker/engine/gpu/baseline_choice.h"
 #include "worker/engine/gpu/compare.h"
 #include "worker/engine/gpu/philox.h"
 #include "worker/engine/gpu/poison.h"
@@ -374,6 +375,31 @@ gpu::TimingEvent Time(const ptxbench::Task& task, const gpu::TimeCommand& cmd) {
       {n - 1, last,
        WriteOutputs(task, cmd.workload, last, cmd.check_prefix + ".last", corrupt, cmd.transfer)});
   if (behaviour == "hang_timing") sleep(1000);
+  // The fair baseline as the real timing process reports it: with kFastest, three library
+  // candidates of which #1 is 4 % faster than the first choice and #2 is not eligible, measured
+  // unless the supervisor sent a cached choice whose description still matches.
+  event.baseline = {{"library", "fake"}};
+  event.baseline_choice.selection = cmd.loop.baseline_selection;
+  if (cmd.loop.baseline_selection == gpu::BaselineSelection::kFastest) {
+    auto algorithm = [&](size_t k) {
+      return nlohmann::json{{"library", task.baseline_library},
+                            {"algorithm", "heuristic #" + std::to_string(k)}};
+    };
+    if (cmd.cached_baseline.has_value() &&
+        cmd.cached_baseline->algorithm == algorithm(cmd.cached_baseline->index)) {
+      event.baseline_choice.chosen = cmd.cached_baseline->index;
+    } else {
+      event.baseline_choice.measured = true;
+      event.baseline_choice.candidates = {{0, algorithm(0), 0.78, 15, true, ""},
+                                          {1, algorithm(1), 0.75, 15, true, ""},
+                                          {2, algorithm(2), 0.0, 0, false, "output C differs"}};
+      auto chosen = gpu::ChooseFastestBaseline(event.baseline_choice.candidates);
+      event.baseline_choice.chosen = chosen.ok() ? *chosen : 0;
+      event.baseline_choice.first_ms = 0.78;
+      event.baseline_choice.chosen_ms = 0.75;
+    }
+    event.baseline = algorithm(event.baseline_choice.chosen);
+  }
   const double candidate_ms = behaviour == "too_fast" ? 1e-6 : 0.8;
   const bool unstable = behaviour == "unstable";
   event.result.candidate.n = n;
@@ -430,7 +456,6 @@ gpu::TimingEvent Time(const ptxbench::Task& task, const gpu::TimeCommand& cmd) {
   event.result.pairs = n + counters.samples.size();
   event.result.jitter_us_max = cmd.loop.jitter_us_max;
   event.result.jitter_us_mean = cmd.loop.jitter_us_max / 2;
-  event.baseline = {{"library", "fake"}};
   event.device = Device();
   event.seconds = 0.1;
   return event;

@@ -115,7 +115,19 @@ TEST_CASE("commands carry their name and round-trip", "[protocol]") {
   time.loop.sketch_projections = 6;
   time.counter_seed = 0xfedcba9876543210ull;
   time.sketch_seed = (1ull << 63) + 5;
+  time.loop.baseline_selection = BaselineSelection::kFastest;
+  time.cached_baseline = CachedBaselineChoice{2, {{"algorithm", "heuristic #2"}}};
   TimeCommand timed = RoundTrip(time);
+  CHECK(timed.loop.baseline_selection == BaselineSelection::kFastest);
+  REQUIRE(timed.cached_baseline.has_value());
+  CHECK(timed.cached_baseline->index == 2);
+  CHECK(timed.cached_baseline->algorithm["algorithm"] == "heuristic #2");
+  CHECK(ToJson(time)["loop"]["baseline_selection"] == "fastest");
+  // Without a cached choice the key is absent, and a misspelt selection is refused.
+  CHECK_FALSE(RoundTrip(TimeCommand{}).cached_baseline.has_value());
+  nlohmann::json misspelt = ToJson(time);
+  misspelt["loop"]["baseline_selection"] = "fastest_please";
+  CHECK_FALSE(FromJson<TimeCommand>(misspelt).ok());
   CHECK(timed.loop.max_samples == 123);
   CHECK(timed.loop.counted_per_config == 3);
   CHECK(timed.loop.jitter_us_max == 150);
@@ -198,7 +210,21 @@ TEST_CASE("events round-trip with their nested parts", "[protocol]") {
   timing.result.jitter_us_max = 200;
   timing.result.jitter_us_mean = 99.5;
   timing.result.counted_ms = {0.7, 0.72};
+  timing.baseline_choice.selection = BaselineSelection::kFastest;
+  timing.baseline_choice.measured = true;
+  timing.baseline_choice.chosen = 1;
+  timing.baseline_choice.first_ms = 0.78;
+  timing.baseline_choice.chosen_ms = 0.75;
+  timing.baseline_choice.candidates = {
+      {0, {{"algorithm", "heuristic #0"}}, 0.78, 15, true, ""},
+      {1, {{"algorithm", "heuristic #1"}}, 0.75, 15, true, ""},
+      {2, {{"algorithm", "heuristic #2"}}, 0, 0, false, "differs"}};
   TimingEvent t = RoundTrip(timing);
+  CHECK(t.baseline_choice.chosen == 1);
+  REQUIRE(t.baseline_choice.candidates.size() == 3);
+  CHECK(t.baseline_choice.candidates[2].note == "differs");
+  CHECK_FALSE(t.baseline_choice.candidates[2].eligible);
+  CHECK(t.baseline_choice.chosen_ms == 0.75);
   CHECK(t.result.candidate.n == 20);
   CHECK(t.result.counters.samples.at(1).position == 40);
   CHECK(t.result.counters.samples.at(1).after_sample == 38);

@@ -1,0 +1,94 @@
+// The fair baseline's choice and the worker's cache of it (worker/engine/gpu/baseline_choice.h).
+#include "worker/engine/gpu/baseline_choice.h"
+
+#include <catch2/catch.hpp>
+
+namespace ptxbench::gpu {
+namespace {
+
+BaselineCandidateFigure Timed(size_t index, double median_ms, bool eligible = true) {
+  BaselineCandidateFigure f;
+  f.index = index;
+  f.median_ms = median_ms;
+  f.runs = 15;
+  f.eligible = eligible;
+  if (!eligible) f.note = "output C differs";
+  return f;
+}
+
+TEST_CASE("baseline choice: the fastest eligible candidate wins", "[baseline_choice]") {
+  auto chosen = ChooseFastestBaseline({Timed(0, 0.78), Timed(1, 0.75), Timed(2, 0.76)});
+  REQUIRE(chosen.ok());
+  CHECK(*chosen == 1);
+}
+
+TEST_CASE("baseline choice: a faster candidate whose outputs differ never wins",
+          "[baseline_choice]") {
+  // The attack on a fair baseline is a library candidate that is fast because it is wrong
+  // (e.g. a split-K reduction in lower precision): it must not make every submission look slow.
+  auto chosen = ChooseFastestBaseline({Timed(0, 0.78), Timed(1, 0.50, false), Timed(2, 0.77)});
+  REQUIRE(chosen.ok());
+  CHECK(*chosen == 2);
+}
+
+TEST_CASE("baseline choice: differences within the tie fraction keep the library's order",
+          "[baseline_choice]") {
+  // 0.2 % faster is noise (kBaselineTieFraction 0.3 %): the first choice stays, so two workers
+  // of one GPU model choose alike.
+  auto chosen = ChooseFastestBaseline({Timed(0, 0.7800), Timed(1, 0.7785)});
+  REQUIRE(chosen.ok());
+  CHECK(*chosen == 0);
+  // Listed out of order, the earlier-ranked of two equal later candidates is chosen.
+  chosen = ChooseFastestBaseline({Timed(2, 0.7000), Timed(0, 0.78), Timed(1, 0.7001)});
+  REQUIRE(chosen.ok());
+  CHECK(*chosen == 1);
+}
+
+TEST_CASE("baseline choice: untimed candidates are skipped, a missing first choice is an error",
+          "[baseline_choice]") {
+  BaselineCandidateFigure untimed = Timed(1, 0.1);
+  untimed.runs = 0;
+  auto chosen = ChooseFastestBaseline({Timed(0, 0.78), untimed});
+  REQUIRE(chosen.ok());
+  CHECK(*chosen == 0);
+  auto missing = ChooseFastestBaseline({Timed(1, 0.75)});
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.status().message().find("first choice (0) is missing") != std::string::npos);
+  auto not_eligible = ChooseFastestBaseline({Timed(0, 0.78, false), Timed(1, 0.75)});
+  REQUIRE_FALSE(not_eligible.ok());
+  CHECK(not_eligible.status().message().find("output C differs") != std::string::npos);
+  CHECK_FALSE(ChooseFastestBaseline({}).ok());
+}
+
+TEST_CASE("baseline choice: the key names everything the choice depends on", "[baseline_choice]") {
+  const std::map<std::string, int64_t> axes = {{"M", 8192}, {"N", 7168}, {"K", 5120}};
+  const std::string key =
+      BaselineChoiceKey("abc", "timed", axes, "NVIDIA H200", "cublaslt", "gemm_a_bt_bf16");
+  CHECK(key ==
+        BaselineChoiceKey("abc", "timed", axes, "NVIDIA H200", "cublaslt", "gemm_a_bt_bf16"));
+  CHECK(key !=
+        BaselineChoiceKey("abd", "timed", axes, "NVIDIA H200", "cublaslt", "gemm_a_bt_bf16"));
+  CHECK(key !=
+        BaselineChoiceKey("abc", "small", axes, "NVIDIA H200", "cublaslt", "gemm_a_bt_bf16"));
+  CHECK(key != BaselineChoiceKey("abc", "timed", {{"M", 4096}, {"N", 7168}, {"K", 5120}},
+                                 "NVIDIA H200", "cublaslt", "gemm_a_bt_bf16"));
+  CHECK(key != BaselineChoiceKey("abc", "timed", axes, "NVIDIA H100 80GB HBM3", "cublaslt",
+                                 "gemm_a_bt_bf16"));
+}
+
+TEST_CASE("baseline choice: the worker's cache keeps the last choice per key",
+          "[baseline_choice]") {
+  BaselineChoiceCache cache;
+  CHECK_FALSE(cache.Find("k").has_value());
+  cache.Store("k", {3, {{"algorithm", "heuristic #3"}}});
+  REQUIRE(cache.Find("k").has_value());
+  CHECK(cache.Find("k")->index == 3);
+  cache.Store("k", {1, {{"algorithm", "heuristic #1"}}});
+  CHECK(cache.Find("k")->index == 1);
+  CHECK(cache.size() == 1);
+  cache.Clear();
+  CHECK(cache.size() == 0);
+}
+
+}  // namespace
+}  // namespace ptxbench::gpu
