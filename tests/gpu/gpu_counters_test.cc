@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
@@ -139,6 +140,54 @@ TEST_CASE("counters: the engine's counter set groups into single-pass configurat
   CHECK(metrics == f.set->AllMetrics().size());
   Figures()["configurations"] = configs;
   SaveFigures();
+}
+
+// The diagnosis of the NaNs of 2026-12-02 (cupti_counters.cc, End): every configuration
+// collected three times in a row and then all of them interleaved (as the timing loop's secret
+// positions do), on the wgmma kernel and the FFMA kernel, with every raw value printed — NaN
+// included — so one GPU run says which collections fail and whether the per-collection session
+// cured it. It then asks for no NaN at all.
+TEST_CASE("counters: raw values of every configuration, repeated and interleaved",
+          "[gpu][counters]") {
+  Fixture& f = F();
+  int iters = kIters;
+  void* sink = f.sink.get();
+  const std::vector<std::pair<std::string, std::function<void()>>> kernels = {
+      {"count_wgmma",
+       [&] {
+         Launch("count_wgmma", kBlocks, 128, 48 * 1024, {&iters, &sink});
+       }},
+      {"count_ffma", [&] {
+         Launch("count_ffma", kBlocks, 256, 0, {&iters, &sink});
+       }}};
+  const size_t configs = f.counters->config_count();
+  std::vector<size_t> order;
+  for (size_t c = 0; c < configs; ++c) order.insert(order.end(), {c, c, c});
+  for (size_t round = 0; round < 2; ++round) {
+    for (size_t c = 0; c < configs; ++c) order.push_back((c * 7 + round) % configs);
+  }
+  int non_finite = 0;
+  for (const auto& [name, launch] : kernels) {
+    std::string lines;
+    for (size_t i = 0; i < order.size(); ++i) {
+      REQUIRE(f.counters->Begin(order[i]).ok());
+      launch();
+      auto values = f.counters->End(HardwareCounters::NonFinite::kKeep);
+      std::string line = "\n  #" + std::to_string(i) + " config " + std::to_string(order[i]);
+      if (!values.ok()) {
+        line += " error: " + std::string(values.status().message());
+        ++non_finite;
+      } else {
+        for (const auto& [metric, value] : *values) {
+          line += " " + metric + "=" + std::to_string(value);
+          if (!std::isfinite(value)) ++non_finite;
+        }
+      }
+      lines += line;
+    }
+    WARN("raw counter values on " << name << " (" << configs << " configurations):" << lines);
+  }
+  CHECK(non_finite == 0);
 }
 
 TEST_CASE("counters: wgmma FLOPs and instructions are exact", "[gpu][counters]") {

@@ -73,9 +73,13 @@ class HardwareCounters {
 
   // Starts counting configuration `config`; the launches to count follow on any stream.
   absl::Status Begin(size_t config);
-  // Synchronizes the device, ends the range and returns its values. A metric that came back
-  // NaN (not collected) is an internal error, never a zero.
-  absl::StatusOr<CounterValues> End();
+  // What End does with a metric that came back NaN or infinite.
+  enum class NonFinite {
+    kError,  // An internal error naming the metric, never a zero (what the engine uses).
+    kKeep,   // Returned as it came (the GPU diagnostics of gpu_counters_test only).
+  };
+  // Synchronizes the device, ends the range and returns its values.
+  absl::StatusOr<CounterValues> End(NonFinite non_finite = NonFinite::kError);
 
  private:
   struct Config;
@@ -83,11 +87,14 @@ class HardwareCounters {
   static absl::Status BuildConfig(const std::string& chip, const std::vector<uint8_t>& availability,
                                   Config* config, size_t* passes);
   absl::Status Arm(Config& config);
+  absl::Status EnableProfiler();
+  void DisableProfiler();
 
   std::string chip_;
   std::vector<uint8_t> availability_;
   std::vector<std::unique_ptr<Config>> configs_;
-  void* range_profiler_ = nullptr;  // CUpti_RangeProfiler_Object*
+  void* context_ = nullptr;         // CUcontext the profiler is enabled on.
+  void* range_profiler_ = nullptr;  // CUpti_RangeProfiler_Object*, while enabled.
   Config* active_ = nullptr;
   Config* armed_ = nullptr;
 };
