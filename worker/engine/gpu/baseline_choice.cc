@@ -22,6 +22,7 @@ absl::StatusOr<size_t> ChooseFastestBaseline(const std::vector<BaselineCandidate
   }
   // In the library's order, so that a tie keeps the earlier-ranked candidate.
   std::vector<const BaselineCandidateFigure*> ranked;
+  ranked.reserve(figures.size());
   for (const BaselineCandidateFigure& f : figures) ranked.push_back(&f);
   std::sort(ranked.begin(), ranked.end(),
             [](const auto* a, const auto* b) { return a->index < b->index; });
