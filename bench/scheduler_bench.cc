@@ -374,6 +374,36 @@ std::string CreateToken(v1::AdminService::Stub& admin, const std::string& admin_
   return response.secret();
 }
 
+// The fast and the durable pass side by side, with durable / fast for every headline figure
+// (a ratio below 1 in a rate, above 1 in a latency or memory, is what durability costs).
+nlohmann::json SideBySide(const nlohmann::json& fast, const nlohmann::json& durable) {
+  const auto ratio = [](const nlohmann::json& a, const nlohmann::json& b) -> nlohmann::json {
+    if (!a.is_number() || !b.is_number() || b.get<double>() == 0) return nullptr;
+    return a.get<double>() / b.get<double>();
+  };
+  nlohmann::json ratios;
+  for (const char* rate :
+       {"accepted_submissions_per_s", "leases_per_s", "leases_per_s_backlog_500",
+        "concurrent_submit_lease_complete_per_s", "submissions_per_s_filling_rss_queue"}) {
+    ratios[rate] = ratio(durable.value(rate, nlohmann::json()), fast.value(rate, nlohmann::json()));
+  }
+  for (const char* quantile : {"p50", "p99"}) {
+    ratios[absl::StrCat("submit_to_lease_ms_", quantile)] =
+        ratio(durable["submit_to_lease_ms"][quantile], fast["submit_to_lease_ms"][quantile]);
+  }
+  ratios["server_rss_mb"] = ratio(durable["server_rss_mb"]["rss"], fast["server_rss_mb"]["rss"]);
+  return {{"benchmark", "scheduler"},
+          {"date", durable["date"]},
+          {"cpu_cores", durable["cpu_cores"]},
+          {"note",
+           "two passes in one call, each on a fresh PostgreSQL: fast (fsync, synchronous_commit "
+           "and full_page_writes off) and durable (the defaults the embedded cluster runs "
+           "with); ratios are durable / fast"},
+          {"fast", fast},
+          {"durable", durable},
+          {"durable_over_fast", ratios}};
+}
+
 int Main(int argc, char** argv) {
   const std::vector<FlagSpec> specs = {
       {"database-url", true, "PostgreSQL URL of an empty database (required)"},
@@ -384,6 +414,13 @@ int Main(int argc, char** argv) {
       {"workers", true, "simulated workers in the lease phase", "16"},
       {"latency-samples", true, "submit-to-lease samples", "300"},
       {"rss-jobs", true, "queued jobs for the memory figure", "10000"},
+      {"durability", true,
+       "the PostgreSQL's settings, for the record: fast (fsync, synchronous_commit and "
+       "full_page_writes off) or durable (PostgreSQL's defaults, as the embedded cluster runs)",
+       "fast"},
+      {"beside", true,
+       "figures of a fast pass (this program's JSON): the output puts both side by side, with "
+       "the ratios durable / fast"},
       {"output", true, "also write the JSON figures here"},
   };
   auto args = ParseArgs(std::vector<std::string>(argv + 1, argv + argc), specs);
@@ -397,6 +434,23 @@ int Main(int argc, char** argv) {
   const int workers = static_cast<int>(args->GetInt("workers", 16).value_or(16));
   const int samples = static_cast<int>(args->GetInt("latency-samples", 300).value_or(300));
   const int rss_jobs = static_cast<int>(args->GetInt("rss-jobs", 10000).value_or(10000));
+  const std::string durability = args->Get("durability");
+  if (durability != "fast" && durability != "durable") {
+    Die(absl::StrCat("--durability: 'fast' or 'durable', not '", durability, "'"));
+  }
+  nlohmann::json fast_figures;
+  if (args->Has("beside")) {
+    std::ifstream in(args->Get("beside"));
+    fast_figures = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    const auto has_object = [&](const char* key) {
+      return fast_figures.contains(key) && fast_figures[key].is_object();
+    };
+    if (!fast_figures.is_object() || !fast_figures.contains("leases_per_s") ||
+        !has_object("submit_to_lease_ms") || !has_object("server_rss_mb")) {
+      Die(absl::StrCat("--beside ", args->Get("beside"),
+                       ": not the JSON figures of a scheduler_bench pass"));
+    }
+  }
 
   const std::string load_at_start = LoadAverage();
   ServerProcess server({binary, "serve", "--database-url", database_url, "--listen", "127.0.0.1:0",
@@ -476,9 +530,14 @@ int Main(int argc, char** argv) {
       {"environment",
        {{"load_average_at_start", load_at_start},
         {"load_average_at_end", LoadAverage()},
+        {"durability", durability},
         {"postgres",
-         "scripts/lib/test-postgres.sh: PostgreSQL 15 on the same machine, fsync=off, "
-         "synchronous_commit=off"},
+         durability == "fast"
+             ? "scripts/lib/test-postgres.sh: PostgreSQL 15 on the same machine, fsync=off, "
+               "synchronous_commit=off, full_page_writes=off"
+             : "scripts/lib/test-postgres.sh durable: PostgreSQL 15 on the same machine, its "
+               "default durability (fsync, synchronous_commit, full_page_writes on), as the "
+               "embedded cluster (server/embedded_pg) runs"},
         {"server", "ptxbench-server process, --log-level warn, store pool 16"}}},
       {"submit_to_lease_ms",
        {{"p50", p50},
@@ -495,6 +554,7 @@ int Main(int argc, char** argv) {
         {"submit_to_lease_p99_ms", p99 <= kTargetP99Ms},
         {"server_rss_mb", rss <= kTargetRssMb}}},
   };
+  if (!fast_figures.is_null()) result = SideBySide(fast_figures, result);
   const std::string line = result.dump();
   if (args->Has("output")) std::ofstream(args->Get("output")) << result.dump(2) << "\n";
   std::cout << line << std::endl;
