@@ -61,8 +61,19 @@ constexpr double kTargetGemmPerGpuHour = 3000;
 constexpr double kTargetMixPerGpuHour = 2000;
 constexpr double kTargetCadenceRatio = 1.1;
 
+// The children this program started, newest last: Die stops them (workers before the server),
+// since std::exit runs no destructor and orphans would outlive the run.
+std::vector<pid_t>& Children() {
+  static auto* children = new std::vector<pid_t>();
+  return *children;
+}
+
 [[noreturn]] void Die(const std::string& message) {
   std::cerr << "service_bench: " << message << "\n";
+  for (auto it = Children().rbegin(); it != Children().rend(); ++it) {
+    kill(*it, SIGTERM);
+    waitpid(*it, nullptr, 0);
+  }
   std::exit(1);
 }
 
@@ -89,9 +100,11 @@ class Child {
       execv(argv[0], argv.data());
       _exit(127);
     }
+    Children().push_back(pid_);
   }
   ~Child() {
     if (pid_ <= 0) return;
+    std::erase(Children(), pid_);
     kill(pid_, SIGTERM);
     for (int i = 0; i < 300; ++i) {
       if (waitpid(pid_, nullptr, WNOHANG) == pid_) return;
@@ -113,6 +126,7 @@ class Child {
         if (absl::StrContains(line, needle)) return line;
       }
       if (waitpid(pid_, nullptr, WNOHANG) == pid_) {
+        std::erase(Children(), pid_);
         pid_ = -1;
         Die(absl::StrCat("a child exited before '", needle, "'; its log (", log_, "):\n",
                          Slurp(log_)));
