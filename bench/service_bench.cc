@@ -157,7 +157,7 @@ double Median(std::vector<double> values) {
 // workload (fewest elements over the axes' product): the fake evaluator writes every output
 // element, and the service overhead, not the fake's file writes, is what is measured.
 std::string ShrunkTasks(const std::string& tasks_dir, const std::string& work_dir) {
-  const std::string copy = work_dir + "/tasks";
+  std::string copy = work_dir + "/tasks";
   fs::copy(tasks_dir, copy, fs::copy_options::recursive);
   for (const auto& entry : fs::directory_iterator(copy)) {
     const std::string path = entry.path().string() + "/task.json";
@@ -271,6 +271,7 @@ class Bench {
     // The GPU worker runs one evaluation at a time: its verdicts, in order, give each job's
     // cadence (the first job's counts from its own engine start).
     std::vector<Job*> order;
+    order.reserve(jobs.size());
     for (Job& job : jobs) order.push_back(&job);
     std::sort(order.begin(), order.end(),
               [](const Job* a, const Job* b) { return a->finished < b->finished; });
