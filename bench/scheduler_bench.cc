@@ -66,7 +66,7 @@ void Check(const grpc::Status& status, const std::string& what) {
 
 class ServerProcess {
  public:
-  ServerProcess(const std::vector<std::string>& args) {
+  explicit ServerProcess(const std::vector<std::string>& args) {
     int out[2];
     if (pipe(out) != 0) Die("pipe");
     pid_ = fork();
@@ -239,7 +239,7 @@ double SubmitMany(const std::string& address, const std::string& token, int coun
   std::vector<std::thread> threads;
   const absl::Time start = absl::Now();
   for (int c = 0; c < clients; ++c) {
-    threads.emplace_back([&, c] {
+    threads.emplace_back([&] {
       auto stub = v1::SubmissionService::NewStub(NewChannel(address));
       for (int i = next++; i < count; i = next++) {
         Check(RetryRefused([&] {
