@@ -4,8 +4,12 @@
 # unprivileged 'postgres' user (created by the postgresql-15 package).
 pg_bin=${PG_BIN:-/usr/lib/postgresql/15/bin}
 
+# `test_postgres_start durable` keeps PostgreSQL's default durability (fsync, synchronous_commit
+# and full_page_writes on), which is what the server's embedded cluster runs with
+# (server/embedded_pg passes none of these): scripts/bench scheduler measures both.
 test_postgres_start() {
-  local dir port as=()
+  local dir port as=() durability="-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+  [[ "${1:-}" == durable ]] && durability=""
   dir=$(mktemp -d /tmp/ptxbench-pg.XXXXXX)
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null \
          || echo $((20000 + RANDOM % 20000)))
@@ -16,7 +20,7 @@ test_postgres_start() {
   "${as[@]}" "$pg_bin/initdb" -D "$dir/data" -U ptxbench --auth=trust -E UTF8 --no-locale >"$dir/initdb.log" 2>&1 \
     || { cat "$dir/initdb.log" >&2; return 1; }
   "${as[@]}" "$pg_bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-    -o "-p $port -h 127.0.0.1 -k $dir -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300" \
+    -o "-p $port -h 127.0.0.1 -k $dir $durability -c max_connections=300" \
     start >/dev/null || { cat "$dir/server.log" >&2; return 1; }
   TEST_PG_DIR=$dir
   export PTXBENCH_TEST_DATABASE_URL="postgresql://ptxbench@127.0.0.1:$port/postgres"

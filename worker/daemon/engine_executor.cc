@@ -57,6 +57,12 @@ class EngineExecutor : public JobExecutor {
     return verdict;
   }
 
+  CompileCacheCounts CompileCache() const override {
+    if (engine_options_.compile_cache == nullptr) return {};
+    const engine::CompileCacheStats stats = engine_options_.compile_cache->stats();
+    return {stats.hits, stats.misses, stats.tampered};
+  }
+
   absl::Status HealthProbe() override {
     if (engine_options_.gpu < 0) return absl::OkStatus();
     absl::StatusOr<nlohmann::json> device = engine::HealthProbe(engine_options_);
@@ -88,6 +94,9 @@ absl::StatusOr<std::unique_ptr<JobExecutor>> CreateEngineExecutor(
   engine::EngineOptions engine_options;
   engine_options.evaluator_path = options.evaluator_path;
   engine_options.gpu = options.gpu;
+  // One cache for every job of this daemon: a compile job and the evaluate job after it, or a
+  // source submitted again, compile once on this worker (issue 16).
+  engine_options.compile_cache = std::make_shared<engine::CompileCache>();
   if (engine_options.evaluator_path.empty()) {
     engine_options.evaluator_path = engine::DefaultEvaluatorPath();
   }

@@ -51,6 +51,14 @@ class JobExecutor {
                                       const std::atomic<bool>& cancel) = 0;
   // Checks the GPU is usable after a sandbox crash or timeout (a tiny known kernel).
   virtual absl::Status HealthProbe() = 0;
+  // Lookups of the worker-local compile cache so far (worker/engine/compile_cache.h), for the
+  // metrics; zeros for an executor without one.
+  struct CompileCacheCounts {
+    int64_t hits = 0;
+    int64_t misses = 0;
+    int64_t tampered = 0;
+  };
+  virtual CompileCacheCounts CompileCache() const { return {}; }
 };
 
 }  // namespace ptxbench::worker

@@ -74,12 +74,18 @@ struct WorkerMetrics {
                     .Name("ptxbench_worker_healthy")
                     .Help("1 while the worker's GPU passes its health probe")
                     .Register(registry)
-                    .Add({})) {}
+                    .Add({})),
+        compile_cache(prometheus::BuildCounter()
+                          .Name("ptxbench_worker_compile_cache_total")
+                          .Help("Compile cache lookups by outcome (hit, miss, tampered: an "
+                                "entry refused because its bytes no longer matched)")
+                          .Register(registry)) {}
 
   prometheus::Family<prometheus::Counter>& jobs;
   prometheus::Family<prometheus::Histogram>& stage_seconds;
   prometheus::Counter& sandbox_restarts;
   prometheus::Gauge& healthy;
+  prometheus::Family<prometheus::Counter>& compile_cache;
 };
 
 struct ActiveJob {
@@ -159,6 +165,23 @@ class Worker::Impl {
   bool healthy() const { return healthy_; }
 
  private:
+  // The executor's compile cache counts so far, added to the counters as deltas (jobs may end
+  // on several threads at once).
+  void UpdateCompileCacheMetrics() {
+    const JobExecutor::CompileCacheCounts now = executor_->CompileCache();
+    std::lock_guard<std::mutex> lock(compile_cache_mu_);
+    const std::pair<const char*, int64_t> deltas[] = {
+        {"hit", now.hits - compile_cache_seen_.hits},
+        {"miss", now.misses - compile_cache_seen_.misses},
+        {"tampered", now.tampered - compile_cache_seen_.tampered}};
+    for (const auto& [outcome, delta] : deltas) {
+      if (delta > 0) {
+        metrics_.compile_cache.Add({{"outcome", outcome}}).Increment(static_cast<double>(delta));
+      }
+    }
+    compile_cache_seen_ = now;
+  }
+
   void Authorize(grpc::ClientContext* context) const {
     ::ptxbench::Authorize(context, options_.token);
   }
@@ -398,6 +421,7 @@ class Worker::Impl {
       }
       const std::string outcome = VerdictClassName(complete.verdict_class);
       metrics_.jobs.Add({{"kind", kind}, {"outcome", outcome}}).Increment();
+      UpdateCompileCacheMetrics();
       spdlog::info("worker {}: job {} (submission {}) finished: {}", worker_id_, spec.job_id,
                    spec.submission_id, outcome);
       probe = !options_.compile_only && (complete.verdict_class == VerdictClass::kTimeout ||
@@ -481,6 +505,8 @@ class Worker::Impl {
 
   WorkerOptions options_;
   std::unique_ptr<JobExecutor> executor_;
+  std::mutex compile_cache_mu_;
+  JobExecutor::CompileCacheCounts compile_cache_seen_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::WorkerService::Stub> stub_;
   std::shared_ptr<prometheus::Registry> registry_ = std::make_shared<prometheus::Registry>();

@@ -23,6 +23,7 @@
 #include "common/build_info.h"
 #include "common/expr.h"
 #include "common/status.h"
+#include "worker/engine/compile_cache.h"
 #include "worker/engine/evaluate_processes.h"
 #include "worker/engine/gpu/baseline_choice.h"
 #include "worker/engine/gpu/compare.h"
@@ -363,39 +364,120 @@ absl::StatusOr<Verdict> RuntimeFailure(Evaluation& e, Stage stage, const Step<Ev
 
 // ------------------------------------------------------------------ compile
 
+// The compile cache's key for this submission, with the given toolchain versions.
+std::string CompileKey(const Workspace& ws, const std::string& nvrtc, const std::string& ptxas) {
+  const gpu::Submission& submission = ws.submission();
+  CompileInputs inputs;
+  inputs.task_id = ws.task().id;
+  inputs.task_version_hash = ws.task().version_hash;
+  inputs.arch = submission.arch;
+  inputs.language = absl::StrCat(static_cast<int>(submission.language));
+  inputs.source = submission.source;
+  inputs.launch_plan_json = submission.launch_plan_json;
+  inputs.nvrtc_version = nvrtc;
+  inputs.ptxas_version = ptxas;
+  inputs.harness_version = kHarnessVersion;
+  return CompileCacheKey(inputs);
+}
+
+// A compile of the same inputs with this worker's toolchain, from the compile cache
+// (compile_cache.h): its verified module written into `dir` as the compiler would have.
+std::optional<gpu::CompileEvent> CachedCompile(const Workspace& ws, const std::string& dir,
+                                               std::string* key) {
+  CompileCache* cache = ws.options().compile_cache.get();
+  if (cache == nullptr) return std::nullopt;
+  const auto [nvrtc, ptxas] = cache->Toolchain();
+  if (ptxas.empty()) return std::nullopt;  // Nothing compiled on this worker yet.
+  *key = CompileKey(ws, nvrtc, ptxas);
+  std::optional<engine::CachedCompile> entry = cache->Get(*key);
+  if (!entry.has_value()) return std::nullopt;
+  auto event = gpu::FromJson<gpu::CompileEvent>(json::parse(entry->event_json, nullptr, false));
+  if (!event.ok() || !event->compiled.has_value()) return std::nullopt;
+  gpu::ModulePaths module{dir + "/module.cubin", dir + "/module.ptx"};
+  if (!gpu::WriteFileBytes(module.cubin_path, entry->cubin).ok() ||
+      !gpu::WriteFileBytes(module.ptx_path, entry->ptx).ok()) {
+    return std::nullopt;
+  }
+  event->compiled->module = module;
+  return *std::move(event);
+}
+
+// Keeps a successful compile for the next evaluation of the same inputs on this worker, keyed
+// by the toolchain versions the compile itself reported.
+void StoreCompile(const Workspace& ws, const gpu::CompileEvent& event) {
+  CompileCache* cache = ws.options().compile_cache.get();
+  if (cache == nullptr || event.outcome != gpu::CompileOutcome::kCompiled ||
+      !event.compiled.has_value() || !event.report.is_object()) {
+    return;
+  }
+  const std::string nvrtc = event.report.value("nvrtc_version", std::string());
+  const std::string ptxas = event.report.value("ptxas_version", std::string());
+  if (ptxas.empty()) return;
+  cache->SetToolchain(nvrtc, ptxas);
+  auto cubin = gpu::ReadFileBytes(event.compiled->module.cubin_path);
+  auto ptx = gpu::ReadFileBytes(event.compiled->module.ptx_path);
+  if (!cubin.ok() || !ptx.ok()) return;
+  gpu::CompileEvent stored = event;
+  stored.compiled->module = {};
+  // A refusal (bytes that do not hash to the report's SHA-256) is logged by the cache; the
+  // evaluation goes on with the module it has.
+  cache
+      ->Put(CompileKey(ws, nvrtc, ptxas),
+            {gpu::ToJson(stored).dump(), *std::move(cubin), *std::move(ptx),
+             event.report.value("cubin_sha256", std::string()),
+             event.report.value("ptx_sha256", std::string())})
+      .IgnoreError();
+}
+
 StageResult CompileStage(Evaluation& e) {
   double t0 = Now();
   Workspace& ws = e.workspace;
   ASSIGN_OR_RETURN(std::string dir, ws.NewSandboxDir("compile-"));
-  ASSIGN_OR_RETURN(std::string path,
-                   ws.WriteRequest(dir, gpu::ToJson(gpu::CompileRequest{ws.submission(), dir})));
-  ASSIGN_OR_RETURN(auto sandbox, ws.Spawn(gpu::EvaluatorMode::kCompile, path, dir,
-                                          e.options().compile_timeout_seconds, true));
-  evaluation::EvaluatorProcess compiler(std::move(sandbox), dir, t0);
-  json isolation = compiler.isolation();
+  std::string cache_key;
+  std::optional<gpu::CompileEvent> cached = CachedCompile(ws, dir, &cache_key);
+  std::optional<evaluation::EvaluatorProcess> compiler;
+  json isolation = {{"compile_cache", "hit"}};
+  if (!cached.has_value()) {
+    ASSIGN_OR_RETURN(std::string path,
+                     ws.WriteRequest(dir, gpu::ToJson(gpu::CompileRequest{ws.submission(), dir})));
+    ASSIGN_OR_RETURN(auto sandbox, ws.Spawn(gpu::EvaluatorMode::kCompile, path, dir,
+                                            e.options().compile_timeout_seconds, true));
+    compiler.emplace(std::move(sandbox), dir, t0);
+    isolation = compiler->isolation();
+  }
   // The reference and candidate processes start now, beside the compiler: their CUDA and
   // library start-up overlaps compile.
   if (!ws.request().compile_only) {
     e.reference = ReferenceProcess::Start(ws, /*allow_warm=*/true, &e.unavailable_reason);
     e.candidate = CandidateProcess::StartEarly(ws);
   }
-  Step<gpu::CompileEvent> step = compiler.Await<gpu::CompileEvent>(-1, "compile");
-  SandboxExit exit = compiler.sandbox().Wait();
-  e.record.AddProcess(
-      {{"mode", "compile"}, {"seconds", exit.wall_seconds}, {"isolation", isolation}});
   Verdict& verdict = e.record.verdict();
-  if (step.outcome == Outcome::kTimeout) {
-    verdict.compiled = false;
-    e.record.Report(Stage::kCompile, false, "compile timed out", {{"message", step.message}},
-                    Now() - t0);
-    return std::optional<Verdict>(e.record.Finish(
-        VerdictClass::kCompileError, "the compiler did not finish within the time limit"));
+  if (cached.has_value()) {
+    e.record.AddProcess({{"mode", "compile"}, {"compile_cache", "hit"}, {"key", cache_key}});
+    e.compile = *std::move(cached);
+  } else {
+    Step<gpu::CompileEvent> step = compiler->Await<gpu::CompileEvent>(-1, "compile");
+    SandboxExit exit = compiler->sandbox().Wait();
+    e.record.AddProcess(
+        {{"mode", "compile"}, {"seconds", exit.wall_seconds}, {"isolation", isolation}});
+    if (step.outcome == Outcome::kTimeout) {
+      verdict.compiled = false;
+      e.record.Report(Stage::kCompile, false, "compile timed out", {{"message", step.message}},
+                      Now() - t0);
+      return std::optional<Verdict>(e.record.Finish(
+          VerdictClass::kCompileError, "the compiler did not finish within the time limit"));
+    }
+    if (step.outcome == Outcome::kCancelled) return absl::CancelledError("cancelled");
+    if (!step.ok()) {
+      return absl::InternalError(absl::StrCat("compile stage failed: ", step.message));
+    }
+    e.compile = std::move(step.event);
+    StoreCompile(ws, e.compile);
   }
-  if (step.outcome == Outcome::kCancelled) return absl::CancelledError("cancelled");
-  if (!step.ok()) return absl::InternalError(absl::StrCat("compile stage failed: ", step.message));
-  e.compile = std::move(step.event);
   json detail = e.compile.report;
   detail["isolation"] = isolation;
+  detail["compile_cache"] = {{"hit", !cache_key.empty() && !compiler.has_value()},
+                             {"key", cache_key}};
   if (e.compile.outcome == gpu::CompileOutcome::kCompileError) {
     const std::string failure = e.compile.failure;
     e.record.Report(Stage::kCompile, false, absl::StrCat("compile error (", failure, ")"), detail,

@@ -28,12 +28,14 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "common/task.h"
 #include "common/verdict.h"
 #include "nlohmann/json.hpp"
+#include "worker/engine/compile_cache.h"
 #include "worker/engine/gpu/protocol_messages.h"
 
 namespace ptxbench::engine {
@@ -80,6 +82,9 @@ struct EngineOptions {
   double instrument_fresh_setup_floor_seconds = 25;  // A fresh process (CUDA + CUPTI start-up).
   double evaluation_timeout_seconds = 1200;
   TimingOptions timing;
+  // Compiles of this worker kept for the next evaluation of the same inputs (compile_cache.h);
+  // null: every evaluation compiles.
+  std::shared_ptr<CompileCache> compile_cache;
 };
 
 using StageCallback = std::function<void(const StageReport&)>;

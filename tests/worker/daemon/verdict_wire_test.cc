@@ -4,6 +4,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "absl/time/clock.h"
+
 namespace ptxbench::worker {
 namespace {
 
@@ -45,7 +47,9 @@ TEST_CASE("a verdict keeps its figures, stages and audit record on the wire") {
   compile.seconds = 0.4;
   verdict.stages.push_back(compile);
 
+  const absl::Time before = absl::Now();
   const v1::Verdict wire = ToWire(verdict);
+  const absl::Time after = absl::Now();
   CHECK(wire.verdict_class() == v1::VERDICT_CLASS_TARGET_NOT_EXECUTED);
   CHECK(wire.compiled());
   CHECK(wire.correct());
@@ -59,6 +63,12 @@ TEST_CASE("a verdict keeps its figures, stages and audit record on the wire") {
   CHECK(wire.stages(0).seconds() == 0.4);
   CHECK(wire.report_json() == R"({"seeds":[1,2]})");
   CHECK(wire.finished_at().seconds() > 0);
+  // To the nanosecond, between the clock before and after: whole seconds would read earlier
+  // than `before` (service_bench takes cadences of a fraction of a second from it).
+  const absl::Time finished = absl::FromUnixSeconds(wire.finished_at().seconds()) +
+                              absl::Nanoseconds(wire.finished_at().nanos());
+  CHECK(finished >= before);
+  CHECK(finished <= after);
 }
 
 TEST_CASE("both TIC definitions, the strong check, harness and sampling reach the wire") {

@@ -237,6 +237,62 @@ absl::StatusOr<Verdict> RunFake(const std::string& behaviour, std::vector<StageR
   return Evaluate(r, o, [&](const StageReport& s) { stages->push_back(s); });
 }
 
+// The worker-local compile cache (compile_cache.h) through Evaluate(): the second evaluation of
+// the same source runs no compiler and gets the same verdict; a cache entry whose cubin bytes
+// were changed is refused (counted), the source compiled again and the real module used; a
+// different source misses.
+TEST_CASE("fake GPU: the compile cache serves the same source once verified", "[evaluate][fake]") {
+  auto cache = std::make_shared<CompileCache>();
+  const auto with_cache = [&](EngineOptions& o) { o.compile_cache = cache; };
+  const std::string source = "solutions/sm90a_wgmma_tma.cu";
+  std::vector<StageReport> first, second, third, other;
+  auto v1 = RunFake("pass", &first, 777, true, source, with_cache);
+  REQUIRE(v1.ok());
+  CHECK(v1->verdict_class == VerdictClass::kPass);
+  REQUIRE(!first.empty());
+  CHECK(first[0].detail["compile_cache"]["hit"] == false);
+  CHECK(cache->stats().entries == 1);
+  CHECK(!cache->Toolchain().second.empty());  // ptxas's version, from the compile report.
+
+  auto v2 = RunFake("pass", &second, 777, true, source, with_cache);
+  REQUIRE(v2.ok());
+  CHECK(v2->verdict_class == VerdictClass::kPass);
+  CHECK(v2->speedup == v1->speedup);
+  REQUIRE(second.size() == first.size());
+  CHECK(second[0].detail["compile_cache"]["hit"] == true);
+  CHECK(second[0].detail["cubin_sha256"] == first[0].detail["cubin_sha256"]);
+  CHECK(cache->stats().hits == 1);
+  // No compiler process ran: the audit record says the module came from the cache.
+  bool compiled_from_cache = false;
+  for (const auto& process : v2->report["processes"]) {
+    if (process.value("mode", "") == "compile") {
+      compiled_from_cache = process.value("compile_cache", "") == "hit";
+    }
+  }
+  CHECK(compiled_from_cache);
+
+  // Tamper with the stored cubin: refused, compiled again, the real module evaluated.
+  const std::string key = second[0].detail["compile_cache"]["key"].get<std::string>();
+  std::string* cubin = cache->MutableCubinForTesting(key);
+  REQUIRE(cubin != nullptr);
+  REQUIRE(cubin->size() > 64);
+  (*cubin)[cubin->size() / 2] ^= 0x5a;
+  auto v3 = RunFake("pass", &third, 777, true, source, with_cache);
+  REQUIRE(v3.ok());
+  CHECK(v3->verdict_class == VerdictClass::kPass);
+  CHECK(third[0].detail["compile_cache"]["hit"] == false);
+  CHECK(third[0].detail["cubin_sha256"] == first[0].detail["cubin_sha256"]);
+  CHECK(cache->stats().tampered == 1);
+  CHECK(cache->stats().entries == 1);  // The fresh compile is stored again.
+
+  // Another source is another key.
+  auto v4 = RunFake("pass", &other, 777, true, "solutions/sm90a_wgmma_rs_ldmatrix.cu", with_cache);
+  REQUIRE(v4.ok());
+  REQUIRE(!other.empty());
+  CHECK(other[0].detail["compile_cache"]["hit"] == false);
+  CHECK(cache->stats().entries == 2);
+}
+
 TEST_CASE("fake GPU: a correct kernel passes every stage in order", "[evaluate][fake]") {
   std::vector<StageReport> stages;
   auto v = RunFake("pass", &stages);

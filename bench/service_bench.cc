@@ -1,0 +1,501 @@
+// service_bench: evaluations per GPU-hour through the path users run (issue 16): the real
+// ptxbench-server with its embedded PostgreSQL (the durable defaults), one GPU worker and one
+// compile-only worker as real processes, honest submissions (the tasks' reference solutions)
+// through the real gRPC API, every verdict awaited.
+//
+// Two phases, each a backlog submitted at once and drained by the one GPU worker:
+//   gemm   N GEMM reference solutions (--gemm, default 20);
+//   mix    the suite mix of the issue: 20 GEMM, 4 + 4 attention forward (non-causal, causal),
+//          2 + 2 backward (non-causal, causal).
+// Per phase: evaluations per GPU-hour (jobs / the phase's wall from the first Submit to the
+// last verdict); per task the same from the median cadence. Per job, as medians, the cadence
+// split on the server's clock (docs/measurement.md, "Service overhead"):
+//   queue_wait   Submit accepted (created_at) -> the evaluate job's engine started
+//   gap          the previous verdict on the GPU worker -> this job's engine started: lease,
+//                job hand-over and the Complete of the previous one (0 for the first job)
+//   compile, correctness, target_instructions, timing   the verdict's stage seconds
+//   reporting    the engine's end (start + engine wall) -> the verdict stored (finished_at)
+//   cadence      the previous verdict -> this verdict (what one GPU spends per job)
+//   engine_wall  the verdict's report wall.total_seconds
+//   cadence_ratio = cadence / engine_wall (target <= 1.1).
+// With --fake-gpu the GPU worker runs the fake evaluator (tests/worker/engine/gpu/
+// fake_evaluator.cc) on a copy of the tasks whose workloads are all the task's smallest one:
+// the figures are the service's overhead only, and say so.
+// The last line of output is one JSON object with every figure.
+#include <fcntl.h>
+#include <grpcpp/grpcpp.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "common/cli_args.h"
+#include "common/task.h"
+#include "nlohmann/json.hpp"
+#include "proto/dial.h"
+#include "ptxbench/v1/vendor.grpc.pb.h"
+
+namespace ptxbench::bench {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+constexpr double kTargetGemmPerGpuHour = 3000;
+constexpr double kTargetMixPerGpuHour = 2000;
+constexpr double kTargetCadenceRatio = 1.1;
+
+// The children this program started, newest last: Die stops them (workers before the server),
+// since std::exit runs no destructor and orphans would outlive the run.
+std::vector<pid_t>& Children() {
+  static auto* children = new std::vector<pid_t>();
+  return *children;
+}
+
+[[noreturn]] void Die(const std::string& message) {
+  std::cerr << "service_bench: " << message << "\n";
+  for (auto it = Children().rbegin(); it != Children().rend(); ++it) {
+    kill(*it, SIGTERM);
+    waitpid(*it, nullptr, 0);
+  }
+  std::exit(1);
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// A child process whose stdout and stderr go to one log file; SIGTERM, then SIGKILL, on exit.
+class Child {
+ public:
+  Child(const std::vector<std::string>& args, const std::string& log) : log_(log) {
+    pid_ = fork();
+    if (pid_ < 0) Die("fork");
+    if (pid_ == 0) {
+      const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (fd < 0) _exit(126);
+      dup2(fd, STDOUT_FILENO);
+      dup2(fd, STDERR_FILENO);
+      std::vector<char*> argv;
+      argv.reserve(args.size() + 1);
+      for (const auto& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
+      argv.push_back(nullptr);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+    Children().push_back(pid_);
+  }
+  ~Child() {
+    if (pid_ <= 0) return;
+    std::erase(Children(), pid_);
+    kill(pid_, SIGTERM);
+    for (int i = 0; i < 300; ++i) {
+      if (waitpid(pid_, nullptr, WNOHANG) == pid_) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+
+  // The first log line holding `needle`; dies when the process exits or the wait runs out.
+  std::string WaitForLine(const std::string& needle, absl::Duration limit) {
+    const absl::Time deadline = absl::Now() + limit;
+    while (absl::Now() < deadline) {
+      std::istringstream lines(Slurp(log_));
+      std::string line;
+      while (std::getline(lines, line)) {
+        if (absl::StrContains(line, needle)) return line;
+      }
+      if (waitpid(pid_, nullptr, WNOHANG) == pid_) {
+        std::erase(Children(), pid_);
+        pid_ = -1;
+        Die(absl::StrCat("a child exited before '", needle, "'; its log (", log_, "):\n",
+                         Slurp(log_)));
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    Die(absl::StrCat("no '", needle, "' within ", absl::FormatDuration(limit), " in ", log_, ":\n",
+                     Slurp(log_)));
+  }
+
+ private:
+  pid_t pid_ = -1;
+  std::string log_;
+};
+
+double Seconds(const google::protobuf::Timestamp& t) {
+  return static_cast<double>(t.seconds()) + t.nanos() * 1e-9;
+}
+
+double Median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+// A copy of the tasks where every workload of every task has the axes of that task's smallest
+// workload (fewest elements over the axes' product): the fake evaluator writes every output
+// element, and the service overhead, not the fake's file writes, is what is measured.
+std::string ShrunkTasks(const std::string& tasks_dir, const std::string& work_dir) {
+  std::string copy = work_dir + "/tasks";
+  fs::copy(tasks_dir, copy, fs::copy_options::recursive);
+  for (const auto& entry : fs::directory_iterator(copy)) {
+    const std::string path = entry.path().string() + "/task.json";
+    if (!fs::exists(path)) continue;
+    json task = json::parse(Slurp(path));
+    const json* smallest = nullptr;
+    double smallest_size = 0;
+    for (const json& workload : task["workloads"]) {
+      double size = 1;
+      for (const auto& [axis, value] : workload["axes"].items()) size *= value.get<double>();
+      if (smallest == nullptr || size < smallest_size) {
+        smallest = &workload;
+        smallest_size = size;
+      }
+    }
+    if (smallest == nullptr) continue;
+    const json axes = (*smallest)["axes"];
+    for (json& workload : task["workloads"]) workload["axes"] = axes;
+    std::ofstream(path) << task.dump(2) << "\n";
+  }
+  // The sandboxes run as nobody and read the tasks.
+  std::system(absl::StrCat("chmod -R a+rX '", work_dir, "'").c_str());
+  return copy;
+}
+
+struct Source {
+  std::string task;
+  std::string path;  // Relative to the task folder.
+  std::string text;
+};
+
+// The task's first sm_90a reference solution expected to pass.
+Source ReferenceSolution(const TaskCatalog& catalog, const std::string& task_id) {
+  const Task* task = catalog.Find(task_id);
+  if (task == nullptr) Die(absl::StrCat("no task ", task_id, " in the tasks folder"));
+  for (const SourceRef& ref : task->solutions) {
+    if (ref.arch == "sm_90a" && ref.expect == "pass" && ref.scope == "full") {
+      const std::string text = Slurp(task->dir + "/" + ref.path);
+      if (text.empty()) Die(absl::StrCat(task->dir, "/", ref.path, " is empty or unreadable"));
+      return {task_id, ref.path, text};
+    }
+  }
+  Die(absl::StrCat("task ", task_id, " has no sm_90a reference solution expected to pass"));
+}
+
+struct Job {
+  Source source;
+  std::string submission_id;
+  v1::Submission submission;
+  std::vector<v1::StageEvent> events;
+  // Derived figures, seconds.
+  double created = 0, engine_start = 0, finished = 0, engine_wall = 0;
+  std::map<std::string, double> stage_seconds;
+  json split;
+};
+
+std::string StageKey(v1::Stage stage) {
+  switch (stage) {
+    case v1::STAGE_COMPILE:
+      return "compile";
+    case v1::STAGE_CORRECTNESS:
+      return "correctness";
+    case v1::STAGE_TARGET_INSTRUCTIONS:
+      return "target_instructions";
+    case v1::STAGE_TIMING:
+      return "timing";
+    default:
+      return "other";
+  }
+}
+
+json Medians(const std::vector<const Job*>& jobs) {
+  std::map<std::string, std::vector<double>> columns;
+  for (const Job* job : jobs) {
+    for (const auto& [key, value] : job->split.items()) columns[key].push_back(value.get<double>());
+  }
+  json medians = json::object();
+  for (const auto& [key, values] : columns) medians[key] = Median(values);
+  return medians;
+}
+
+class Bench {
+ public:
+  Bench(std::unique_ptr<v1::SubmissionService::Stub> stub, bool fake_gpu)
+      : stub_(std::move(stub)), fake_gpu_(fake_gpu) {}
+
+  // Submits every source at once, waits for every verdict, and returns the phase's figures.
+  json Phase(const std::string& name, const std::vector<Source>& sources, int* failures) {
+    std::vector<Job> jobs(sources.size());
+    const absl::Time start = absl::Now();
+    for (size_t i = 0; i < sources.size(); ++i) {
+      jobs[i].source = sources[i];
+      v1::SubmitRequest request;
+      request.set_task_id(sources[i].task);
+      request.set_arch(v1::ARCH_SM_90A);
+      request.set_language(v1::SOURCE_LANGUAGE_CUDA);
+      // Distinct sources, as from a model: nothing is shared by hash between two jobs.
+      request.set_source(absl::StrCat(sources[i].text, "\n// service_bench ", name, " ", i, "\n"));
+      request.set_model("bench:service");
+      request.set_knowledge_level(v1::KNOWLEDGE_LEVEL_NONE);
+      request.set_scope(v1::EVALUATION_SCOPE_FULL);
+      grpc::ClientContext context;
+      v1::SubmitResponse response;
+      const grpc::Status status = stub_->Submit(&context, request, &response);
+      if (!status.ok()) Die(absl::StrCat("Submit ", sources[i].task, ": ", status.error_message()));
+      jobs[i].submission_id = response.submission().id();
+    }
+    for (Job& job : jobs) Await(job);
+    const double wall = absl::ToDoubleSeconds(absl::Now() - start);
+
+    // The GPU worker runs one evaluation at a time: its verdicts, in order, give each job's
+    // cadence (the first job's counts from its own engine start).
+    std::vector<Job*> order;
+    order.reserve(jobs.size());
+    for (Job& job : jobs) order.push_back(&job);
+    std::sort(order.begin(), order.end(),
+              [](const Job* a, const Job* b) { return a->finished < b->finished; });
+    json rows = json::array();
+    std::map<std::string, std::vector<const Job*>> by_task;
+    std::vector<const Job*> all;
+    for (size_t i = 0; i < order.size(); ++i) {
+      Job& job = *order[i];
+      const double previous = i == 0 ? job.engine_start : order[i - 1]->finished;
+      json& split = job.split;
+      split["queue_wait"] = job.engine_start - job.created;
+      split["gap"] = i == 0 ? 0.0 : std::max(0.0, job.engine_start - previous);
+      for (const char* stage : {"compile", "correctness", "target_instructions", "timing"}) {
+        split[stage] = job.stage_seconds.count(stage) ? job.stage_seconds[stage] : 0.0;
+      }
+      split["reporting"] = job.finished - (job.engine_start + job.engine_wall);
+      split["cadence"] = job.finished - previous;
+      split["engine_wall"] = job.engine_wall;
+      split["cadence_ratio"] =
+          job.engine_wall > 0 ? (job.finished - previous) / job.engine_wall : 0;
+      split["service_overhead"] = (job.finished - previous) - job.engine_wall;
+      const v1::Verdict& verdict = job.submission.verdict();
+      // On the GPU an honest reference solution must pass. The fake evaluator's verdict is the
+      // fake's (its counters credit a fixed wgmma work, whatever the task's FLOPs), so there a
+      // job counts when it ran every GPU stage through to timing, as a pass does.
+      const bool passed =
+          fake_gpu_ ? job.stage_seconds.count("timing") > 0 &&
+                          verdict.verdict_class() != v1::VERDICT_CLASS_INFRASTRUCTURE_FAILURE
+                    : verdict.verdict_class() == v1::VERDICT_CLASS_PASS;
+      if (!passed) ++*failures;
+      rows.push_back({{"task", job.source.task},
+                      {"source", job.source.path},
+                      {"submission_id", job.submission_id},
+                      {"verdict", v1::VerdictClass_Name(verdict.verdict_class())},
+                      {"counted", passed},
+                      {"message", verdict.message()},
+                      {"split_seconds", split}});
+      by_task[job.source.task].push_back(&job);
+      all.push_back(&job);
+    }
+    json per_task = json::object();
+    for (const auto& [task, task_jobs] : by_task) {
+      json medians = Medians(task_jobs);
+      const double cadence = medians["cadence"].get<double>();
+      per_task[task] = {{"jobs", task_jobs.size()},
+                        {"evaluations_per_gpu_hour", cadence > 0 ? 3600 / cadence : 0},
+                        {"median_seconds", medians}};
+    }
+    const double per_hour = static_cast<double>(jobs.size()) / wall * 3600;
+    std::cerr << "service_bench: " << name << ": " << jobs.size() << " evaluations in " << wall
+              << " s = " << per_hour << " per GPU-hour; medians " << Medians(all).dump() << "\n";
+    return {{"jobs", jobs.size()},
+            {"wall_seconds", wall},
+            {"evaluations_per_gpu_hour", per_hour},
+            {"median_seconds", Medians(all)},
+            {"per_task", per_task},
+            {"rows", rows}};
+  }
+
+ private:
+  void Await(Job& job) {
+    {
+      grpc::ClientContext context;
+      context.set_deadline(std::chrono::system_clock::now() + std::chrono::minutes(30));
+      v1::WatchSubmissionRequest request;
+      request.set_submission_id(job.submission_id);
+      auto reader = stub_->WatchSubmission(&context, request);
+      v1::StageEvent event;
+      while (reader->Read(&event)) job.events.push_back(event);
+      const grpc::Status status = reader->Finish();
+      if (!status.ok()) Die(absl::StrCat("WatchSubmission: ", status.error_message()));
+    }
+    grpc::ClientContext context;
+    v1::GetSubmissionRequest request;
+    request.set_submission_id(job.submission_id);
+    const grpc::Status status = stub_->GetSubmission(&context, request, &job.submission);
+    if (!status.ok()) Die(absl::StrCat("GetSubmission: ", status.error_message()));
+    const v1::Verdict& verdict = job.submission.verdict();
+    job.created = Seconds(job.submission.created_at());
+    job.finished = Seconds(verdict.finished_at());
+    const json report = json::parse(verdict.report_json(), nullptr, false);
+    if (report.is_object() && report.contains("wall") && report["wall"].is_object()) {
+      job.engine_wall = report["wall"].value("total_seconds", 0.0);
+    }
+    for (const v1::StageResult& stage : verdict.stages()) {
+      job.stage_seconds[StageKey(stage.stage())] += stage.seconds();
+    }
+    // The engine started when the evaluate job's first stage began: that stage's event time
+    // less its seconds. The evaluate job's stages are the verdict's; a compile job before it
+    // (on the compile-only worker) reports a compile stage of its own, earlier, which the
+    // last compile event skips.
+    double first_at = 0, first_seconds = 0;
+    for (const v1::StageEvent& event : job.events) {
+      if (event.stage() == v1::STAGE_COMPILE && event.has_result()) {
+        first_at = Seconds(event.at());
+        first_seconds = event.result().seconds();
+      }
+    }
+    job.engine_start = first_at > 0 ? first_at - first_seconds : job.finished - job.engine_wall;
+  }
+
+  std::unique_ptr<v1::SubmissionService::Stub> stub_;
+  bool fake_gpu_;
+};
+
+int Main(int argc, char** argv) {
+  const std::vector<FlagSpec> specs = {
+      {"server-binary", true, "ptxbench-server (required)"},
+      {"worker-binary", true, "ptxbench-worker (required)"},
+      {"evaluator", true, "the GPU worker's --evaluator (default: beside the worker binary)"},
+      {"pg-bin-dir", true, "PostgreSQL binaries for the embedded cluster (server default)"},
+      {"tasks-dir", true, "task catalog", PTXBENCH_SOURCE_DIR "/tasks"},
+      {"migrations-dir", true, "migrations", PTXBENCH_SOURCE_DIR "/migrations"},
+      {"work-dir", true, "scratch folder for the data, logs and task copy (required, empty)"},
+      {"gemm", true, "GEMM reference solutions in the gemm phase", "20"},
+      {"no-mix", false, "skip the suite-mix phase"},
+      {"fake-gpu", false,
+       "the evaluator is the fake one: shrink the workloads and label the figures"},
+      {"output", true, "also write the JSON figures here"},
+  };
+  auto args = ParseArgs(std::vector<std::string>(argv + 1, argv + argc), specs);
+  if (!args.ok()) Die(absl::StrCat(args.status().message(), "\n", FlagHelp(specs)));
+  const std::string server_binary = args->Get("server-binary");
+  const std::string worker_binary = args->Get("worker-binary");
+  const std::string work_dir = args->Get("work-dir");
+  if (server_binary.empty() || worker_binary.empty() || work_dir.empty()) {
+    Die("--server-binary, --worker-binary and --work-dir are required\n" + FlagHelp(specs));
+  }
+  auto gemm_count = args->GetInt("gemm", 20);
+  if (!gemm_count.ok() || *gemm_count < 1 || *gemm_count > 10000) {
+    Die("--gemm: a count from 1 to 10000");
+  }
+  if (fs::exists(work_dir) && !fs::is_empty(work_dir)) {
+    Die(absl::StrCat("--work-dir ", work_dir, " is not empty"));
+  }
+  fs::create_directories(work_dir);
+  chmod(work_dir.c_str(), 0755);
+  const bool fake = args->GetBool("fake-gpu");
+  const std::string tasks_dir =
+      fake ? ShrunkTasks(args->Get("tasks-dir"), work_dir) : args->Get("tasks-dir");
+  auto catalog = TaskCatalog::Load(tasks_dir);
+  if (!catalog.ok()) Die(absl::StrCat("loading ", tasks_dir, ": ", catalog.status().message()));
+
+  std::vector<std::string> server_args = {
+      server_binary, "serve",       "--data-dir",       work_dir + "/data",
+      "--listen",    "127.0.0.1:0", "--metrics-listen", "off",
+      "--tasks-dir", tasks_dir,     "--migrations-dir", args->Get("migrations-dir"),
+      "--log-level", "warn"};
+  if (args->Has("pg-bin-dir"))
+    server_args.insert(server_args.end(), {"--pg-bin-dir", args->Get("pg-bin-dir")});
+  Child server(server_args, work_dir + "/server.log");
+  const std::string line = server.WaitForLine("ptxbench-server serving grpc=", absl::Minutes(3));
+  const size_t at = line.find("grpc=") + 5;
+  const std::string address = line.substr(at, line.find(' ', at) - at);
+  std::cerr << "service_bench: server at " << address << "\n";
+
+  std::vector<std::string> gpu_args = {worker_binary, "--gpu",   "0",          "--server",  address,
+                                       "--tasks-dir", tasks_dir, "--hostname", "bench-gpu0"};
+  if (args->Has("evaluator"))
+    gpu_args.insert(gpu_args.end(), {"--evaluator", args->Get("evaluator")});
+  Child gpu_worker(gpu_args, work_dir + "/gpu-worker.log");
+  Child compile_worker({worker_binary, "--compile-only", "--server", address, "--tasks-dir",
+                        tasks_dir, "--hostname", "bench-compile"},
+                       work_dir + "/compile-worker.log");
+  gpu_worker.WaitForLine("registered with", absl::Minutes(2));
+  compile_worker.WaitForLine("registered with", absl::Minutes(2));
+
+  DialOptions dial;
+  dial.address = address;
+  auto channel = Dial(dial);
+  if (!channel.ok()) Die(absl::StrCat("dial ", address, ": ", channel.status().message()));
+  Bench bench(v1::SubmissionService::NewStub(*channel), fake);
+
+  const Source gemm = ReferenceSolution(*catalog, "gemm_n7168_k5120");
+  int failures = 0;
+  json phases = json::object();
+  phases["gemm"] =
+      bench.Phase("gemm", std::vector<Source>(static_cast<size_t>(*gemm_count), gemm), &failures);
+  if (!args->GetBool("no-mix")) {
+    std::vector<Source> mix(20, gemm);
+    for (const char* task : {"mha_with_lse_d128", "mha_with_lse_d128_causal"}) {
+      mix.insert(mix.end(), 4, ReferenceSolution(*catalog, task));
+    }
+    for (const char* task : {"mha_bwd_d128", "mha_bwd_d128_causal"}) {
+      mix.insert(mix.end(), 2, ReferenceSolution(*catalog, task));
+    }
+    phases["mix"] = bench.Phase("mix", mix, &failures);
+  }
+
+  const double gemm_per_hour = phases["gemm"]["evaluations_per_gpu_hour"].get<double>();
+  const double gemm_ratio = phases["gemm"]["median_seconds"]["cadence_ratio"].get<double>();
+  json met = {{"gemm_evaluations_per_gpu_hour", gemm_per_hour >= kTargetGemmPerGpuHour},
+              {"gemm_cadence_ratio", gemm_ratio <= kTargetCadenceRatio}};
+  if (phases.contains("mix")) {
+    met["mix_evaluations_per_gpu_hour"] =
+        phases["mix"]["evaluations_per_gpu_hour"].get<double>() >= kTargetMixPerGpuHour;
+  }
+  const json result = {
+      {"benchmark", "service"},
+      {"date", absl::FormatTime("%Y-%m-%d", absl::Now(), absl::UTCTimeZone())},
+      {"label", fake ? "fake GPU: service overhead only (fake evaluator, every workload the "
+                       "task's smallest)"
+                     : "real GPU"},
+      {"cpu_cores", std::thread::hardware_concurrency()},
+      {"setup",
+       "ptxbench-server (embedded PostgreSQL, its durable defaults), one GPU worker, one "
+       "compile-only worker, real processes; every submission distinct (a comment), scope full"},
+      {"failed_verdicts", failures},
+      {"phases", phases},
+      {"targets",
+       {{"gemm_evaluations_per_gpu_hour", kTargetGemmPerGpuHour},
+        {"mix_evaluations_per_gpu_hour", kTargetMixPerGpuHour},
+        {"cadence_ratio", kTargetCadenceRatio}}},
+      {"met", met},
+  };
+  if (args->Has("output")) std::ofstream(args->Get("output")) << result.dump(2) << "\n";
+  json summary = result;
+  for (auto& [name, phase] : summary["phases"].items()) phase.erase("rows");
+  std::cout << summary.dump() << std::endl;
+  // A verdict that is not a pass makes the figures meaningless: say so in the exit status.
+  return failures == 0 ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace ptxbench::bench
+
+int main(int argc, char** argv) { return ptxbench::bench::Main(argc, argv); }
