@@ -94,6 +94,7 @@ absl::StatusOr<std::unique_ptr<JobExecutor>> CreateEngineExecutor(
   engine::EngineOptions engine_options;
   engine_options.evaluator_path = options.evaluator_path;
   engine_options.gpu = options.gpu;
+  engine_options.timing.baseline_selection = options.baseline_selection;
   // One cache for every job of this daemon: a compile job and the evaluate job after it, or a
   // source submitted again, compile once on this worker (issue 16).
   engine_options.compile_cache = std::make_shared<engine::CompileCache>();

@@ -8,6 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "worker/daemon/job_executor.h"
+#include "worker/engine/gpu/protocol_messages.h"
 
 namespace ptxbench::worker {
 
@@ -16,6 +17,8 @@ struct EngineExecutorOptions {
   std::string evaluator_path;  // Empty: ptxbench-evaluator beside the running binary.
   int gpu = 0;
   bool compile_only = false;
+  // The timing's library baseline (protocol_messages.h BaselineSelection).
+  gpu::BaselineSelection baseline_selection = gpu::BaselineSelection::kFirstHeuristic;
 };
 
 absl::StatusOr<std::unique_ptr<JobExecutor>> CreateEngineExecutor(

@@ -4,6 +4,7 @@
 
 #include <csignal>
 #include <iostream>
+#include <optional>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -13,6 +14,7 @@
 #include "proto/dial.h"
 #include "worker/daemon/engine_executor.h"
 #include "worker/daemon/worker.h"
+#include "worker/engine/gpu/protocol_codec.h"
 
 namespace ptxbench::worker {
 namespace {
@@ -32,6 +34,11 @@ const std::vector<FlagSpec>& Flags() {
          "the task definitions (must match the server's versions; default: ./tasks or the "
          "source tree's)"},
         {"evaluator", true, "path of ptxbench-evaluator (default: beside this binary)"},
+        {"baseline", true,
+         "which library algorithm candidates are timed against: first_heuristic (the "
+         "library's own first choice) or fastest (the fastest of its top candidates, chosen "
+         "once per task on this worker; docs/measurement.md, \"A fair baseline\")",
+         "first_heuristic"},
         {"hostname", true, "name recorded in verdicts (default: the host name)"},
         {"version", false, "print the harness version, commit and CUDA toolkit and exit"},
         {"help", false, "print this help and exit"},
@@ -67,6 +74,14 @@ absl::StatusOr<WorkerConfig> ParseWorkerFlags(const std::vector<std::string>& ra
   EngineExecutorOptions& executor = config.executor;
   executor.tasks_dir = args.Has("tasks-dir") ? args.Get("tasks-dir") : SourceTreeDir("tasks");
   executor.evaluator_path = args.Get("evaluator");
+  const std::string baseline = args.Has("baseline") ? args.Get("baseline") : "first_heuristic";
+  std::optional<gpu::BaselineSelection> selection =
+      gpu::EnumFromName<gpu::BaselineSelection>(baseline);
+  if (!selection.has_value()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--baseline: '", baseline, "' is not one of first_heuristic, fastest"));
+  }
+  executor.baseline_selection = *selection;
   executor.gpu = options.gpu;
   executor.compile_only = options.compile_only;
   return config;
