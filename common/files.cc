@@ -6,6 +6,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 
@@ -52,11 +54,12 @@ class FdCloser {
   int fd_;
 };
 
-}  // namespace
-
-absl::StatusOr<std::string> ReadFdToString(int fd, const std::string& path, std::string_view what,
-                                           const ReadLimits& limits) {
+// `expected_size`: what fstat said for a regular file, reserved up front so that reading a
+// large tensor or cubin does not copy it again at every doubling of the string.
+absl::StatusOr<std::string> ReadToEnd(int fd, const std::string& path, std::string_view what,
+                                      const ReadLimits& limits, size_t expected_size) {
   std::string bytes;
+  bytes.reserve(std::min(expected_size, limits.max_bytes));
   char buffer[1 << 16];
   while (true) {
     const ssize_t got = read(fd, buffer, sizeof(buffer));
@@ -76,6 +79,13 @@ absl::StatusOr<std::string> ReadFdToString(int fd, const std::string& path, std:
     bytes.append(buffer, static_cast<size_t>(got));
   }
   return bytes;
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> ReadFdToString(int fd, const std::string& path, std::string_view what,
+                                           const ReadLimits& limits) {
+  return ReadToEnd(fd, path, what, limits, /*expected_size=*/0);
 }
 
 absl::StatusOr<std::string> ReadFileToString(const std::string& path, std::string_view what,
@@ -106,7 +116,7 @@ absl::StatusOr<std::string> ReadFileToString(const std::string& path, std::strin
         what, path,
         absl::StrCat(st.st_size, " bytes, larger than the limit of ", limits.max_bytes, " bytes")));
   }
-  return ReadFdToString(fd, path, what, limits);
+  return ReadToEnd(fd, path, what, limits, static_cast<size_t>(st.st_size));
 }
 
 std::string ReadFileOrEmpty(const std::string& path, size_t max_bytes) {
