@@ -156,9 +156,11 @@ absl::StatusOr<SubprocessResult> RunSubprocess(const SubprocessOptions& options)
   // only makes async-signal-safe calls (the parent has threads).
   std::vector<std::string> argv_strings = options.argv;
   std::vector<char*> argv;
+  argv.reserve(argv_strings.size() + 1);
   for (std::string& arg : argv_strings) argv.push_back(arg.data());
   argv.push_back(nullptr);
   std::vector<char*> envp;
+  envp.reserve(env_strings->size() + 1);
   for (std::string& entry : *env_strings) envp.push_back(entry.data());
   envp.push_back(nullptr);
 
