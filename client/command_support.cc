@@ -2,17 +2,17 @@
 
 #include <google/protobuf/util/json_util.h>
 #include <grpcpp/grpcpp.h>
+#include <unistd.h>
 
 #include <cctype>
 #include <fstream>
-#include <iostream>
 #include <random>
-#include <sstream>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/cli.h"
+#include "common/files.h"
 
 namespace ptxbench::client {
 namespace {
@@ -174,16 +174,11 @@ bool IsSubmissionId(const std::string& id) {
   return true;
 }
 
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::stringstream buffer;
-  if (path == "-") {
-    buffer << std::cin.rdbuf();
-    return buffer.str();
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
-  buffer << in.rdbuf();
-  return buffer.str();
+absl::StatusOr<std::string> ReadInputFile(const std::string& path, std::string_view what) {
+  // The user's own command line: a pipe (`--plan <(generate)`) is read like a file.
+  if (path == "-")
+    return ReadFdToString(STDIN_FILENO, "standard input", what, {.allow_pipes = true});
+  return ReadFileToString(path, what, {.allow_pipes = true});
 }
 
 std::string ToJson(const google::protobuf::Message& message) {

@@ -9,6 +9,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -83,8 +84,9 @@ std::string NewIdempotencyKey();
 // Whether `id` is a submission id (a UUID, 8-4-4-4-12 hex digits).
 bool IsSubmissionId(const std::string& id);
 
-// A file's bytes; "-" reads standard input.
-absl::StatusOr<std::string> ReadFile(const std::string& path);
+// A file named on the command line (`what`: "the source", "--plan"), through common/files'
+// reader; "-" reads standard input.
+absl::StatusOr<std::string> ReadInputFile(const std::string& path, std::string_view what);
 std::string ToJson(const google::protobuf::Message& message);
 
 }  // namespace ptxbench::client

@@ -187,7 +187,7 @@ int SubmitCommand(const std::vector<std::string>& raw, std::ostream& out, std::o
     if (!s.ok()) return UsageError(verb, std::string(s.message()), err);
   }
   if (*retries < 1) return UsageError(verb, "--retries: at least 1", err);
-  auto source = ReadFile(path);
+  auto source = ReadInputFile(path, "the source");
   if (!source.ok()) {
     err << "ptxbench submit: " << source.status().message() << "\n";
     return kExitUsage;
@@ -198,9 +198,9 @@ int SubmitCommand(const std::vector<std::string>& raw, std::ostream& out, std::o
     return UsageError(verb, absl::StrCat("--language: '", language, "' is not cuda or ptx"), err);
   }
   if (args->Has("plan")) {
-    auto plan_text = ReadFile(args->Get("plan"));
+    auto plan_text = ReadInputFile(args->Get("plan"), "--plan");
     if (!plan_text.ok()) {
-      err << "ptxbench submit: --plan: " << plan_text.status().message() << "\n";
+      err << "ptxbench submit: " << plan_text.status().message() << "\n";
       return kExitUsage;
     }
     auto parsed =

@@ -15,6 +15,7 @@
 #include "client/command_support.h"
 #include "client/enums.h"
 #include "common/build_info.h"
+#include "common/files.h"
 #include "common/task.h"
 #include "ptxbench/v1/vendor.grpc.pb.h"
 
@@ -162,7 +163,7 @@ int SuiteCommand(const std::vector<std::string>& raw, std::ostream& out, std::os
       row.path = source.path;
       row.full = full_arches.count(source.arch) > 0 && source.scope != "compile_only";
       row.expect = row.full ? source.expect : ExpectedUnderCompileOnly(source.expect);
-      auto text = ReadFile(task.dir + "/" + source.path);
+      auto text = ReadFileToString(task.dir + "/" + source.path, "the task's source");
       auto arch = ParseArch(source.arch);
       if (!text.ok() || !arch.ok()) {
         err << "ptxbench suite: " << task.id << "/" << source.path << ": "

@@ -7,8 +7,6 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <type_traits>
 #include <utility>
 
@@ -17,11 +15,16 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/files.h"
 #include "common/status.h"
 #include "proto/wire_names.h"
 
 namespace ptxbench::client {
 namespace {
+
+// A bound against reading a runaway file into memory, not a policy: a trajectory holds one
+// line per turn with its source (at most 1 MiB each), so even hundreds of turns stay far below.
+constexpr size_t kMaxTrajectoryBytes = size_t{1} << 30;
 
 using json = nlohmann::json;
 
@@ -348,17 +351,9 @@ json EndJson(const TrajectoryEnd& end) {
 }
 
 absl::StatusOr<Trajectory> ReadTrajectory(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    std::error_code ec;
-    if (!std::filesystem::exists(path, ec)) {
-      return absl::NotFoundError(absl::StrCat(path, ": no such file"));
-    }
-    return absl::InvalidArgumentError(absl::StrCat(path, ": cannot be read"));
-  }
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  const std::string text = buffer.str();
+  // A missing file stays kNotFound: the run loop starts a fresh trajectory for it.
+  ASSIGN_OR_RETURN(const std::string text,
+                   ReadFileToString(path, "the trajectory", {.max_bytes = kMaxTrajectoryBytes}));
 
   Trajectory trajectory;
   trajectory.path = path;
@@ -497,8 +492,8 @@ absl::StatusOr<TrajectoryWriter> TrajectoryWriter::Resume(const Trajectory& traj
   TrajectoryWriter writer(trajectory.path, fd, trajectory.charged_turns());
   if (trajectory.torn_line > 0) {
     // Cut the file back to its last newline, so the next record starts on a line of its own.
-    std::ifstream in(trajectory.path, std::ios::binary);
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    ASSIGN_OR_RETURN(const std::string text, ReadFileToString(trajectory.path, "the trajectory",
+                                                              {.max_bytes = kMaxTrajectoryBytes}));
     const size_t keep = text.rfind('\n') == std::string::npos ? 0 : text.rfind('\n') + 1;
     if (ftruncate(fd, static_cast<off_t>(keep)) != 0 || fsync(fd) != 0) {
       return absl::InternalError(absl::StrCat("cannot cut the torn line of ", trajectory.path, ": ",

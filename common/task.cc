@@ -3,11 +3,9 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <optional>
 #include <set>
-#include <sstream>
 #include <utility>
 #include <variant>
 
@@ -15,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/expr.h"
+#include "common/files.h"
 #include "common/json_fields.h"
 #include "common/sha256.h"
 #include "common/status.h"
@@ -181,13 +180,11 @@ class TaskFiles {
     if (ec || size > kMaxTaskFileBytes) {
       return error(absl::StrCat("'", relative, "' is larger than ", kMaxTaskFileBytes, " bytes"));
     }
-    std::ifstream in(full, std::ios::binary);
-    std::stringstream content;
-    content << in.rdbuf();
-    if (!in.good() && !in.eof()) {
-      return absl::UnavailableError(absl::StrCat(Display(relative), ": cannot be read"));
-    }
-    files[relative] = content.str();
+    // The size was checked above; the limit again here holds for a file that grew since.
+    absl::StatusOr<std::string> content =
+        ReadFileToString(full.string(), Display(relative), {.max_bytes = kMaxTaskFileBytes});
+    if (!content.ok()) return absl::UnavailableError(content.status().message());
+    files[relative] = *std::move(content);
     return absl::OkStatus();
   }
 

@@ -3,22 +3,18 @@
 #include <grpcpp/grpcpp.h>
 
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "common/build_info.h"
+#include "common/files.h"
 
 namespace ptxbench {
 namespace {
 
-absl::StatusOr<std::string> ReadSmallFile(const std::string& path, const std::string& what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(what, ": cannot read ", path));
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
+// A CA bundle or a token: 1 MiB is far above either.
+absl::StatusOr<std::string> ReadSmallFile(const std::string& path, std::string_view what) {
+  return ReadFileToString(path, what, {.max_bytes = size_t{1} << 20});
 }
 
 std::string Env(const char* name) {

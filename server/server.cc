@@ -20,14 +20,13 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
-#include <fstream>
 #include <mutex>
-#include <sstream>
 #include <thread>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/files.h"
 #include "common/status.h"
 #include "common/task.h"
 #include "server/api/admission.h"
@@ -52,12 +51,9 @@ using api::LogQuoted;
 // How long a graceful stop answers new Submits UNAVAILABLE before gRPC stops taking calls.
 constexpr int kSubmitDrainMs = 300;
 
-absl::StatusOr<std::string> ReadFile(const std::string& path, const std::string& field) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::InvalidArgumentError(absl::StrCat(field, ": cannot read '", path, "'"));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+// A PEM file named by a TLS option; 1 MiB is far above any certificate chain or key.
+absl::StatusOr<std::string> ReadPemFile(const std::string& path, std::string_view field) {
+  return ReadFileToString(path, field, {.max_bytes = size_t{1} << 20});
 }
 
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeCredentials(const TlsOptions& tls) {
@@ -72,11 +68,11 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeCredentials(const T
   }
   grpc::SslServerCredentialsOptions ssl;
   grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
-  ASSIGN_OR_RETURN(pair.private_key, ReadFile(tls.key_file, "tls_key"));
-  ASSIGN_OR_RETURN(pair.cert_chain, ReadFile(tls.cert_file, "tls_cert"));
+  ASSIGN_OR_RETURN(pair.private_key, ReadPemFile(tls.key_file, "tls_key"));
+  ASSIGN_OR_RETURN(pair.cert_chain, ReadPemFile(tls.cert_file, "tls_cert"));
   ssl.pem_key_cert_pairs.push_back(std::move(pair));
   if (!tls.client_ca_file.empty()) {
-    ASSIGN_OR_RETURN(ssl.pem_root_certs, ReadFile(tls.client_ca_file, "tls_client_ca"));
+    ASSIGN_OR_RETURN(ssl.pem_root_certs, ReadPemFile(tls.client_ca_file, "tls_client_ca"));
     ssl.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
   }
   return grpc::SslServerCredentials(ssl);

@@ -9,28 +9,24 @@
 
 #include <chrono>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
+#include <ostream>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/build_info.h"
+#include "common/files.h"
 
 namespace ptxbench::client::run {
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string ReadText(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+// A stack's log: a few KiB per run; the bound only keeps a runaway log out of memory.
+constexpr size_t kMaxStackLogBytes = size_t{256} << 20;
 
 std::string Tail(const std::string& path, size_t lines) {
-  std::vector<std::string> all = absl::StrSplit(ReadText(path), '\n');
+  std::vector<std::string> all = absl::StrSplit(ReadFileOrEmpty(path, kMaxStackLogBytes), '\n');
   const size_t from = all.size() > lines ? all.size() - lines : 0;
   std::string out;
   for (size_t i = from; i < all.size(); ++i) absl::StrAppend(&out, all[i], "\n");
@@ -98,7 +94,7 @@ std::string WaitForLine(const std::string& log_path, size_t offset, const std::s
                         pid_t pid, std::chrono::seconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < deadline) {
-    const std::string text = ReadText(log_path);
+    const std::string text = ReadFileOrEmpty(log_path, kMaxStackLogBytes);
     for (const absl::string_view line :
          absl::StrSplit(text.size() > offset ? text.substr(offset) : std::string(), '\n')) {
       if (line.find(needle) != absl::string_view::npos) return std::string(line);

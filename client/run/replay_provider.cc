@@ -3,12 +3,12 @@
 // the same extraction as a model's reply); a .md or .txt file is a whole reply, as a model
 // wrote it. docs/client.md documents the layout.
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/run/provider.h"
+#include "common/files.h"
+#include "common/status.h"
 
 namespace ptxbench::client::run {
 namespace {
@@ -30,19 +30,16 @@ class ReplayProvider : public ModelProvider {
     for (const char* extension : {".cu", ".ptx", ".md", ".txt"}) {
       const fs::path path = folder / (turn + extension);
       if (!fs::exists(path)) continue;
-      std::ifstream in(path, std::ios::binary);
-      if (!in) return absl::PermissionDeniedError(absl::StrCat("cannot read ", path.string()));
-      std::stringstream text;
-      text << in.rdbuf();
+      ASSIGN_OR_RETURN(const std::string text,
+                       ReadFileToString(path.string(), "the replayed turn"));
       ModelReply reply;
       reply.stop_reason = "replay";
       const std::string ext = extension;
       if (ext == ".cu" || ext == ".ptx") {
-        reply.text =
-            absl::StrCat("```", ext == ".cu" ? "cuda" : "ptx", "\n", text.str(),
-                         text.str().empty() || text.str().back() == '\n' ? "" : "\n", "```\n");
+        reply.text = absl::StrCat("```", ext == ".cu" ? "cuda" : "ptx", "\n", text,
+                                  text.empty() || text.back() == '\n' ? "" : "\n", "```\n");
       } else {
-        reply.text = text.str();
+        reply.text = text;
       }
       return reply;
     }

@@ -9,7 +9,6 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -17,7 +16,6 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <system_error>
 #include <utility>
@@ -29,7 +27,10 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "absl/time/time.h"
+#include "common/files.h"
 #include "common/status.h"
+#include "common/subprocess.h"
 #include "server/embedded_pg/trusted_dir.h"
 #include "server/store/database.h"
 
@@ -54,57 +55,39 @@ struct CommandResult {
 
 std::string ErrnoText(int error) { return std::strerror(error); }
 
-// Runs argv[0] with the given arguments, collecting stdout and stderr. The child closes every
-// inherited descriptor above stderr: otherwise the postmaster that pg_ctl leaves behind
-// would keep the server's listening sockets (and this process's lock file) open after the
-// server exits. `new_session` detaches the child (and the postmaster it starts) from our
-// process group, so a Ctrl-C meant for the server does not reach PostgreSQL before the server
-// has stopped it in order.
+// The whole environment of initdb, pg_ctl, runuser and so of the postmaster and every backend:
+// PATH and TZ (initdb writes the host's time zone into postgresql.conf) and nothing else of
+// the server's, whose environment may hold PTXBENCH_ADMIN_TOKEN or PTXBENCH_DATABASE_URL.
+// Before this was stated, the children inherited all of it (execv), and a superuser's
+// `COPY ... FROM PROGRAM 'env'` printed it (tests/server/embedded_pg).
+ChildEnvironment PostgresEnvironment() { return {.inherit = {"PATH", "TZ"}}; }
+
+// What one initdb or pg_ctl may take before it is killed: pg_ctl waits kPgCtlTimeoutSeconds
+// itself; initdb of an empty cluster takes about a second. A bound for a hung tool, not a
+// policy.
+constexpr absl::Duration kPgToolDeadline = absl::Minutes(10);
+
+// Runs argv[0] with the given arguments, collecting stdout and stderr together (the tail
+// goes into our errors). The runner closes every inherited descriptor above stderr in the
+// child: otherwise the postmaster that pg_ctl leaves behind would keep the server's
+// listening sockets (and this process's lock file) open after the server exits.
+// `new_session` detaches the child (and the postmaster it starts) from our session, so a
+// Ctrl-C meant for the server does not reach PostgreSQL before the server has stopped it in
+// order. (pg_ctl's postmaster calls setsid() itself, so the runner's kill of the child's
+// group when the child exits never reaches it.)
 absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv, bool new_session) {
-  std::vector<char*> args;
-  args.reserve(argv.size() + 1);
-  for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
-  args.push_back(nullptr);
-  int pipe_fds[2];
-  if (pipe2(pipe_fds, O_CLOEXEC) != 0) {
-    return absl::InternalError(absl::StrCat("pipe: ", ErrnoText(errno)));
-  }
-  const pid_t pid = fork();
-  if (pid < 0) {
-    const int error = errno;
-    close(pipe_fds[0]);
-    close(pipe_fds[1]);
-    return absl::InternalError(absl::StrCat("fork: ", ErrnoText(error)));
-  }
-  if (pid == 0) {
-    // Only async-signal-safe calls between fork and exec (the parent has threads).
-    if (new_session) setsid();
-    const int null_fd = open("/dev/null", O_RDONLY);
-    if (null_fd >= 0) dup2(null_fd, STDIN_FILENO);
-    dup2(pipe_fds[1], STDOUT_FILENO);
-    dup2(pipe_fds[1], STDERR_FILENO);
-    close_range(3, ~0U, 0);
-    execv(args[0], args.data());
-    const char message[] = "exec failed\n";
-    [[maybe_unused]] ssize_t ignored = write(STDERR_FILENO, message, sizeof(message) - 1);
-    _exit(127);
-  }
-  close(pipe_fds[1]);
+  SubprocessOptions command;
+  command.argv = argv;
+  command.environment = PostgresEnvironment();
+  command.new_session = new_session;
+  command.merge_stderr_into_stdout = true;
+  command.deadline = kPgToolDeadline;
+  ASSIGN_OR_RETURN(SubprocessResult run, RunSubprocess(command));
   CommandResult result;
-  char buffer[4096];
-  while (true) {
-    const ssize_t n = read(pipe_fds[0], buffer, sizeof(buffer));
-    if (n > 0) {
-      result.output.append(buffer, n);
-    } else if (n == 0 || errno != EINTR) {
-      break;
-    }
-  }
-  close(pipe_fds[0]);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  result.output = std::move(run.stdout_bytes);
+  result.exit_code = run.term_signal == 0 ? run.exit_code : 128 + run.term_signal;
+  if (run.timed_out)
+    absl::StrAppend(&result.output, "\nkilled after ", absl::FormatDuration(kPgToolDeadline), "\n");
   return result;
 }
 
@@ -170,12 +153,13 @@ bool IsHexPassword(const std::string& text) {
   return true;
 }
 
+// A /proc file, or nullopt once the process is gone (read(2) then fails with ESRCH, which
+// std::ifstream turns into an exception: common/files.h).
 std::optional<std::string> ReadProcFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream contents;
-  contents << in.rdbuf();
-  return contents.str();
+  absl::StatusOr<std::string> contents = ReadFileToString(
+      path, "a /proc file", {.max_bytes = size_t{1} << 20, .truncate_at_limit = true});
+  if (!contents.ok()) return std::nullopt;
+  return *std::move(contents);
 }
 
 // The state letter of /proc/<pid>/stat ('R', 'S', 'Z', ...), if readable.

@@ -14,6 +14,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/files.h"
 
 namespace ptxbench::embedded_pg {
 namespace {
@@ -315,19 +316,13 @@ absl::StatusOr<std::optional<std::string>> TrustedDir::ReadFile(const std::strin
   auto fd = OpenFile(name, O_RDONLY, /*private_mode=*/false);
   if (absl::IsNotFound(fd.status())) return std::optional<std::string>();
   if (!fd.ok()) return fd.status();
-  std::string contents;
-  char buffer[4096];
-  while (contents.size() < kMaxReadBytes) {
-    const ssize_t n = read(fd->get(), buffer, sizeof(buffer));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      return absl::InternalError(
-          absl::StrCat("reading ", path_, "/", name, ": ", ErrnoText(errno)));
-    }
-    if (n == 0) break;
-    contents.append(buffer, static_cast<size_t>(n));
-  }
-  return std::optional<std::string>(std::move(contents));
+  // Read through the descriptor OpenFile checked (no symlink, regular, our owner, one link),
+  // never by path again: the file checked is the file read.
+  absl::StatusOr<std::string> contents =
+      ReadFdToString(fd->get(), absl::StrCat(path_, "/", name), name,
+                     {.max_bytes = kMaxReadBytes, .truncate_at_limit = true});
+  if (!contents.ok()) return absl::InternalError(contents.status().message());
+  return std::optional<std::string>(*std::move(contents));
 }
 
 std::string TrustedDir::ReadTail(const std::string& name, off_t offset, size_t limit) const {

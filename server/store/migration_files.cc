@@ -1,29 +1,17 @@
 #include "server/store/migration_files.h"
 
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <regex>
-#include <sstream>
 #include <string>
 #include <system_error>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/files.h"
 
 namespace ptxbench::store::internal {
-namespace {
-
-absl::StatusOr<std::string> ReadWholeFile(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read migration ", path.string()));
-  std::ostringstream contents;
-  contents << in.rdbuf();
-  return contents.str();
-}
-
-}  // namespace
 
 absl::StatusOr<std::vector<MigrationFile>> ReadMigrationFiles(const std::string& dir) {
   std::error_code error;
@@ -74,9 +62,9 @@ absl::StatusOr<std::vector<MigrationFile>> ReadMigrationFiles(const std::string&
     MigrationFile& file = files.emplace_back();
     file.version = version;
     file.name = pair.name;
-    auto up = ReadWholeFile(pair.up);
+    auto up = ReadFileToString(pair.up.string(), "migration");
     if (!up.ok()) return up.status();
-    auto down = ReadWholeFile(pair.down);
+    auto down = ReadFileToString(pair.down.string(), "migration");
     if (!down.ok()) return down.status();
     file.up_sql = *std::move(up);
     file.down_sql = *std::move(down);

@@ -24,6 +24,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "common/status.h"
 #include "worker/engine/gpu/protocol.h"
 
 extern char** environ;
@@ -106,25 +107,34 @@ nlohmann::json ToJson(const SandboxExit& e) {
           {"timed_out", e.timed_out}, {"cancelled", e.cancelled}, {"wall_seconds", e.wall_seconds}};
 }
 
-std::map<std::string, std::string> MinimalEnv(const std::string& private_dir) {
-  std::map<std::string, std::string> env;
+ChildEnvironment MinimalEnv(const std::string& private_dir) {
+  ChildEnvironment env;
+  // Values read now, as when this was a map: what the supervisor's environment says when the
+  // process kind is set up.
   for (const char* name :
        {"PATH", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "PTXBENCH_NVDISASM",
         "PTXBENCH_COMPUTE_SANITIZER", "PTXBENCH_PTXAS", "PTXBENCH_COMPILE_JAIL", "NCCL_NVLS_ENABLE",
         "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS", "LANG"}) {
-    if (const char* v = std::getenv(name)) env[name] = v;
+    if (const char* v = std::getenv(name)) env.set.emplace_back(name, v);
   }
-  if (!env.count("PATH")) env["PATH"] = "/usr/local/bin:/usr/bin:/bin";
-  env["HOME"] = private_dir;
-  env["TMPDIR"] = private_dir;
-  env["CUDA_CACHE_DISABLE"] = "1";
+  if (std::getenv("PATH") == nullptr) env.set.emplace_back("PATH", "/usr/local/bin:/usr/bin:/bin");
+  env.set.emplace_back("HOME", private_dir);
+  env.set.emplace_back("TMPDIR", private_dir);
+  env.set.emplace_back("CUDA_CACHE_DISABLE", "1");
   // Lazy loading would defer module loading into the first launch (and into timed regions).
-  env["CUDA_MODULE_LOADING"] = "EAGER";
+  env.set.emplace_back("CUDA_MODULE_LOADING", "EAGER");
   return env;
 }
 
 absl::StatusOr<std::unique_ptr<Sandbox>> Sandbox::Start(const SandboxOptions& options) {
   if (options.argv.empty()) return absl::InvalidArgumentError("sandbox: empty argv");
+  ASSIGN_OR_RETURN(std::vector<std::string> env_strings,
+                   BuildChildEnvironment(options.env, environ));
+  // In name order, as the std::map this was built from before the shared ChildEnvironment
+  // type: the evaluator's environment stays byte for byte what it was.
+  std::sort(env_strings.begin(), env_strings.end(), [](const std::string& a, const std::string& b) {
+    return a.substr(0, a.find('=')) < b.substr(0, b.find('='));
+  });
   int in_pipe[2], event_pipe[2], out_pipe[2], status_pipe[2];
   if (pipe2(in_pipe, O_CLOEXEC) || pipe2(event_pipe, O_CLOEXEC) || pipe2(out_pipe, O_CLOEXEC) ||
       pipe2(status_pipe, O_CLOEXEC)) {
@@ -136,9 +146,6 @@ absl::StatusOr<std::unique_ptr<Sandbox>> Sandbox::Start(const SandboxOptions& op
   argv.reserve(args.size() + 1);
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
-  std::vector<std::string> env_strings;
-  env_strings.reserve(options.env.size());
-  for (const auto& [k, v] : options.env) env_strings.push_back(absl::StrCat(k, "=", v));
   std::vector<char*> envp;
   envp.reserve(env_strings.size() + 1);
   for (std::string& e : env_strings) envp.push_back(e.data());

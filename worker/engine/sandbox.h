@@ -23,13 +23,13 @@
 
 #include <atomic>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/subprocess.h"
 #include "nlohmann/json.hpp"
 
 namespace ptxbench::engine {
@@ -47,9 +47,9 @@ struct SandboxLimits {
 };
 
 struct SandboxOptions {
-  std::vector<std::string> argv;           // argv[0] is the executable's path.
-  std::string private_dir;                 // Working directory, HOME and TMPDIR.
-  std::map<std::string, std::string> env;  // The complete environment (see MinimalEnv).
+  std::vector<std::string> argv;  // argv[0] is the executable's path.
+  std::string private_dir;        // Working directory, HOME and TMPDIR.
+  ChildEnvironment env;  // The complete environment (see MinimalEnv); nothing else is passed.
   SandboxLimits limits;
   bool isolate_network = true;
   bool drop_privileges = true;                // Effective only when the supervisor is root.
@@ -84,7 +84,10 @@ nlohmann::json ToJson(const SandboxExit& exit);
 // (the operator's jail policy, compile_jail.h) and the NCCL/NVSHMEM safety variables of the
 // supervisor's environment, plus HOME/TMPDIR = private_dir and CUDA_CACHE_DISABLE=1. Nothing else
 // of the supervisor's environment (credentials, tokens) leaks.
-std::map<std::string, std::string> MinimalEnv(const std::string& private_dir);
+// Stated with common/subprocess.h's ChildEnvironment, the one type for a child's environment;
+// the sandbox keeps its own fork (namespaces, seccomp, privilege drop, a command and an event
+// pipe for a long-lived process), which the run-to-completion RunSubprocess does not offer.
+ChildEnvironment MinimalEnv(const std::string& private_dir);
 
 class Sandbox {
  public:

@@ -115,6 +115,30 @@ TEST_CASE("the embedded cluster keeps its data across a stop and a start", "[emb
   REQUIRE_OK(again->Stop());
 }
 
+TEST_CASE("PostgreSQL's processes never see the server's secrets", "[embedded_pg]") {
+  // What a deployment puts in the server's environment (docs/operations.md).
+  setenv("PTXBENCH_ADMIN_TOKEN", "admin-secret-2b7e", 1);
+  setenv("PTXBENCH_DATABASE_URL", "postgresql://u:db-secret-c4d1@elsewhere/db", 1);
+  ScopedTempDir dir("ptxbench-embedded-pg-");
+  auto postgres = ValueOrFail(EmbeddedPostgres::Start(At(dir.path())));
+  unsetenv("PTXBENCH_ADMIN_TOKEN");
+  unsetenv("PTXBENCH_DATABASE_URL");
+  // A backend's child inherits the postmaster's environment as pg_ctl started it (the
+  // postmaster's own /proc/<pid>/environ is overwritten by its process title, so it would
+  // prove nothing). COPY FROM PROGRAM runs `env` under the backend.
+  store::SqlResult env = ValueOrFail(
+      store::RunSql(postgres->superuser_url("postgres"),
+                    "CREATE TEMP TABLE child_env (line text); COPY child_env FROM PROGRAM 'env'; "
+                    "SELECT line FROM child_env"));
+  std::string all;
+  for (const auto& row : env.rows) absl::StrAppend(&all, row[0].value_or(""), "\n");
+  INFO(all);
+  CHECK(absl::StrContains(all, "PATH="));
+  CHECK_FALSE(absl::StrContains(all, "secret"));
+  CHECK_FALSE(absl::StrContains(all, "PTXBENCH_"));
+  REQUIRE_OK(postgres->Stop());
+}
+
 TEST_CASE("the embedded cluster starts again after its owner was SIGKILLed", "[embedded_pg]") {
   ScopedTempDir dir("ptxbench-embedded-pg-");
   int out[2];

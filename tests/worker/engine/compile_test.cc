@@ -11,6 +11,7 @@
 #include <string>
 
 #include "common/sha256.h"
+#include "worker/engine/ptxas_runner.h"
 
 namespace ptxbench {
 namespace {
@@ -339,6 +340,39 @@ TEST_CASE("A ptxas that runs past the deadline is killed") {
   // Killed by ptxas's own deadline in the jail, or with the jail at the stage deadline.
   CHECK(result.log.find("ran past the limit of 1.5 s") != std::string::npos);
   CHECK(seconds < 4 * 1.5 + 1.5);  // At the latest by the jail's wall backstop.
+  std::remove(script.c_str());
+  rmdir(dir);
+}
+
+TEST_CASE("ptxas gets LC_ALL and the jail's library path, nothing of the worker's environment") {
+  // The worker's secrets, as a deployment sets them (docs/operations.md).
+  setenv("PTXBENCH_ADMIN_TOKEN", "admin-secret-7f3a", 1);
+  setenv("PTXBENCH_DATABASE_URL", "postgresql://ptxbench:db-secret-91c2@db/ptxbench", 1);
+  setenv("PTXBENCH_TOKEN", "worker-secret-55d0", 1);
+  char dir[] = "/tmp/ptxbench_env_ptxas_XXXXXX";
+  REQUIRE(mkdtemp(dir) != nullptr);
+  const std::string script = std::string(dir) + "/ptxas";
+  {
+    std::ofstream out(script);
+    out << "#!/bin/sh\nexport -p\nexit 1\n";  // every exported variable, into ptxas's log
+  }
+  REQUIRE(chmod(script.c_str(), 0755) == 0);
+  PtxasOverride printing(script);
+  PtxasRun run;
+  run.ptx = ".version 8.7\n.target sm_90a\n";
+  run.arch = "sm_90a";
+  run.library_path = "/jail/lib";
+  auto out = RunPtxas(run);
+  REQUIRE(out.ok());
+  INFO(out->log);
+  CHECK_FALSE(out->ok);
+  CHECK(out->log.find("LC_ALL") != std::string::npos);
+  CHECK(out->log.find("LD_LIBRARY_PATH='/jail/lib'") != std::string::npos);
+  CHECK(out->log.find("secret") == std::string::npos);
+  CHECK(out->log.find("PTXBENCH_") == std::string::npos);
+  unsetenv("PTXBENCH_ADMIN_TOKEN");
+  unsetenv("PTXBENCH_DATABASE_URL");
+  unsetenv("PTXBENCH_TOKEN");
   std::remove(script.c_str());
   rmdir(dir);
 }

@@ -6,8 +6,6 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -15,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "common/build_info.h"
 #include "common/cli_args.h"
+#include "common/files.h"
 #include "common/task.h"
 #include "common/verdict.h"
 #include "worker/engine/evaluate.h"
@@ -50,15 +49,6 @@ const std::vector<FlagSpec>& Flags() {
 int Usage(const std::string& problem, std::ostream& err) {
   err << "ptxbench eval: " << problem << "\n" << kUsage << FlagHelp(Flags());
   return kUsageError;
-}
-
-bool ReadFile(const std::string& path, std::string* out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  std::stringstream s;
-  s << in.rdbuf();
-  *out = s.str();
-  return true;
 }
 
 // The first folder on the way from / to `dir` that the sandbox user cannot pass, or "" when
@@ -170,13 +160,21 @@ int RunLocalEval(const std::vector<std::string>& raw, std::ostream& out, std::os
   request.task = &*task;
   request.arch = arch;
   request.compile_only = compile_only;
-  if (!ReadFile(source_path, &request.source)) {
-    err << "ptxbench eval: cannot read " << source_path << "\n";
+  // The user's own command line: a pipe (`--source <(generate)`) is read like a file.
+  absl::StatusOr<std::string> source =
+      ReadFileToString(source_path, "the source", {.allow_pipes = true});
+  if (!source.ok()) {
+    err << "ptxbench eval: " << source.status().message() << "\n";
     return kUsageError;
   }
-  if (!plan_path.empty() && !ReadFile(plan_path, &request.launch_plan_json)) {
-    err << "ptxbench eval: cannot read " << plan_path << "\n";
-    return kUsageError;
+  request.source = *std::move(source);
+  if (!plan_path.empty()) {
+    absl::StatusOr<std::string> plan = ReadFileToString(plan_path, "--plan", {.allow_pipes = true});
+    if (!plan.ok()) {
+      err << "ptxbench eval: " << plan.status().message() << "\n";
+      return kUsageError;
+    }
+    request.launch_plan_json = *std::move(plan);
   }
   request.language = !language.empty()                     ? language
                      : absl::EndsWith(source_path, ".ptx") ? "ptx"

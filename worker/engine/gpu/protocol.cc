@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "common/files.h"
 
 namespace ptxbench::gpu {
 
@@ -93,25 +94,15 @@ absl::StatusOr<uint64_t> ParseU64(const nlohmann::json& value) {
 }
 
 absl::StatusOr<std::string> ReadFileBytes(const std::string& path) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return absl::NotFoundError(absl::StrCat("open ", path, ": ", std::strerror(errno)));
-  std::string out;
-  off_t size = lseek(fd, 0, SEEK_END);
-  lseek(fd, 0, SEEK_SET);
-  if (size > 0) out.reserve(static_cast<size_t>(size));
-  char chunk[1 << 20];
-  while (true) {
-    ssize_t n = read(fd, chunk, sizeof chunk);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      close(fd);
-      return absl::InternalError(absl::StrCat("read ", path, ": ", std::strerror(errno)));
-    }
-    if (n == 0) break;
-    out.append(chunk, static_cast<size_t>(n));
-  }
-  close(fd);
-  return out;
+  absl::StatusOr<std::string> bytes =
+      ReadFileToString(path, "exchanged file", {.max_bytes = kMaxExchangedFileBytes});
+  if (bytes.ok() || absl::IsNotFound(bytes.status())) return bytes;
+  // The evaluator reads a kFailedPrecondition as a kernel fault and a kInvalidArgument as an
+  // invalid plan (FailFromStatus, worker/evaluator/support.cc). These files are written by
+  // the supervisor or by our own processes, so failing to read one (too large, not a regular
+  // file, unreadable) is infrastructure, whatever code the reader chose: kInternal, as before
+  // the shared reader.
+  return absl::InternalError(bytes.status().message());
 }
 
 absl::Status WriteFileBytes(const std::string& path, const std::string& bytes) {

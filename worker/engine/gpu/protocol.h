@@ -5,6 +5,7 @@
 #ifndef PTXBENCH_WORKER_ENGINE_GPU_PROTOCOL_H_
 #define PTXBENCH_WORKER_ENGINE_GPU_PROTOCOL_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -38,7 +39,13 @@ class LineReader {
 std::string U64(uint64_t value);
 absl::StatusOr<uint64_t> ParseU64(const nlohmann::json& value);
 
-// Reads/writes whole files (outputs, references, cubins).
+// Whole files the supervisor and evaluator exchange (outputs, references, cubins, PTX,
+// requests), through common/files' reader. A bound against a runaway file, not a policy:
+// each caller checks the size it expects (a tensor's bytes against the task). 64 GiB is
+// above any tensor one H200 (141 GiB) holds with its reference and candidate copies.
+inline constexpr size_t kMaxExchangedFileBytes = size_t{64} << 30;
+// A file that is missing is kNotFound; every other failure is kInternal (infrastructure,
+// never a kernel fault or an invalid plan; see protocol.cc).
 absl::StatusOr<std::string> ReadFileBytes(const std::string& path);
 absl::Status WriteFileBytes(const std::string& path, const std::string& bytes);
 

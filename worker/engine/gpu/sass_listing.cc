@@ -1,14 +1,8 @@
 #include "worker/engine/gpu/sass_listing.h"
 
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <regex>
@@ -16,8 +10,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-
-extern char** environ;
+#include "absl/time/time.h"
+#include "common/subprocess.h"
 
 namespace ptxbench::gpu {
 
@@ -119,63 +113,31 @@ std::optional<std::string> FindNvdisasm() {
 absl::StatusOr<std::string> RunNvdisasm(const std::string& nvdisasm,
                                         const std::vector<std::string>& flags,
                                         const std::string& cubin_path, double timeout_seconds) {
-  // Close-on-exec: two listings run at once (evaluator.cc), and neither child may hold the
-  // other's pipe open.
-  int out[2];
-  if (pipe2(out, O_CLOEXEC) != 0) return absl::InternalError("pipe2() failed");
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
-  posix_spawn_file_actions_addclose(&actions, out[0]);
-  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
-  std::vector<std::string> args = {nvdisasm};
-  args.insert(args.end(), flags.begin(), flags.end());
-  args.push_back(cubin_path);
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t pid = 0;
-  int rc = posix_spawn(&pid, nvdisasm.c_str(), &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  close(out[1]);
-  if (rc != 0) {
-    close(out[0]);
-    return absl::InternalError(absl::StrCat("cannot run ", nvdisasm, ": ", std::strerror(rc)));
+  SubprocessOptions command;
+  command.argv = {nvdisasm};
+  command.argv.insert(command.argv.end(), flags.begin(), flags.end());
+  command.argv.push_back(cubin_path);
+  // nvdisasm parses a cubin built from a submission: it gets what it needs to start and
+  // nothing of the worker's environment (its token). Before, it inherited all of it.
+  command.environment.inherit = {"PATH", "LD_LIBRARY_PATH"};
+  command.environment.set = {{"LC_ALL", "C"}};
+  // The listing of a large kernel is tens of MiB; past this it is absurd output, stopped like
+  // a hang.
+  command.max_stdout_bytes = size_t{512} << 20;
+  command.max_stderr_bytes = 0;  // its messages were never read
+  command.deadline = absl::Milliseconds(static_cast<int64_t>(timeout_seconds * 1000));
+  absl::StatusOr<SubprocessResult> ran = RunSubprocess(command);
+  if (!ran.ok()) return absl::InternalError(ran.status().message());  // as posix_spawn's was
+  SubprocessResult& run = *ran;
+  if (run.timed_out || run.stdout_dropped_bytes > 0) {
+    return absl::DeadlineExceededError(absl::StrCat(nvdisasm, " timed out"));
   }
-  std::string text;
-  auto deadline = std::chrono::steady_clock::now() +
-                  std::chrono::milliseconds(static_cast<int64_t>(timeout_seconds * 1000));
-  bool timed_out = false;
-  char buffer[1 << 16];
-  while (true) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                    deadline - std::chrono::steady_clock::now())
-                    .count();
-    if (left <= 0) {
-      timed_out = true;
-      break;
-    }
-    pollfd p{out[0], POLLIN, 0};
-    int ready = poll(&p, 1, static_cast<int>(std::min<int64_t>(left, 1000)));
-    if (ready < 0 && errno != EINTR) break;
-    if (ready <= 0) continue;
-    ssize_t n = read(out[0], buffer, sizeof buffer);
-    if (n <= 0) break;
-    text.append(buffer, static_cast<size_t>(n));
-    if (text.size() > (512u << 20)) {
-      timed_out = true;  // Absurd output: stop it like a hang.
-      break;
-    }
+  if (run.exit_code != 0) {
+    return absl::InternalError(
+        run.term_signal != 0 ? absl::StrCat(nvdisasm, " was killed by signal ", run.term_signal)
+                             : absl::StrCat(nvdisasm, " failed with exit code ", run.exit_code));
   }
-  close(out[0]);
-  if (timed_out) kill(pid, SIGKILL);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  if (timed_out) return absl::DeadlineExceededError(absl::StrCat(nvdisasm, " timed out"));
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    return absl::InternalError(absl::StrCat(nvdisasm, " failed with status ", status));
-  }
-  return text;
+  return std::move(run.stdout_bytes);
 }
 
 std::optional<std::string> ElfSection(const std::string& elf, const std::string& section) {

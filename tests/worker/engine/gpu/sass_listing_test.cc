@@ -3,7 +3,11 @@
 // (built from the same source by nvcc at build time).
 #include "worker/engine/gpu/sass_listing.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -67,6 +71,64 @@ TEST_CASE("ELF sections of a -lineinfo cubin carry the PTX text", "[sass]") {
       ElfSection("not an elf file at all, long enough to have a header....", ".text").has_value());
   std::string truncated = cubin->substr(0, 100);
   CHECK_FALSE(ElfSection(truncated, ".nv_debug_ptx_txt").has_value());
+}
+
+}  // namespace
+}  // namespace ptxbench::gpu
+
+namespace ptxbench::gpu {
+namespace {
+
+// A stand-in nvdisasm (a shell script) shows what the real one is given: its arguments and
+// environment, how a failure and a hang come back.
+class FakeNvdisasm {
+ public:
+  explicit FakeNvdisasm(const std::string& body) {
+    char pattern[] = "/tmp/ptxbench_fake_nvdisasm_XXXXXX";
+    REQUIRE(mkdtemp(pattern) != nullptr);
+    dir_ = pattern;
+    path_ = dir_ + "/nvdisasm";
+    std::ofstream(path_) << "#!/bin/sh\n" << body << "\n";
+    REQUIRE(chmod(path_.c_str(), 0755) == 0);
+  }
+  ~FakeNvdisasm() {
+    std::remove(path_.c_str());
+    rmdir(dir_.c_str());
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string dir_;
+  std::string path_;
+};
+
+TEST_CASE("nvdisasm gets its flags and the cubin, and none of the worker's secrets", "[sass]") {
+  setenv("PTXBENCH_TOKEN", "worker-secret-0e9b", 1);
+  setenv("PTXBENCH_DATABASE_URL", "postgresql://u:db-secret-11aa@h/db", 1);
+  const FakeNvdisasm fake("printf '%s|' \"$@\"; echo; export -p; echo noise >&2");
+  auto listing = RunNvdisasm(fake.path(), {"-c", "-g"}, "/work/module one.cubin", 30);
+  unsetenv("PTXBENCH_TOKEN");
+  unsetenv("PTXBENCH_DATABASE_URL");
+  REQUIRE(listing.ok());
+  INFO(*listing);
+  CHECK(listing->rfind("-c|-g|/work/module one.cubin|\n", 0) == 0);
+  CHECK(listing->find("LC_ALL") != std::string::npos);
+  CHECK(listing->find("secret") == std::string::npos);
+  CHECK(listing->find("PTXBENCH_") == std::string::npos);
+  CHECK(listing->find("noise") == std::string::npos);  // stderr is not the listing
+}
+
+TEST_CASE("an nvdisasm that fails or hangs is an error, not a listing", "[sass]") {
+  const FakeNvdisasm failing("echo partial; exit 3");
+  auto failed = RunNvdisasm(failing.path(), {}, "x.cubin", 30);
+  REQUIRE(failed.status().code() == absl::StatusCode::kInternal);
+  CHECK(failed.status().message() == failing.path() + " failed with exit code 3");
+  const FakeNvdisasm hanging("sleep 1000");
+  auto hung = RunNvdisasm(hanging.path(), {}, "x.cubin", 0.3);
+  CHECK(hung.status().code() == absl::StatusCode::kDeadlineExceeded);
+  auto missing = RunNvdisasm("/nonexistent/nvdisasm", {}, "x.cubin", 30);
+  CHECK(missing.status().code() == absl::StatusCode::kInternal);
+  CHECK(missing.status().message().find("/nonexistent/nvdisasm") != std::string::npos);
 }
 
 }  // namespace
