@@ -32,6 +32,8 @@ constexpr char kUsage[] =
     "usage: ptxbench-server [serve] [flags]\n"
     "       ptxbench-server migrate [up | down N] [flags]\n"
     "       ptxbench-server token create --role admin|vendor|worker [--tenant T] [flags]\n"
+    "       ptxbench-server rejudge --task A[,B] [--harness-older-than X] [--submission ID[,ID]]\n"
+    "       ptxbench-server mark-hacked ID (--reason R | --unmark) [flags]\n"
     "       ptxbench-server health [--server HOST:PORT] [--tls-ca FILE]\n"
     "       ptxbench-server --version\n";
 
@@ -211,6 +213,54 @@ int TokenCreate(const ParsedArgs& args) {
   return 0;
 }
 
+int Rejudge(const ParsedArgs& args) {
+  auto options = OptionsFrom(args, /*serve=*/false);
+  if (!options.ok() || !args.positional().empty()) {
+    std::cerr << "ptxbench-server rejudge: "
+              << (options.ok() ? "takes no positional arguments" : options.status().message())
+              << "\n"
+              << kUsage;
+    return 2;
+  }
+  RejudgeCommand command;
+  command.tasks = args.Get("task");
+  command.harness_older_than = args.Get("harness-older-than");
+  command.submissions = args.Get("submission");
+  command.reason = args.Get("reason");
+  auto ids = RunRejudge(*options, command);
+  if (!ids.ok()) {
+    std::cerr << "ptxbench-server rejudge: " << ids.status() << "\n";
+    return absl::IsInvalidArgument(ids.status()) ? 2 : 1;
+  }
+  std::cerr << ids->size() << " submission(s) re-queued for a new judging round\n";
+  for (const std::string& id : *ids) std::cout << id << "\n";
+  return 0;
+}
+
+int MarkHacked(const ParsedArgs& args) {
+  auto options = OptionsFrom(args, /*serve=*/false);
+  if (!options.ok() || args.positional().size() != 1) {
+    std::cerr << "ptxbench-server mark-hacked: "
+              << (options.ok() ? "needs one submission id" : options.status().message()) << "\n"
+              << kUsage;
+    return 2;
+  }
+  MarkHackedCommand command;
+  command.submission_id = args.positional()[0];
+  command.reason = args.Get("reason");
+  command.unmark = args.GetBool("unmark");
+  auto row = RunMarkHacked(*options, command);
+  if (!row.ok()) {
+    std::cerr << "ptxbench-server mark-hacked: " << row.status() << "\n";
+    return absl::IsInvalidArgument(row.status()) ? 2 : 1;
+  }
+  std::cout << row->id
+            << (row->hacked.has_value() ? " hacked: " + row->hacked->reason
+                                        : std::string(" not marked hacked"))
+            << "\n";
+  return 0;
+}
+
 int Health(const ParsedArgs& args) {
   api::HealthCheckOptions options;
   options.address = args.Get("server", "127.0.0.1:50051");
@@ -252,6 +302,18 @@ int Main(int argc, char** argv) {
         {"tenant", true, "tenant the token belongs to (created if missing; required for vendor)"});
     specs.push_back({"role", true, "admin, vendor or worker"});
     specs.push_back({"description", true, "what the token is for"});
+  } else if (verb == "rejudge") {
+    specs = StoreFlags();
+    specs.push_back({"tasks-dir", true, "the task catalog the task ids must be in"});
+    specs.push_back({"task", true, "task ids to re-judge, comma-separated (required)"});
+    specs.push_back({"harness-older-than", true,
+                     "only verdicts of an older engine (dotted numeric, e.g. 0.2.0)"});
+    specs.push_back({"submission", true, "only these submission ids, comma-separated"});
+    specs.push_back({"reason", true, "recorded with each superseded verdict"});
+  } else if (verb == "mark-hacked") {
+    specs = StoreFlags();
+    specs.push_back({"reason", true, "what the kernel does to game the harness"});
+    specs.push_back({"unmark", false, "lift the mark instead"});
   } else if (verb == "health") {
     specs = {{"server", true, "server address", "127.0.0.1:50051"},
              {"tls-ca", true, "PEM CA of the server's certificate; plaintext when empty"},
@@ -279,6 +341,8 @@ int Main(int argc, char** argv) {
   if (verb == "serve") return Serve(*parsed);
   if (verb == "migrate") return Migrate(*parsed);
   if (verb == "token") return TokenCreate(*parsed);
+  if (verb == "rejudge") return Rejudge(*parsed);
+  if (verb == "mark-hacked") return MarkHacked(*parsed);
   return Health(*parsed);
 }
 

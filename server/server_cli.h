@@ -1,4 +1,5 @@
-// The maintenance verbs of ptxbench-server (migrate, token create, health) as library
+// The maintenance verbs of ptxbench-server (migrate, token create, rejudge, mark-hacked,
+// health) as library
 // functions: server/main.cc parses the command line into these requests and prints what they
 // return, so that the tests run exactly the code the binary runs, in process.
 #ifndef PTXBENCH_SERVER_SERVER_CLI_H_
@@ -11,6 +12,7 @@
 #include "server/api/health_check.h"
 #include "server/api/tokens.h"
 #include "server/server.h"
+#include "server/store/store.h"
 
 namespace ptxbench::server {
 
@@ -34,6 +36,32 @@ absl::StatusOr<int> RunMigrate(const ServerOptions& options, const MigrateReques
 // (the operator on the machine is trusted with that; the admin API is not).
 absl::StatusOr<api::MintedToken> RunTokenCreate(const ServerOptions& options,
                                                 api::MintTokenRequest request);
+
+// `ptxbench-server rejudge --task A[,B...] [--harness-older-than X] [--submission ID[,ID...]]
+// [--reason R]`: the flags' values, split at commas.
+struct RejudgeCommand {
+  std::string tasks;  // Comma-separated task ids; required.
+  std::string harness_older_than;
+  std::string submissions;  // Comma-separated submission ids; optional.
+  std::string reason;
+};
+// Opens the store of `options` (migrated: re-judging needs 0009), refuses a task that is not
+// in the catalog under options.tasks_dir (INVALID_ARGUMENT "--task: unknown task 'x'"), and
+// opens a new judging round for the matching finished submissions (store::Store::Rejudge; a
+// running server's workers are woken by the queue's NOTIFY). Returns the re-queued ids.
+absl::StatusOr<std::vector<std::string>> RunRejudge(const ServerOptions& options,
+                                                    const RejudgeCommand& command);
+
+// `ptxbench-server mark-hacked ID --reason R` and `mark-hacked ID --unmark`: marks (or lifts
+// the mark of) one submission, as "admin:command-line" in the audit log. Returns the
+// submission as stored after the change.
+struct MarkHackedCommand {
+  std::string submission_id;
+  std::string reason;  // Required unless unmark.
+  bool unmark = false;
+};
+absl::StatusOr<store::SubmissionRow> RunMarkHacked(const ServerOptions& options,
+                                                   const MarkHackedCommand& command);
 
 // `ptxbench-server health`: the server's gRPC serving status ("SERVING", "NOT_SERVING", ...).
 absl::StatusOr<std::string> RunHealth(const api::HealthCheckOptions& options);

@@ -207,6 +207,12 @@ int ExportCommand(const std::vector<std::string>& raw, std::ostream& out, std::o
       return kExitInfrastructure;
     }
   }
+  // Every TIC turn left out is named, so that a dataset never silently shrinks.
+  for (const report::LeftOutTurn& turn : result.left_out) {
+    err << "left out: " << turn.file << " turn " << turn.turn
+        << (turn.submission_id.empty() ? "" : " (submission " + turn.submission_id + ")") << ": "
+        << turn.reason << "\n";
+  }
   out << report::RenderExportSummary(result.summary) << "wrote " << out_path << " and "
       << summary_path << "\n";
   return kExitPass;

@@ -113,8 +113,9 @@ class Builder {
  public:
   explicit Builder(const ExportOptions& options) : options_(options) {}
 
-  void Add(const Trajectory& t) {
+  void Add(const Trajectory& stored) {
     ++trajectories_;
+    const Trajectory t = WithCurrentVerdicts(stored);
     std::vector<const TurnRecord*> charged;
     for (const TurnRecord& turn : t.turns) {
       if (turn.infra_failed) {
@@ -137,6 +138,13 @@ class Builder {
   ExportResult Finish() && {
     ExportResult result;
     result.rows = std::move(rows_);
+    json left_out = json::array();
+    for (const LeftOutTurn& turn : left_out_) {
+      left_out.push_back({{"file", turn.file},
+                          {"turn", turn.turn},
+                          {"submission_id", turn.submission_id},
+                          {"reason", turn.reason}});
+    }
     json per_task = json::object();
     json per_class = json::object();
     for (const auto& [key, count] : counts_) {
@@ -159,12 +167,68 @@ class Builder {
           {"runtime_unverified_turns", runtime_unverified_turns_},
           {"trajectories_without_task_prompt", without_task_prompt_},
           {"pairs_without_prompt", pairs_without_prompt_},
-          {"compile_only_trajectories", compile_only_skipped_}}},
+          {"compile_only_trajectories", compile_only_skipped_},
+          {"not_current_tic", left_out_.size()}}},
+        {"harness", options_.current_harness},
+        {"current_verdicts_from_server", options_.current_verdicts.has_value()},
+        {"left_out", std::move(left_out)},
     };
+    result.left_out = std::move(left_out_);
     return result;
   }
 
  private:
+  // The trajectory with each turn's verdict replaced by the server's current one (when
+  // options_.current_verdicts is set); a turn whose stored verdict was TIC is remembered by
+  // (file, turn), so that losing TIC to a re-judge is named, not silently dropped.
+  Trajectory WithCurrentVerdicts(const Trajectory& stored) {
+    Trajectory t = stored;
+    for (TurnRecord& turn : t.turns) {
+      if (IsTic(turn)) stored_tic_.insert({t.path, turn.turn});
+      if (!options_.current_verdicts.has_value() || turn.submission_id.empty()) continue;
+      auto it = options_.current_verdicts->find(turn.submission_id);
+      if (it == options_.current_verdicts->end()) {
+        turn.verdict.reset();
+        missing_.insert({t.path, turn.turn});
+        continue;
+      }
+      turn.verdict = it->second.verdict;
+      if (!it->second.hacked_reason.empty())
+        hacked_[{t.path, turn.turn}] = it->second.hacked_reason;
+    }
+    return t;
+  }
+
+  // Whether `turn` may be exported as a TIC kernel: TIC by its current verdict, judged by
+  // the current harness engine, not marked hacked. A turn whose stored verdict was TIC and
+  // is refused here is recorded in left_out_ with the reason.
+  bool ExportableTic(const Trajectory& t, const TurnRecord& turn) {
+    const std::pair<std::string, int> key{t.path, turn.turn};
+    std::string reason;
+    if (missing_.count(key) > 0) {
+      reason = "the server has no current verdict for its submission";
+    } else if (auto it = hacked_.find(key); it != hacked_.end()) {
+      reason = absl::StrCat("marked hacked: ", it->second);
+    } else if (!IsTic(turn)) {
+      if (stored_tic_.count(key) == 0) return false;  // Never TIC: not a left-out TIC turn.
+      reason =
+          absl::StrCat("its current verdict is ",
+                       turn.verdict.has_value() ? VerdictClassName(turn.verdict->verdict_class) +
+                                                      (turn.verdict->tic ? "" : " (not TIC)")
+                                                : std::string("absent"));
+    } else if (turn.verdict->harness.engine != options_.current_harness) {
+      reason = absl::StrCat("judged by harness engine '", turn.verdict->harness.engine,
+                            "', not the current '", options_.current_harness,
+                            "' (re-judge it, then export with --server)");
+    } else {
+      return true;
+    }
+    if (reported_.insert(key).second) {
+      left_out_.push_back({t.path, turn.turn, turn.submission_id, std::move(reason)});
+    }
+    return false;
+  }
+
   // The trained assistant message: the reply (its <think> reasoning removed unless asked) or
   // the source in a fenced block.
   Message Trained(const TurnRecord& turn) const {
@@ -187,7 +251,7 @@ class Builder {
       return;
     }
     for (const TurnRecord* turn : charged) {
-      if (!IsTic(*turn) || !turn->extracted) continue;
+      if (!turn->extracted || !ExportableTic(t, *turn)) continue;
       std::vector<Message> messages;
       if (system != nullptr) messages.push_back({"system", system->content});
       messages.push_back({"user", task->content});
@@ -209,7 +273,7 @@ class Builder {
       if (failed.feedback.empty() || !repaired.extracted) continue;
       if (options_.compile_repairs) {
         if (!IsCompileFailure(failed) || !IsCompiled(repaired)) continue;
-      } else if (!IsKernelFailure(failed) || !IsTic(repaired)) {
+      } else if (!IsKernelFailure(failed) || !ExportableTic(t, repaired)) {
         continue;
       }
       // What the model was shown before it wrote the repaired kernel, message for message:
@@ -281,6 +345,11 @@ class Builder {
   int without_task_prompt_ = 0;
   int pairs_without_prompt_ = 0;
   int compile_only_skipped_ = 0;
+  std::set<std::pair<std::string, int>> stored_tic_;           // (file, turn)
+  std::set<std::pair<std::string, int>> missing_;              // No current verdict.
+  std::map<std::pair<std::string, int>, std::string> hacked_;  // -> the mark's reason.
+  std::set<std::pair<std::string, int>> reported_;             // In left_out_ already.
+  std::vector<LeftOutTurn> left_out_;
 };
 
 }  // namespace
@@ -364,6 +433,12 @@ std::string RenderExportSummary(const json& summary) {
       "%d runtime-unverified turns\n",
       excluded.value("duplicate", 0), excluded.value("over_cap", 0),
       excluded.value("infra_failed_turns", 0), excluded.value("runtime_unverified_turns", 0));
+  if (excluded.value("not_current_tic", 0) > 0) {
+    out << absl::StrFormat(
+        "%d TIC turns left out: not TIC under the current harness %s (listed in the summary's "
+        "left_out)\n",
+        excluded.value("not_current_tic", 0), summary.value("harness", std::string()));
+  }
   if (excluded.value("compile_only_trajectories", 0) > 0) {
     out << absl::StrFormat(
         "%d compile-only trajectories give no fixit rows (never TIC); --compile-repairs pairs "

@@ -9,11 +9,15 @@
 #ifndef PTXBENCH_CLIENT_REPORT_EXPORT_H_
 #define PTXBENCH_CLIENT_REPORT_EXPORT_H_
 
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "client/trajectory.h"
+#include "common/build_info.h"
+#include "common/verdict.h"
 #include "nlohmann/json.hpp"
 
 namespace ptxbench::client::report {
@@ -39,6 +43,14 @@ enum class ExportLayout { kOpenAi, kTrl, kLlamaFactory, kAxolotl };
 absl::StatusOr<ExportLayout> ParseExportLayout(const std::string& name);  // openai, trl, ...
 std::string ExportLayoutName(ExportLayout layout);
 
+// A turn's verdict as the server holds it now (GetSubmission): after a re-judge it differs
+// from the one the trajectory file recorded, and a submission an admin marked hacked is never
+// exported.
+struct CurrentVerdict {
+  std::optional<Verdict> verdict;  // Absent: the server has none (e.g. cancelled).
+  std::string hacked_reason;       // Non-empty: marked hacked.
+};
+
 struct ExportOptions {
   ExportFormat format = ExportFormat::kKernelGen;
   AssistantContent content = AssistantContent::kReply;
@@ -47,6 +59,23 @@ struct ExportOptions {
   bool metadata = false;         // Add "metadata" (task, arch, model, file, turns, class).
   bool keep_reasoning = false;   // Keep <think>...</think> in trained assistant messages.
   bool compile_repairs = false;  // fixit: (did not compile, compiled) pairs instead.
+  // Only a turn judged TIC by this harness engine is exported as a TIC kernel (the
+  // kernelgen row, the repaired side of a fixit pair): a verdict of an older harness was
+  // judged by rules since found too weak. common/build_info.h kHarnessVersion.
+  std::string current_harness = kHarnessVersion;
+  // With `ptxbench export --server`: the current verdict of every turn's submission id. When
+  // set, a turn with a submission id is judged by its entry (none: left out) instead of the
+  // verdict in the file.
+  std::optional<std::map<std::string, CurrentVerdict>> current_verdicts;
+};
+
+// A TIC turn of the files that was not exported, and why (a harness other than the current,
+// a current verdict that is not TIC, a hacked mark, no current verdict).
+struct LeftOutTurn {
+  std::string file;
+  int turn = 0;
+  std::string submission_id;
+  std::string reason;
 };
 
 struct ExportResult {
@@ -54,6 +83,7 @@ struct ExportResult {
   std::vector<nlohmann::ordered_json> rows;
   // {"format", "layout", "rows", "per_task": {task: {class: n}}, "excluded": {...}}.
   nlohmann::json summary;
+  std::vector<LeftOutTurn> left_out;  // Also counted in summary["excluded"]["not_current_tic"].
 };
 
 // Rows in the order of `trajectories` (sorted files) and their turns; deterministic.

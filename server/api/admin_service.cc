@@ -1,11 +1,14 @@
-// AdminService: workers, the queue, tenants and tokens. Admin tokens only.
+// AdminService: workers, the queue, tenants, tokens, re-judging and hacked marks. Admin tokens
+// only.
 #include <grpcpp/grpcpp.h>
 
 #include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/status.h"
+#include "common/task.h"
 #include "ptxbench/v1/admin.grpc.pb.h"
 #include "server/api/convert.h"
 #include "server/api/log_text.h"
@@ -17,6 +20,49 @@
 
 namespace ptxbench::api {
 namespace {
+
+// Bounds of a re-judge request and its answer (admin.proto): a task list longer than the
+// catalog could ever be, or an id list longer than one answer carries, is a mistake.
+constexpr int kMaxRejudgeTasks = 100;
+constexpr int kMaxRejudgeSubmissionIds = 1000;
+constexpr size_t kMaxRejudgeIdsListed = 1000;
+
+// The store's filter for a request, every field checked here with its name: tasks must be
+// in this server's catalog (a typo would otherwise re-judge nothing and look like success).
+// The store checks the version's syntax (store::Store::Rejudge).
+absl::StatusOr<store::RejudgeFilter> RejudgeFilterOf(const v1::RejudgeSubmissionsRequest& request,
+                                                     const TaskCatalog& catalog) {
+  if (request.task_ids().empty()) {
+    return absl::InvalidArgumentError("task_ids: name at least one task to re-judge");
+  }
+  if (request.task_ids_size() > kMaxRejudgeTasks) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("task_ids: at most ", kMaxRejudgeTasks, " tasks per re-judge"));
+  }
+  if (request.submission_ids_size() > kMaxRejudgeSubmissionIds) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("submission_ids: at most ", kMaxRejudgeSubmissionIds, " ids per re-judge"));
+  }
+  store::RejudgeFilter filter;
+  for (const std::string& task_id : request.task_ids()) {
+    RETURN_IF_ERROR(ValidateRequiredText(task_id, "task_ids", kMaxShortTextBytes));
+    if (catalog.Find(task_id) == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("task_ids: unknown task '", task_id, "' (not in this server's catalog)"));
+    }
+    filter.task_ids.push_back(task_id);
+  }
+  RETURN_IF_ERROR(
+      ValidateOptionalText(request.harness_older_than(), "harness_older_than", kMaxShortTextBytes));
+  filter.harness_older_than = request.harness_older_than();
+  for (const std::string& id : request.submission_ids()) {
+    RETURN_IF_ERROR(ValidateSubmissionId(id, "submission_ids"));
+    filter.submission_ids.push_back(id);
+  }
+  RETURN_IF_ERROR(ValidateOptionalText(request.reason(), "reason", kMaxMessageBytes));
+  filter.reason = request.reason();
+  return filter;
+}
 
 // Every method is served by rpc.h's ServeStreamedUnary.
 class AdminServiceImpl final : public GuardedService<v1::AdminService> {
@@ -119,6 +165,75 @@ class AdminServiceImpl final : public GuardedService<v1::AdminService> {
           ctx_->auth->OnTokenRevoked(request.token_id());
           spdlog::info("token revoked token_id={} by_token={}", LogQuoted(request.token_id()),
                        caller.token_id);
+          return absl::OkStatus();
+        });
+
+    ServeUnary<v1::RejudgeSubmissionsRequest, v1::RejudgeSubmissionsResponse>(
+        "RejudgeSubmissions", kMaxSmallRequestBytes,
+        [this](RpcScope& rpc, const v1::RejudgeSubmissionsRequest& request,
+               v1::RejudgeSubmissionsResponse* response) -> absl::Status {
+          ASSIGN_OR_RETURN(Caller caller, rpc.Authenticate({Role::kAdmin}));
+          ASSIGN_OR_RETURN(store::RejudgeFilter filter, RejudgeFilterOf(request, *ctx_->catalog));
+          ASSIGN_OR_RETURN(store::RejudgeResult result,
+                           ctx_->store->Rejudge(filter, caller.Actor()));
+          response->set_count(static_cast<int32_t>(result.submission_ids.size()));
+          for (size_t i = 0; i < result.submission_ids.size() && i < kMaxRejudgeIdsListed; ++i) {
+            response->add_submission_ids(result.submission_ids[i]);
+          }
+          // New jobs are queued: wake the leasers now rather than at their next poll.
+          ctx_->leases->JobsAvailable("");
+          spdlog::info("rejudge tasks={} harness_older_than={} count={} by_token={}",
+                       LogQuoted(absl::StrJoin(filter.task_ids, ",")),
+                       LogQuoted(filter.harness_older_than), result.submission_ids.size(),
+                       caller.token_id);
+          return absl::OkStatus();
+        });
+
+    ServeUnary<v1::MarkSubmissionHackedRequest, v1::Submission>(
+        "MarkSubmissionHacked", kMaxSmallRequestBytes,
+        [this](RpcScope& rpc, const v1::MarkSubmissionHackedRequest& request,
+               v1::Submission* response) -> absl::Status {
+          ASSIGN_OR_RETURN(Caller caller, rpc.Authenticate({Role::kAdmin}));
+          RETURN_IF_ERROR(ValidateSubmissionId(request.submission_id(), "submission_id"));
+          RETURN_IF_ERROR(ValidateRequiredText(request.reason(), "reason", kMaxMessageBytes));
+          ASSIGN_OR_RETURN(
+              store::SubmissionRow row,
+              ctx_->store->MarkHacked(request.submission_id(), request.reason(), caller.Actor()));
+          spdlog::info("submission marked hacked submission_id={} by_token={}", row.id,
+                       caller.token_id);
+          ASSIGN_OR_RETURN(*response, SubmissionFromRow(row));
+          return absl::OkStatus();
+        });
+
+    ServeUnary<v1::UnmarkSubmissionHackedRequest, v1::Submission>(
+        "UnmarkSubmissionHacked", kMaxSmallRequestBytes,
+        [this](RpcScope& rpc, const v1::UnmarkSubmissionHackedRequest& request,
+               v1::Submission* response) -> absl::Status {
+          ASSIGN_OR_RETURN(Caller caller, rpc.Authenticate({Role::kAdmin}));
+          RETURN_IF_ERROR(ValidateSubmissionId(request.submission_id(), "submission_id"));
+          ASSIGN_OR_RETURN(store::SubmissionRow row,
+                           ctx_->store->UnmarkHacked(request.submission_id(), caller.Actor()));
+          spdlog::info("submission hacked mark lifted submission_id={} by_token={}", row.id,
+                       caller.token_id);
+          ASSIGN_OR_RETURN(*response, SubmissionFromRow(row));
+          return absl::OkStatus();
+        });
+
+    ServeUnary<v1::ListSupersededVerdictsRequest, v1::ListSupersededVerdictsResponse>(
+        "ListSupersededVerdicts", kMaxSmallRequestBytes,
+        [this](RpcScope& rpc, const v1::ListSupersededVerdictsRequest& request,
+               v1::ListSupersededVerdictsResponse* response) -> absl::Status {
+          ASSIGN_OR_RETURN(Caller caller, rpc.Authenticate({Role::kAdmin}));
+          RETURN_IF_ERROR(ValidateSubmissionId(request.submission_id(), "submission_id"));
+          ASSIGN_OR_RETURN(auto rows, ctx_->store->ListSupersededVerdicts(request.submission_id()));
+          for (const store::SupersededVerdictRow& row : rows) {
+            v1::SupersededVerdict* out = response->add_verdicts();
+            ASSIGN_OR_RETURN(*out->mutable_verdict(), VerdictFromRow(row.verdict));
+            out->set_round(row.verdict.round);
+            out->set_superseded_by_round(row.superseded_by_round);
+            out->set_rejudge_reason(row.rejudge_reason);
+            *out->mutable_superseded_at() = ToTimestamp(row.superseded_at);
+          }
           return absl::OkStatus();
         });
   }

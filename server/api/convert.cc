@@ -114,6 +114,13 @@ absl::StatusOr<v1::Submission> SubmissionFromRow(const store::SubmissionRow& row
     if (!verdict.ok()) return verdict.status();
     *submission.mutable_verdict() = *std::move(verdict);
   }
+  submission.set_judging_round(row.judging_round);
+  if (row.hacked.has_value()) {
+    submission.mutable_hacked()->set_reason(row.hacked->reason);
+    submission.mutable_hacked()->set_by(row.hacked->by);
+    *submission.mutable_hacked()->mutable_at() = ToTimestamp(row.hacked->at);
+  }
+  submission.set_superseded_verdicts(row.superseded_verdicts);
   return submission;
 }
 

@@ -30,7 +30,12 @@ constexpr char kSubmissionColumns[] = R"sql(
   s.stage, (extract(epoch FROM s.created_at) * 1000000)::bigint AS created_us,
   v.verdict_class, v.compiled, v.correct, v.target_executed, v.tic, v.speedup,
   v.runtime_unverified, v.message, v.verdict::text AS verdict_json,
-  (extract(epoch FROM v.finished_at) * 1000000)::bigint AS verdict_finished_us)sql";
+  (extract(epoch FROM v.finished_at) * 1000000)::bigint AS verdict_finished_us,
+  s.judging_round, v.round AS verdict_round, coalesce(s.hacked_reason, '') AS hacked_reason,
+  coalesce(s.hacked_by, '') AS hacked_by,
+  (extract(epoch FROM s.hacked_at) * 1000000)::bigint AS hacked_us,
+  (SELECT count(*) FROM superseded_verdicts sv WHERE sv.submission_id = s.id)
+    AS superseded_count)sql";
 
 // The columns of a WorkerRow (FROM workers w).
 constexpr char kWorkerColumns[] = R"sql(
@@ -131,10 +136,12 @@ std::vector<NamedStatement> BuildStatements() {
         SELECT id::text AS id, task_id, task_version_hash, arch, source_sha256, scope
         FROM submissions WHERE tenant = $1 AND idempotency_key = $2)sql"},
       // Copies the FIFO key (seq), the fair-share key (tenant) and the routing key (arch)
-      // from the submission so that the lease query reads one table's partial indexes.
+      // from the submission so that the lease query reads one table's partial indexes, and
+      // its judging round (migrations/0009_rejudge): the evaluate job that follows a
+      // re-judge's compile belongs to the new round.
       {kInsertJob, R"sql(
-        INSERT INTO jobs (submission_id, submission_seq, tenant, kind, arch)
-        SELECT id, seq, tenant, $2, arch FROM submissions WHERE id = $1::uuid
+        INSERT INTO jobs (submission_id, submission_seq, tenant, kind, arch, round)
+        SELECT id, seq, tenant, $2, arch, judging_round FROM submissions WHERE id = $1::uuid
         RETURNING id::text)sql"},
       // seq comes from a counter on the submission row rather than max(seq)+1: the UPDATE
       // takes the submission's row lock, so concurrent appends for one submission get 1, 2,
@@ -171,7 +178,7 @@ std::vector<NamedStatement> BuildStatements() {
       // The first statement of every operation that changes a submission's jobs (cancel,
       // notice): FOR UPDATE makes the submission row the one lock they all queue on.
       {kLockSubmission, R"sql(
-        SELECT id::text AS id, state, tenant FROM submissions
+        SELECT id::text AS id, state, tenant, judging_round FROM submissions
         WHERE id = $1::uuid AND ($2 = '' OR tenant = $2) FOR UPDATE)sql"},
       // Cancels both a queued job and one a worker holds: the worker learns it from its next
       // heartbeat (cancelled_job_ids) and its fenced calls fail. worker_id and attempt stay so
@@ -194,17 +201,35 @@ std::vector<NamedStatement> BuildStatements() {
       // parse every stored verdict the same way. The primary key on submission_id is what
       // makes "the verdict is stored exactly once" hold even against a bug upstream. The
       // event's payload is the verdict as stored.
+      // A re-judged submission (judging_round > 0, migrations/0009_rejudge) already has a
+      // current verdict: `superseded` copies it into superseded_verdicts and the insert's
+      // ON CONFLICT replaces it, in this one statement, so no snapshot ever shows the
+      // submission without a verdict. Every CTE reads the statement's snapshot, so
+      // `superseded` copies the old row, never the new one. The conflict's WHERE keeps
+      // "once per round": a second verdict for the same round updates nothing, returns no
+      // row, and the caller reports the submission finished.
       {kFinishWithVerdict, R"sql(
         WITH finished AS (
           UPDATE submissions
           SET state = $2, stage = 'done', finished_at = now(),
               last_event_seq = last_event_seq + 1
           WHERE id = $1::uuid AND state IN ('queued', 'running')
-          RETURNING id, last_event_seq, tenant, model, task_id, arch),
+          RETURNING id, last_event_seq, tenant, model, task_id, arch, judging_round,
+                    rejudge_reason),
+        superseded AS (
+          INSERT INTO superseded_verdicts (submission_id, job_id, verdict_class, compiled,
+                                           correct, target_executed, tic, speedup,
+                                           runtime_unverified, message, verdict, finished_at,
+                                           round, superseded_by_round, rejudge_reason)
+          SELECT o.submission_id, o.job_id, o.verdict_class, o.compiled, o.correct,
+                 o.target_executed, o.tic, o.speedup, o.runtime_unverified, o.message,
+                 o.verdict, o.finished_at, o.round, f.judging_round, f.rejudge_reason
+          FROM verdicts o JOIN finished f ON f.id = o.submission_id
+          WHERE o.round < f.judging_round),
         verdict AS (
-          INSERT INTO verdicts (submission_id, job_id, verdict_class, compiled, correct,
-                                target_executed, tic, speedup, runtime_unverified, message,
-                                verdict)
+          INSERT INTO verdicts AS cur (submission_id, job_id, verdict_class, compiled, correct,
+                                       target_executed, tic, speedup, runtime_unverified,
+                                       message, verdict, round)
           SELECT f.id, nullif($3::text, '')::uuid, $4::text, $5::boolean, $6::boolean,
                  $7::boolean, $8::boolean, $9::float8, $10::boolean, $11::text,
                  coalesce(nullif($12::text, '')::jsonb, jsonb_build_object(
@@ -212,8 +237,17 @@ std::vector<NamedStatement> BuildStatements() {
                    'compiled', $5::boolean, 'correct', $6::boolean,
                    'target_executed', $7::boolean, 'tic', $8::boolean,
                    'speedup', $9::float8, 'runtime_unverified', $10::boolean,
-                   'message', $11::text))
+                   'message', $11::text)),
+                 f.judging_round
           FROM finished f
+          ON CONFLICT (submission_id) DO UPDATE SET
+            job_id = EXCLUDED.job_id, verdict_class = EXCLUDED.verdict_class,
+            compiled = EXCLUDED.compiled, correct = EXCLUDED.correct,
+            target_executed = EXCLUDED.target_executed, tic = EXCLUDED.tic,
+            speedup = EXCLUDED.speedup, runtime_unverified = EXCLUDED.runtime_unverified,
+            message = EXCLUDED.message, verdict = EXCLUDED.verdict, round = EXCLUDED.round,
+            finished_at = now()
+          WHERE cur.round < EXCLUDED.round
           RETURNING submission_id, verdict, finished_at),
         -- Unreferenced: PostgreSQL runs data-modifying CTEs regardless.
         done_event AS (
@@ -474,7 +508,8 @@ std::vector<NamedStatement> BuildStatements() {
       {kCheckLease, R"sql(
         SELECT kind FROM jobs
         WHERE id = $1::uuid AND worker_id = $2::uuid AND attempt = $3 AND state = 'leased'
-          AND lease_is_live(lease_expires_at))sql"},
+          AND lease_is_live(lease_expires_at)
+          AND round = (SELECT s.judging_round FROM submissions s WHERE s.id = jobs.submission_id))sql"},
       // Only on the failure path: says why a fence refused, for the error message.
       {kDescribeJob, R"sql(
         SELECT state, attempt, coalesce(worker_id::text, '') AS worker_id,
@@ -489,6 +524,7 @@ std::vector<NamedStatement> BuildStatements() {
                         lease_expires_at = NULL
         WHERE id = $1::uuid AND worker_id = $2::uuid AND attempt = $3 AND state = 'leased'
           AND lease_is_live(lease_expires_at)
+          AND round = (SELECT s.judging_round FROM submissions s WHERE s.id = jobs.submission_id)
         RETURNING kind)sql"},
       // CompleteJob's first statement: kLockSubmissionOfJob and kFinishLeasedJob (state
       // 'done') in one round trip, in the protocol's order: `finished` reads `locked`, so the
@@ -497,10 +533,13 @@ std::vector<NamedStatement> BuildStatements() {
       // fence) on the newest committed version of the row, so a lease reaped meanwhile is
       // refused exactly as before. fenced_in false (or no row) means the lease is lost; the
       // caller rolls back when the verdict is refused after this. $4 is the audit actor.
+      // The job must also be of its submission's current judging round
+      // (migrations/0009_rejudge): a re-judge opens new jobs, so the old round's are already
+      // finished and refused by state; the round check holds even if one were not.
       {kLockAndFinishLeasedJob, R"sql(
         WITH locked AS (
           SELECT s.id::text AS submission_id, s.scope, j.kind, s.task_id, s.task_version_hash,
-                 s.arch, set_config('ptxbench.actor', $4, true) AS actor
+                 s.arch, s.judging_round, set_config('ptxbench.actor', $4, true) AS actor
           FROM jobs j JOIN submissions s ON s.id = j.submission_id
           WHERE j.id = $1::uuid
           FOR UPDATE OF s),
@@ -509,6 +548,7 @@ std::vector<NamedStatement> BuildStatements() {
                           lease_expires_at = NULL
           WHERE id = $1::uuid AND worker_id = $2::uuid AND attempt = $3 AND state = 'leased'
             AND lease_is_live(lease_expires_at) AND EXISTS (SELECT 1 FROM locked)
+            AND round = (SELECT judging_round FROM locked)
           RETURNING kind)
         SELECT l.submission_id, l.scope, l.kind, l.task_id, l.task_version_hash, l.arch,
                EXISTS (SELECT 1 FROM finished) AS fenced_in
@@ -530,6 +570,7 @@ std::vector<NamedStatement> BuildStatements() {
                                $7::float8) * interval '1 microsecond' END
         WHERE id = $1::uuid AND worker_id = $2::uuid AND attempt = $3 AND state = 'leased'
           AND lease_is_live(lease_expires_at)
+          AND round = (SELECT s.judging_round FROM submissions s WHERE s.id = jobs.submission_id)
         RETURNING state, kind, infrastructure_attempts,
                   (extract(epoch FROM not_before) * 1000000)::bigint AS not_before_us)sql"},
       // Candidates only, read without locks; each is then reaped in a transaction of its own
@@ -597,8 +638,65 @@ std::vector<NamedStatement> BuildStatements() {
                (extract(epoch FROM lease_expires_at) * 1000000)::bigint AS expires_us,
                (extract(epoch FROM not_before) * 1000000)::bigint AS not_before_us,
                infrastructure_attempts, last_error,
-               (extract(epoch FROM created_at) * 1000000)::bigint AS created_us
-        FROM jobs WHERE submission_id = $1::uuid ORDER BY created_at, kind)sql"},
+               (extract(epoch FROM created_at) * 1000000)::bigint AS created_us, round
+        FROM jobs WHERE submission_id = $1::uuid ORDER BY round, created_at, kind)sql"},
+      // ---- Re-judging and hacked marks (migrations/0009_rejudge) ----
+      // One statement opens a new round for every matching finished submission: FOR UPDATE
+      // takes each submission's lock first (the protocol), the UPDATE sends it back to
+      // queued with the next round number, and the compile job of that round and the
+      // "queued" event (payload: the round and the reason, for watchers) are inserted from
+      // the UPDATE's rows, so no submission can be reopened without its job. The current
+      // verdict is left alone: it keeps being served until the new round's verdict replaces
+      // it (finish_with_verdict). Only finished submissions match: one being re-judged
+      // already is not opened twice, a cancelled one has no verdict to re-judge. The lists
+      // arrive as JSON arrays ($1 task ids, $3 submission ids; '[]' for none), the one
+      // escaping the store already has (JsonString). $2 '' means any harness; a verdict
+      // with no harness recorded counts as older (harness_older_than).
+      {kRejudge, R"sql(
+        WITH chosen AS (
+          SELECT s.id FROM submissions s JOIN verdicts v ON v.submission_id = s.id
+          WHERE s.state = 'finished'
+            AND s.task_id IN (SELECT jsonb_array_elements_text($1::jsonb))
+            AND ($2 = '' OR harness_older_than(verdict_harness_engine(v.verdict), $2))
+            AND (jsonb_array_length($3::jsonb) = 0
+                 OR s.id::text IN (SELECT jsonb_array_elements_text($3::jsonb)))
+          ORDER BY s.seq
+          FOR UPDATE OF s),
+        reopened AS (
+          UPDATE submissions s
+          SET state = 'queued', stage = 'queued', finished_at = NULL,
+              judging_round = s.judging_round + 1, rejudge_reason = $4,
+              last_event_seq = s.last_event_seq + 1
+          FROM chosen c WHERE s.id = c.id
+          RETURNING s.id, s.seq, s.tenant, s.arch, s.judging_round, s.last_event_seq),
+        round_jobs AS (
+          INSERT INTO jobs (submission_id, submission_seq, tenant, kind, arch, round)
+          SELECT id, seq, tenant, 'compile', arch, judging_round FROM reopened),
+        queued_events AS (
+          INSERT INTO stage_events (submission_id, seq, kind, stage, payload)
+          SELECT id, last_event_seq, 'stage', 'queued',
+                 jsonb_build_object('judging_round', judging_round, 'rejudge_reason', $4)
+          FROM reopened)
+        SELECT id::text AS id FROM reopened ORDER BY seq)sql"},
+      // The first mark stands: a second one changes nothing (no row back), so a mark's
+      // reason and author are evidence, not something the next admin overwrites. Unmarking
+      // is an explicit, audited act (unmark_hacked).
+      {kMarkHacked, R"sql(
+        UPDATE submissions SET hacked_reason = $2, hacked_at = now(), hacked_by = $3
+        WHERE id = $1::uuid AND hacked_at IS NULL
+        RETURNING id::text)sql"},
+      {kUnmarkHacked, R"sql(
+        UPDATE submissions SET hacked_reason = NULL, hacked_at = NULL, hacked_by = NULL
+        WHERE id = $1::uuid AND hacked_at IS NOT NULL
+        RETURNING id::text)sql"},
+      // Oldest round first; bounded by the number of rounds, which only admins raise.
+      {kListSupersededVerdicts, R"sql(
+        SELECT round, superseded_by_round, rejudge_reason, verdict_class, compiled, correct,
+               target_executed, tic, speedup, runtime_unverified, message,
+               verdict::text AS verdict_json,
+               (extract(epoch FROM finished_at) * 1000000)::bigint AS verdict_finished_us,
+               (extract(epoch FROM superseded_at) * 1000000)::bigint AS superseded_us
+        FROM superseded_verdicts WHERE submission_id = $1::uuid ORDER BY round)sql"},
       {kListAuditLog, R"sql(
         SELECT id, (extract(epoch FROM at) * 1000000)::bigint AS at_us, actor, entity,
                entity_id, coalesce(old_state, '') AS old_state, new_state,

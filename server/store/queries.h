@@ -84,6 +84,12 @@ inline constexpr char kQueueDepths[] = "queue_depths";
 inline constexpr char kListJobs[] = "list_jobs";
 inline constexpr char kListAuditLog[] = "list_audit_log";
 
+// Re-judging and hacked marks.
+inline constexpr char kRejudge[] = "rejudge";
+inline constexpr char kMarkHacked[] = "mark_hacked";
+inline constexpr char kUnmarkHacked[] = "unmark_hacked";
+inline constexpr char kListSupersededVerdicts[] = "list_superseded_verdicts";
+
 }  // namespace ptxbench::store::internal
 
 #endif  // PTXBENCH_SERVER_STORE_QUERIES_H_

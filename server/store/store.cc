@@ -366,9 +366,61 @@ SubmissionRow SubmissionFromRow(const pqxx::row& row) {
     verdict.message = row["message"].as<std::string>();
     verdict.verdict_json = row["verdict_json"].as<std::string>();
     verdict.finished_at = TimeFromMicros(row["verdict_finished_us"]);
+    verdict.round = row["verdict_round"].as<int>();
     out.verdict = std::move(verdict);
   }
+  out.judging_round = row["judging_round"].as<int>();
+  if (!row["hacked_us"].is_null()) {
+    HackedMark mark;
+    mark.reason = row["hacked_reason"].as<std::string>();
+    mark.by = row["hacked_by"].as<std::string>();
+    mark.at = TimeFromMicros(row["hacked_us"]);
+    out.hacked = std::move(mark);
+  }
+  out.superseded_verdicts = row["superseded_count"].as<int>();
   return out;
+}
+
+// The verdict columns shared by verdicts and superseded_verdicts (list_superseded_verdicts).
+VerdictRow VerdictColumns(const pqxx::row& row) {
+  VerdictRow verdict;
+  verdict.verdict_class = EnumColumn<v1::VerdictClass>(row, "verdict_class");
+  verdict.compiled = row["compiled"].as<bool>();
+  verdict.correct = row["correct"].as<bool>();
+  verdict.target_executed = row["target_executed"].as<bool>();
+  verdict.tic = row["tic"].as<bool>();
+  verdict.speedup = row["speedup"].as<double>();
+  verdict.runtime_unverified = row["runtime_unverified"].as<bool>();
+  verdict.message = row["message"].as<std::string>();
+  verdict.verdict_json = row["verdict_json"].as<std::string>();
+  verdict.finished_at = TimeFromMicros(row["verdict_finished_us"]);
+  verdict.round = row["round"].as<int>();
+  return verdict;
+}
+
+// A dotted numeric version ("0.9.1"): what harness_older_than (migrations/0009_rejudge)
+// compares part by part. Anything else would make that comparison fail, which the SQL
+// function treats as "older", so a typo would re-judge every verdict: refused here instead.
+bool IsDottedVersion(const std::string& version) {
+  if (version.empty() || version.size() > 64) return false;
+  bool digit_before = false;
+  for (const char c : version) {
+    if (c >= '0' && c <= '9') {
+      digit_before = true;
+    } else if (c == '.' && digit_before) {
+      digit_before = false;
+    } else {
+      return false;
+    }
+  }
+  return digit_before;
+}
+
+std::string JsonArray(const std::vector<std::string>& items) {
+  std::vector<std::string> quoted;
+  quoted.reserve(items.size());
+  for (const std::string& item : items) quoted.push_back(JsonString(item));
+  return absl::StrCat("[", absl::StrJoin(quoted, ","), "]");
 }
 
 WorkerRow WorkerFromRow(const pqxx::row& row) {
@@ -910,7 +962,11 @@ absl::StatusOr<SubmissionRow> Store::CancelSubmission(const std::string& id,
       return absl::NotFoundError(absl::StrCat("submission ", id, " not found"));
     }
     const v1::SubmissionState state = EnumColumn<v1::SubmissionState>(locked[0], "state");
-    if (state == v1::SUBMISSION_STATE_QUEUED || state == v1::SUBMISSION_STATE_RUNNING) {
+    // A re-judge is not cancelled (Store::Rejudge): its current verdict is the previous
+    // round's, which the submitter would otherwise keep out of the new harness's reach.
+    const bool rejudging = locked[0]["judging_round"].as<int>() > 0;
+    if (!rejudging &&
+        (state == v1::SUBMISSION_STATE_QUEUED || state == v1::SUBMISSION_STATE_RUNNING)) {
       tx.exec_prepared(q::kCancelJobs, id);
       VerdictRow verdict;
       verdict.verdict_class = v1::VERDICT_CLASS_CANCELLED;
@@ -1190,6 +1246,95 @@ absl::Status Store::ReportStage(const LeaseRef& lease, v1::Stage stage,
   });
 }
 
+absl::StatusOr<RejudgeResult> Store::Rejudge(const RejudgeFilter& filter,
+                                             const std::string& actor) {
+  if (filter.task_ids.empty()) {
+    return absl::InvalidArgumentError("task_ids: name at least one task to re-judge");
+  }
+  for (const std::string& task_id : filter.task_ids) {
+    if (task_id.empty()) return absl::InvalidArgumentError("task_ids: a task id is empty");
+  }
+  if (!filter.harness_older_than.empty() && !IsDottedVersion(filter.harness_older_than)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("harness_older_than '", filter.harness_older_than,
+                     "' is not a dotted numeric version such as 0.9.1"));
+  }
+  for (const std::string& id : filter.submission_ids) {
+    RETURN_IF_ERROR(CheckUuid("submission_ids", id));
+  }
+  RejudgeResult result;
+  RETURN_IF_ERROR(impl_->Transact("Rejudge", Actor(actor, "admin"), [&](pqxx::work& tx) {
+    result = RejudgeResult();
+    for (const pqxx::row& row :
+         tx.exec_prepared(q::kRejudge, JsonArray(filter.task_ids), filter.harness_older_than,
+                          JsonArray(filter.submission_ids), filter.reason)) {
+      result.submission_ids.push_back(row["id"].as<std::string>());
+    }
+    return absl::OkStatus();
+  }));
+  return result;
+}
+
+absl::StatusOr<SubmissionRow> Store::MarkHacked(const std::string& id, const std::string& reason,
+                                                const std::string& by) {
+  RETURN_IF_ERROR(CheckUuid("submission id", id));
+  if (reason.empty()) return absl::InvalidArgumentError("reason: say why it is hacked");
+  if (by.empty()) return absl::InvalidArgumentError("by: name who marks it");
+  SubmissionRow row;
+  RETURN_IF_ERROR(impl_->Transact("MarkHacked", by, [&](pqxx::work& tx) {
+    const bool marked = !tx.exec_prepared(q::kMarkHacked, id, reason, by).empty();
+    pqxx::result rows = tx.exec_prepared(q::kGetSubmission, id, "");
+    if (rows.empty()) return absl::NotFoundError(absl::StrCat("submission ", id, " not found"));
+    row = SubmissionFromRow(rows[0]);
+    if (!marked) {
+      return absl::AlreadyExistsError(
+          absl::StrCat("submission ", id, " is already marked hacked by ", row.hacked->by, " at ",
+                       absl::FormatTime(row.hacked->at), ": ", row.hacked->reason));
+    }
+    return absl::OkStatus();
+  }));
+  return row;
+}
+
+absl::StatusOr<SubmissionRow> Store::UnmarkHacked(const std::string& id, const std::string& by) {
+  RETURN_IF_ERROR(CheckUuid("submission id", id));
+  if (by.empty()) return absl::InvalidArgumentError("by: name who lifts the mark");
+  SubmissionRow row;
+  RETURN_IF_ERROR(impl_->Transact("UnmarkHacked", by, [&](pqxx::work& tx) {
+    const bool unmarked = !tx.exec_prepared(q::kUnmarkHacked, id).empty();
+    pqxx::result rows = tx.exec_prepared(q::kGetSubmission, id, "");
+    if (rows.empty()) return absl::NotFoundError(absl::StrCat("submission ", id, " not found"));
+    row = SubmissionFromRow(rows[0]);
+    if (!unmarked) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("submission ", id, " is not marked hacked"));
+    }
+    return absl::OkStatus();
+  }));
+  return row;
+}
+
+absl::StatusOr<std::vector<SupersededVerdictRow>> Store::ListSupersededVerdicts(
+    const std::string& id) {
+  RETURN_IF_ERROR(CheckUuid("submission id", id));
+  std::vector<SupersededVerdictRow> out;
+  RETURN_IF_ERROR(impl_->Transact("ListSupersededVerdicts", "", [&](pqxx::work& tx) {
+    out.clear();
+    if (tx.exec_prepared(q::kGetSubmission, id, "").empty()) {
+      return absl::NotFoundError(absl::StrCat("submission ", id, " not found"));
+    }
+    for (const pqxx::row& row : tx.exec_prepared(q::kListSupersededVerdicts, id)) {
+      SupersededVerdictRow& superseded = out.emplace_back();
+      superseded.verdict = VerdictColumns(row);
+      superseded.superseded_by_round = row["superseded_by_round"].as<int>();
+      superseded.rejudge_reason = row["rejudge_reason"].as<std::string>();
+      superseded.superseded_at = TimeFromMicros(row["superseded_us"]);
+    }
+    return absl::OkStatus();
+  }));
+  return out;
+}
+
 absl::Status Store::CompleteJob(const LeaseRef& lease, const VerdictRow& verdict) {
   return CompleteJob(lease, verdict, nullptr);
 }
@@ -1443,6 +1588,7 @@ absl::StatusOr<std::vector<JobRow>> Store::ListJobs(const std::string& submissio
       job.infrastructure_attempts = row["infrastructure_attempts"].as<int>();
       job.last_error = row["last_error"].as<std::string>();
       job.created_at = TimeFromMicros(row["created_us"]);
+      job.round = row["round"].as<int>();
     }
     return absl::OkStatus();
   }));

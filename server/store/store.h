@@ -156,6 +156,37 @@ struct VerdictRow {
   std::string message;
   std::string verdict_json;  // The complete verdict (JSONB).
   absl::Time finished_at;
+  int round = 0;  // The judging round it came from (0: the first judging).
+};
+
+// An admin's finding that a submission games the harness (Store::MarkHacked). It keeps its
+// source, events and verdicts; only the rankings (leaderboard_results, benchmark_*) skip it.
+struct HackedMark {
+  std::string reason;
+  std::string by;  // Who marked it (the audit actor, e.g. "admin:<token_id>").
+  absl::Time at;
+};
+
+// A verdict that a later judging round replaced (superseded_verdicts, append-only).
+struct SupersededVerdictRow {
+  VerdictRow verdict;           // verdict.round: the round it came from.
+  int superseded_by_round = 0;  // The round whose verdict replaced it.
+  std::string rejudge_reason;   // Given to the Rejudge that opened that round.
+  absl::Time superseded_at;
+};
+
+// Which finished submissions Store::Rejudge sends back to the queue.
+struct RejudgeFilter {
+  std::vector<std::string> task_ids;  // Required: at least one, none empty.
+  // Optional: only verdicts judged by an engine older than this dotted numeric version
+  // ("0.9.1"; compared part by part); a verdict with no harness recorded counts as older.
+  std::string harness_older_than;
+  std::vector<std::string> submission_ids;  // Optional: only these (UUIDs).
+  std::string reason;                       // Recorded with the round; may be empty.
+};
+
+struct RejudgeResult {
+  std::vector<std::string> submission_ids;  // Re-queued, in arrival order.
 };
 
 struct SubmissionRow {
@@ -174,7 +205,12 @@ struct SubmissionRow {
   v1::SubmissionState state = v1::SUBMISSION_STATE_UNSPECIFIED;
   v1::Stage stage = v1::STAGE_UNSPECIFIED;  // The latest stage reached: QUEUED ... DONE.
   absl::Time created_at;
+  // The current verdict. A submission being re-judged (queued or running with
+  // judging_round > 0) keeps its previous round's verdict here until the new one is stored.
   std::optional<VerdictRow> verdict;
+  int judging_round = 0;  // 0: the first judging; each Rejudge adds one.
+  std::optional<HackedMark> hacked;
+  int superseded_verdicts = 0;  // Rows in ListSupersededVerdicts.
 };
 
 struct SubmissionFilter {
@@ -267,6 +303,7 @@ struct JobRow {
   int infrastructure_attempts = 0;
   std::string last_error;
   absl::Time created_at;
+  int round = 0;  // The judging round the job belongs to.
 };
 
 // One row of the append-only audit log (every state change of tenants, tokens, workers,
@@ -351,6 +388,26 @@ class Store {
   // unchanged.
   absl::StatusOr<SubmissionRow> CancelSubmission(const std::string& id, const std::string& tenant,
                                                  const std::string& actor = "");
+  // Re-judging (migrations/0009_rejudge). Opens a new judging round for every FINISHED
+  // submission that matches `filter`, in one transaction: the submission goes back to
+  // queued with judging_round + 1, a compile job of that round and a "queued" event are
+  // added. Its current verdict stays and is served until the new round's verdict is stored;
+  // then the old one moves to superseded_verdicts in the same statement. Results of an older
+  // round's lease are refused by the fence. INVALID_ARGUMENT naming the field for an empty
+  // task list, an empty task id, a harness version that is not dotted numeric, or a
+  // malformed submission id. A re-judge cannot be cancelled (CancelSubmission returns it
+  // unchanged): cancelling would let a submitter keep a verdict the new harness may overturn.
+  absl::StatusOr<RejudgeResult> Rejudge(const RejudgeFilter& filter, const std::string& actor = "");
+  // Marks a submission hacked. ALREADY_EXISTS when it is marked already (the first mark, its
+  // reason and author stand), INVALID_ARGUMENT for an empty reason or `by`, NOT_FOUND for an
+  // unknown id. Every mark and unmark is in the audit log (actor `by`).
+  absl::StatusOr<SubmissionRow> MarkHacked(const std::string& id, const std::string& reason,
+                                           const std::string& by);
+  // Lifts a mark (a finding proved wrong). FAILED_PRECONDITION when it is not marked.
+  absl::StatusOr<SubmissionRow> UnmarkHacked(const std::string& id, const std::string& by);
+  // The verdicts later rounds replaced, oldest round first. NOT_FOUND for an unknown id.
+  absl::StatusOr<std::vector<SupersededVerdictRow>> ListSupersededVerdicts(const std::string& id);
+
   // Events with seq > after_seq, oldest first. NOT_FOUND for an unknown submission.
   absl::StatusOr<std::vector<StageEventRow>> ListStageEvents(const std::string& submission_id,
                                                              int64_t after_seq);

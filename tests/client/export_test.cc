@@ -13,6 +13,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string>
@@ -21,6 +22,7 @@
 #include "client/report/commands.h"
 #include "client/report/metrics.h"
 #include "client/trajectory.h"
+#include "common/build_info.h"
 #include "tests/support/status_testing.h"
 #include "tests/support/temp_files.h"
 
@@ -367,6 +369,7 @@ class RunDir {
       verdict.correct = verdict.tic = turns[i].first == VerdictClass::kPass;
       verdict.target_executed = verdict.tic;
       verdict.speedup = verdict.tic ? 1.1 : 0;
+      verdict.harness.engine = kHarnessVersion;  // Judged by the current harness.
       turn.verdict = verdict;
       turn.feedback = absl::StrCat("verdict ", VerdictClassName(turns[i].first));
       REQUIRE(writer.AppendTurn(turn).ok());
@@ -466,6 +469,75 @@ TEST_CASE("export refuses bad flags and malformed files with a clear message") {
   CHECK(ExportCommand({"--format", "fixit", "--out", dir.path() + "/x.jsonl", dir.path() + "/run"},
                       out, err) == 2);
   CHECK_THAT(err.str(), Contains(broken + ":1: missing field 'run'"));
+}
+
+// A copy of the fixture where the first TIC turn of one trajectory was judged by an older
+// harness: that kernel must not become a training row, and it is named on stderr.
+TEST_CASE("a TIC turn of an older harness is left out and named") {
+  ScopedTempDir dir("ptxbench-export-harness-");
+  const std::string copy = dir.path() + "/report";
+  fs::copy(FixtureDir(), copy, fs::copy_options::recursive);
+  const std::string file = copy + "/openai_model-a/gemm_n7168_k5120/sm_90a/templates/traj-00.jsonl";
+  std::string text = ReadWholeFile(file);
+  const std::string pass =
+      R"("verdict":{"harness":{"engine":"0.2.0","task_hash":"fixture"},"verdict_class":"pass")";
+  const size_t at = text.find(pass);
+  REQUIRE(at != std::string::npos);
+  text.replace(
+      at, pass.size(),
+      R"("verdict":{"harness":{"engine":"0.1.0","task_hash":"fixture"},"verdict_class":"pass")");
+  std::ofstream(file, std::ios::trunc) << text;
+
+  std::ostringstream out;
+  std::ostringstream err;
+  REQUIRE(ExportCommand({"--format", "kernelgen", "--out", dir.path() + "/rows.jsonl", copy}, out,
+                        err) == 0);
+  const json summary = json::parse(ReadWholeFile(dir.path() + "/rows.summary.json"));
+  CHECK(summary["excluded"]["not_current_tic"] == 1);
+  REQUIRE(summary["left_out"].size() == 1);
+  CHECK_THAT(summary["left_out"][0]["reason"].get<std::string>(),
+             Contains("harness engine '0.1.0', not the current '0.2.0'"));
+  CHECK_THAT(err.str(), Contains("left out: " + file));
+  CHECK_THAT(out.str(), Contains("1 TIC turns left out"));
+}
+
+// The server's current verdicts (what --server fetches) replace the files': a turn re-judged
+// to wrong_result, one marked hacked and one the server does not know are all left out.
+TEST_CASE("current verdicts from the server decide which turns are exported") {
+  auto trajectories = ValueOrFail(LoadTrajectories({FixtureDir()}));
+  ExportOptions options;
+  ExportResult stored = BuildExport(trajectories, options);
+  REQUIRE(stored.left_out.empty());
+
+  // Give every turn a submission id, and the server the stored verdicts, except three.
+  std::map<std::string, CurrentVerdict> current;
+  std::vector<std::string> tic_ids;
+  int n = 0;
+  for (Trajectory& t : trajectories) {
+    for (TurnRecord& turn : t.turns) {
+      turn.submission_id = absl::StrCat("sub-", n++);
+      current[turn.submission_id].verdict = turn.verdict;
+      if (IsTic(turn) && turn.extracted) tic_ids.push_back(turn.submission_id);
+    }
+  }
+  REQUIRE(tic_ids.size() >= 3);
+  current[tic_ids[0]].verdict->verdict_class = VerdictClass::kWrongResult;
+  current[tic_ids[0]].verdict->tic = false;
+  current[tic_ids[1]].hacked_reason = "reads the reference output";
+  current.erase(tic_ids[2]);
+  options.current_verdicts = current;
+  ExportResult result = BuildExport(trajectories, options);
+  REQUIRE(result.left_out.size() == 3);
+  std::map<std::string, std::string> reasons;
+  for (const LeftOutTurn& turn : result.left_out) reasons[turn.submission_id] = turn.reason;
+  CHECK_THAT(reasons[tic_ids[0]], Contains("current verdict is wrong_result"));
+  CHECK_THAT(reasons[tic_ids[1]], Contains("marked hacked: reads the reference output"));
+  CHECK_THAT(reasons[tic_ids[2]], Contains("no current verdict"));
+  CHECK(result.summary["current_verdicts_from_server"] == true);
+  CHECK(result.rows.size() <= stored.rows.size());
+  for (const nlohmann::ordered_json& row : result.rows) {
+    CHECK(row.dump().find("reads the reference output") == std::string::npos);
+  }
 }
 
 }  // namespace

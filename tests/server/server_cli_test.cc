@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/api/auth.h"
 #include "server/api/tokens.h"
+#include "server/store/store.h"
 #include "tests/server/api/api_test_support.h"
 #include "tests/support/pg_fixture.h"
 #include "tests/support/status_testing.h"
@@ -154,6 +155,73 @@ TEST_CASE("health reports the serving status of a running server and fails on no
   REQUIRE_FALSE(RunHealth(options).ok());
   options.address.clear();
   REQUIRE_STATUS(RunHealth(options), absl::StatusCode::kInvalidArgument);
+}
+
+// Serves the open round of `id` with `worker`: compile, then evaluate ending in
+// `verdict_class`.
+void JudgeRound(api_test::FakeWorker& worker, const std::string& id,
+                v1::VerdictClass verdict_class) {
+  for (v1::JobKind kind : {v1::JOB_KIND_COMPILE, v1::JOB_KIND_EVALUATE}) {
+    auto job = worker.NextJob(absl::Seconds(15));
+    REQUIRE(job.has_value());
+    REQUIRE(job->submission_id() == id);
+    REQUIRE(job->kind() == kind);
+    REQUIRE(worker
+                .Complete(*job, api_test::MakeVerdict(kind == v1::JOB_KIND_COMPILE
+                                                          ? v1::VERDICT_CLASS_COMPILED
+                                                          : verdict_class))
+                .ok());
+  }
+}
+
+TEST_CASE("rejudge and mark-hacked act on the store a running server serves", "[server][cli]") {
+  api_test::TestServer server;
+  const std::string vendor = server.CreateToken("acme", v1::ROLE_VENDOR);
+  api_test::FakeWorker worker(server.channel(), server.CreateToken("fleet", v1::ROLE_WORKER),
+                              v1::ARCH_SM_90A, "GPU-cli");
+  REQUIRE(worker.Register().ok());
+  worker.OpenLease(1);
+  v1::SubmitResponse submitted;
+  REQUIRE(api_test::Submit(server, vendor, api_test::ValidSubmit(/*full=*/true), &submitted).ok());
+  const std::string id = submitted.submission().id();
+  JudgeRound(worker, id, v1::VERDICT_CLASS_PASS);
+
+  ServerOptions options = OptionsFor(server.database());
+  options.tasks_dir = api_test::TestTasksDir();
+  RejudgeCommand command;
+  command.tasks = "no_such_task";
+  absl::StatusOr<std::vector<std::string>> unknown = RunRejudge(options, command);
+  REQUIRE(absl::IsInvalidArgument(unknown.status()));
+  REQUIRE_THAT(std::string(unknown.status().message()),
+               Catch::Contains("unknown task 'no_such_task'"));
+  command.tasks = absl::StrCat(api_test::kTaskId, ",");
+  command.harness_older_than = "0.2.x";
+  REQUIRE_STATUS(RunRejudge(options, command), absl::StatusCode::kInvalidArgument);
+  command.harness_older_than = "0.2.0";
+  command.reason = "cli test";
+  REQUIRE(ValueOrFail(RunRejudge(options, command)) == std::vector<std::string>{id});
+
+  // The running server's worker is woken by the queue's NOTIFY and judges the new round.
+  JudgeRound(worker, id, v1::VERDICT_CLASS_WRONG_RESULT);
+  auto store = ValueOrFail(store::Store::Connect([&] {
+    store::StoreOptions store_options;
+    store_options.database_url = server.database().url();
+    return store_options;
+  }()));
+  store::SubmissionRow row = ValueOrFail(store->GetSubmission(id, ""));
+  REQUIRE(row.verdict->verdict_class == v1::VERDICT_CLASS_WRONG_RESULT);
+  REQUIRE(row.judging_round == 1);
+  REQUIRE(row.superseded_verdicts == 1);
+
+  MarkHackedCommand mark;
+  mark.submission_id = id;
+  REQUIRE_STATUS(RunMarkHacked(options, mark), absl::StatusCode::kInvalidArgument);  // No reason.
+  mark.reason = "skips the reduction";
+  store::SubmissionRow marked = ValueOrFail(RunMarkHacked(options, mark));
+  REQUIRE(marked.hacked->by == "admin:command-line");
+  REQUIRE_STATUS(RunMarkHacked(options, mark), absl::StatusCode::kAlreadyExists);
+  mark.unmark = true;
+  REQUIRE_FALSE(ValueOrFail(RunMarkHacked(options, mark)).hacked.has_value());
 }
 
 }  // namespace
