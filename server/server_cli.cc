@@ -86,10 +86,12 @@ absl::StatusOr<std::vector<std::string>> RunRejudge(const ServerOptions& options
   absl::StatusOr<TaskCatalog> catalog = TaskCatalog::Load(options.tasks_dir);
   if (!catalog.ok()) return Annotate(catalog.status(), "loading --tasks-dir");
   for (const std::string& task_id : filter.task_ids) {
-    if (catalog->Find(task_id) == nullptr) {
+    const Task* task = catalog->Find(task_id);
+    if (task == nullptr) {
       return absl::InvalidArgumentError(absl::StrCat(
           "--task: unknown task '", task_id, "' (not in the catalog at ", options.tasks_dir, ")"));
     }
+    filter.task_version_hashes[task_id] = task->version_hash;
   }
   filter.harness_older_than = command.harness_older_than;
   filter.submission_ids = SplitList(command.submissions);

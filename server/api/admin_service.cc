@@ -46,11 +46,13 @@ absl::StatusOr<store::RejudgeFilter> RejudgeFilterOf(const v1::RejudgeSubmission
   store::RejudgeFilter filter;
   for (const std::string& task_id : request.task_ids()) {
     RETURN_IF_ERROR(ValidateRequiredText(task_id, "task_ids", kMaxShortTextBytes));
-    if (catalog.Find(task_id) == nullptr) {
+    const Task* task = catalog.Find(task_id);
+    if (task == nullptr) {
       return absl::InvalidArgumentError(
           absl::StrCat("task_ids: unknown task '", task_id, "' (not in this server's catalog)"));
     }
     filter.task_ids.push_back(task_id);
+    filter.task_version_hashes[task_id] = task->version_hash;
   }
   RETURN_IF_ERROR(
       ValidateOptionalText(request.harness_older_than(), "harness_older_than", kMaxShortTextBytes));

@@ -651,7 +651,9 @@ std::vector<NamedStatement> BuildStatements() {
       // already is not opened twice, a cancelled one has no verdict to re-judge. The lists
       // arrive as JSON arrays ($1 task ids, $3 submission ids; '[]' for none), the one
       // escaping the store already has (JsonString). $2 '' means any harness; a verdict
-      // with no harness recorded counts as older (harness_older_than).
+      // with no harness recorded counts as older (harness_older_than). $5 maps each task id to
+      // its current content hash (upserted into tasks first): the new round is judged
+      // against the task as it is now, which is what workers hold.
       {kRejudge, R"sql(
         WITH chosen AS (
           SELECT s.id FROM submissions s JOIN verdicts v ON v.submission_id = s.id
@@ -665,6 +667,7 @@ std::vector<NamedStatement> BuildStatements() {
         reopened AS (
           UPDATE submissions s
           SET state = 'queued', stage = 'queued', finished_at = NULL,
+              task_version_hash = $5::jsonb ->> s.task_id,
               judging_round = s.judging_round + 1, rejudge_reason = $4,
               last_event_seq = s.last_event_seq + 1
           FROM chosen c WHERE s.id = c.id

@@ -1251,9 +1251,18 @@ absl::StatusOr<RejudgeResult> Store::Rejudge(const RejudgeFilter& filter,
   if (filter.task_ids.empty()) {
     return absl::InvalidArgumentError("task_ids: name at least one task to re-judge");
   }
+  std::string hashes = "{";
   for (const std::string& task_id : filter.task_ids) {
     if (task_id.empty()) return absl::InvalidArgumentError("task_ids: a task id is empty");
+    auto hash = filter.task_version_hashes.find(task_id);
+    if (hash == filter.task_version_hashes.end() || hash->second.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("task_version_hashes: no current version hash for task '", task_id, "'"));
+    }
+    absl::StrAppend(&hashes, hashes.size() > 1 ? ", " : "", JsonString(task_id), ": ",
+                    JsonString(hash->second));
   }
+  hashes += "}";
   if (!filter.harness_older_than.empty() && !IsDottedVersion(filter.harness_older_than)) {
     return absl::InvalidArgumentError(
         absl::StrCat("harness_older_than '", filter.harness_older_than,
@@ -1265,9 +1274,12 @@ absl::StatusOr<RejudgeResult> Store::Rejudge(const RejudgeFilter& filter,
   RejudgeResult result;
   RETURN_IF_ERROR(impl_->Transact("Rejudge", Actor(actor, "admin"), [&](pqxx::work& tx) {
     result = RejudgeResult();
+    for (const std::string& task_id : filter.task_ids) {
+      tx.exec_prepared(q::kUpsertTask, task_id, filter.task_version_hashes.at(task_id));
+    }
     for (const pqxx::row& row :
          tx.exec_prepared(q::kRejudge, JsonArray(filter.task_ids), filter.harness_older_than,
-                          JsonArray(filter.submission_ids), filter.reason)) {
+                          JsonArray(filter.submission_ids), filter.reason, hashes)) {
       result.submission_ids.push_back(row["id"].as<std::string>());
     }
     return absl::OkStatus();

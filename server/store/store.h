@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -178,6 +179,10 @@ struct SupersededVerdictRow {
 // Which finished submissions Store::Rejudge sends back to the queue.
 struct RejudgeFilter {
   std::vector<std::string> task_ids;  // Required: at least one, none empty.
+  // Required, one per task id: the task's CURRENT content hash (the catalog's). The new round
+  // judges the submission against the task as it is now; workers refuse a job whose task
+  // version they do not hold, so a round on the old hash would end as infrastructure failure.
+  std::map<std::string, std::string> task_version_hashes;
   // Optional: only verdicts judged by an engine older than this dotted numeric version
   // ("0.9.1"; compared part by part); a verdict with no harness recorded counts as older.
   std::string harness_older_than;

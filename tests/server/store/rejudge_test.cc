@@ -96,8 +96,12 @@ LeaseRef JudgeRound(Store& store, const std::string& worker_id, const VerdictRow
   return evaluate->lease;
 }
 
+// The tasks' content changed since the first judging (what a harness change usually is).
+constexpr char kNewHash[] = "7c1d4e";
+
 RejudgeFilter ForTasks(std::vector<std::string> task_ids, const std::string& older_than = "") {
   RejudgeFilter filter;
+  for (const std::string& task_id : task_ids) filter.task_version_hashes[task_id] = kNewHash;
   filter.task_ids = std::move(task_ids);
   filter.harness_older_than = older_than;
   filter.reason = "harness 0.2.0 checks target work";
@@ -128,6 +132,8 @@ TEST_CASE_METHOD(PgFixture,
   REQUIRE(rejudging.verdict.has_value());
   REQUIRE(rejudging.verdict->verdict_class == v1::VERDICT_CLASS_PASS);
   REQUIRE(rejudging.verdict->round == 0);
+  // The new round judges against the task as it is now: the catalog's current version.
+  REQUIRE(rejudging.task_version_hash == kNewHash);
   REQUIRE(Scalar(*this, "SELECT verdict_class FROM leaderboard_results") == "pass");
   // A second re-judge while one is open opens nothing.
   REQUIRE(ValueOrFail(store->Rejudge(ForTasks({kTask}))).submission_ids.empty());
@@ -239,6 +245,11 @@ TEST_CASE_METHOD(PgFixture, "rejudge selects by task, harness version and submis
       REQUIRE(bad.code() == absl::StatusCode::kInvalidArgument);
       REQUIRE(absl::StrContains(bad.message(), "harness_older_than"));
     }
+    RejudgeFilter no_hash = ForTasks({kTask});
+    no_hash.task_version_hashes.clear();
+    absl::Status hash_status = store->Rejudge(no_hash).status();
+    REQUIRE(hash_status.code() == absl::StatusCode::kInvalidArgument);
+    REQUIRE(absl::StrContains(hash_status.message(), "no current version hash for task"));
     RejudgeFilter bad_id = ForTasks({kTask});
     bad_id.submission_ids = {"not-a-uuid"};
     absl::Status id_status = store->Rejudge(bad_id).status();
