@@ -337,6 +337,24 @@ std::string NoticeJson(const std::string& notice) {
 // ---------------------------------------------------------------------------------------
 // Row conversion.
 
+// The verdict columns shared by verdicts and superseded_verdicts (get_submission and
+// list_superseded_verdicts); the round is `round_column` (the submission query renames it).
+VerdictRow VerdictColumns(const pqxx::row& row, const char* round_column = "round") {
+  VerdictRow verdict;
+  verdict.verdict_class = EnumColumn<v1::VerdictClass>(row, "verdict_class");
+  verdict.compiled = row["compiled"].as<bool>();
+  verdict.correct = row["correct"].as<bool>();
+  verdict.target_executed = row["target_executed"].as<bool>();
+  verdict.tic = row["tic"].as<bool>();
+  verdict.speedup = row["speedup"].as<double>();
+  verdict.runtime_unverified = row["runtime_unverified"].as<bool>();
+  verdict.message = row["message"].as<std::string>();
+  verdict.verdict_json = row["verdict_json"].as<std::string>();
+  verdict.finished_at = TimeFromMicros(row["verdict_finished_us"]);
+  verdict.round = row[round_column].as<int>();
+  return verdict;
+}
+
 SubmissionRow SubmissionFromRow(const pqxx::row& row) {
   SubmissionRow out;
   out.id = row["id"].as<std::string>();
@@ -354,21 +372,7 @@ SubmissionRow SubmissionFromRow(const pqxx::row& row) {
   out.state = EnumColumn<v1::SubmissionState>(row, "state");
   out.stage = EnumColumn<v1::Stage>(row, "stage");
   out.created_at = TimeFromMicros(row["created_us"]);
-  if (!row["verdict_class"].is_null()) {
-    VerdictRow verdict;
-    verdict.verdict_class = EnumColumn<v1::VerdictClass>(row, "verdict_class");
-    verdict.compiled = row["compiled"].as<bool>();
-    verdict.correct = row["correct"].as<bool>();
-    verdict.target_executed = row["target_executed"].as<bool>();
-    verdict.tic = row["tic"].as<bool>();
-    verdict.speedup = row["speedup"].as<double>();
-    verdict.runtime_unverified = row["runtime_unverified"].as<bool>();
-    verdict.message = row["message"].as<std::string>();
-    verdict.verdict_json = row["verdict_json"].as<std::string>();
-    verdict.finished_at = TimeFromMicros(row["verdict_finished_us"]);
-    verdict.round = row["verdict_round"].as<int>();
-    out.verdict = std::move(verdict);
-  }
+  if (!row["verdict_class"].is_null()) out.verdict = VerdictColumns(row, "verdict_round");
   out.judging_round = row["judging_round"].as<int>();
   if (!row["hacked_us"].is_null()) {
     HackedMark mark;
@@ -379,23 +383,6 @@ SubmissionRow SubmissionFromRow(const pqxx::row& row) {
   }
   out.superseded_verdicts = row["superseded_count"].as<int>();
   return out;
-}
-
-// The verdict columns shared by verdicts and superseded_verdicts (list_superseded_verdicts).
-VerdictRow VerdictColumns(const pqxx::row& row) {
-  VerdictRow verdict;
-  verdict.verdict_class = EnumColumn<v1::VerdictClass>(row, "verdict_class");
-  verdict.compiled = row["compiled"].as<bool>();
-  verdict.correct = row["correct"].as<bool>();
-  verdict.target_executed = row["target_executed"].as<bool>();
-  verdict.tic = row["tic"].as<bool>();
-  verdict.speedup = row["speedup"].as<double>();
-  verdict.runtime_unverified = row["runtime_unverified"].as<bool>();
-  verdict.message = row["message"].as<std::string>();
-  verdict.verdict_json = row["verdict_json"].as<std::string>();
-  verdict.finished_at = TimeFromMicros(row["verdict_finished_us"]);
-  verdict.round = row["round"].as<int>();
-  return verdict;
 }
 
 // A dotted numeric version ("0.9.1"): what harness_older_than (migrations/0009_rejudge)
