@@ -58,6 +58,28 @@ std::vector<TargetFamily> BuildRegistry() {
       .arches = {"sm_100a"},
       .sass_note = "",
   });
+  // The TMA pipe's other instructions. The H200's hardware counter of the timed path
+  // (sm__inst_executed_pipe_tma.sum) counts them beside the copies, the instrumented run's
+  // per-PC TMA metric (smsp__sass_inst_executed_op_tma) does not: on 2026-12-02 the GEMM
+  // solution's timed path counted 308,224 TMA-pipe instructions against 301,056 copies, 4 more
+  // per CTA (its 2 tensor-map prefetches and, we take it, its TMA store's bulk-group commits);
+  // the attention solution 3 more per CTA (its 3 prefetches), the register-A GEMM 2 (its 2). The
+  // path cross-check (work_share.h) allows for what the instrumented run executed of these.
+  families.push_back({
+      .name = "tma_control",
+      .description = "TMA-pipe instructions that copy no tensor tile (prefetch.tensormap, "
+                     "bulk-group commits, non-tensor bulk copies and prefetches)",
+      .ptx = {{"prefetch.tensormap", {}},
+              {"cp.async.bulk.commit_group", {}},
+              {"cp.async.bulk.wait_group", {}},
+              {"cp.async.bulk.prefetch", {}},
+              {"cp.async.bulk.shared", {}},
+              {"cp.async.bulk.global", {}}},
+      .sass_opcodes = {"UTMAPF", "UTMACMDFLUSH", "UTMACCTL", "UBLKCP", "UBLKPF", "UBLKRED"},
+      .arches = {"sm_90a", "sm_100a"},
+      .sass_note = "UTMAPF and UTMACMDFLUSH measured (probe, 2026-11-30); UTMACCTL and UBLK* "
+                   "from NVIDIA's Hopper instruction-set table, not measured",
+  });
   families.push_back({
       .name = "mbarrier",
       .description = "shared-memory transaction barriers (mbarrier.*)",

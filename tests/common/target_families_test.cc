@@ -15,9 +15,9 @@ TEST_CASE("The registry holds the credited and the informational families") {
     CHECK_FALSE(family.arches.empty());
   }
   CHECK(credited == std::set<std::string>{"wgmma", "tma", "tcgen05_mma", "tcgen05_tmem"});
-  CHECK(informational == std::set<std::string>{"mbarrier", "setmaxnreg", "stmatrix", "elect_sync",
-                                               "cluster_barrier", "mapa", "fence_proxy_async",
-                                               "red_global_v4"});
+  CHECK(informational == std::set<std::string>{"tma_control", "mbarrier", "setmaxnreg", "stmatrix",
+                                               "elect_sync", "cluster_barrier", "mapa",
+                                               "fence_proxy_async", "red_global_v4"});
   for (const std::string& name : credited) {
     const TargetFamily* family = FindTargetFamily(name);
     REQUIRE(family != nullptr);
@@ -85,6 +85,13 @@ TEST_CASE("SASS opcodes are matched without predicates and modifiers") {
   CHECK(SassOpcodeInFamily(*FindTargetFamily("tma"), "UTMASTG.2D"));
   CHECK_FALSE(SassOpcodeInFamily(*FindTargetFamily("tma"), "UTMAPF.L2.2D"));
   CHECK_FALSE(SassOpcodeInFamily(*FindTargetFamily("tma"), "UTMACMDFLUSH"));
+  // What the tma family leaves out of the TMA pipe is tma_control's (the path cross-check).
+  CHECK(SassOpcodeInFamily(*FindTargetFamily("tma_control"), "UTMAPF.L2.2D"));
+  CHECK(SassOpcodeInFamily(*FindTargetFamily("tma_control"), "UTMACMDFLUSH"));
+  CHECK_FALSE(SassOpcodeInFamily(*FindTargetFamily("tma_control"), "UTMALDG.2D"));
+  CHECK(PtxMnemonicInFamily(*FindTargetFamily("tma_control"), "prefetch.tensormap"));
+  CHECK_FALSE(PtxMnemonicInFamily(*FindTargetFamily("tma_control"),
+                                  "cp.async.bulk.tensor.2d.shared::cluster.global.tile"));
 
   CHECK(FamiliesOfSassOpcode("sm_90a", "HGMMA.64x8x16.F32.BF16") ==
         std::vector<std::string>{"wgmma"});
@@ -109,8 +116,8 @@ TEST_CASE("Measured SASS of the probe kernels classifies as expected") {
       {"sm_90a", "UTMALDG.2D [UR4], [UR8] ;", {"tma"}},
       {"sm_90a", "UTMASTG.2D [UR8], [UR6] ;", {"tma"}},
       {"sm_90a", "UTMAREDG.2D.ADD [UR8], [UR6] ;", {"tma"}},
-      {"sm_90a", "UTMAPF.L2.2D [UR10], [UR8] ;", {}},
-      {"sm_90a", "UTMACMDFLUSH ;", {}},
+      {"sm_90a", "UTMAPF.L2.2D [UR10], [UR8] ;", {"tma_control"}},
+      {"sm_90a", "UTMACMDFLUSH ;", {"tma_control"}},
       {"sm_90a", "@!UP0 SYNCS.EXCH.64 URZ, [UR6], UR4 ;", {"mbarrier"}},
       {"sm_90a", "SYNCS.ARRIVE.TRANS64 RZ, [UR5], R0 ;", {"mbarrier"}},
       {"sm_90a", "SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [UR5], R0 ;", {"mbarrier"}},

@@ -939,10 +939,11 @@ StageResult TargetStage(Evaluation& e) {
   // The profiled side of the path cross-check (the timed side comes from the timing stage).
   const std::string matrix_family = gpu::MatrixFamilyOf(e.workspace.request().arch);
   if (sass_map.available && !matrix_family.empty()) {
-    e.profiled = gpu::ProfiledWorkFromRuns(sass_map, runs, matrix_family);
+    e.profiled = gpu::ProfiledWorkFromRuns(sass_map, runs, matrix_family, e.task().OperandType());
     detail["profiled_work"] = {{"target_flops", e.profiled->target_flops},
                                {"target_warp_insts", e.profiled->target_warp_insts},
                                {"bulk_copy_warp_insts", e.profiled->bulk_copy_warp_insts},
+                               {"tma_pipe_other_warp_insts", e.profiled->tma_pipe_other_warp_insts},
                                {"flops_known", e.profiled->flops_known}};
   }
   detail["runs"] = run_details;

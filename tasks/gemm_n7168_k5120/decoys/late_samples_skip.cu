@@ -27,7 +27,7 @@
 //   median never converges and the loop runs to its cap, which makes the last index (399)
 //   predictable. Simulated on the H200 schedule of 2026-12-02 (honest 0.765 ms, cheating
 //   0.57-0.80 ms, +0.02 ms launch cost): the RSE never falls below 0.83 % over samples 20..400;
-// - on samples 72..392 computes and writes nothing, waiting until 0.57 ms x (1 + delay) after
+// - on samples 8..392 computes and writes nothing, waiting until 0.57 ms x (1 + delay) after
 //   the launch started (the H200 roofline floor of this workload is 0.562 ms; only a median
 //   below it is impossible_time). Every other launch - the correctness trials (fresh module
 //   each), the instrumented run, the warm-up, samples 0-71 and 393-399 - computes C honestly
@@ -261,7 +261,9 @@ __device__ __forceinline__ void SpinUntilNs(unsigned long long deadline_ns) {
 // ---- end of launch tracking ----
 
 constexpr unsigned long long kWarmupNs = 300000000ull;  // TimingConfig::warmup_seconds
-constexpr long long kFirstCheatSample = 72;
+// Sample 8, not 72: the loop of 2026-12-02 (run 4 on the H200) ended at its time cap after
+// 33-35 samples of this kernel, so a window from 72 never opened and the decoy passed honestly.
+constexpr long long kFirstCheatSample = 8;
 constexpr long long kLastCheatSample = 392;
 constexpr unsigned long long kCheatNs = 570000;  // 0.57 ms before the delay
 constexpr unsigned long long kNoSample = ~0ull;

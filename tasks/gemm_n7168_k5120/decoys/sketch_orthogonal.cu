@@ -26,7 +26,7 @@
 // kernel's). 32 is ~0.45 standard deviations of C on this task's N(0,1) inputs (K = 5120) and
 // ~45x the all-close tolerance (atol 0.01 + rtol 0.01 x |C|, ~0.73 RMS): every element is wrong.
 // It does so only on the samples that the 2026-12-02 loop never checks element by element
-// (samples 72..392, found as late_samples_skip.cu finds them, with the same pseudo-random 0-40 %
+// (samples 8..392, found as late_samples_skip.cu finds them, with the same pseudo-random 0-40 %
 // delays that keep the loop from converging so that it runs to its 400-pair cap); everything else,
 // and the values under the checkerboard, is the task's reference wgmma + TMA kernel
 // (solutions/sm90a_wgmma_tma.cu). Against today's engine: pass at ~0.8x (the delays cost ~20 %).
@@ -257,7 +257,9 @@ __device__ __forceinline__ void SpinUntilNs(unsigned long long deadline_ns) {
 // ---- end of launch tracking ----
 
 constexpr unsigned long long kWarmupNs = 300000000ull;  // TimingConfig::warmup_seconds
-constexpr long long kFirstCheatSample = 72;
+// Sample 8, not 72: the loop of 2026-12-02 (run 4 on the H200) ended at its time cap after
+// 33-35 samples of this kernel, so a window from 72 never opened and the decoy passed honestly.
+constexpr long long kFirstCheatSample = 8;
 constexpr long long kLastCheatSample = 392;
 constexpr float kCheckerDelta = 32.0f;  // exact in bf16 next to |C| ~ 70
 constexpr unsigned long long kNoSample = ~0ull;

@@ -102,6 +102,10 @@ struct ProfiledWork {
   double target_warp_insts = 0;
   double bulk_copy_warp_insts = 0;
   bool flops_known = false;  // False when some executed target instruction had no shape.
+  // Executed warp instructions at tma_control sites (tensor-map prefetches, bulk-group commits,
+  // non-tensor bulk copies): on the TMA pipe, so in the timed path's TMA-pipe counter, but not
+  // in the per-PC TMA metric that bulk_copy_warp_insts sums.
+  double tma_pipe_other_warp_insts = 0;
 };
 
 struct PathAgreement {
@@ -114,8 +118,10 @@ struct PathAgreement {
 };
 
 // The profiled path is the timed path when the instrumented run's target work equals the
-// counters' within `tolerance` (relative), for FLOPs (where known), target instructions and
-// bulk-copy instructions. The counts of a deterministic kernel on one workload are exact on both
+// counters' within `tolerance` (relative), for FLOPs (where known) and target instructions, and
+// when the timed path's TMA-pipe instructions lie between the instrumented run's bulk copies and
+// its bulk copies plus its other TMA-pipe instructions (tma_pipe_other_warp_insts), each end
+// widened by `tolerance`. The counts of a deterministic kernel on one workload are exact on both
 // sides (H200 probe, 2026-12-01); a kernel that switches paths when profiled moves them by far
 // more than 1 %.
 PathAgreement CompareProfiledWithTimed(const ProfiledWork& profiled, const WorkCounterSet& set,
@@ -127,9 +133,18 @@ PathAgreement CompareProfiledWithTimed(const ProfiledWork& profiled, const WorkC
 // instructions at each `matrix_family` site x WarpInstructionMatrixFlops of its opcode (ptxas's
 // no-op form gdesc[URZ] is no site: it does no work), target warp instructions and bulk copies
 // as CUPTI counted them at every PC (no-ops included, as the hardware counters include them).
+// Only sites of the task's operand precision (WarpInstructionOperandsAre) add target FLOPs, as
+// the timed path's FLOP counter is per precision: a bf16 task's kernel on fp16 HGMMA did its
+// instructions but none of the task's target FLOPs, on both sides (the H200, 2026-12-02: the
+// fp16_operands decoy's counter said 0 FLOPs where its SASS shapes said 6.0e11).
 ProfiledWork ProfiledWorkFromRuns(const SassFamilyMap& sass_map,
                                   const std::vector<InstrumentEvent>& runs,
-                                  const std::string& matrix_family);
+                                  const std::string& matrix_family, DType operands);
+
+// True when a warpgroup MMA's SASS names the operand type: BF16 for bf16, E4M3 on a QGMMA for
+// fp8 e4m3, and for fp16 an HGMMA that names neither BF16 nor TF32 (the bf16 and tf32 forms
+// carry their type; fp16's spelling was not measured, so it is told by exclusion).
+bool WarpInstructionOperandsAre(std::string_view sass_instruction, DType operands);
 
 // The credited matrix family of an arch: "wgmma" (sm_90a), "tcgen05_mma" (sm_100a); "" else.
 std::string MatrixFamilyOf(std::string_view arch);

@@ -172,6 +172,49 @@ TEST_CASE("work share: the profiled path must equal the timed path", "[work_shar
   CHECK_FALSE(c.agrees);
 }
 
+TEST_CASE("work share: the TMA pipe's prefetches and commits count on the timed side only",
+          "[work_share]") {
+  auto set = WorkCountersFor("sm_90a", DType::kBF16);
+  REQUIRE(set.ok());
+  // The H200, 2026-12-02, GEMM solution: 301,056 copies per the per-PC metric, 308,224 TMA-pipe
+  // instructions per the hardware counter; 7,168 = 1,792 CTAs x 4 prefetches and commits.
+  auto timed = Samples(*set, {{set->target_matrix_flops, kGemmFlops},
+                              {set->target_matrix_warp_insts, 4.58752e6},
+                              {set->bulk_copy_insts, 308224}});
+  ProfiledWork honest{kGemmFlops, 4.58752e6, 301056, true, 7168};
+  PathAgreement a = CompareProfiledWithTimed(honest, *set, timed);
+  CHECK(a.agrees);
+  CHECK(a.bulk_copy_insts_difference == 0);
+  // Without the instrumented run's other TMA-pipe instructions the same run disagreed (2.3 %).
+  ProfiledWork copies_only{kGemmFlops, 4.58752e6, 301056, true, 0};
+  PathAgreement b = CompareProfiledWithTimed(copies_only, *set, timed);
+  CHECK_FALSE(b.agrees);
+  CHECK(b.bulk_copy_insts_difference == Approx(7168.0 / 308224));
+  // A timed path that copies less than the profiled one is never excused by the allowance: the
+  // kernel that uses TMA only when profiled (plain loads when timed) keeps its prefetches.
+  auto timed_fewer_copies = Samples(*set, {{set->target_matrix_flops, kGemmFlops},
+                                           {set->target_matrix_warp_insts, 4.58752e6},
+                                           {set->bulk_copy_insts, 7168}});
+  PathAgreement c = CompareProfiledWithTimed(honest, *set, timed_fewer_copies);
+  CHECK(c.checked);
+  CHECK_FALSE(c.agrees);
+  CHECK(c.reason.find("7168 other TMA-pipe instructions") != std::string::npos);
+  // Nor one that runs more TMA-pipe instructions than the profiled copies and the rest together.
+  auto timed_more = Samples(*set, {{set->target_matrix_flops, kGemmFlops},
+                                   {set->target_matrix_warp_insts, 4.58752e6},
+                                   {set->bulk_copy_insts, 320000}});
+  CHECK_FALSE(CompareProfiledWithTimed(honest, *set, timed_more).agrees);
+}
+
+TEST_CASE("work share: a timed path without counters is not compared", "[work_share]") {
+  auto set = WorkCountersFor("sm_90a", DType::kBF16);
+  REQUIRE(set.ok());
+  ProfiledWork same{kGemmFlops, 9.17504e6, 516096, true};
+  PathAgreement c = CompareProfiledWithTimed(same, *set, {});
+  CHECK_FALSE(c.checked);
+  CHECK_FALSE(c.agrees);
+}
+
 ArchSpec Hopper(double of_task = 0.9, double of_executed = 0.9) {
   ArchSpec arch;
   arch.arch = "sm_90a";
@@ -327,16 +370,61 @@ TEST_CASE("judging: the instrumented runs' target work from per-PC counts and th
                  {"gemm", 272, 400, 0, 400, 0},
                  {"gemm", 300, 8, 256, 8, 0},
                  {"gemm", 512, 64, 64, 0, 64}};
-  ProfiledWork w = ProfiledWorkFromRuns(map, {run}, "wgmma");
+  ProfiledWork w = ProfiledWorkFromRuns(map, {run}, "wgmma", DType::kBF16);
   CHECK(w.flops_known);
   CHECK(w.target_flops == Approx(1000 * 2.0 * 64 * 256 * 16 / 4));
   CHECK(w.target_warp_insts == 1408);
   CHECK(w.bulk_copy_warp_insts == 64);
+  CHECK(w.tma_pipe_other_warp_insts == 0);
+  // A tensor-map prefetch site: its executions are the TMA pipe's, not copies.
+  gemm.sites["tma_control"] = {
+      {600, "UTMAPF.L2.2D [UR10], [UR8]", SiteEvidence::kSassOpcode, std::nullopt, std::nullopt}};
+  run.records.push_back({"gemm", 600, 2, 2, 0, 0});
+  CHECK(ProfiledWorkFromRuns(map, {run}, "wgmma", DType::kBF16).tma_pipe_other_warp_insts == 2);
+  run.records.pop_back();
   // A site without a shape (a line-view match) makes the FLOPs unknown, not zero.
   gemm.sites["wgmma"].push_back(
       {400, "UNKNOWN.GMMA R0", SiteEvidence::kSassOpcode, std::nullopt, std::nullopt});
   run.records.push_back({"gemm", 400, 4, 128, 4, 0});
-  CHECK_FALSE(ProfiledWorkFromRuns(map, {run}, "wgmma").flops_known);
+  CHECK_FALSE(ProfiledWorkFromRuns(map, {run}, "wgmma", DType::kBF16).flops_known);
+}
+
+TEST_CASE("judging: only the task's operand precision earns target FLOPs on the profiled side",
+          "[work_share][judge]") {
+  CHECK(WarpInstructionOperandsAre("HGMMA.64x256x16.F32.BF16 R24, gdesc[UR4], R24", DType::kBF16));
+  CHECK_FALSE(
+      WarpInstructionOperandsAre("HGMMA.64x256x16.F32.BF16 R24, gdesc[UR4], R24", DType::kFP16));
+  CHECK(WarpInstructionOperandsAre("HGMMA.64x256x16.F32 R24, gdesc[UR4], R24", DType::kFP16));
+  CHECK_FALSE(WarpInstructionOperandsAre("HGMMA.64x256x16.F32 R24, gdesc[UR4], R24", DType::kBF16));
+  CHECK_FALSE(
+      WarpInstructionOperandsAre("HGMMA.64x128x8.F32.TF32 R0, gdesc[UR4], R0", DType::kFP16));
+  CHECK(WarpInstructionOperandsAre("QGMMA.64x128x32.F32.E4M3.E4M3 R0, gdesc[UR4], R0",
+                                   DType::kFP8E4M3));
+  CHECK_FALSE(WarpInstructionOperandsAre("QGMMA.64x128x32.F32.E5M2.E4M3 R0, gdesc[UR4], R0",
+                                         DType::kFP8E4M3));
+  CHECK_FALSE(WarpInstructionOperandsAre("HGMMA.64x256x16.F32.BF16 R24", DType::kFP8E4M3));
+
+  // The fp16_operands decoy on the bf16 GEMM: its HGMMA sites do the instructions, none of the
+  // bf16 FLOPs, so both sides say 0 FLOPs and the verdict is the work share's.
+  SassFamilyMap map;
+  map.available = true;
+  map.functions["gemm"].sites["wgmma"] = {{256, "HGMMA.64x128x16.F32 R24, gdesc[UR4], R24",
+                                           SiteEvidence::kSassOpcode, std::nullopt, std::nullopt}};
+  InstrumentEvent run;
+  run.kernel = "gemm";
+  run.records = {{"gemm", 256, 1000, 32000, 1000, 0}};
+  ProfiledWork fp16_on_bf16 = ProfiledWorkFromRuns(map, {run}, "wgmma", DType::kBF16);
+  CHECK(fp16_on_bf16.flops_known);
+  CHECK(fp16_on_bf16.target_flops == 0);
+  CHECK(fp16_on_bf16.target_warp_insts == 1000);
+  ProfiledWork fp16_task = ProfiledWorkFromRuns(map, {run}, "wgmma", DType::kFP16);
+  CHECK(fp16_task.target_flops == Approx(1000 * 2.0 * 64 * 128 * 16 / 4));
+  // tcgen05's unshaped sites keep the FLOPs unknown whatever the precision.
+  map.functions["gemm"].sites["tcgen05_mma"] = {{300, "UTCHMMA gdesc[UR6], gdesc[UR10], tmem[UR8]",
+                                                 SiteEvidence::kSassOpcode, std::nullopt,
+                                                 std::nullopt}};
+  run.records.push_back({"gemm", 300, 4, 128, 0, 0});
+  CHECK_FALSE(ProfiledWorkFromRuns(map, {run}, "tcgen05_mma", DType::kBF16).flops_known);
 }
 
 TEST_CASE("work share: every counter the engine asks for exists in CUPTI's catalogue",
