@@ -85,14 +85,13 @@ absl::StatusOr<std::map<std::string, CurrentVerdict>> FetchCurrentVerdicts(
       v1::Submission submission;
       std::ostringstream retries;
       const grpc::Status status = CallWithRetries(
-          [&] {
-            grpc::ClientContext context;
-            Authorize(&context, connection.token);
-            context.set_deadline(std::chrono::system_clock::now() +
-                                 absl::ToChronoNanoseconds(options.call_timeout));
+          [&](grpc::ClientContext* context) {
+            Authorize(context, connection.token);
+            context->set_deadline(std::chrono::system_clock::now() +
+                                  absl::ToChronoNanoseconds(options.call_timeout));
             v1::GetSubmissionRequest request;
             request.set_submission_id(id);
-            return stub->GetSubmission(&context, request, &submission);
+            return stub->GetSubmission(context, request, &submission);
           },
           options.retry, absl::StrCat("ptxbench export: GetSubmission ", id), retries);
       std::lock_guard<std::mutex> lock(mu);
