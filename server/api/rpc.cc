@@ -147,7 +147,7 @@ grpc::Status ServeStreamedUnary(ApiContext* ctx, const char* method,
       RETURN_IF_ERROR(CheckRequestText(request_type, bytes));
       std::string response;
       RETURN_IF_ERROR(body(rpc, bytes, &response));
-      grpc::Slice slice(std::move(response));
+      grpc::Slice slice(response);  // Copies: grpc::Slice takes no std::string&&.
       if (!stream->Write(grpc::ByteBuffer(&slice, 1))) {
         return absl::CancelledError("the caller went away");
       }

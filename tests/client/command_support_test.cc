@@ -28,7 +28,7 @@ using Catch::Matchers::Contains;
 using ::ptxbench::testing::ScopedTempDir;
 
 std::string TokenFile(const ScopedTempDir& dir, const std::string& name, const std::string& token) {
-  const std::string path = absl::StrCat(dir.path(), "/", name);
+  std::string path = absl::StrCat(dir.path(), "/", name);
   std::ofstream(path) << token << "\n";
   return path;
 }
@@ -57,6 +57,7 @@ TEST_CASE("a call refused 'retry shortly' is sent again and succeeds", "[client]
   }
   // ... while invented tokens take every lookup slot (streams reach Authenticate at once).
   std::vector<std::thread> flood;
+  flood.reserve(2 * api::kMaxUnverifiedLookups);
   for (int i = 0; i < 2 * api::kMaxUnverifiedLookups; ++i) {
     flood.emplace_back([&] {
       grpc::ClientContext context;

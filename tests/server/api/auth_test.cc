@@ -202,6 +202,7 @@ TEST_CASE("a flood of invented tokens is held to a few lookups and cannot fail a
   std::vector<grpc::Status> invented(kInvented);
   std::vector<std::string> pushbacks(kInvented);
   std::vector<std::thread> calls;
+  calls.reserve(kInvented + 4);
   for (int i = 0; i < kInvented; ++i) {
     calls.emplace_back([&, i] {
       grpc::ClientContext context;
