@@ -254,7 +254,8 @@ absl::StatusOr<Caller> Authenticator::Authenticate(const std::string& authorizat
       lookup->done = true;
       lookups_.erase(hash);
       looked_up_.notify_all();
-      if (row.ok() && !row->revoked && revocations == revocations_) {
+      if (row.ok() && !row->revoked && RoleFromWire(row->role).ok() &&
+          revocations == revocations_) {
         cache_[hash] = CachedToken{*row, absl::Now() + options_.cache_ttl};
         if (known_lanes_.size() >= kMaxKnownLanes) known_lanes_.clear();
         known_lanes_[hash] = KnownLane{LaneOf(*row), row->token_id};
