@@ -4,6 +4,7 @@
 #include <grpcpp/grpcpp.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <fstream>
 #include <random>
@@ -11,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
 #include "client/cli.h"
 #include "common/files.h"
 
@@ -132,15 +134,32 @@ bool RetryableCall(const grpc::Status& status) {
          status.error_code() == grpc::StatusCode::CANCELLED;
 }
 
-grpc::Status CallWithRetries(const std::function<grpc::Status()>& call, const CallRetry& retry,
-                             const std::string& what, std::ostream& notes) {
+grpc::Status CallWithRetries(const std::function<grpc::Status(grpc::ClientContext*)>& call,
+                             const CallRetry& retry, const std::string& what, std::ostream& notes) {
   thread_local std::mt19937_64 random(std::random_device{}());
+  const absl::Time start = absl::Now();
   absl::Duration wait = retry.first_wait;
   for (int attempt = 1;; ++attempt) {
-    grpc::Status status = call();
-    if (status.ok() || !RetryableCall(status) || attempt >= retry.max_attempts) return status;
-    // Full jitter: clients that lost one server together do not come back together.
-    const absl::Duration sleep = wait * std::uniform_real_distribution<double>(0.5, 1.0)(random);
+    std::optional<absl::Duration> pushback;
+    grpc::Status status;
+    {
+      grpc::ClientContext context;
+      status = call(&context);
+      pushback = RetryPushback(context);
+    }
+    const bool refused_for_now =
+        status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED && pushback.has_value();
+    const bool retryable = refused_for_now || (retry.retry_unavailable && RetryableCall(status));
+    if (status.ok() || !retryable || attempt >= retry.max_attempts) return status;
+    // Full jitter: clients that lost one server together do not come back together; the
+    // server's pushback is a floor, jittered upwards for the same reason.
+    absl::Duration sleep = wait * std::uniform_real_distribution<double>(0.5, 1.0)(random);
+    if (pushback.has_value()) {
+      sleep = std::max(sleep, *pushback * std::uniform_real_distribution<double>(1.0, 1.5)(random));
+    }
+    if (retry.budget > absl::ZeroDuration() && absl::Now() + sleep - start > retry.budget) {
+      return status;
+    }
     notes << absl::StrFormat("%s: %s (%s); retry %d of %d in %.1f s\n", what,
                              status.error_message(), GrpcCodeName(status.error_code()), attempt,
                              retry.max_attempts - 1, absl::ToDoubleSeconds(sleep));

@@ -22,6 +22,7 @@ class Message;
 }  // namespace google::protobuf
 
 namespace grpc {
+class ClientContext;
 class Status;
 }  // namespace grpc
 
@@ -71,12 +72,22 @@ struct CallRetry {
   int max_attempts = 6;
   absl::Duration first_wait = absl::Milliseconds(500);
   absl::Duration max_wait = absl::Seconds(10);
+  // False: only the server's "retry shortly" refusals are retried here; UNAVAILABLE and
+  // CANCELLED go back to the caller at once (`ptxbench run` retries those itself, per turn).
+  bool retry_unavailable = true;
+  // Non-zero: no retry is started that would begin later than this after the first attempt
+  // (the deadline of the caller's whole operation).
+  absl::Duration budget = absl::ZeroDuration();
 };
-// Calls `call` until it succeeds, fails with a status that is not RetryableCall, or
-// `retry.max_attempts` are spent; waits with jittered exponential backoff between attempts
-// and reports each retry on `notes` ("ptxbench submit: UNAVAILABLE ...; retry 2 of 5 in 1.2 s").
-grpc::Status CallWithRetries(const std::function<grpc::Status()>& call, const CallRetry& retry,
-                             const std::string& what, std::ostream& notes);
+// Calls `call` with a fresh context (the caller authorises it and sets its deadline) until
+// it succeeds, fails with a status that is neither RetryableCall nor a refusal the server
+// marked "retry shortly" (RESOURCE_EXHAUSTED with the proto/dial.h kRetryPushbackMetadata
+// trailer: a full admission lane, too many token lookups at once), or `retry.max_attempts`
+// are spent; waits with jittered exponential backoff between attempts, at least the server's
+// pushback, and reports each retry on `notes` ("ptxbench submit: UNAVAILABLE ...; retry 2 of 5
+// in 1.2 s").
+grpc::Status CallWithRetries(const std::function<grpc::Status(grpc::ClientContext*)>& call,
+                             const CallRetry& retry, const std::string& what, std::ostream& notes);
 
 // A fresh idempotency key ("ptxbench-<32 hex digits>" from /dev/urandom): a Submit retried
 // after a lost reply with the same key returns the submission it created.

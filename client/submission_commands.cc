@@ -83,12 +83,11 @@ int Follow(v1::SubmissionService::Stub& stub, const Connection& connection,
            std::ostream& err) {
   size_t printed = 0;
   grpc::Status watched = CallWithRetries(
-      [&] {
-        grpc::ClientContext context;
-        Authorize(&context, connection.token);
+      [&](grpc::ClientContext* context) {
+        Authorize(context, connection.token);
         v1::WatchSubmissionRequest request;
         request.set_submission_id(submission_id);
-        auto reader = stub.WatchSubmission(&context, request);
+        auto reader = stub.WatchSubmission(context, request);
         v1::StageEvent event;
         size_t seen = 0;
         while (reader->Read(&event)) {
@@ -105,12 +104,11 @@ int Follow(v1::SubmissionService::Stub& stub, const Connection& connection,
   }
   v1::Submission submission;
   grpc::Status status = CallWithRetries(
-      [&] {
-        grpc::ClientContext context;
-        Authorize(&context, connection.token);
+      [&](grpc::ClientContext* context) {
+        Authorize(context, connection.token);
         v1::GetSubmissionRequest request;
         request.set_submission_id(submission_id);
-        return stub.GetSubmission(&context, request, &submission);
+        return stub.GetSubmission(context, request, &submission);
       },
       retry, "ptxbench: GetSubmission", err);
   if (!status.ok()) {
@@ -232,11 +230,10 @@ int SubmitCommand(const std::vector<std::string>& raw, std::ostream& out, std::o
   const CallRetry retry = RetryFrom(*retries);
   v1::SubmitResponse response;
   grpc::Status status = CallWithRetries(
-      [&] {
-        grpc::ClientContext context;
-        Authorize(&context, connection->token);
-        context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
-        return stub->Submit(&context, request, &response);
+      [&](grpc::ClientContext* context) {
+        Authorize(context, connection->token);
+        context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+        return stub->Submit(context, request, &response);
       },
       retry, "ptxbench submit", err);
   if (!status.ok()) return ReportFailure("submit", "Submit", status, *connection, *stub, err);
@@ -315,12 +312,11 @@ int CancelCommand(const std::vector<std::string>& raw, std::ostream& out, std::o
   v1::Submission submission;
   // Cancelling twice is harmless, so a cancel cut by a restart is simply sent again.
   grpc::Status status = CallWithRetries(
-      [&] {
-        grpc::ClientContext context;
-        Authorize(&context, connection->token);
+      [&](grpc::ClientContext* context) {
+        Authorize(context, connection->token);
         v1::CancelSubmissionRequest request;
         request.set_submission_id(id);
-        return stub->CancelSubmission(&context, request, &submission);
+        return stub->CancelSubmission(context, request, &submission);
       },
       RetryFrom(*retries), "ptxbench cancel", err);
   if (!status.ok()) {
@@ -379,10 +375,9 @@ int TasksCommand(const std::vector<std::string>& raw, std::ostream& out, std::os
     request.set_knowledge_level(*knowledge);
     v1::GetTaskResponse response;
     grpc::Status status = CallWithRetries(
-        [&] {
-          grpc::ClientContext context;
-          Authorize(&context, connection->token);
-          return stub->GetTask(&context, request, &response);
+        [&](grpc::ClientContext* context) {
+          Authorize(context, connection->token);
+          return stub->GetTask(context, request, &response);
         },
         retry, "ptxbench tasks", err);
     if (!status.ok()) {
@@ -394,10 +389,9 @@ int TasksCommand(const std::vector<std::string>& raw, std::ostream& out, std::os
   }
   v1::ListTasksResponse response;
   grpc::Status status = CallWithRetries(
-      [&] {
-        grpc::ClientContext context;
-        Authorize(&context, connection->token);
-        return stub->ListTasks(&context, v1::ListTasksRequest(), &response);
+      [&](grpc::ClientContext* context) {
+        Authorize(context, connection->token);
+        return stub->ListTasks(context, v1::ListTasksRequest(), &response);
       },
       retry, "ptxbench tasks", err);
   if (!status.ok()) return ReportFailure("tasks", "ListTasks", status, *connection, *stub, err);

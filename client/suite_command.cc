@@ -184,10 +184,9 @@ int SuiteCommand(const std::vector<std::string>& raw, std::ostream& out, std::os
       request.set_idempotency_key(NewIdempotencyKey());
       v1::SubmitResponse response;
       grpc::Status status = CallWithRetries(
-          [&] {
-            grpc::ClientContext context;
-            Authorize(&context, connection.token);
-            return stub->Submit(&context, request, &response);
+          [&](grpc::ClientContext* context) {
+            Authorize(context, connection.token);
+            return stub->Submit(context, request, &response);
           },
           retry, "ptxbench suite: Submit", err);
       if (!status.ok()) {
@@ -223,12 +222,11 @@ int SuiteCommand(const std::vector<std::string>& raw, std::ostream& out, std::os
     }
     v1::Submission submission;
     grpc::Status status = CallWithRetries(
-        [&] {
-          grpc::ClientContext context;
-          Authorize(&context, connection.token);
+        [&](grpc::ClientContext* context) {
+          Authorize(context, connection.token);
           v1::GetSubmissionRequest request;
           request.set_submission_id(row.submission_id);
-          return stub->GetSubmission(&context, request, &submission);
+          return stub->GetSubmission(context, request, &submission);
         },
         retry, "ptxbench suite: GetSubmission", err);
     if (!status.ok()) return failed(absl::StrCat("reading ", row.submission_id), status);

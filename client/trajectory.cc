@@ -578,6 +578,42 @@ absl::StatusOr<Verdict> VerdictFromWire(const v1::Verdict& wire) {
   verdict.correct = wire.correct();
   verdict.target_executed = wire.target_executed();
   verdict.tic = wire.tic();
+  verdict.tic_paper = wire.tic_paper();
+  // What judged it: `ptxbench export` exports a TIC turn only when this is the current harness.
+  verdict.harness.engine = wire.harness().engine();
+  verdict.harness.task_hash = wire.harness().task_hash();
+  if (wire.has_target_work()) {
+    const v1::TargetWork& work = wire.target_work();
+    switch (work.strong_check()) {
+      case v1::STRONG_CHECK_MADE:
+        verdict.target_work.strong_check = StrongCheck::kMade;
+        break;
+      case v1::STRONG_CHECK_NOT_MADE:
+        verdict.target_work.strong_check = StrongCheck::kNotMade;
+        break;
+      default:
+        verdict.target_work.strong_check = StrongCheck::kNotReached;
+        break;
+    }
+    verdict.target_work.reason = work.reason();
+    verdict.target_work.share_of_task = work.share_of_task();
+    verdict.target_work.share_of_executed = work.share_of_executed();
+    verdict.target_work.min_share_of_task = work.min_share_of_task();
+    verdict.target_work.min_share_of_executed = work.min_share_of_executed();
+    verdict.target_work.path_checked = work.path_checked();
+    verdict.target_work.path_agrees = work.path_agrees();
+    verdict.target_work.figures =
+        json::parse(work.figures_json().empty() ? "{}" : work.figures_json(), nullptr,
+                    /*allow_exceptions=*/false);
+    if (verdict.target_work.figures.is_discarded()) {
+      return absl::InvalidArgumentError("verdict target_work.figures_json is not JSON");
+    }
+  }
+  if (wire.has_sampling()) {
+    const v1::Sampling& s = wire.sampling();
+    verdict.sampling = Sampling{s.stop_reason(),       s.converged(),        s.speedup_stable(),
+                                s.candidate_scatter(), s.baseline_scatter(), s.note()};
+  }
   verdict.speedup = wire.speedup();
   verdict.message = wire.message();
   verdict.runtime_unverified = wire.runtime_unverified();

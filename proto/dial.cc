@@ -2,9 +2,12 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/build_info.h"
 #include "common/files.h"
@@ -67,6 +70,18 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> Dial(const DialOptions& options) 
 
 void Authorize(grpc::ClientContext* context, const std::string& token) {
   if (!token.empty()) context->AddMetadata("authorization", absl::StrCat("Bearer ", token));
+}
+
+std::optional<absl::Duration> RetryPushback(const grpc::ClientContext& context) {
+  const auto& trailers = context.GetServerTrailingMetadata();
+  auto it = trailers.find(kRetryPushbackMetadata);
+  int64_t ms = 0;
+  if (it == trailers.end() ||
+      !absl::SimpleAtoi(absl::string_view(it->second.data(), it->second.size()), &ms) || ms < 0) {
+    return std::nullopt;
+  }
+  // A server's hint, not an order: a wrong or hostile value must not park a client for hours.
+  return std::min(absl::Milliseconds(ms), absl::Seconds(60));
 }
 
 std::vector<FlagSpec> ConnectionFlags(const std::string& default_server) {

@@ -7,6 +7,7 @@
 #define PTXBENCH_PROTO_DIAL_H_
 
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -58,6 +59,16 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> Dial(const DialOptions& options);
 // than call credentials: gRPC refuses call credentials on plaintext channels, and loopback
 // servers are plaintext.
 void Authorize(grpc::ClientContext* context, const std::string& token);
+
+// The trailer of a refusal that clears by itself within moments (server/api/retry_pushback.h:
+// a full admission lane, too many lookups of unseen tokens at once): its value is how many
+// milliseconds to wait before sending the same call again. Our own key, not gRPC's
+// "grpc-retry-pushback-ms": the "grpc-" prefix is reserved to the transport.
+inline constexpr char kRetryPushbackMetadata[] = "ptxbench-retry-pushback-ms";
+
+// The wait a finished call's trailers ask for (kRetryPushbackMetadata), at most 60 s; nullopt
+// when they ask for none or the value is not a number of milliseconds.
+std::optional<absl::Duration> RetryPushback(const grpc::ClientContext& context);
 
 // What a program needs to reach the server: the channel settings and the bearer token.
 struct Connection {

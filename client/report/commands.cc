@@ -8,10 +8,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "client/cli.h"
+#include "client/command_support.h"
 #include "client/report/export.h"
+#include "client/report/export_server.h"
 #include "client/report/metrics.h"
 #include "client/report/render.h"
 #include "common/cli_args.h"
+#include "proto/dial.h"
 
 namespace ptxbench::client {
 namespace {
@@ -127,25 +130,43 @@ int ReportCommand(const std::vector<std::string>& raw, std::ostream& out, std::o
 }
 
 int ExportCommand(const std::vector<std::string>& raw, std::ostream& out, std::ostream& err) {
-  const std::vector<FlagSpec> specs = {
-      {"format", true,
-       "kernelgen (system, task, TIC kernel) or fixit (failed kernel, feedback, "
-       "repaired kernel)"},
-      {"out", true, "the JSONL file to write"},
-      {"summary", true, "summary JSON file (default: OUT with .summary.json)"},
-      {"max-per-class", true, "at most this many rows per (task, failure class); 0: no cap", "0"},
-      {"assistant", true, "assistant message: reply (whole reply) or source (code block only)",
-       "reply"},
-      {"metadata", false, "add a \"metadata\" object (task, arch, model, file, turns, class)"},
-      {"layout", true,
-       "row layout and loss mask: openai (messages, weight), trl (prompt/completion), "
-       "llama-factory (sharegpt conversations), axolotl (messages, train)",
-       "openai"},
-      {"keep-reasoning", false, "keep <think>...</think> reasoning in trained assistant messages"},
-      {"compile-repairs", false,
-       "fixit: pair a kernel that did not compile with the next turn's that did (compile-only "
-       "runs included) instead of a failure with a TIC repair"},
-  };
+  // The connection flags without a default server: only an explicit --server asks for the
+  // current verdicts (a file from another server's run would otherwise lose every turn).
+  std::vector<FlagSpec> specs = ConnectionFlags(/*default_server=*/"");
+  for (FlagSpec& spec : specs) {
+    if (spec.name == "server") {
+      spec.help =
+          "take each turn's current verdict and hacked mark from this server (HOST:PORT; "
+          "PTXBENCH_SERVER is not read here) instead of the files' verdicts";
+    }
+  }
+  specs.insert(
+      specs.end(),
+      {
+          {"format", true,
+           "kernelgen (system, task, TIC kernel) or fixit (failed kernel, feedback, "
+           "repaired kernel)"},
+          {"out", true, "the JSONL file to write"},
+          {"summary", true, "summary JSON file (default: OUT with .summary.json)"},
+          {"max-per-class", true, "at most this many rows per (task, failure class); 0: no cap",
+           "0"},
+          {"assistant", true, "assistant message: reply (whole reply) or source (code block only)",
+           "reply"},
+          {"metadata", false, "add a \"metadata\" object (task, arch, model, file, turns, class)"},
+          {"layout", true,
+           "row layout and loss mask: openai (messages, weight), trl (prompt/completion), "
+           "llama-factory (sharegpt conversations), axolotl (messages, train)",
+           "openai"},
+          {"keep-reasoning", false,
+           "keep <think>...</think> reasoning in trained assistant messages"},
+          {"compile-repairs", false,
+           "fixit: pair a kernel that did not compile with the next turn's that did (compile-only "
+           "runs included) instead of a failure with a TIC repair"},
+          {"retries", true,
+           "with --server: attempts of a call the server could not answer (unreachable, "
+           "restarting, refused for now) before the export fails",
+           "6"},
+      });
   auto usage = [&](const std::string& problem) {
     err << "ptxbench export: " << problem << "\n"
         << "usage: ptxbench export --format kernelgen|fixit --out FILE [--layout L] [flags] "
@@ -184,10 +205,39 @@ int ExportCommand(const std::vector<std::string>& raw, std::ostream& out, std::o
     return usage("--compile-repairs needs --format fixit");
   }
 
+  auto retries = args->GetInt("retries", 6);
+  if (!retries.ok()) return usage(std::string(retries.status().message()));
+  if (*retries < 1) return usage("--retries: at least 1");
+  if (!args->Has("server")) {
+    for (const char* flag : {"token-file", "token", "tls", "tls-ca"}) {
+      if (args->Has(flag)) return usage(absl::StrCat("--", flag, " needs --server"));
+    }
+  }
+
   auto trajectories = report::LoadTrajectories(args->positional());
   if (!trajectories.ok()) {
     err << "ptxbench export: " << trajectories.status().message() << "\n";
     return kExitUsage;
+  }
+  if (args->Has("server")) {
+    absl::StatusOr<Connection> connection = ConnectionFromFlags(*args, err);
+    if (!connection.ok()) return usage(std::string(connection.status().message()));
+    report::FetchOptions fetch;
+    fetch.retry.max_attempts = static_cast<int>(*retries);
+    auto current = report::FetchCurrentVerdicts(*connection, report::SubmissionIdsOf(*trajectories),
+                                                fetch, err);
+    if (!current.ok()) {
+      // Never a silent export of the files' (possibly superseded) verdicts.
+      err << "ptxbench export: current verdicts from " << connection->dial.address << ": "
+          << current.status().message() << "\nnothing was written\n";
+      const absl::StatusCode code = current.status().code();
+      return code == absl::StatusCode::kUnauthenticated ||
+                     code == absl::StatusCode::kPermissionDenied
+                 ? kExitUsage
+                 : kExitInfrastructure;
+    }
+    options.current_verdicts = *std::move(current);
+    options.current_verdicts_from = connection->dial.address;
   }
   report::ExportResult result = report::BuildExport(*trajectories, options);
   std::string rows;

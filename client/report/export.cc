@@ -171,6 +171,7 @@ class Builder {
           {"not_current_tic", left_out_.size()}}},
         {"harness", options_.current_harness},
         {"current_verdicts_from_server", options_.current_verdicts.has_value()},
+        {"server", options_.current_verdicts_from},
         {"left_out", std::move(left_out)},
     };
     result.left_out = std::move(left_out_);
@@ -184,29 +185,55 @@ class Builder {
   Trajectory WithCurrentVerdicts(const Trajectory& stored) {
     Trajectory t = stored;
     for (TurnRecord& turn : t.turns) {
-      if (IsTic(turn)) stored_tic_.insert({t.path, turn.turn});
-      if (!options_.current_verdicts.has_value() || turn.submission_id.empty()) continue;
-      auto it = options_.current_verdicts->find(turn.submission_id);
-      if (it == options_.current_verdicts->end()) {
-        turn.verdict.reset();
-        missing_.insert({t.path, turn.turn});
+      const std::pair<std::string, int> key{t.path, turn.turn};
+      if (IsTic(turn)) stored_tic_.insert(key);
+      if (!options_.current_verdicts.has_value()) continue;
+      std::optional<Verdict> stored_verdict = std::move(turn.verdict);
+      turn.verdict.reset();
+      if (turn.submission_id.empty()) {
+        unverifiable_[key] = "it has no submission id, so the server cannot vouch for its verdict";
         continue;
       }
-      turn.verdict = it->second.verdict;
-      if (!it->second.hacked_reason.empty())
-        hacked_[{t.path, turn.turn}] = it->second.hacked_reason;
+      auto it = options_.current_verdicts->find(turn.submission_id);
+      if (it == options_.current_verdicts->end()) {
+        unverifiable_[key] =
+            absl::StrCat("the server does not know submission ", turn.submission_id);
+        continue;
+      }
+      const CurrentVerdict& current = it->second;
+      if (!current.task_id.empty() && current.task_id != t.header.run.task) {
+        unverifiable_[key] =
+            absl::StrCat("the server's submission ", turn.submission_id, " is of task ",
+                         current.task_id, ", not ", t.header.run.task);
+        continue;
+      }
+      if (!current.source_sha256.empty() && current.source_sha256 != SourceHash(turn)) {
+        unverifiable_[key] = absl::StrCat("the server's submission ", turn.submission_id,
+                                          " is another source (sha256 ", current.source_sha256,
+                                          ", the turn's ", SourceHash(turn), ")");
+        continue;
+      }
+      if (!current.verdict.has_value()) {
+        unverifiable_[key] = absl::StrCat(
+            "the server has no current verdict for submission ", turn.submission_id,
+            current.no_verdict.empty() ? "" : absl::StrCat(" (", current.no_verdict, ")"));
+        continue;
+      }
+      turn.verdict = current.verdict;
+      if (!current.hacked_reason.empty()) hacked_[key] = current.hacked_reason;
     }
     return t;
   }
 
   // Whether `turn` may be exported as a TIC kernel: TIC by its current verdict, judged by
-  // the current harness engine, not marked hacked. A turn whose stored verdict was TIC and
-  // is refused here is recorded in left_out_ with the reason.
+  // the current harness engine, not marked hacked. A turn whose stored or current verdict was
+  // TIC and is refused here is recorded in left_out_ with the reason.
   bool ExportableTic(const Trajectory& t, const TurnRecord& turn) {
     const std::pair<std::string, int> key{t.path, turn.turn};
     std::string reason;
-    if (missing_.count(key) > 0) {
-      reason = "the server has no current verdict for its submission";
+    if (auto it = unverifiable_.find(key); it != unverifiable_.end()) {
+      if (stored_tic_.count(key) == 0) return false;  // Never claimed TIC: nothing lost.
+      reason = it->second;
     } else if (auto it = hacked_.find(key); it != hacked_.end()) {
       reason = absl::StrCat("marked hacked: ", it->second);
     } else if (!IsTic(turn)) {
@@ -345,8 +372,9 @@ class Builder {
   int without_task_prompt_ = 0;
   int pairs_without_prompt_ = 0;
   int compile_only_skipped_ = 0;
-  std::set<std::pair<std::string, int>> stored_tic_;           // (file, turn)
-  std::set<std::pair<std::string, int>> missing_;              // No current verdict.
+  std::set<std::pair<std::string, int>> stored_tic_;  // (file, turn)
+  // No current verdict to judge the turn by -> why (no id, unknown id, another kernel's id).
+  std::map<std::pair<std::string, int>, std::string> unverifiable_;
   std::map<std::pair<std::string, int>, std::string> hacked_;  // -> the mark's reason.
   std::set<std::pair<std::string, int>> reported_;             // In left_out_ already.
   std::vector<LeftOutTurn> left_out_;

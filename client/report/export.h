@@ -47,8 +47,14 @@ std::string ExportLayoutName(ExportLayout layout);
 // from the one the trajectory file recorded, and a submission an admin marked hacked is never
 // exported.
 struct CurrentVerdict {
-  std::optional<Verdict> verdict;  // Absent: the server has none (e.g. cancelled).
+  std::optional<Verdict> verdict;  // Absent: the server has none now (see no_verdict).
+  std::string no_verdict;          // Why `verdict` is absent: "cancelled", "being re-judged".
   std::string hacked_reason;       // Non-empty: marked hacked.
+  // What the server's submission is, so that a file naming another kernel's submission id
+  // (someone else's TIC submission of the same task) does not borrow its verdict. Empty: not
+  // checked (callers that built the map themselves).
+  std::string task_id;
+  std::string source_sha256;
 };
 
 struct ExportOptions {
@@ -64,9 +70,11 @@ struct ExportOptions {
   // judged by rules since found too weak. common/build_info.h kHarnessVersion.
   std::string current_harness = kHarnessVersion;
   // With `ptxbench export --server`: the current verdict of every turn's submission id. When
-  // set, a turn with a submission id is judged by its entry (none: left out) instead of the
-  // verdict in the file.
+  // set, every turn is judged by its submission's entry instead of the verdict in the file; a
+  // turn without a submission id, or whose id has no entry (the server does not know it), is
+  // left out, since nothing vouches for the verdict its file claims.
   std::optional<std::map<std::string, CurrentVerdict>> current_verdicts;
+  std::string current_verdicts_from;  // The server's address, for the summary.
 };
 
 // A TIC turn of the files that was not exported, and why (a harness other than the current,

@@ -4,8 +4,12 @@
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
+#include <functional>
+#include <sstream>
+#include <string>
 
 #include "absl/strings/str_cat.h"
+#include "client/command_support.h"
 #include "ptxbench/v1/vendor.grpc.pb.h"
 
 namespace ptxbench::client::run {
@@ -23,17 +27,30 @@ absl::Status FromGrpc(const grpc::Status& status, const std::string& what) {
                       absl::StrCat(what, ": ", status.error_message()));
 }
 
+// Only the server's "retry shortly" refusals are retried here (a full admission lane, too
+// many token lookups at once: RESOURCE_EXHAUSTED with a pushback), within `budget`; they are
+// no failure of the turn. UNAVAILABLE and the rest go back to the run loop, which retries
+// them per turn and records each in the trajectory.
+CallRetry RefusalRetry(absl::Duration budget) {
+  CallRetry retry;
+  retry.max_attempts = 8;
+  retry.first_wait = absl::Milliseconds(100);
+  retry.max_wait = absl::Seconds(5);
+  retry.retry_unavailable = false;
+  retry.budget = budget;
+  return retry;
+}
+
 class GrpcEvaluationClient : public EvaluationClient {
  public:
   GrpcEvaluationClient(const std::shared_ptr<grpc::Channel>& channel, Connection connection)
       : stub_(v1::SubmissionService::NewStub(channel)), connection_(std::move(connection)) {}
 
   absl::StatusOr<std::vector<std::string>> TaskIds() override {
-    grpc::ClientContext context;
-    Authorize(&context, connection_.token);
-    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
     v1::ListTasksResponse response;
-    grpc::Status status = stub_->ListTasks(&context, v1::ListTasksRequest(), &response);
+    grpc::Status status = Call(absl::Seconds(30), "ListTasks", [&](grpc::ClientContext* context) {
+      return stub_->ListTasks(context, v1::ListTasksRequest(), &response);
+    });
     if (!status.ok()) return FromGrpc(status, "ListTasks");
     std::vector<std::string> ids;
     for (const v1::TaskSummary& task : response.tasks()) ids.push_back(task.id());
@@ -42,15 +59,14 @@ class GrpcEvaluationClient : public EvaluationClient {
 
   absl::StatusOr<TaskPrompt> GetTask(const std::string& task, v1::Arch arch,
                                      v1::KnowledgeLevel knowledge) override {
-    grpc::ClientContext context;
-    Authorize(&context, connection_.token);
-    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
     v1::GetTaskRequest request;
     request.set_task_id(task);
     request.set_arch(arch);
     request.set_knowledge_level(knowledge);
     v1::GetTaskResponse response;
-    grpc::Status status = stub_->GetTask(&context, request, &response);
+    grpc::Status status = Call(absl::Seconds(60), "GetTask", [&](grpc::ClientContext* context) {
+      return stub_->GetTask(context, request, &response);
+    });
     if (!status.ok()) return FromGrpc(status, absl::StrCat("GetTask ", task));
     return TaskPrompt{response.prompt(), response.task().version_hash()};
   }
@@ -82,11 +98,10 @@ class GrpcEvaluationClient : public EvaluationClient {
       }
     }
     {
-      grpc::ClientContext context;
-      Authorize(&context, connection_.token);
-      context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
       v1::SubmitResponse response;
-      grpc::Status status = stub_->Submit(&context, request, &response);
+      grpc::Status status = Call(absl::Seconds(60), "Submit", [&](grpc::ClientContext* context) {
+        return stub_->Submit(context, request, &response);
+      });
       if (status.error_code() == grpc::StatusCode::INVALID_ARGUMENT) {
         outcome.rejected = true;
         outcome.rejection = status.error_message();
@@ -98,16 +113,20 @@ class GrpcEvaluationClient : public EvaluationClient {
     const auto deadline = std::chrono::system_clock::now() +
                           std::chrono::milliseconds(absl::ToInt64Milliseconds(verdict_timeout));
     {
-      grpc::ClientContext context;
-      Authorize(&context, connection_.token);
-      context.set_deadline(deadline);
       v1::WatchSubmissionRequest watch;
       watch.set_submission_id(outcome.submission_id);
-      auto reader = stub_->WatchSubmission(&context, watch);
-      v1::StageEvent event;
       bool done = false;
-      while (reader->Read(&event)) done = done || event.has_verdict();
-      grpc::Status status = reader->Finish();
+      std::ostringstream ignored_notes;  // The run's progress shows retries of whole turns.
+      grpc::Status status = CallWithRetries(
+          [&](grpc::ClientContext* context) {
+            Authorize(context, connection_.token);
+            context->set_deadline(deadline);
+            auto reader = stub_->WatchSubmission(context, watch);
+            v1::StageEvent event;
+            while (reader->Read(&event)) done = done || event.has_verdict();
+            return reader->Finish();
+          },
+          RefusalRetry(verdict_timeout), "WatchSubmission", ignored_notes);
       if (!status.ok()) {
         return FromGrpc(status, absl::StrCat("watching submission ", outcome.submission_id));
       }
@@ -116,13 +135,13 @@ class GrpcEvaluationClient : public EvaluationClient {
             absl::StrCat("the watch of ", outcome.submission_id, " ended without a verdict"));
       }
     }
-    grpc::ClientContext context;
-    Authorize(&context, connection_.token);
-    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
     v1::GetSubmissionRequest get;
     get.set_submission_id(outcome.submission_id);
     v1::Submission submission;
-    grpc::Status status = stub_->GetSubmission(&context, get, &submission);
+    grpc::Status status =
+        Call(absl::Seconds(60), "GetSubmission", [&](grpc::ClientContext* context) {
+          return stub_->GetSubmission(context, get, &submission);
+        });
     if (!status.ok()) return FromGrpc(status, "GetSubmission");
     if (submission.state() == v1::SUBMISSION_STATE_CANCELLED) {
       return absl::AbortedError(
@@ -137,6 +156,21 @@ class GrpcEvaluationClient : public EvaluationClient {
   }
 
  private:
+  // One unary call, authorised, each attempt with `timeout` as its deadline; the server's
+  // "retry shortly" refusals retried within `timeout` (RefusalRetry).
+  grpc::Status Call(absl::Duration timeout, const std::string& what,
+                    const std::function<grpc::Status(grpc::ClientContext*)>& call) {
+    std::ostringstream ignored_notes;  // The run's progress shows retries of whole turns.
+    return CallWithRetries(
+        [&](grpc::ClientContext* context) {
+          Authorize(context, connection_.token);
+          context->set_deadline(std::chrono::system_clock::now() +
+                                absl::ToChronoNanoseconds(timeout));
+          return call(context);
+        },
+        RefusalRetry(timeout), what, ignored_notes);
+  }
+
   std::unique_ptr<v1::SubmissionService::Stub> stub_;
   Connection connection_;
 };

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
 #include "proto/wire_names.h"
+#include "server/api/retry_pushback.h"
 
 namespace ptxbench::api {
 namespace {
@@ -44,8 +45,9 @@ std::string RandomHex(size_t bytes) {
 // A verified token is remembered for lane decisions until this many are; then the map starts
 // over (the next call of each token runs once in the unverified lane and is remembered again).
 constexpr size_t kMaxKnownLanes = 100000;
-// Store lookups of unseen tokens in flight at once (the unary calls' unverified lane runs 2).
-constexpr int kMaxUnverifiedLookups = 4;
+// How long a caller refused for too many unverified lookups is told to wait: a lookup is one
+// indexed query (about 1 ms on the test machine), so the slots are free again well before.
+constexpr absl::Duration kLookupPushback = absl::Milliseconds(200);
 
 bool IsLowerHex(const std::string& text) {
   for (char c : text) {
@@ -213,28 +215,53 @@ absl::StatusOr<Caller> Authenticator::Authenticate(const std::string& authorizat
   }
   ASSIGN_OR_RETURN(const std::string token, BearerToken(authorization));
   const std::string hash = Sha256Hex(token);
-  const absl::Time now = absl::Now();
+  absl::StatusOr<store::TokenRow> row = absl::UnknownError("not looked up");
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::unique_lock<std::mutex> lock(mu_);
     auto it = cache_.find(hash);
     if (it != cache_.end()) {
-      if (it->second.expires > now) {
-        const auto& row = it->second.token;
-        auto role = RoleFromWire(row.role);
-        if (role.ok()) return Caller{row.tenant, *role, row.token_id};
+      if (it->second.expires > absl::Now()) {
+        const auto& cached = it->second.token;
+        auto role = RoleFromWire(cached.role);
+        if (role.ok()) return Caller{cached.tenant, *role, cached.token_id};
       }
       cache_.erase(it);
     }
+    if (auto in_flight = lookups_.find(hash); in_flight != lookups_.end()) {
+      // Another call with this token is asking the store: its answer is this call's too.
+      std::shared_ptr<Lookup> lookup = in_flight->second;
+      looked_up_.wait(lock, [&] { return lookup->done; });
+      row = lookup->row;
+    } else {
+      // A token never verified costs a store lookup; guessers on the streaming calls (which
+      // do not pass the admission lanes) share this many at once, then are refused at once.
+      const bool known = known_lanes_.count(hash) > 0;
+      if (!known && unverified_lookups_ >= kMaxUnverifiedLookups) {
+        return RetryShortly(
+            absl::ResourceExhaustedError(
+                "too many calls with tokens this server has not verified yet; retry shortly"),
+            kLookupPushback);
+      }
+      if (!known) ++unverified_lookups_;
+      auto lookup = std::make_shared<Lookup>();
+      lookups_[hash] = lookup;
+      const uint64_t revocations = revocations_;
+      lock.unlock();
+      row = store_->FindTokenBySecretHash(hash);
+      lock.lock();
+      if (!known) --unverified_lookups_;
+      lookup->row = row;
+      lookup->done = true;
+      lookups_.erase(hash);
+      looked_up_.notify_all();
+      if (row.ok() && !row->revoked && RoleFromWire(row->role).ok() &&
+          revocations == revocations_) {
+        cache_[hash] = CachedToken{*row, absl::Now() + options_.cache_ttl};
+        if (known_lanes_.size() >= kMaxKnownLanes) known_lanes_.clear();
+        known_lanes_[hash] = KnownLane{LaneOf(*row), row->token_id};
+      }
+    }
   }
-  // A token not seen before costs a store lookup; guessers on the streaming calls (which do
-  // not pass the admission lanes) share this many at once, then are refused at once.
-  if (unverified_lookups_.fetch_add(1) >= kMaxUnverifiedLookups) {
-    unverified_lookups_.fetch_sub(1);
-    return absl::ResourceExhaustedError(
-        "too many calls with tokens this server has not verified yet; retry shortly");
-  }
-  auto row = store_->FindTokenBySecretHash(hash);
-  unverified_lookups_.fetch_sub(1);
   if (absl::IsNotFound(row.status())) {
     return absl::UnauthenticatedError("authorization: unknown or revoked token");
   }
@@ -245,10 +272,6 @@ absl::StatusOr<Caller> Authenticator::Authenticate(const std::string& authorizat
     return absl::InternalError(
         absl::StrCat("token ", row->token_id, " has unknown role ", row->role));
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  cache_[hash] = CachedToken{*row, now + options_.cache_ttl};
-  if (known_lanes_.size() >= kMaxKnownLanes) known_lanes_.clear();
-  known_lanes_[hash] = KnownLane{LaneOf(*row), row->token_id};
   return Caller{row->tenant, *role, row->token_id};
 }
 
@@ -259,6 +282,7 @@ void Authenticator::OnTokenCreated() {
 
 void Authenticator::OnTokenRevoked(const std::string& token_id) {
   std::lock_guard<std::mutex> lock(mu_);
+  ++revocations_;
   for (auto it = cache_.begin(); it != cache_.end();) {
     it = it->second.token.token_id == token_id ? cache_.erase(it) : std::next(it);
   }

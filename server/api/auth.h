@@ -11,9 +11,11 @@
 #ifndef PTXBENCH_SERVER_API_AUTH_H_
 #define PTXBENCH_SERVER_API_AUTH_H_
 
-#include <atomic>
+#include <condition_variable>
+#include <cstdint>
 #include <initializer_list>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 
@@ -76,6 +78,15 @@ class Authenticator {
 
   // `authorization` is the metadata value ("" when absent); `peer` is the gRPC peer string.
   // UNAUTHENTICATED for a missing, malformed, unknown or revoked token.
+  //
+  // A token not in the cache costs one store lookup, and only one at a time: concurrent calls
+  // with the same token wait for the lookup in flight (single flight per token), so the 16
+  // calls of a `ptxbench run --concurrency 16` whose cache entry just expired cost one query
+  // and are all served. Lookups of tokens this server never verified (possibly guesses: every
+  // one costs a hash and a query) are at most kMaxUnverifiedLookups at once; past that a call
+  // is refused RESOURCE_EXHAUSTED marked RetryShortly (retry_pushback.h). Refreshes of tokens
+  // verified before do not count against that limit (there are only as many as real tokens,
+  // one lookup each), so a flood of invented tokens cannot make the real ones fail.
   absl::StatusOr<Caller> Authenticate(const std::string& authorization, const std::string& peer);
 
   // Which admission lane (admission.h) a call belongs to, decided without asking the store,
@@ -104,6 +115,11 @@ class Authenticator {
     store::TokenRow token;
     absl::Time expires;
   };
+  // A store lookup in flight, which later calls with the same token wait for.
+  struct Lookup {
+    bool done = false;
+    absl::StatusOr<store::TokenRow> row;
+  };
 
   store::Store* store_;
   Options options_;
@@ -118,8 +134,15 @@ class Authenticator {
     std::string token_id;
   };
   std::map<std::string, KnownLane> known_lanes_;
-  std::atomic<int> unverified_lookups_{0};
+  std::map<std::string, std::shared_ptr<Lookup>> lookups_;  // In flight, by sha256.
+  std::condition_variable looked_up_;                       // A lookup finished.
+  int unverified_lookups_ = 0;  // Lookups in flight of tokens not in known_lanes_.
+  // Counts revocations, so that a lookup that overlapped one caches nothing it read before.
+  uint64_t revocations_ = 0;
 };
+
+// Store lookups of tokens never verified, in flight at once (Authenticate).
+inline constexpr int kMaxUnverifiedLookups = 4;
 
 }  // namespace ptxbench::api
 

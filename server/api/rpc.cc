@@ -10,8 +10,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/status.h"
+#include "proto/dial.h"
 #include "server/api/log_text.h"
 #include "server/api/request_check.h"
+#include "server/api/retry_pushback.h"
 #include "spdlog/spdlog.h"
 
 namespace ptxbench::api {
@@ -74,6 +76,11 @@ absl::StatusOr<Caller> RpcScope::Authenticate(std::initializer_list<Role> roles)
 grpc::Status RpcScope::Finish(const absl::Status& status) {
   const double seconds = absl::ToDoubleSeconds(absl::Now() - start_);
   if (ctx_->metrics != nullptr) ctx_->metrics->RecordRpc(method_, CodeText(status.code()), seconds);
+  if (std::optional<absl::Duration> after = RetryShortlyAfter(status)) {
+    // The client sends the same call again after this long (proto/dial.h).
+    context_->AddTrailingMetadata(kRetryPushbackMetadata,
+                                  std::to_string(absl::ToInt64Milliseconds(*after)));
+  }
   const std::string code = CodeText(status.code());
   if (IsServerSide(status.code()) && !IsPublic(status)) {
     // The detail stays in the log: a store error names the database's user, host, port and
@@ -140,7 +147,7 @@ grpc::Status ServeStreamedUnary(ApiContext* ctx, const char* method,
       RETURN_IF_ERROR(CheckRequestText(request_type, bytes));
       std::string response;
       RETURN_IF_ERROR(body(rpc, bytes, &response));
-      grpc::Slice slice(std::move(response));
+      grpc::Slice slice(response);  // Copies: grpc::Slice takes no std::string&&.
       if (!stream->Write(grpc::ByteBuffer(&slice, 1))) {
         return absl::CancelledError("the caller went away");
       }
@@ -148,11 +155,15 @@ grpc::Status ServeStreamedUnary(ApiContext* ctx, const char* method,
     }();
   });
   if (!admitted) {
-    status = absl::ResourceExhaustedError(
-        lane.lane.empty()
-            ? "too many calls with tokens this server has not verified yet are waiting; retry "
-              "shortly"
-            : absl::StrCat("too many calls of ", lane.lane, " are waiting; retry shortly"));
+    // A full lane drains at the pace of its running calls (milliseconds each, a Submit's
+    // transaction the longest): worth the same call again shortly, not a failure of it.
+    status = RetryShortly(
+        absl::ResourceExhaustedError(
+            lane.lane.empty()
+                ? "too many calls with tokens this server has not verified yet are waiting; "
+                  "retry shortly"
+                : absl::StrCat("too many calls of ", lane.lane, " are waiting; retry shortly")),
+        absl::Milliseconds(500));
   }
   return rpc.Finish(status);
 }

@@ -274,10 +274,25 @@ TEST_CASE("A wire verdict becomes the stored verdict JSON") {
   stage->set_ok(false);
   stage->set_detail_json(R"({"wgmma":{"executed":0}})");
   wire.set_report_json(R"({"gpu":"H200"})");
+  // What judged it and the strong check's figures travel too: export keeps a TIC turn only
+  // when its harness is the current one, so a dropped harness would lose every turn.
+  wire.mutable_harness()->set_engine("0.2.0");
+  wire.mutable_harness()->set_task_hash("abc");
+  wire.mutable_target_work()->set_strong_check(v1::STRONG_CHECK_NOT_MADE);
+  wire.mutable_target_work()->set_share_of_task(0.003);
+  wire.mutable_target_work()->set_figures_json(R"({"wgmma":0.003})");
+  wire.mutable_sampling()->set_stop_reason("sample_cap");
   Verdict verdict = ValueOrFail(VerdictFromWire(wire));
   CHECK(verdict.verdict_class == VerdictClass::kTargetNotExecuted);
   CHECK(verdict.correct);
   CHECK_FALSE(verdict.tic);
+  CHECK(verdict.harness.engine == "0.2.0");
+  CHECK(verdict.harness.task_hash == "abc");
+  CHECK(verdict.target_work.strong_check == StrongCheck::kNotMade);
+  CHECK(verdict.target_work.share_of_task == 0.003);
+  CHECK(verdict.target_work.figures["wgmma"] == 0.003);
+  REQUIRE(verdict.sampling.has_value());
+  CHECK(verdict.sampling->stop_reason == "sample_cap");
   REQUIRE(verdict.stages.size() == 1);
   CHECK(verdict.stages[0].stage == Stage::kTargetInstructions);
   CHECK(verdict.stages[0].detail["wgmma"]["executed"] == 0);
