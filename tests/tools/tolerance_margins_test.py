@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""tools/report/tolerance_margins.py on a GPU report of the backward task's margin decoys.
+
+Builds a report like scripts/gpu-test writes (validation entries with tolerance_figures) and a
+task directory with the task's tolerance, runs the tool as CI does, and checks what the table
+says: each decoy's class, the honest solutions' worst relative norm and headroom, expected and
+unexpected verdicts, skipped sources, and --check against a stale copy.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+TOOL = os.path.join(ROOT, "tools", "report", "tolerance_margins.py")
+
+
+def figures(dq, dk, dv, passed):
+    rule = {"relative_norm": {"pass": passed, "checked": True}}
+    return {name: {"max_abs_error": 0.25, "max_relative_norm": value, "min_matched_ratio": 0.99,
+                   "rules": rule}
+            for name, value in (("dQ", dq), ("dK", dk), ("dV", dv))}
+
+
+def validation(path, expect, verdict, dq, dk, dv):
+    return {"path": path, "arch": "sm_90a", "expect": expect, "verdict": verdict,
+            "tolerance_figures": figures(dq, dk, dv, max(dq, dk, dv) <= 0.01)}
+
+
+REPORT = {
+    "generated_at": "2026-12-02T09:00:00Z",
+    "environment": "Wed Dec  2\nGPU 0\nNVIDIA H200, 570.00, 143771 MiB\n",
+    "gpu_report": {"tasks": [{"task": "mha_bwd_d128_causal", "validation": [
+        validation("solutions/sm90a_wgmma_tma.cu", "pass", "pass", 0.0036, 0.0042, 9.3e-05),
+        validation("decoys/null_zeros.cu", "wrong_result", "wrong_result", 1, 1, 1),
+        validation("decoys/null_copy_inputs.cu", "wrong_result", "wrong_result", 7.7, 9.9, 5.7),
+        validation("decoys/skip_keys_1pct.cu", "pass", "pass", 0.0055, 0.0059, 0.0042),
+        validation("decoys/p_fp8.cu", "wrong_result", "wrong_result", 0.0036, 0.0042, 0.019),
+        validation("decoys/ds_fp8.cu", "wrong_result", "wrong_result", 0.028, 0.026, 9.3e-05),
+        # A verdict other than the expectation is printed with it.
+        validation("decoys/dq_bf16_accumulation.cu", "pass", "wrong_result", 0.0107, 0.0042,
+                   9.3e-05),
+        validation("decoys/wrong_no_delta.cu", "wrong_result", "wrong_result", 0.84, 0.86, 0),
+        {"path": "decoys/skip_keys_10pct.cu", "skipped": True},
+    ]}]},
+}
+
+
+def main():
+    problems = []
+    with tempfile.TemporaryDirectory() as tmp:
+        os.makedirs(os.path.join(tmp, "tasks", "mha_bwd_d128_causal"))
+        with open(os.path.join(tmp, "tasks", "mha_bwd_d128_causal", "task.json"), "w") as out:
+            json.dump({"tolerance": {"rule": "relative_norm", "max_relative_norm": 0.01}}, out)
+        report = os.path.join(tmp, "report.json")
+        with open(report, "w") as out:
+            json.dump(REPORT, out)
+        run = subprocess.run([sys.executable, TOOL, report, "--tasks-dir",
+                              os.path.join(tmp, "tasks")], capture_output=True, text=True)
+        if run.returncode != 0:
+            print(run.stderr, file=sys.stderr)
+            return 1
+        table = run.stdout
+        rows = {line.split("`")[1]: line for line in table.splitlines() if line.startswith("| `")}
+        expectations = [
+            ("decoys/null_zeros.cu", "| null | wrong_result | wrong_result |"),
+            ("decoys/null_copy_inputs.cu", "| null |"),
+            ("decoys/skip_keys_1pct.cu", "| reduced work | pass | pass |"),
+            ("decoys/p_fp8.cu", "| lower precision |"),
+            ("decoys/ds_fp8.cu", "| lower precision |"),
+            ("decoys/dq_bf16_accumulation.cu",
+             "| lower precision | pass | wrong_result (expected pass) |"),
+            ("decoys/wrong_no_delta.cu", "| recompute nothing |"),
+            ("decoys/skip_keys_10pct.cu", "| reduced work | - | skipped | - | - |"),
+            ("solutions/sm90a_wgmma_tma.cu", "| solution | pass | pass |"),
+        ]
+        for path, fragment in expectations:
+            if fragment not in rows.get(path, ""):
+                problems.append(f"row of {path} lacks '{fragment}': {rows.get(path)}")
+        if not rows.get("decoys/skip_keys_1pct.cu", "").endswith("| yes |"):
+            problems.append("skip_keys_1pct passed every rule: its tolerance column must be yes")
+        if not rows.get("decoys/ds_fp8.cu", "").endswith("| no |"):
+            problems.append("ds_fp8 failed the rule: its tolerance column must be no")
+        headroom = ("Honest solutions' worst relative norm: dK 0.0042, dQ 0.0036, dV 9.3e-05; "
+                    "headroom to the bound 0.01: 2.4x.")
+        if headroom not in table:
+            problems.append(f"no headroom line '{headroom}' in:\n{table}")
+        if "(2026-12-02T09:00:00Z NVIDIA H200)" not in table.splitlines()[0]:
+            problems.append(f"title lacks the date and device: {table.splitlines()[0]}")
+        stale = os.path.join(tmp, "stale.md")
+        with open(stale, "w") as out:
+            out.write(table.replace("2.4x", "2.9x"))
+        check = subprocess.run([sys.executable, TOOL, report, "--tasks-dir",
+                                os.path.join(tmp, "tasks"), "--check", stale],
+                               capture_output=True, text=True)
+        if check.returncode != 1 or "regenerate it" not in check.stderr:
+            problems.append(f"--check on a stale table: rc {check.returncode}, {check.stderr!r}")
+    for problem in problems:
+        print("tolerance_margins_test:", problem, file=sys.stderr)
+    print(f"tolerance_margins_test: {len(expectations) + 5 - len(problems)} passed, "
+          f"{len(problems)} failed")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
