@@ -1,6 +1,16 @@
 /* PTXBENCH_PLAN
- * {"launches":[{"kernel":"gemm_fp8bs_tcgen05_tma","grid":["ceil_div(N,128)","ceil_div(M,128)"],"block":["192"],"cluster":[],"dynamic_shared_bytes":"132096","args":[{"tensor_map":"tmA"},{"tensor_map":"tmB"},{"tensor":"SA"},{"tensor":"SB"},{"tensor":"C"},{"scalar":"M"},{"scalar":"N"},{"scalar":"K"}]}],"scratch":[],"tensor_maps":[{"name":"tmA","tensor":"A","box":["128","128"],"element_strides":[],"swizzle":"128B","interleave":"none","l2_promotion":"256B","oob_fill":"zero","dims":[]},{"name":"tmB","tensor":"B","box":["128","128"],"element_strides":[],"swizzle":"128B","interleave":"none","l2_promotion":"256B","oob_fill":"zero","dims":[]}]}
- */
+{"launches":[{"kernel":"gemm_fp8bs_tcgen05_tma",
+  "grid":["ceil_div(N,128)","ceil_div(M,128)"],"block":["192"],"cluster":[],
+  "dynamic_shared_bytes":"132096",
+  "args":[{"tensor_map":"tmA"},{"tensor_map":"tmB"},{"tensor":"SA"},{"tensor":"SB"},
+          {"tensor":"C"},{"scalar":"M"},{"scalar":"N"},{"scalar":"K"}]}],
+ "scratch":[],
+ "tensor_maps":[
+  {"name":"tmA","tensor":"A","box":["128","128"],"element_strides":[],"swizzle":"128B",
+   "interleave":"none","l2_promotion":"256B","oob_fill":"zero","dims":[]},
+  {"name":"tmB","tensor":"B","box":["128","128"],"element_strides":[],"swizzle":"128B",
+   "interleave":"none","l2_promotion":"256B","oob_fill":"zero","dims":[]}]}
+*/
 //
 // Reference solution for gemm_fp8bs_n7168_k16384 on Blackwell (sm_100a), written for PTXBench:
 // C[m][n] = Σ_kb SA[kb][m] · SB[n/128][kb] · Σ_{k in block kb} A[m][k] · B[n][k], e4m3 A and B,
