@@ -32,6 +32,7 @@ declare -A sources=(
   [bwd]="tasks/mha_bwd_d128/solutions/sm100a_tcgen05_bwd.cu"
   [bwd_causal]="tasks/mha_bwd_d128_causal/solutions/sm100a_tcgen05_bwd_causal.cu"
   [gemm]="tasks/gemm_n7168_k5120/solutions/sm100a_tcgen05_tma.cu"
+  [fp8gemm]="tasks/gemm_fp8bs_n7168_k16384/solutions/sm90a_qgmma_tma.cu"
 )
 # Plan-driven forward targets: the solution; the head dim is the task's (mha_with_lse_d<D>).
 declare -A forward_sources=(
@@ -52,7 +53,7 @@ declare -A forward_sources=(
 forward_workloads=("1 1 128" "1 2 384" "2 2 256")
 targets=("$@")
 if [[ ${#targets[@]} -eq 0 ]]; then
-  targets=(fwd fwd_causal bwd bwd_causal gemm h64 h64_causal h128 h128_causal h256 h256_causal
+  targets=(fwd fwd_causal bwd bwd_causal gemm fp8gemm h64 h64_causal h128 h128_causal h256 h256_causal
            b64 b64_causal b256 b256_causal)
 fi
 
@@ -91,14 +92,20 @@ run_forward() {
   return "${status}"
 }
 
-build_target() {  # target [mutated source file]
+build_target() {  # target [mutated source file [extra define]]
   local target="$1"
   local mode_define="-DATTN_FWD"
   local driver="${emulator}/attention_emulation.cc"
+  local include="${build_dir}"
   [[ "${target}" == bwd* ]] && mode_define="-DATTN_BWD"
   [[ "${target}" == gemm ]] && driver="${emulator}/gemm_emulation.cc"
+  if [[ "${target}" == fp8gemm ]]; then
+    driver="${emulator}/fp8_gemm_emulation.cc"
+    include="${build_dir}/sm90"
+    mode_define="${3:--DFP8_SOLUTION}"
+  fi
   g++ -std=c++20 -O2 -pthread -Wall -Wno-unknown-pragmas -Wno-psabi \
-    -Wno-deprecated-enum-enum-conversion -I"${build_dir}" \
+    -Wno-deprecated-enum-enum-conversion -I"${include}" -I"${build_dir}" \
     -I"${emulator}" "${mode_define}" "-DKERNEL_SOURCE=\"${2:-${target}.cc}\"" \
     "${driver}" -o "${build_dir}/${target}"
 }
@@ -131,6 +138,13 @@ forward_decoys=(
   "h256|tasks/mha_with_lse_d256/decoys/scale_from_d128.cu"
   "h256|tasks/mha_with_lse_d256/decoys/o_first_128_columns.cu"
   "h256_causal|tasks/mha_with_lse_d256_causal/decoys/mask_last_block_only.cu"
+)
+
+# The fp8 block-scaled GEMM's decoys that the emulator can run: source|define of the driver.
+fp8_decoys=(
+  "tasks/gemm_fp8bs_n7168_k16384/decoys/per_tensor_scale.cu|-DKERNEL_SIGNATURE_WITH_SA"
+  "tasks/gemm_fp8bs_n7168_k16384/decoys/sb_indexed_by_n.cu|-DFP8_DECOY"
+  "tasks/gemm_fp8bs_n7168_k16384/decoys/no_promotion.cu|-DKERNEL_SIGNATURE_WITH_SA"
 )
 
 if [[ "${targets[0]:-}" == "--mutants" ]]; then
@@ -196,6 +210,25 @@ open(p, "w").write(s.replace(o, os.environ["REPLACEMENT"].replace("\\n", "\n")))
         "${build_dir}/decoy${index}.log" | sed 's/^ *//')"
     fi
   done
+  # The fp8 GEMM's wrong_result decoys built from the solution with the header's primitives only
+  # (e5m2_read_as_e4m3 and mma_sync_bf16 carry their own inline PTX, which is not emulated).
+  for entry in "${fp8_decoys[@]}"; do
+    IFS='|' read -r decoy define <<<"${entry}"
+    index=$((index + 1))
+    python3 "${emulator}/make_header.py" kernel "${repo_root}/${decoy}" "${build_dir}/decoy${index}.cc"
+    if ! build_target fp8gemm "decoy${index}.cc" "${define}" \
+      2>"${build_dir}/decoy${index}.build.log"; then
+      echo "DECOY DID NOT BUILD: ${decoy}"
+      status=1
+    elif "${build_dir}/fp8gemm" eager >"${build_dir}/decoy${index}.log" 2>&1; then
+      echo "DECOY PASSED the emulator (expected wrong_result): ${decoy}"
+      status=1
+    else
+      caught=$((caught + 1))
+      echo "decoy caught: ${decoy}: $(grep -m1 -E 'FAIL|EMULATION ERROR' \
+        "${build_dir}/decoy${index}.log" | sed 's/^ *//')"
+    fi
+  done
   echo "${caught} of $((index - 1)) mutants and decoys caught (one control kept)"
   exit "${status}"
 fi
@@ -213,7 +246,7 @@ for target in "${targets[@]}"; do
   fi
   source="${sources[${target}]:-}"
   if [[ -z "${source}" ]]; then
-    echo "unknown target ${target} (fwd, fwd_causal, bwd, bwd_causal, gemm, h64, h64_causal," \
+    echo "unknown target ${target} (fwd, fwd_causal, bwd, bwd_causal, gemm, fp8gemm, h64, h64_causal," \
       "h128, h128_causal, h256, h256_causal, b64, b64_causal, b128, b256, b256_causal)" >&2
     exit 2
   fi

@@ -323,6 +323,15 @@ __host__ __device__ constexpr u32 make_idesc_bf16_f32_kmajor(u32 m, u32 n) {
   return make_idesc_f16(m, n, /*inputs_bf16=*/true, /*accum_f32=*/true, false, false);
 }
 
+// 32-bit instruction descriptor for tcgen05.mma .kind::f8f6f4 with e4m3 A and B, fp32 D, both
+// K-major: the .kind::f16 layout above with format code 0 (E4M3; E5M2 is 1) in bits 7..9 and
+// 10..12 and D format 1 (f32) in bits 4..5. K is 32 per instruction for 8-bit inputs: 32 bytes of
+// a 128-byte swizzled row, the same byte step as bf16's K = 16, so the smem descriptors are the
+// bf16 ones (a TMA box of 128 one-byte elements fills one 128B-swizzle row).
+__host__ __device__ constexpr u32 make_idesc_e4m3_f32_kmajor(u32 m, u32 n) {
+  return (1u << 4) | ((n >> 3) << 17) | ((m >> 4) << 24);
+}
+
 // ---------------------------------------------------------------------------------------------
 // tcgen05.mma and commit
 // ---------------------------------------------------------------------------------------------
@@ -338,6 +347,21 @@ __device__ __forceinline__ void mma_f16_ss(u32 d_tmem, u64 a_desc, u64 b_desc, u
       "{\n\t.reg .pred p;\n\t"
       "setp.ne.u32 p, %4, 0;\n\t"
       "tcgen05.mma.cta_group::1.kind::f16 [%0], %1, %2, %3, p;\n\t}" ::"r"(d_tmem),
+      "l"(a_desc), "l"(b_desc), "r"(idesc), "r"(static_cast<u32>(accumulate))
+      : "memory");
+}
+
+// D[tmem] (+)= A[smem] * B[smem]^T for one M x N x 32 step of fp8 operands (.kind::f8f6f4;
+// the formats come from `idesc`, make_idesc_e4m3_f32_kmajor), issued by ONE thread; otherwise as
+// mma_f16_ss. The accumulation inside tensor memory is the hardware's: for long K, keep one
+// 128-wide scale block per accumulator (accumulate = false on its first step) and add the scaled
+// partial sums in registers.
+__device__ __forceinline__ void mma_f8f6f4_ss(u32 d_tmem, u64 a_desc, u64 b_desc, u32 idesc,
+                                              bool accumulate) {
+  asm volatile(
+      "{\n\t.reg .pred p;\n\t"
+      "setp.ne.u32 p, %4, 0;\n\t"
+      "tcgen05.mma.cta_group::1.kind::f8f6f4 [%0], %1, %2, %3, p;\n\t}" ::"r"(d_tmem),
       "l"(a_desc), "l"(b_desc), "r"(idesc), "r"(static_cast<u32>(accumulate))
       : "memory");
 }

@@ -327,6 +327,9 @@ inline void IssueRs(float (&d)[kAccumulators], const u32 (&a)[4], u64 desc_b, in
 inline void wgmma_m64n256k16_ss_bf16(float (&d)[128], u64 desc_a, u64 desc_b, int scale_d) {
   IssueSs<256>(d, desc_a, desc_b, scale_d, false, false);
 }
+inline void wgmma_m64n128k32_ss_e4m3(float (&d)[64], u64 desc_a, u64 desc_b, int scale_d) {
+  IssueSs<128>(d, desc_a, desc_b, scale_d, false, false, WgmmaType::kE4m3);
+}
 inline void wgmma_m64n128k16_rs_bf16(float (&d)[64], const u32 (&a)[4], u64 desc_b, int scale_d) {
   IssueRs<128>(d, a, desc_b, scale_d, false);
 }

@@ -379,6 +379,8 @@ inline unsigned __float_as_uint(float f) {
   std::memcpy(&v, &f, 4);
   return v;
 }
+inline float __ldg(const float* p) { return *p; }
+inline int min(int a, int b) { return a < b ? a : b; }
 inline float __int_as_float(int v) { return __uint_as_float(static_cast<unsigned>(v)); }
 inline unsigned long long __cvta_generic_to_shared(const void* ptr) {
   const unsigned char* p = static_cast<const unsigned char*>(ptr);
@@ -426,16 +428,19 @@ inline void ptxbench_emu::TmaLoad2d(void* smem_dst, const CUtensorMap* map, cons
   const unsigned box0 = static_cast<unsigned>(f[kMapBox0]);
   const unsigned box1 = static_cast<unsigned>(f[kMapBox1]);
   const unsigned row_bytes = box0 * element_bytes;
-  if (f[kMapSwizzleBytes] != 128) Fail("emulated TMA supports the 128B swizzle only");
-  if (row_bytes != 128) Fail("128B swizzle needs a 128-byte inner box here", row_bytes);
-  if (dst % 1024 != 0) Fail("128B-swizzled TMA destination not 1024-byte aligned", dst);
+  const bool swizzled = f[kMapSwizzleBytes] == 128;
+  if (!swizzled && f[kMapSwizzleBytes] != 0) Fail("emulated TMA: 128B swizzle or none");
+  if (swizzled && row_bytes != 128) Fail("128B swizzle needs a 128-byte inner box here", row_bytes);
+  if (swizzled && dst % 1024 != 0) Fail("128B-swizzled TMA destination not 1024-byte aligned", dst);
+  if (!swizzled && dst % 16 != 0) Fail("TMA destination not 16-byte aligned", dst);
   CheckSmem(dst, row_bytes * box1);
   const unsigned char* global = reinterpret_cast<const unsigned char*>(f[kMapAddress]);
   for (unsigned r = 0; r < box1; ++r) {
     for (unsigned e = 0; e < box0; ++e) {
       const long long g0 = static_cast<long long>(coord0) + e;
       const long long g1 = static_cast<long long>(coord1) + r;
-      const unsigned address = Swizzle128(dst + r * row_bytes + e * element_bytes);
+      const unsigned address = swizzled ? Swizzle128(dst + r * row_bytes + e * element_bytes)
+                                        : dst + r * row_bytes + e * element_bytes;
       if (g0 >= 0 && g1 >= 0 && g0 < static_cast<long long>(f[kMapDim0]) &&
           g1 < static_cast<long long>(f[kMapDim1])) {
         std::memcpy(state().smem + address,

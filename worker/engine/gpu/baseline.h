@@ -1,6 +1,7 @@
 // The frontier-library baseline of a task: what the reference outputs come from, and what the
 // candidate is timed against. Each library sits behind this interface in its own .cc
-// (cublaslt_baseline.cc, cudnn_sdpa_baseline.cc); their headers never leak.
+// (cublaslt_baseline.cc and cublaslt_fp8_baseline.cc, cudnn_sdpa_baseline.cc); their headers
+// never leak.
 #ifndef PTXBENCH_WORKER_ENGINE_GPU_BASELINE_H_
 #define PTXBENCH_WORKER_ENGINE_GPU_BASELINE_H_
 
@@ -45,9 +46,21 @@ absl::StatusOr<std::vector<std::unique_ptr<Baseline>>> CreateBaselineCandidates(
 // 91900}): part of the reference cache key.
 nlohmann::json BaselineLibraryVersions();
 
-// Implemented in cublaslt_baseline.cc.
+// task.json `baseline.operation` of the block-scaled fp8 GEMM (cuBLASLt): inputs A [M, K] e4m3,
+// SA [ceil(K/128), M] fp32, B [N, K] e4m3, SB [ceil(N/128), 4*ceil(K/512)] fp32; output C [M, N]
+// bf16 (cublaslt_fp8_baseline.cc says why these layouts).
+inline constexpr char kGemmFp8BlockScaledOperation[] = "gemm_fp8_blockscaled_a_bt";
+
+// Implemented in cublaslt_baseline.cc: "gemm_a_bt_bf16", and kGemmFp8BlockScaledOperation by
+// the two functions below.
 absl::StatusOr<std::unique_ptr<Baseline>> CreateCublasLtGemm(
     const std::string& operation, const std::map<std::string, int64_t>& axes);
+
+// Implemented in cublaslt_fp8_baseline.cc.
+absl::StatusOr<std::unique_ptr<Baseline>> CreateCublasLtFp8BlockScaledGemm(
+    const std::map<std::string, int64_t>& axes);
+absl::StatusOr<std::vector<std::unique_ptr<Baseline>>> CreateCublasLtFp8BlockScaledGemmCandidates(
+    const std::map<std::string, int64_t>& axes, size_t max_candidates);
 
 // Implemented in cudnn_sdpa_baseline.cc: "sdpa_fwd_bf16[_causal]" (inputs Q, K, V; outputs O
 // and LSE, the natural-log log-sum-exp of each scaled row) and "sdpa_bwd_bf16[_causal]" (inputs

@@ -1,4 +1,5 @@
-// cuBLASLt GEMM baselines. The only file that includes cublasLt.h.
+// cuBLASLt GEMM baselines: the bf16 one here, the block-scaled fp8 one in
+// cublaslt_fp8_baseline.cc (the only other file that includes cublasLt.h).
 #include <cublasLt.h>
 
 #include <algorithm>
@@ -189,6 +190,7 @@ absl::StatusOr<int64_t> Axis(const std::map<std::string, int64_t>& axes, const c
 
 absl::StatusOr<std::unique_ptr<Baseline>> CreateCublasLtGemm(
     const std::string& operation, const std::map<std::string, int64_t>& axes) {
+  if (operation == kGemmFp8BlockScaledOperation) return CreateCublasLtFp8BlockScaledGemm(axes);
   if (operation != "gemm_a_bt_bf16") {
     return absl::UnimplementedError(
         absl::StrCat("cuBLASLt baseline '", operation, "' is not implemented"));
@@ -202,6 +204,9 @@ absl::StatusOr<std::unique_ptr<Baseline>> CreateCublasLtGemm(
 absl::StatusOr<std::vector<std::unique_ptr<Baseline>>> CreateCublasLtGemmCandidates(
     const std::string& operation, const std::map<std::string, int64_t>& axes,
     size_t max_candidates) {
+  if (operation == kGemmFp8BlockScaledOperation) {
+    return CreateCublasLtFp8BlockScaledGemmCandidates(axes, max_candidates);
+  }
   if (operation != "gemm_a_bt_bf16") {
     return absl::UnimplementedError(
         absl::StrCat("cuBLASLt baseline '", operation, "' is not implemented"));
