@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
 #include "worker/engine/gpu/baseline.h"
+#include "worker/engine/gpu/cublaslt_algorithm.h"
 #include "worker/engine/gpu/cuda_check.h"
 #include "worker/engine/gpu/runtime.h"
 
@@ -109,7 +110,7 @@ class CublasLtGemmABt final : public Baseline {
                           {"layout", "TN (C^T = B·A^T column-major)"},
                           {"compute", "CUBLAS_COMPUTE_32F"},
                           {"algorithm", absl::StrCat("heuristic #", rank_)},
-                          {"algorithm_config", AlgorithmConfig()},
+                          {"algorithm_config", CublasLtAlgorithmConfig(heuristic_.algo)},
                           {"heuristic_workspace_bytes", heuristic_.workspaceSize},
                           {"workspace_bytes", kWorkspaceBytes},
                           {"m", m_},
@@ -141,36 +142,6 @@ class CublasLtGemmABt final : public Baseline {
     return g;
   }
 
-  // What tells two heuristic results apart in the audit report (and a cached choice from a
-  // changed library): the algorithm's id, tile, stages, split-K and swizzle as cuBLASLt
-  // reports them; missing attributes are left out.
-  nlohmann::json AlgorithmConfig() const {
-    nlohmann::json config;
-    auto attribute = [&](cublasLtMatmulAlgoConfigAttributes_t which, const char* name) {
-      // The size must match the attribute's own (2-4 bytes here): asked first, with size 0.
-      size_t size = 0;
-      if (cublasLtMatmulAlgoConfigGetAttribute(&heuristic_.algo, which, nullptr, 0, &size) !=
-              CUBLAS_STATUS_SUCCESS ||
-          size == 0 || size > sizeof(uint64_t)) {
-        return;
-      }
-      uint64_t value = 0;  // Little-endian: the low `size` bytes hold the value.
-      size_t written = 0;
-      if (cublasLtMatmulAlgoConfigGetAttribute(&heuristic_.algo, which, &value, size, &written) ==
-              CUBLAS_STATUS_SUCCESS &&
-          written == size) {
-        config[name] = value;
-      }
-    };
-    attribute(CUBLASLT_ALGO_CONFIG_ID, "id");
-    attribute(CUBLASLT_ALGO_CONFIG_TILE_ID, "tile");
-    attribute(CUBLASLT_ALGO_CONFIG_STAGES_ID, "stages");
-    attribute(CUBLASLT_ALGO_CONFIG_SPLITK_NUM, "split_k");
-    attribute(CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, "cta_swizzling");
-    attribute(CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, "cluster_shape");
-    return config;
-  }
-
   int rank_ = 0;  // Position in the heuristic's list.
   int64_t m_ = 0, n_ = 0, k_ = 0;
   cublasLtHandle_t handle_ = nullptr;
@@ -187,6 +158,33 @@ absl::StatusOr<int64_t> Axis(const std::map<std::string, int64_t>& axes, const c
 }
 
 }  // namespace
+
+nlohmann::json CublasLtAlgorithmConfig(const cublasLtMatmulAlgo_t& algo) {
+  nlohmann::json config;
+  auto attribute = [&](cublasLtMatmulAlgoConfigAttributes_t which, const char* name) {
+    // The size must match the attribute's own (2-4 bytes here): asked first, with size 0.
+    size_t size = 0;
+    if (cublasLtMatmulAlgoConfigGetAttribute(&algo, which, nullptr, 0, &size) !=
+            CUBLAS_STATUS_SUCCESS ||
+        size == 0 || size > sizeof(uint64_t)) {
+      return;
+    }
+    uint64_t value = 0;  // Little-endian: the low `size` bytes hold the value.
+    size_t written = 0;
+    if (cublasLtMatmulAlgoConfigGetAttribute(&algo, which, &value, size, &written) ==
+            CUBLAS_STATUS_SUCCESS &&
+        written == size) {
+      config[name] = value;
+    }
+  };
+  attribute(CUBLASLT_ALGO_CONFIG_ID, "id");
+  attribute(CUBLASLT_ALGO_CONFIG_TILE_ID, "tile");
+  attribute(CUBLASLT_ALGO_CONFIG_STAGES_ID, "stages");
+  attribute(CUBLASLT_ALGO_CONFIG_SPLITK_NUM, "split_k");
+  attribute(CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, "cta_swizzling");
+  attribute(CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, "cluster_shape");
+  return config;
+}
 
 absl::StatusOr<std::unique_ptr<Baseline>> CreateCublasLtGemm(
     const std::string& operation, const std::map<std::string, int64_t>& axes) {

@@ -26,6 +26,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
 #include "worker/engine/gpu/baseline.h"
+#include "worker/engine/gpu/cublaslt_algorithm.h"
 #include "worker/engine/gpu/runtime.h"
 
 namespace ptxbench::gpu {
@@ -134,7 +135,7 @@ class CublasLtFp8BlockScaledGemm final : public Baseline {
                           {"compute", "CUBLAS_COMPUTE_32F"},
                           {"fast_accum", 0},
                           {"algorithm", absl::StrCat("heuristic #", rank_)},
-                          {"algorithm_config", AlgorithmConfig()},
+                          {"algorithm_config", CublasLtAlgorithmConfig(heuristic_.algo)},
                           {"heuristic_workspace_bytes", heuristic_.workspaceSize},
                           {"workspace_bytes", kWorkspaceBytes},
                           {"m", m_},
@@ -182,34 +183,6 @@ class CublasLtFp8BlockScaledGemm final : public Baseline {
     PTXBENCH_CUBLAS_TRY(cublasLtMatrixLayoutCreate(&g->layout_a_, CUDA_R_8F_E4M3, k, m, k));
     PTXBENCH_CUBLAS_TRY(cublasLtMatrixLayoutCreate(&g->layout_c_, CUDA_R_16BF, n, m, n));
     return g;
-  }
-
-  // The heuristic result's id, tile, stages, split-K, swizzle and cluster shape, as the bf16
-  // class records them (what tells two candidates apart in the audit report).
-  nlohmann::json AlgorithmConfig() const {
-    nlohmann::json config;
-    auto attribute = [&](cublasLtMatmulAlgoConfigAttributes_t which, const char* name) {
-      size_t size = 0;
-      if (cublasLtMatmulAlgoConfigGetAttribute(&heuristic_.algo, which, nullptr, 0, &size) !=
-              CUBLAS_STATUS_SUCCESS ||
-          size == 0 || size > sizeof(uint64_t)) {
-        return;
-      }
-      uint64_t value = 0;  // Little-endian: the low `size` bytes hold the value.
-      size_t written = 0;
-      if (cublasLtMatmulAlgoConfigGetAttribute(&heuristic_.algo, which, &value, size, &written) ==
-              CUBLAS_STATUS_SUCCESS &&
-          written == size) {
-        config[name] = value;
-      }
-    };
-    attribute(CUBLASLT_ALGO_CONFIG_ID, "id");
-    attribute(CUBLASLT_ALGO_CONFIG_TILE_ID, "tile");
-    attribute(CUBLASLT_ALGO_CONFIG_STAGES_ID, "stages");
-    attribute(CUBLASLT_ALGO_CONFIG_SPLITK_NUM, "split_k");
-    attribute(CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, "cta_swizzling");
-    attribute(CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, "cluster_shape");
-    return config;
   }
 
   int rank_ = 0;
