@@ -366,7 +366,8 @@ TEST_CASE("counters: counted launches inside the timing loop read a GEMM's 2MNK 
   };
   HardwareCounters* counters = f.counters.get();
   hooks.counting = CountingHooks{[counters](size_t c) { return counters->Begin(c); },
-                                 [counters]() { return counters->End(); }};
+                                 [counters]() { return counters->End(); },
+                                 [counters](size_t c) { return counters->Prepare(c); }};
   auto result = TimeInterleaved(side(candidate_gemm->get(), 0), side(baseline_gemm->get(), 3),
                                 **builtins, s, nullptr, config, hooks);
   INFO(result.status().message());
@@ -413,6 +414,140 @@ TEST_CASE("counters: counted launches inside the timing loop read a GEMM's 2MNK 
                                       {"sketch_ms_median", sketch_ms[sketch_ms.size() / 2]},
                                       {"counted_seconds", result->counted_seconds},
                                       {"sampling_seconds", result->sampling_seconds}};
+  SaveFigures();
+}
+
+// The attack of tasks/gemm_n7168_k5120/decoys/counted_launch_detect.cu, measured directly: the
+// gap before each candidate launch as the kernel sees it (%globaltimer at its start minus the
+// end of its previous launch), counted launches against timed ones of the same pair order (the
+// alternating order makes the gaps bimodal). Without the gap equalizer a counted launch's gap
+// held the counters' Begin (~ms of idle GPU against a 0-200 us jitter) and the decoy passed
+// (docs/results/2026-12-02-h200-gpu-test-4-gemm.json).
+TEST_CASE("counters: a kernel cannot tell a counted launch by the gap before it",
+          "[gpu][counters][timing]") {
+  Fixture& f = F();
+  auto builtins = Builtins::Load(f.device);
+  REQUIRE(builtins.ok());
+  auto stream = Stream::Create();
+  REQUIRE(stream.ok());
+  cudaStream_t s = stream->get();
+  constexpr int kCapacity = 4096;
+  auto stamps = DeviceBuffer::Allocate(2 * kCapacity * sizeof(unsigned long long));
+  auto cycles = DeviceBuffer::Allocate(64);
+  REQUIRE((stamps.ok() && cycles.ok()));
+  REQUIRE(cudaMemset(stamps->get(), 0, stamps->bytes()) == cudaSuccess);
+  auto api = Driver();
+  REQUIRE(api.ok());
+  auto probe = f.module.Function("gap_probe");
+  auto clock = f.module.Function("clock_probe");
+  REQUIRE((probe.ok() && clock.ok()));
+  void* stamps_ptr = stamps->get();
+  void* cycles_ptr = cycles->get();
+  int capacity = kCapacity;
+  long long spin_ns = 100000;  // A 0.1 ms kernel.
+  int clock_n = 20000;
+  auto launch = [&](CUfunction fn, std::vector<void*> args) -> absl::Status {
+    if ((*api)->LaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, s, args.data(), nullptr) != CUDA_SUCCESS) {
+      return absl::InternalError("launch failed");
+    }
+    return absl::OkStatus();
+  };
+  auto nothing = [](uint64_t) { return absl::OkStatus(); };
+  TimedSide candidate{nothing, [&]() {
+                        return launch(*probe, {&stamps_ptr, &capacity, &spin_ns});
+                      }};
+  TimedSide baseline{nothing, [&]() { return launch(*clock, {&cycles_ptr, &clock_n}); }};
+  TimingConfig config;
+  config.rule.min_samples = 120;
+  config.rule.max_samples = 400;
+  config.rule.target_rse = 1e-9;  // Never converges: the loop runs to its time cap.
+  config.rule.max_seconds = 4.0;
+  config.warmup_seconds = 0.1;
+  config.candidate_seed_base = 11;
+  config.baseline_seed_base = 12;
+  config.check_position_seed = 13;
+  config.counter_seed = 14;
+  config.jitter_us_max = 200;
+  config.counted = PlanCountedLaunches(f.counters->config_count(), 2, 30, 120, 15);
+  SampleHooks hooks;
+  hooks.on_check = [](size_t, uint64_t) { return absl::OkStatus(); };
+  HardwareCounters* counters = f.counters.get();
+  hooks.counting = CountingHooks{[counters](size_t c) { return counters->Begin(c); },
+                                 [counters]() { return counters->End(); },
+                                 [counters](size_t c) { return counters->Prepare(c); }};
+  auto result = TimeInterleaved(candidate, baseline, **builtins, s, nullptr, config, hooks);
+  INFO(result.status().message());
+  REQUIRE(result.ok());
+  REQUIRE(result->counted.size() >= 20);
+  std::vector<unsigned long long> host(2 * kCapacity);
+  REQUIRE(cudaMemcpy(host.data(), stamps->get(), stamps->bytes(), cudaMemcpyDeviceToHost) ==
+          cudaSuccess);
+  // Candidate launch ordinals: the warm-up's, then one per recorded pair.
+  const size_t first = result->warmup_pairs;
+  REQUIRE(first + result->pairs <= static_cast<size_t>(kCapacity));
+  std::vector<bool> counted(result->pairs, false);
+  for (const CountedSample& c : result->counted) counted.at(c.position) = true;
+  auto gap_us = [&](size_t pair) {
+    const size_t k = first + pair;
+    return static_cast<double>(host[2 * k] - host[2 * (k - 1) + 1]) / 1e3;
+  };
+  // Per pair order (candidate first on even pairs); a launch right after a counted one is left
+  // out of both sides: its gap holds the End of that collection, which tells only the past.
+  std::vector<double> timed_gaps[2], counted_gaps[2];
+  for (size_t pair = 1; pair < result->pairs; ++pair) {
+    if (counted[pair - 1]) continue;
+    (counted[pair] ? counted_gaps : timed_gaps)[pair % 2].push_back(gap_us(pair));
+  }
+  json figures = json::object();
+  size_t above = 0, compared = 0;
+  for (int order = 0; order < 2; ++order) {
+    std::vector<double>& timed = timed_gaps[order];
+    std::vector<double>& seen = counted_gaps[order];
+    if (timed.size() < 20 || seen.empty()) continue;
+    std::sort(timed.begin(), timed.end());
+    std::sort(seen.begin(), seen.end());
+    const double p99 = Quantile(timed, 0.99);
+    for (double g : seen) above += g > p99 ? 1 : 0;
+    compared += seen.size();
+    const double timed_median = Quantile(timed, 0.5);
+    const double counted_median = Quantile(seen, 0.5);
+    WARN("gap before a launch, pair order "
+         << order << ": timed median " << timed_median << " us (p1 " << Quantile(timed, 0.01)
+         << ", p99 " << p99 << ", n " << timed.size() << "), counted median " << counted_median
+         << " us (min " << seen.front() << ", max " << seen.back() << ", n " << seen.size() << ")");
+    figures[order == 0 ? "odd_after_even" : "even_after_odd"] = {{"timed_us", timed},
+                                                                 {"counted_us", seen}};
+    // The jitter is uniform over 200 us: the medians of ~100 and ~10 draws of one distribution
+    // differ by far less than 100 us; the ~ms of Begin without the equalizer differ by more.
+    CHECK(std::abs(counted_median - timed_median) < 100);
+  }
+  REQUIRE(compared >= 10);
+  WARN("gap equalizer: pad " << result->gap_pad_us << " us, timed idle "
+                             << result->timed_idle_us_mean << " us, counted idle "
+                             << result->counted_idle_us_mean << " us, exceeded "
+                             << result->gap_pad_exceeded << " of " << result->counted.size()
+                             << ", pad seconds " << result->gap_pad_seconds
+                             << "; counted gaps above "
+                             << "the timed p99: " << above << " of " << compared);
+  // One in a hundred by chance; a detector's margin (the decoy: upper mode + 0.5 ms) is far
+  // above the p99.
+  CHECK(static_cast<double>(above) <= std::max(2.0, 0.1 * static_cast<double>(compared)));
+  CHECK(result->gap_pad_exceeded <= 2);
+  std::vector<double> begin_us, idle_us;
+  for (const CountedSample& c : result->counted) {
+    begin_us.push_back(c.begin_us);
+    idle_us.push_back(c.idle_us);
+  }
+  figures["pad_us"] = result->gap_pad_us;
+  figures["pad_seconds"] = result->gap_pad_seconds;
+  figures["timed_idle_us_mean"] = result->timed_idle_us_mean;
+  figures["counted_idle_us_mean"] = result->counted_idle_us_mean;
+  figures["exceeded"] = result->gap_pad_exceeded;
+  figures["begin_us"] = begin_us;
+  figures["idle_us"] = idle_us;
+  figures["counted_above_timed_p99"] = above;
+  figures["counted_compared"] = compared;
+  Figures()["gap_equalizer"] = figures;
   SaveFigures();
 }
 

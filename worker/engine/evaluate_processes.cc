@@ -607,8 +607,11 @@ constexpr size_t kTimeCapMinPairs = 5;  // gpu/stats.cc ShouldStop.
 Watchdogs DeriveWatchdogs(const WatchdogInputs& in, const EngineOptions& options) {
   Watchdogs w;
   const gpu::TimingLoopOptions& loop = in.loop;
-  const double pair_s =
-      (std::max(0.0, in.trial_kernel_ms) + std::max(0.0, in.reference_ms) + kPairOverheadMs) / 1000;
+  // While counting, both launches of a pair also wait the gap equalizer's pad (timing.h).
+  const double pad_ms = in.counted_samples > 0 ? std::max(0.0, loop.gap_pad_max_us) / 1000 : 0;
+  const double pair_s = (std::max(0.0, in.trial_kernel_ms) + std::max(0.0, in.reference_ms) +
+                         kPairOverheadMs + 2 * pad_ms) /
+                        1000;
   const double warmup_s =
       std::max(loop.warmup_seconds, static_cast<double>(kWarmupMinPairs) * pair_s) + pair_s;
   const double time_capped_s =
@@ -617,7 +620,8 @@ Watchdogs DeriveWatchdogs(const WatchdogInputs& in, const EngineOptions& options
       pair_s;
   const double sampling_s = std::min(static_cast<double>(loop.max_samples) * pair_s, time_capped_s);
   const double counted_s = static_cast<double>(in.counted_samples) *
-                           (std::max(0.0, in.trial_kernel_ms) + kCountedSampleHostMs) / 1000;
+                           (std::max(0.0, in.trial_kernel_ms) + kCountedSampleHostMs + 2 * pad_ms) /
+                           1000;
   const double timing =
       options.timing_setup_floor_seconds + kSlack * (warmup_s + sampling_s + counted_s);
   w.timing_seconds = std::min(options.timing_timeout_seconds, timing);

@@ -330,6 +330,7 @@ absl::StatusOr<gpu::TimingEvent> CandidateProcess::RunTiming(const gpu::TimeComm
   config.check_position_seed = cmd.check_position_seed;
   config.counter_seed = cmd.counter_seed;
   config.jitter_us_max = cmd.loop.jitter_us_max;
+  config.gap_pad_max_us = cmd.loop.gap_pad_max_us;
   if (cmd.loop.sketch_projections > gpu::kSketchMaxProjections) {
     return absl::InvalidArgumentError(absl::StrCat("time: ", cmd.loop.sketch_projections,
                                                    " sketch projections asked, at most ",
@@ -389,6 +390,12 @@ absl::StatusOr<gpu::TimingEvent> CandidateProcess::RunTiming(const gpu::TimeComm
                                             return gpu::CounterValues{};
                                           }
                                           return values;
+                                        },
+                                        [h, failure](size_t config) -> absl::Status {
+                                          if (!failure->empty()) return absl::OkStatus();
+                                          absl::Status armed = h->Prepare(config);
+                                          if (!armed.ok()) *failure = std::string(armed.message());
+                                          return absl::OkStatus();
                                         }};
   }
   ASSIGN_OR_RETURN(gpu::TimingResult timing,

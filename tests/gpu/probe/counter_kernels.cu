@@ -87,3 +87,25 @@ extern "C" __global__ void clock_probe(long long* cycles, int n) {
   cycles[0] = t1 - t0;
   if (x == 1234.5f) cycles[1] = 1;
 }
+
+// The gap a submission can measure before each of its launches (the attack of
+// tasks/gemm_n7168_k5120/decoys/counted_launch_detect.cu): one thread of one block stores
+// %globaltimer at its start and end at slot = the launch's ordinal (a module-global counter),
+// so the host reads gap[k] = start[k] - end[k-1] of every launch. `spin` nanoseconds of work
+// between the two stamps stand for the kernel.
+__device__ unsigned long long gap_probe_launches = 0;
+
+extern "C" __global__ void gap_probe(unsigned long long* stamps, int capacity, long long spin) {
+  if (blockIdx.x != 0 || threadIdx.x != 0) return;
+  unsigned long long start;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  const unsigned long long slot = gap_probe_launches++;
+  unsigned long long now = start;
+  while (static_cast<long long>(now - start) < spin) {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  }
+  if (slot < static_cast<unsigned long long>(capacity)) {
+    stamps[2 * slot] = start;
+    stamps[2 * slot + 1] = now;
+  }
+}

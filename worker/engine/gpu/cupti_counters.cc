@@ -278,6 +278,17 @@ absl::Status HardwareCounters::Arm(Config& config) {
   return absl::OkStatus();
 }
 
+absl::Status HardwareCounters::Prepare(size_t config) {
+  if (active_ != nullptr) return absl::FailedPreconditionError("a counted range is open");
+  if (config >= configs_.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("counter configuration ", config, " of ", configs_.size()));
+  }
+  RETURN_IF_ERROR(EnableProfiler());
+  if (armed_ != configs_[config].get()) RETURN_IF_ERROR(Arm(*configs_[config]));
+  return absl::OkStatus();
+}
+
 absl::Status HardwareCounters::Begin(size_t config) {
   if (active_ != nullptr) return absl::FailedPreconditionError("a counted range is open");
   if (config >= configs_.size()) {

@@ -71,6 +71,11 @@ class HardwareCounters {
   const std::vector<std::string>& config_metrics(size_t config) const;
   const std::string& chip() const { return chip_; }
 
+  // Arms configuration `config` for the next Begin (its counter-data image and the profiler's
+  // configuration): host work that the timing loop does right after a counted launch, so that
+  // the GPU-idle time before the next counted launch holds only Begin's Start and Push
+  // (timing.h, the gap equalizer). Begin arms whatever is not armed yet itself.
+  absl::Status Prepare(size_t config);
   // Starts counting configuration `config`; the launches to count follow on any stream.
   absl::Status Begin(size_t config);
   // What End does with a metric that came back NaN or infinite.

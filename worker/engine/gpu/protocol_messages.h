@@ -323,6 +323,10 @@ struct TimingLoopOptions {
   // Host-side random delay, uniform in [0, jitter_us_max] microseconds, before every launch of
   // both sides (timed or counted), so launch gaps do not tell a counted launch (measurement.md).
   double jitter_us_max = 200;
+  // The gap equalizer's bound (timing.h): while counting, every launch of both sides also waits
+  // a pad of twice the idle time a counted launch's collection showed, at most this much, so a
+  // counted launch cannot be told by a longer gap before it. The timing watchdog allows it.
+  double gap_pad_max_us = 20000;
   // Projections of every timed and counted candidate sample's outputs (sketch.h). 0: none.
   size_t sketch_projections = 4;
   // The first heuristic choice until the fastest-of-candidates path is proven on the H200
@@ -344,6 +348,7 @@ struct TimingLoopOptions {
     v("counted_per_config", m.counted_per_config);
     v("counted_min_total", m.counted_min_total);
     v("jitter_us_max", m.jitter_us_max);
+    v("gap_pad_max_us", m.gap_pad_max_us);
     v("sketch_projections", m.sketch_projections);
     v("baseline_selection", m.baseline_selection);
     v("baseline_candidates", m.baseline_candidates);
@@ -398,6 +403,9 @@ struct CountedSample {
   uint64_t seed = 0;        // Its inputs' seed (of the timed samples' never-repeated sequence).
   size_t config = 0;        // cupti_counters.h configuration index.
   double begin_us = 0;      // Host time of the counters' Begin (hidden inside the jitter).
+  // Idle GPU between the end of its wait and its launch (CUDA events): the counters' Begin and
+  // an idle stream's launch latency, which the gap equalizer hides (timing.h).
+  double idle_us = 0;
   std::map<std::string, double> metrics;
   template <typename Self, typename V>
   static void Fields(Self& m, V& v) {
@@ -406,6 +414,7 @@ struct CountedSample {
     v("seed", AsDecimal(m.seed));
     v("config", m.config);
     v("begin_us", m.begin_us);
+    v("idle_us", m.idle_us);
     v("metrics", m.metrics);
   }
 };
@@ -504,6 +513,14 @@ struct TimingMeasurement {
   double sketch_seconds = 0;       // Wall time of the sketches (GPU kernel + copy back).
   size_t pairs = 0;                // Recorded pairs, counted ones included.
   std::vector<double> counted_ms;  // Event time of each counted launch (not statistics).
+  // The gap equalizer (timing.h; 0 without counted launches): the pad every launch waited at
+  // the end, the GPU seconds it cost, the mean idle GPU before a timed and before a counted
+  // launch, and the counted launches whose idle outgrew their wait and pad (visible ones).
+  double gap_pad_us = 0;
+  double gap_pad_seconds = 0;
+  double timed_idle_us_mean = 0;
+  double counted_idle_us_mean = 0;
+  size_t gap_pad_exceeded = 0;
   template <typename Self, typename V>
   static void Fields(Self& m, V& v) {
     v("candidate", m.candidate);
@@ -526,6 +543,11 @@ struct TimingMeasurement {
     v("sketch_seconds", m.sketch_seconds);
     v("counted_ms", m.counted_ms);
     v("pairs", m.pairs);
+    v("gap_pad_us", m.gap_pad_us);
+    v("gap_pad_seconds", m.gap_pad_seconds);
+    v("timed_idle_us_mean", m.timed_idle_us_mean);
+    v("counted_idle_us_mean", m.counted_idle_us_mean);
+    v("gap_pad_exceeded", m.gap_pad_exceeded);
   }
 };
 

@@ -14,11 +14,26 @@ double Seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// Launch latency of an idle stream, which a counted launch has (the host waited for the GPU
-// before the counters' Begin) and a timed launch has not (queued behind the delay kernel).
-// A typical figure for cuLaunchKernel to kernel start on Hopper; the GPU test prints the gaps
-// the kernel sees on both kinds.
-constexpr double kIdleLaunchUs = 8;
+// The gap equalizer's pad (timing.h): kGapPadFactor x the largest idle excess a counted launch
+// showed over a timed one, plus kGapPadMarginUs, so that the excess's spread from one
+// collection to the next stays inside the pad (only a counted launch whose excess outgrows its
+// wait and the pad is visible, and is counted in gap_pad_exceeded). Bounded by
+// TimingConfig::gap_pad_max_us, which the timing watchdog allows per launch.
+constexpr double kGapPadFactor = 2;
+constexpr double kGapPadMarginUs = 100;
+
+class RunningMean {
+ public:
+  void Add(double x) {
+    ++n_;
+    mean_ += (x - mean_) / static_cast<double>(n_);
+  }
+  double mean() const { return mean_; }
+
+ private:
+  size_t n_ = 0;
+  double mean_ = 0;
+};
 
 }  // namespace
 
@@ -42,6 +57,11 @@ TimingMeasurement ToMeasurement(const TimingResult& r) {
   m.pairs = r.pairs;
   m.sketch_seconds = r.hook_seconds;
   m.jitter_us_mean = r.launches > 0 ? r.jitter_us_total / static_cast<double>(r.launches) : 0;
+  m.gap_pad_us = r.gap_pad_us;
+  m.gap_pad_seconds = r.gap_pad_seconds;
+  m.timed_idle_us_mean = r.timed_idle_us_mean;
+  m.counted_idle_us_mean = r.counted_idle_us_mean;
+  m.gap_pad_exceeded = r.gap_pad_exceeded;
   return m;
 }
 
@@ -57,49 +77,83 @@ absl::StatusOr<TimingResult> TimeInterleaved(const TimedSide& candidate, const T
     auto s = nvml->Sample();
     if (s.ok()) result.clocks.push_back(*s);
   };
-  // One launch of one side: prepare, flush, the drawn delay, then the timed region. The delay
-  // runs on the GPU (Builtins::Delay), queued behind the flush, so the launch is queued before
-  // it ends and the event time holds no launch latency, as without a delay. A counted launch
-  // (`counted_config` >= 0) waits for the GPU, runs the counters' Begin on the host (the range
-  // must hold the candidate's launches only) and launches: its GPU delay is shortened by the
-  // running estimate of that host path, so the gap the kernel sees before it is drawn like the
-  // gap before a timed launch (docs/measurement.md).
-  double begin_estimate_us = 0;
-  size_t begin_observations = 0;
-  auto measure = [&](const TimedSide& side, uint64_t seed, int counted_config,
-                     double* begin_us) -> absl::StatusOr<double> {
+  ASSIGN_OR_RETURN(Event wait_end, Event::Create());
+  const bool counting = hooks.counting.has_value() && config.counted.needed > 0;
+  // One launch of one side: prepare, flush, the wait, then the timed region. The wait runs on
+  // the GPU (Builtins::Delay), queued behind the flush, so the launch is queued before it ends
+  // and the event time holds no launch latency, as without a wait. The wait is the drawn
+  // jitter, plus the gap equalizer's pad while counting. A counted launch (`counted_config` >=
+  // 0) waits for the GPU, runs the counters' Begin on the host (the range must hold the
+  // candidate's launches only) and launches: the GPU is idle meanwhile, so its wait is
+  // shortened by the running mean of the idle time counted launches showed beyond a timed
+  // launch's, and the gap the kernel sees before it is drawn like the gap before a timed
+  // launch as long as that excess stays below wait + pad (docs/measurement.md). While
+  // counting, the idle time before every launch is measured between the events `wait_end`
+  // (after the wait) and `start`, so the estimate is what the GPU saw: host scheduling and an
+  // idle stream's launch latency included.
+  struct Launch {
+    double ms = 0;             // The timed region.
+    double idle_us = 0;        // Idle GPU between the wait and the launch (counting only).
+    double begin_us = 0;       // Host time of the counters' Begin (counted only).
+    double given_back_us = 0;  // How much shorter the counted launch's wait was.
+  };
+  RunningMean timed_idle_us;
+  RunningMean counted_idle_us;
+  RunningMean counted_excess_us;
+  double excess_max_us = 0;
+  auto measure = [&](const TimedSide& side, uint64_t seed,
+                     int counted_config) -> absl::StatusOr<Launch> {
+    Launch launch;
     RETURN_IF_ERROR(side.prepare(seed));
     RETURN_IF_ERROR(builtins.FlushL2(stream));
     const double delay_us =
         JitterMicros(config.counter_seed, result.launches++, config.jitter_us_max);
     result.jitter_us_total += delay_us;
+    const double wait_us = delay_us + result.gap_pad_us;
+    result.gap_pad_seconds += result.gap_pad_us * 1e-6;
     if (counted_config >= 0) {
-      const double gpu_delay_us = std::max(0.0, delay_us - begin_estimate_us);
-      RETURN_IF_ERROR(builtins.Delay(static_cast<uint64_t>(gpu_delay_us * 1e3), stream));
+      launch.given_back_us = std::min(wait_us, std::max(0.0, counted_excess_us.mean()));
+      RETURN_IF_ERROR(
+          builtins.Delay(static_cast<uint64_t>((wait_us - launch.given_back_us) * 1e3), stream));
+      PTXBENCH_CUDA_TRY(cudaEventRecord(wait_end.get(), stream));
       PTXBENCH_CUDA_TRY(cudaStreamSynchronize(stream));
       const double b0 = Seconds();
       RETURN_IF_ERROR(hooks.counting->begin(static_cast<size_t>(counted_config)));
-      const double observed_us = (Seconds() - b0) * 1e6;
-      if (begin_us != nullptr) *begin_us = observed_us;
-      // Running mean, plus the launch latency of an idle stream (~5-10 us) the timed launches
-      // do not have.
-      ++begin_observations;
-      begin_estimate_us += (observed_us + kIdleLaunchUs - begin_estimate_us) /
-                           static_cast<double>(begin_observations);
+      launch.begin_us = (Seconds() - b0) * 1e6;
     } else {
-      RETURN_IF_ERROR(builtins.Delay(static_cast<uint64_t>(delay_us * 1e3), stream));
+      RETURN_IF_ERROR(builtins.Delay(static_cast<uint64_t>(wait_us * 1e3), stream));
+      if (counting) PTXBENCH_CUDA_TRY(cudaEventRecord(wait_end.get(), stream));
     }
-    if (cudaEventRecord(start.get(), stream) != cudaSuccess) {
-      return absl::InternalError("cudaEventRecord(start) failed");
-    }
+    PTXBENCH_CUDA_TRY(cudaEventRecord(start.get(), stream));
     RETURN_IF_ERROR(side.run());
-    if (cudaEventRecord(end.get(), stream) != cudaSuccess) {
-      return absl::InternalError("cudaEventRecord(end) failed");
-    }
-    ASSIGN_OR_RETURN(double ms, ElapsedMs(start, end));
+    PTXBENCH_CUDA_TRY(cudaEventRecord(end.get(), stream));
+    ASSIGN_OR_RETURN(launch.ms, ElapsedMs(start, end));
     RETURN_IF_ERROR(SynchronizeDevice());
-    result.kernel_ms_total += ms;
-    return ms;
+    result.kernel_ms_total += launch.ms;
+    if (counting) {
+      ASSIGN_OR_RETURN(double idle_ms, ElapsedMs(wait_end, start));
+      launch.idle_us = idle_ms * 1e3;
+      if (counted_config < 0) timed_idle_us.Add(launch.idle_us);
+    }
+    return launch;
+  };
+  // A counted launch's idle time enters the estimate and the pad. The pad only grows, and
+  // only right after a counted launch, so its changes tell a kernel no more than that the
+  // launch before was counted, which is past.
+  auto account_counted = [&](const Launch& launch) {
+    const double excess_us = launch.idle_us - timed_idle_us.mean();
+    // Visible: beyond what the shortened wait gave back plus the pad.
+    if (excess_us > launch.given_back_us + result.gap_pad_us) ++result.gap_pad_exceeded;
+    counted_idle_us.Add(launch.idle_us);
+    counted_excess_us.Add(excess_us);
+    excess_max_us = std::max(excess_max_us, excess_us);
+    result.gap_pad_us =
+        std::min(config.gap_pad_max_us,
+                 std::max(result.gap_pad_us, kGapPadFactor * excess_max_us + kGapPadMarginUs));
+  };
+  auto prepare_counted = [&](size_t config_index) -> absl::Status {
+    if (!hooks.counting->prepare) return absl::OkStatus();
+    return hooks.counting->prepare(config_index);
   };
   auto after_candidate = [&](size_t index, uint64_t seed, bool counted) -> absl::Status {
     if (!hooks.on_candidate) return absl::OkStatus();
@@ -114,25 +168,27 @@ absl::StatusOr<TimingResult> TimeInterleaved(const TimedSide& candidate, const T
   sample_clock();
   double t0 = Seconds();
   size_t warm = 0;
-  const bool counting = hooks.counting.has_value() && config.counted.needed > 0;
   while (warm < config.warmup_min_pairs || Seconds() - t0 < config.warmup_seconds) {
-    // The first warm-up launch is counted (values dropped): it calibrates the host cost of the
-    // counters' Begin before the first counted launch of the loop needs it.
-    const bool calibrate = counting && warm == 0;
-    double begin_us = 0;
-    ASSIGN_OR_RETURN(double c, measure(candidate, SampleSeed(~config.candidate_seed_base, warm),
-                                       calibrate ? 0 : -1, &begin_us));
+    // Warm-up candidate launches 1 and 2 are counted (values dropped) to calibrate the gap
+    // equalizer before the loop's first counted launch: launch 0 gives the idle time before a
+    // timed launch; launch 1 is the process's first collection, whose cold start (CUPTI's
+    // first range) is not what later ones cost, so only launch 2 enters the estimate and the
+    // pad. Both are prepared like the loop's counted launches.
+    const bool calibrate = counting && (warm == 1 || warm == 2);
+    if (calibrate) RETURN_IF_ERROR(prepare_counted(0));
+    ASSIGN_OR_RETURN(Launch c, measure(candidate, SampleSeed(~config.candidate_seed_base, warm),
+                                       calibrate ? 0 : -1));
     if (calibrate) {
       ASSIGN_OR_RETURN(auto dropped, hooks.counting->end());
       (void)dropped;
+      if (warm == 2) account_counted(c);
     }
-    ASSIGN_OR_RETURN(double b,
-                     measure(baseline, SampleSeed(~config.baseline_seed_base, warm), -1, nullptr));
-    (void)c;
+    ASSIGN_OR_RETURN(Launch b, measure(baseline, SampleSeed(~config.baseline_seed_base, warm), -1));
     (void)b;
     ++warm;
     if (warm > 10000) break;
   }
+  if (counting) RETURN_IF_ERROR(prepare_counted(CountedConfig(config.counted, 0)));
   result.warmup_pairs = warm;
   result.warmup_seconds = Seconds() - t0;
   sample_clock();
@@ -163,20 +219,22 @@ absl::StatusOr<TimingResult> TimeInterleaved(const TimedSide& candidate, const T
       const uint64_t cseed = SampleSeed(config.candidate_seed_base, kCountedSeedOffset + j);
       const uint64_t bseed = SampleSeed(config.baseline_seed_base, kCountedSeedOffset + j);
       const size_t cfg = CountedConfig(config.counted, j);
-      double begin_us = 0;
       const double k0 = Seconds();
       if (!candidate_first) {
-        ASSIGN_OR_RETURN(double b, measure(baseline, bseed, -1, nullptr));
+        ASSIGN_OR_RETURN(Launch b, measure(baseline, bseed, -1));
         (void)b;
       }
-      ASSIGN_OR_RETURN(double c, measure(candidate, cseed, static_cast<int>(cfg), &begin_us));
+      ASSIGN_OR_RETURN(Launch c, measure(candidate, cseed, static_cast<int>(cfg)));
       ASSIGN_OR_RETURN(auto metrics, hooks.counting->end());
+      // Arming the next configuration here puts its host time after a counted launch.
+      RETURN_IF_ERROR(prepare_counted(CountedConfig(config.counted, j + 1)));
+      account_counted(c);
       result.counted_seconds += Seconds() - k0;
-      result.counted_ms.push_back(c);
-      result.counted.push_back({pair, i, cseed, cfg, begin_us, std::move(metrics)});
+      result.counted_ms.push_back(c.ms);
+      result.counted.push_back({pair, i, cseed, cfg, c.begin_us, c.idle_us, std::move(metrics)});
       RETURN_IF_ERROR(after_candidate(pair, cseed, true));
       if (candidate_first) {
-        ASSIGN_OR_RETURN(double b, measure(baseline, bseed, -1, nullptr));
+        ASSIGN_OR_RETURN(Launch b, measure(baseline, bseed, -1));
         (void)b;
       }
       ++result.pairs;
@@ -184,11 +242,11 @@ absl::StatusOr<TimingResult> TimeInterleaved(const TimedSide& candidate, const T
     }
     uint64_t cseed = SampleSeed(config.candidate_seed_base, i);
     uint64_t bseed = SampleSeed(config.baseline_seed_base, i);
-    double c = 0, b = 0;
+    Launch c, b;
     if (!candidate_first) {
-      ASSIGN_OR_RETURN(b, measure(baseline, bseed, -1, nullptr));
+      ASSIGN_OR_RETURN(b, measure(baseline, bseed, -1));
     }
-    ASSIGN_OR_RETURN(c, measure(candidate, cseed, -1, nullptr));
+    ASSIGN_OR_RETURN(c, measure(candidate, cseed, -1));
     RETURN_IF_ERROR(after_candidate(i, cseed, false));
     if (next_block < config.max_checks && config.check_every > 0 &&
         i == check_index_of_block(next_block)) {
@@ -197,11 +255,11 @@ absl::StatusOr<TimingResult> TimeInterleaved(const TimedSide& candidate, const T
       ++next_block;
     }
     if (candidate_first) {
-      ASSIGN_OR_RETURN(b, measure(baseline, bseed, -1, nullptr));
+      ASSIGN_OR_RETURN(b, measure(baseline, bseed, -1));
     }
     ++result.pairs;
-    result.candidate_ms.push_back(c);
-    result.baseline_ms.push_back(b);
+    result.candidate_ms.push_back(c.ms);
+    result.baseline_ms.push_back(b.ms);
     if (config.clock_sample_every > 0 && i % config.clock_sample_every == 0) sample_clock();
     result.candidate = Summarize(result.candidate_ms);
     result.baseline = Summarize(result.baseline_ms);
@@ -223,6 +281,8 @@ absl::StatusOr<TimingResult> TimeInterleaved(const TimedSide& candidate, const T
     }
   }
   result.sampling_seconds = Seconds() - t1;
+  result.timed_idle_us_mean = timed_idle_us.mean();
+  result.counted_idle_us_mean = counted_idle_us.mean();
   sample_clock();
   if (result.candidate.median > 0)
     result.speedup = result.baseline.median / result.candidate.median;

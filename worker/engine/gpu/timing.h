@@ -11,10 +11,13 @@
 // launch runs inside a hardware-counter range (cupti_counters.h) instead of being a timed
 // sample: prepared exactly like one (fresh inputs of a never-repeated seed, poisoned outputs, L2
 // flush), its baseline launch run as in any pair, its time kept apart from the statistics.
-// Jitter: before every launch of either side a host delay drawn uniformly in [0, jitter_us_max];
-// for a counted launch the counters' Begin runs inside that delay (the launch waits until the
-// same drawn delay has passed), so the gap before a counted launch has the distribution of the
-// gap before a timed one whenever Begin is shorter than the draw (docs/measurement.md).
+// Jitter: before every launch of either side a host delay drawn uniformly in [0, jitter_us_max].
+// Gap equalizer: while counting, every launch of either side also waits a pad of at least the
+// idle time a counted launch's collection puts before it (the counters' Begin runs with the GPU
+// idle, ~ms), and a counted launch's own wait is shortened by the running estimate of that idle
+// time, so the gap a kernel can measure before its launch (%globaltimer against its previous
+// launch) has the same distribution on counted and timed launches (docs/measurement.md, "Counted
+// launches cannot be told apart by their gap").
 #ifndef PTXBENCH_WORKER_ENGINE_GPU_TIMING_H_
 #define PTXBENCH_WORKER_ENGINE_GPU_TIMING_H_
 
@@ -55,12 +58,17 @@ struct TimingConfig {
   CountedPlan counted;               // needed 0: no counted launches.
   uint64_t counter_seed = 0;         // Secret: counted pairs and the jitter.
   double jitter_us_max = 0;
+  double gap_pad_max_us = 20000;  // TimingLoopOptions::gap_pad_max_us.
 };
 
 // The counters around counted launches (cupti_counters.h HardwareCounters::Begin/End).
 struct CountingHooks {
   std::function<absl::Status(size_t config)> begin;
   std::function<absl::StatusOr<std::map<std::string, double>>()> end;
+  // Host work for configuration `config` that may run long before its Begin (HardwareCounters::
+  // Prepare): called right after each End for the next counted launch, where its time shows
+  // only after a counted launch, never before one. May be empty.
+  std::function<absl::Status(size_t config)> prepare;
 };
 
 struct SampleHooks {
@@ -93,6 +101,12 @@ struct TimingResult {
   double hook_seconds = 0;  // Wall time of on_candidate (the sketches).
   double jitter_us_total = 0;
   size_t launches = 0;  // Every launch of the loop, both sides, warm-up included.
+  // The gap equalizer (counting only; all 0 without counted launches).
+  double gap_pad_us = 0;            // The pad at the end of the loop (it only grows).
+  double gap_pad_seconds = 0;       // GPU wait it added, both sides, warm-up included.
+  double timed_idle_us_mean = 0;    // Idle GPU between the wait's end and a timed launch.
+  double counted_idle_us_mean = 0;  // ...and a counted launch (the counters' Begin).
+  size_t gap_pad_exceeded = 0;      // Counted launches whose idle outgrew wait + pad.
 };
 // As the timing event reports it.
 TimingMeasurement ToMeasurement(const TimingResult& result);

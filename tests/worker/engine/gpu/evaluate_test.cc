@@ -589,6 +589,7 @@ TEST_CASE(
     o.instrument_fresh_setup_floor_seconds = 1;
     o.timing.warmup_seconds = 0.05;
     o.timing.max_seconds = 0.2;
+    o.timing.gap_pad_max_us = 1000;  // The fake's launches are instant: a 1 ms pad bound.
   };
   for (const char* behaviour : {"hang_timing", "hang_instrument"}) {
     std::vector<StageReport> stages;

@@ -112,6 +112,7 @@ TEST_CASE("commands carry their name and round-trip", "[protocol]") {
   time.loop.target_rse = 0.01;
   time.loop.counted_per_config = 3;
   time.loop.jitter_us_max = 150;
+  time.loop.gap_pad_max_us = 12345;
   time.loop.sketch_projections = 6;
   time.counter_seed = 0xfedcba9876543210ull;
   time.sketch_seed = (1ull << 63) + 5;
@@ -131,6 +132,7 @@ TEST_CASE("commands carry their name and round-trip", "[protocol]") {
   CHECK(timed.loop.max_samples == 123);
   CHECK(timed.loop.counted_per_config == 3);
   CHECK(timed.loop.jitter_us_max == 150);
+  CHECK(timed.loop.gap_pad_max_us == 12345);
   CHECK(timed.loop.sketch_projections == 6);
   CHECK(timed.counter_seed == 0xfedcba9876543210ull);
   CHECK(timed.sketch_seed == (1ull << 63) + 5);
@@ -199,8 +201,8 @@ TEST_CASE("events round-trip with their nested parts", "[protocol]") {
   timing.result.counters.configs = {{"sm__ops_path_tensor_op_hgmma_src_bf16_dst_fp32.sum"},
                                     {"sm__inst_executed_pipe_tma.sum"}};
   timing.result.counters.samples = {
-      {5, 4, 1234, 0, 80, {{"sm__ops_path_tensor_op_hgmma_src_bf16_dst_fp32.sum", 6.01295e11}}},
-      {40, 38, 99, 1, 75.5, {{"sm__inst_executed_pipe_tma.sum", 516096}}}};
+      {5, 4, 1234, 0, 80, 95, {{"sm__ops_path_tensor_op_hgmma_src_bf16_dst_fp32.sum", 6.01295e11}}},
+      {40, 38, 99, 1, 75.5, 88.25, {{"sm__inst_executed_pipe_tma.sum", 516096}}}};
   timing.result.sketches.projections = 2;
   timing.result.sketches.tensors = {"C", "lse"};
   TensorSketch c_sketch{{1.5, -2.25}, 10, 20, 0, 0, 0};
@@ -210,6 +212,11 @@ TEST_CASE("events round-trip with their nested parts", "[protocol]") {
   timing.result.jitter_us_max = 200;
   timing.result.jitter_us_mean = 99.5;
   timing.result.counted_ms = {0.7, 0.72};
+  timing.result.gap_pad_us = 1900;
+  timing.result.gap_pad_seconds = 0.23;
+  timing.result.timed_idle_us_mean = 3.5;
+  timing.result.counted_idle_us_mean = 950;
+  timing.result.gap_pad_exceeded = 1;
   timing.baseline_choice.selection = BaselineSelection::kFastest;
   timing.baseline_choice.measured = true;
   timing.baseline_choice.chosen = 1;
@@ -236,6 +243,12 @@ TEST_CASE("events round-trip with their nested parts", "[protocol]") {
   CHECK(t.result.sketches.samples.at(1).tensors.at(0).nonfinite == 3);
   CHECK(t.result.sketches.samples.at(0).tensors.at(1).tolerance_square_sum == 0.25);
   CHECK(t.result.jitter_us_mean == 99.5);
+  CHECK(t.result.counters.samples.at(1).idle_us == 88.25);
+  CHECK(t.result.gap_pad_us == 1900);
+  CHECK(t.result.gap_pad_seconds == 0.23);
+  CHECK(t.result.timed_idle_us_mean == 3.5);
+  CHECK(t.result.counted_idle_us_mean == 950);
+  CHECK(t.result.gap_pad_exceeded == 1);
   CHECK(t.result.counters.needed == 20);
   CHECK(t.result.pairs == 61);
   TimingEvent uncounted;
