@@ -319,9 +319,9 @@ int main(int argc, char** argv) {
                     << std::flush;
           if (row.contains("tolerance_figures")) {
             for (const auto& [name, f] : row["tolerance_figures"].items()) {
-              std::cout << absl::StrFormat(
-                  "    %s: min matched ratio %.6f, max relative norm %.3g", name,
-                  ValueOr(f, "min_matched_ratio", 1.0), ValueOr(f, "max_relative_norm", 0.0));
+              std::cout << absl::StrFormat("    %s: min matched ratio %.6f, max relative norm %.3g",
+                                           name, ValueOr(f, "min_matched_ratio", 1.0),
+                                           ValueOr(f, "max_relative_norm", 0.0));
               if (f.contains("max_block_relative_norm")) {
                 std::cout << absl::StrFormat(", worst block %.3g (block %d of %s)",
                                              ValueOr(f, "max_block_relative_norm", 0.0),
