@@ -467,12 +467,35 @@ absl::Status LoadToleranceRule(const FieldErrors& errors, const json& rule_json,
   }
   seen.push_back(rule);
   if (rule == "relative_norm") {
-    RETURN_IF_ERROR(CheckKeys(errors, rule_json, field, {"rule", "max_relative_norm"}));
+    RETURN_IF_ERROR(
+        CheckKeys(errors, rule_json, field,
+                  {"rule", "max_relative_norm", "block_rows", "max_block_relative_norm"}));
     ASSIGN_OR_RETURN(std::optional<double> norm,
                      GetNumber(errors, rule_json, field, "max_relative_norm", true));
     t.max_relative_norm = *norm;
     if (!(t.max_relative_norm > 0)) {
       return errors.Error(FieldJoin(field, "max_relative_norm"), "must be positive");
+    }
+    // The block rule: both fields or neither (a bound without a block size, or the reverse, is
+    // an author's slip that would otherwise judge nothing).
+    ASSIGN_OR_RETURN(std::optional<int64_t> block_rows,
+                     GetInt(errors, rule_json, field, "block_rows", false));
+    ASSIGN_OR_RETURN(std::optional<double> block_norm,
+                     GetNumber(errors, rule_json, field, "max_block_relative_norm", false));
+    if (block_rows.has_value() != block_norm.has_value()) {
+      return errors.Error(FieldJoin(field, block_rows ? "max_block_relative_norm" : "block_rows"),
+                          "missing: block_rows and max_block_relative_norm are declared together");
+    }
+    if (block_rows) {
+      if (*block_rows < 1 || *block_rows > (int64_t{1} << 20)) {
+        return errors.Error(FieldJoin(field, "block_rows"),
+                            absl::StrCat(*block_rows, " is outside 1..1048576"));
+      }
+      if (!(*block_norm > 0)) {
+        return errors.Error(FieldJoin(field, "max_block_relative_norm"), "must be positive");
+      }
+      t.block_rows = *block_rows;
+      t.max_block_relative_norm = *block_norm;
     }
     return absl::OkStatus();
   }
@@ -814,6 +837,15 @@ std::string RenderTolerance(const Task& task) {
   if (t.max_relative_norm > 0) {
     rules.push_back(absl::StrCat("relative norm: ||out - ref||_2 / ||ref||_2 must not exceed ",
                                  t.max_relative_norm, " for every output on every input."));
+  }
+  if (t.block_rows > 0) {
+    rules.push_back(absl::StrCat(
+        "block relative norm: for every block of ", t.block_rows,
+        " consecutive rows of an output (rows: all dims but the last flattened), ||out - ref||_2 "
+        "/ ||ref||_2 over the block must not exceed ",
+        t.max_block_relative_norm,
+        " (a block whose reference norm is under a tenth of a typical block's is measured "
+        "against that tenth)."));
   }
   return absl::StrJoin(rules, " And ");
 }

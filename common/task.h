@@ -84,6 +84,12 @@ struct Tolerance {
   // all-close catches a uniform relative error that all-close's atol hides on low-magnitude
   // outputs (attention O ~ 0.02 against atol 1e-2).
   double max_relative_norm = 0;
+  // > 0 (the relative_norm rule's optional pair): every block of block_rows consecutive rows
+  // (leading dims flattened, the last dim is the columns) must keep its own relative norm
+  // <= max_block_relative_norm. Catches work skipped on a few rows, which the overall norm
+  // dilutes (worker/engine/gpu/compare.h ToleranceRule, docs/task-authoring.md).
+  int64_t block_rows = 0;
+  double max_block_relative_norm = 0;
 };
 
 // The strong target-instruction check's thresholds (docs/measurement.md, "Work share"): the

@@ -220,7 +220,39 @@ TEST_CASE("Malformed task files are rejected naming the file and the field") {
       [](json& d) {
         d["tolerance"] = {{{"rule", "relative_norm"}, {"max_relative_norm", 0.1}, {"atol", 1}}};
       },
-      "field 'tolerance[0].atol': unknown key (allowed: max_relative_norm, rule)");
+      "field 'tolerance[0].atol': unknown key (allowed: block_rows, max_block_relative_norm, "
+      "max_relative_norm, rule)");
+  expect(
+      [](json& d) {
+        d["tolerance"] = {
+            {"rule", "relative_norm"}, {"max_relative_norm", 0.1}, {"block_rows", 64}};
+      },
+      "field 'tolerance.max_block_relative_norm': missing: block_rows and "
+      "max_block_relative_norm are declared together");
+  expect(
+      [](json& d) {
+        d["tolerance"] = {{"rule", "relative_norm"},
+                          {"max_relative_norm", 0.1},
+                          {"max_block_relative_norm", 0.03}};
+      },
+      "field 'tolerance.block_rows': missing: block_rows and max_block_relative_norm are "
+      "declared together");
+  expect(
+      [](json& d) {
+        d["tolerance"] = {{"rule", "relative_norm"},
+                          {"max_relative_norm", 0.1},
+                          {"block_rows", 0},
+                          {"max_block_relative_norm", 0.03}};
+      },
+      "field 'tolerance.block_rows': 0 is outside 1..1048576");
+  expect(
+      [](json& d) {
+        d["tolerance"] = {{"rule", "relative_norm"},
+                          {"max_relative_norm", 0.1},
+                          {"block_rows", 64},
+                          {"max_block_relative_norm", -1}};
+      },
+      "field 'tolerance.max_block_relative_norm': must be positive");
   expect(
       [](json& d) {
         d["arches"]["sm_90a"]["target_families"] = {"wgmma", "tma"};
@@ -305,6 +337,22 @@ TEST_CASE("Tolerance rules: one object or several that must all hold; work-share
           std::string::npos);
     CHECK(prompt->find("relative norm: ||out - ref||_2 / ||ref||_2 must not exceed 0.009") !=
           std::string::npos);
+  }
+  SECTION("relative norm with the block rule") {
+    CHECK(copy.LoadWith([](json& d) {
+      d["tolerance"] = {{"rule", "relative_norm"},
+                        {"max_relative_norm", 0.01},
+                        {"block_rows", 64},
+                        {"max_block_relative_norm", 0.03}};
+    }) == "");
+    auto task = LoadTask(copy.dir().string());
+    REQUIRE(task.ok());
+    CHECK(task->tolerance.block_rows == 64);
+    CHECK(task->tolerance.max_block_relative_norm == 0.03);
+    auto prompt = RenderPrompt(*task, "sm_90a", "none");
+    REQUIRE(prompt.ok());
+    CHECK(prompt->find("for every block of 64 consecutive rows") != std::string::npos);
+    CHECK(prompt->find("must not exceed 0.03") != std::string::npos);
   }
   SECTION("relative norm alone") {
     CHECK(copy.LoadWith([](json& d) {

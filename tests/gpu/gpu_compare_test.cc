@@ -43,6 +43,12 @@ CompareReport CheckAgainstHost(const void* got, const void* expected, uint64_t c
   CHECK(gpu->matched_ratio == host.matched_ratio);
   CHECK(gpu->reference_norm == Approx(host.reference_norm).epsilon(1e-12));
   CHECK(gpu->relative_norm == Approx(host.relative_norm).epsilon(1e-9).margin(1e-300));
+  CHECK(gpu->block_norm_checked == host.block_norm_checked);
+  CHECK(gpu->block_norm_pass == host.block_norm_pass);
+  CHECK(gpu->worst_block == host.worst_block);
+  CHECK(gpu->block_rows == host.block_rows);
+  CHECK(gpu->worst_block_relative_norm ==
+        Approx(host.worst_block_relative_norm).epsilon(1e-9).margin(1e-300));
   REQUIRE(gpu->first_mismatches.size() == host.first_mismatches.size());
   for (size_t i = 0; i < host.first_mismatches.size(); ++i) {
     const Mismatch &a = gpu->first_mismatches[i], &b = host.first_mismatches[i];
@@ -179,6 +185,44 @@ TEST_CASE("GPU compare: relative-norm rule, tiny and empty outputs", "[gpu][comp
   REQUIRE(empty.ok());
   CHECK_FALSE(empty->pass);
   CHECK(empty->reason == "empty output");
+}
+
+TEST_CASE("GPU compare: the block rule on a backward-shaped output, one skipped 64-row block",
+          "[gpu][compare]") {
+  // [B=2, H=3, S=320, D=128] bf16: 30 blocks of 64 rows, the last of each head whole; S = 320 is
+  // not a multiple of the compare's usual 4096-element ranges, so the block ranges are exercised.
+  const std::vector<int64_t> shape = {2, 3, 320, 128};
+  const uint64_t n = 2 * 3 * 320 * 128;
+  std::mt19937 rng(11);
+  std::normal_distribution<float> value(0.0f, 1.0f), noise(0.0f, 0.003f);
+  std::vector<uint16_t> e(n), g(n);
+  for (uint64_t i = 0; i < n; ++i) {
+    const float x = value(rng);
+    e[i] = Bf16(x);
+    g[i] = Bf16(x * (1.0f + noise(rng)));
+  }
+  ToleranceRule rule;
+  rule.all_close = false;
+  rule.max_relative_norm = 0.01;
+  rule.block_rows = 64;
+  rule.max_block_relative_norm = 0.05;
+  CompareReport honest =
+      CheckAgainstHost(g.data(), e.data(), n, ElementType::kBF16, shape, rule, kPoisonBF16);
+  CHECK(honest.pass);
+  CHECK(honest.block_norm_checked);
+  CHECK(honest.worst_block_relative_norm < 0.01);
+  // Block 17 (rows 1088..1151: head 3, rows 128..191) zeroed: overall ~sqrt(1/30) = 0.18 would
+  // fail too, so also a run where only an eighth of the block's rows are zero (overall ~0.065,
+  // under a 0.1 bound; the block at ~0.35).
+  for (uint64_t i = 17 * 64 * 128; i < 17 * 64 * 128 + 8 * 128; ++i) g[i] = 0;
+  rule.max_relative_norm = 0.1;
+  CompareReport skipped =
+      CheckAgainstHost(g.data(), e.data(), n, ElementType::kBF16, shape, rule, kPoisonBF16);
+  CHECK_FALSE(skipped.pass);
+  CHECK(skipped.relative_norm_pass);
+  CHECK_FALSE(skipped.block_norm_pass);
+  CHECK(skipped.worst_block == 17);
+  CHECK(skipped.reason.find("block 17 (rows 1088..1151)") != std::string::npos);
 }
 
 TEST_CASE("GPU compare: a timed-GEMM output (8192 x 7168 bf16), GPU against CPU time",

@@ -135,6 +135,17 @@ json Summarize(const Verdict& v, double seconds) {
           row["max_abs_error"] =
               std::max(ValueOr(row, "max_abs_error", 0.0), ValueOr(c, "max_abs_error", 0.0));
           if (c.contains("rules")) row["rules"] = c["rules"];
+          // The block rule's worst block over the trials (its headroom on the H200).
+          if (c.contains("block_rows") && ValueOr(c, "block_rows", int64_t{0}) > 0) {
+            const double block = c["worst_block_relative_norm"].is_number()
+                                     ? c["worst_block_relative_norm"].get<double>()
+                                     : 1e30;
+            if (block >= ValueOr(row, "max_block_relative_norm", -1.0)) {
+              row["max_block_relative_norm"] = block;
+              row["worst_block"] = ValueOr(c, "worst_block", int64_t{-1});
+              row["worst_block_workload"] = ValueOr(t, "workload", std::string());
+            }
+          }
         }
       }
       out["tolerance_figures"] = tolerance;
@@ -308,9 +319,16 @@ int main(int argc, char** argv) {
                     << std::flush;
           if (row.contains("tolerance_figures")) {
             for (const auto& [name, f] : row["tolerance_figures"].items()) {
-              std::cout << absl::StrFormat(
-                  "    %s: min matched ratio %.6f, max relative norm %.3g\n", name,
-                  ValueOr(f, "min_matched_ratio", 1.0), ValueOr(f, "max_relative_norm", 0.0));
+              std::cout << absl::StrFormat("    %s: min matched ratio %.6f, max relative norm %.3g",
+                                           name, ValueOr(f, "min_matched_ratio", 1.0),
+                                           ValueOr(f, "max_relative_norm", 0.0));
+              if (f.contains("max_block_relative_norm")) {
+                std::cout << absl::StrFormat(", worst block %.3g (block %d of %s)",
+                                             ValueOr(f, "max_block_relative_norm", 0.0),
+                                             ValueOr(f, "worst_block", int64_t{-1}),
+                                             ValueOr(f, "worst_block_workload", std::string()));
+              }
+              std::cout << "\n";
             }
           }
         }

@@ -62,12 +62,16 @@ def honest_headroom(task, validations):
     """The solutions' worst relative norm per output and bound / worst, for a relative-norm rule."""
     bounds = [r["max_relative_norm"] for r in rules_of(task) if r.get("rule") == "relative_norm"]
     worst = {}
+    worst_block = {}
     for v in validations:
         if not v.get("path", "").startswith("solutions/") or v.get("skipped"):
             continue
         for output, f in (v.get("tolerance_figures") or {}).items():
             if isinstance(f, dict) and f.get("max_relative_norm") is not None:
                 worst[output] = max(worst.get(output, 0.0), f["max_relative_norm"])
+            if isinstance(f, dict) and f.get("max_block_relative_norm") is not None:
+                worst_block[output] = max(worst_block.get(output, 0.0),
+                                          f["max_block_relative_norm"])
     if not bounds or not worst:
         return None
     bound = min(bounds)
@@ -76,8 +80,20 @@ def honest_headroom(task, validations):
     ratio = bound / top if top > 0 else None
     headroom = "unlimited (no error)" if ratio is None else (
         f"{ratio:.0f}x" if ratio >= 10 else f"{ratio:.2g}x")
-    return (f"Honest solutions' worst relative norm: {figures}; headroom to the bound "
+    text = (f"Honest solutions' worst relative norm: {figures}; headroom to the bound "
             f"{bound:g}: {headroom}.")
+    block_bounds = [r["max_block_relative_norm"] for r in rules_of(task)
+                    if r.get("rule") == "relative_norm" and r.get("max_block_relative_norm")]
+    if block_bounds and worst_block:
+        block_bound = min(block_bounds)
+        block_top = max(worst_block.values())
+        block_figures = ", ".join(f"{output} {fmt(worst_block[output])}"
+                                  for output in sorted(worst_block))
+        block_headroom = "unlimited (no error)" if block_top <= 0 else (
+            f"{block_bound / block_top:.2g}x")
+        text += (f" Worst {rules_of(task)[0].get('block_rows', '?')}-row block: {block_figures}; "
+                 f"headroom to the block bound {block_bound:g}: {block_headroom}.")
+    return text
 
 
 def fmt(value, digits=3):
@@ -134,8 +150,12 @@ def table(report, tasks_dir):
                 f = figures[output]
                 if not isinstance(f, dict) or f.get("max_abs_error") is None:
                     continue
-                cells.append(f"{output}: {fmt(f.get('max_abs_error'))} / "
-                             f"{fmt(f.get('max_relative_norm'))} / {fmt(f.get('min_matched_ratio'), 6)}")
+                cell = (f"{output}: {fmt(f.get('max_abs_error'))} / "
+                        f"{fmt(f.get('max_relative_norm'))} / {fmt(f.get('min_matched_ratio'), 6)}")
+                # The block rule's worst 64-row block, in reports of evaluators that have it.
+                if f.get("max_block_relative_norm") is not None:
+                    cell += f" (block {fmt(f['max_block_relative_norm'])})"
+                cells.append(cell)
                 rule_results = f.get("rules") or {}
                 passed = all(r.get("pass", False) for r in rule_results.values()
                              if r.get("checked", True))

@@ -53,6 +53,7 @@ struct Partial {
   uint64_t mismatched = 0, nonfinite = 0, unwritten = 0, reference_nonfinite = 0;
   double max_abs = 0, max_rel = 0, err_sq = 0, ref_sq = 0;
   std::vector<Mismatch> first;
+  std::vector<BlockSums> blocks;  // The block rule's sums over this thread's range.
 };
 
 constexpr size_t kMaxReported = kMaxReportedMismatches;
@@ -114,7 +115,17 @@ ToleranceRule RuleOf(const Tolerance& tolerance) {
   rule.rtol = tolerance.rtol;
   rule.matched_ratio = tolerance.matched_ratio;
   rule.max_relative_norm = tolerance.max_relative_norm;
+  rule.block_rows = tolerance.block_rows;
+  rule.max_block_relative_norm = tolerance.max_block_relative_norm;
   return rule;
+}
+
+uint64_t BlockElements(const ToleranceRule& rule, const std::vector<int64_t>& shape,
+                       uint64_t count) {
+  if (rule.block_rows <= 0 || count == 0) return 0;
+  // Rows are the leading dims flattened: the last dim is one row's columns.
+  const uint64_t columns = shape.empty() || shape.back() <= 0 ? count : shape.back();
+  return std::min<uint64_t>(count, static_cast<uint64_t>(rule.block_rows) * columns);
 }
 
 nlohmann::json ToJson(const CompareReport& r) {
@@ -142,7 +153,11 @@ nlohmann::json ToJson(const CompareReport& r) {
       {"reference_norm", r.reference_norm},
       {"rules",
        {{"all_close", {{"checked", r.all_close_checked}, {"pass", r.all_close_pass}}},
-        {"relative_norm", {{"checked", r.relative_norm_checked}, {"pass", r.relative_norm_pass}}}}},
+        {"relative_norm", {{"checked", r.relative_norm_checked}, {"pass", r.relative_norm_pass}}},
+        {"block_relative_norm", {{"checked", r.block_norm_checked}, {"pass", r.block_norm_pass}}}}},
+      {"worst_block_relative_norm", r.worst_block_relative_norm},
+      {"worst_block", r.worst_block},
+      {"block_rows", r.block_rows},
       {"first_mismatches", first}};
 }
 
@@ -206,6 +221,17 @@ absl::StatusOr<CompareReport> CompareReportFromJson(const nlohmann::json& j) {
     };
     read("all_close", &r.all_close_checked, &r.all_close_pass);
     read("relative_norm", &r.relative_norm_checked, &r.relative_norm_pass);
+    read("block_relative_norm", &r.block_norm_checked, &r.block_norm_pass);
+  }
+  // The block rule's figures; absent in reports of an older evaluator.
+  if (auto worst = j.find("worst_block_relative_norm"); worst != j.end()) {
+    r.worst_block_relative_norm = NumberOrText(*worst);
+  }
+  if (auto block = j.find("worst_block"); block != j.end() && block->is_number_integer()) {
+    r.worst_block = block->get<int64_t>();
+  }
+  if (auto rows = j.find("block_rows"); rows != j.end() && rows->is_number_integer()) {
+    r.block_rows = rows->get<int64_t>();
   }
   for (const nlohmann::json& m : j["first_mismatches"]) {
     if (!m.is_object() || !m.contains("index") || !m["index"].is_number_integer() ||
@@ -231,18 +257,24 @@ CompareReport CompareOutputs(const void* got, const void* expected, uint64_t cou
   const uint32_t poison_bits = bytes == 4 ? poison : (poison & ((1u << (8 * bytes)) - 1));
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   threads = static_cast<int>(std::min<uint64_t>(threads, std::max<uint64_t>(1, count / 65536 + 1)));
+  const uint64_t block_elements = BlockElements(rule, shape, count);
+  const uint64_t block_count = block_elements ? (count + block_elements - 1) / block_elements : 0;
   std::vector<Partial> partials(threads);
   auto work = [&](int t) {
     Partial& p = partials[t];
+    p.blocks.resize(block_count);
     uint64_t begin = count * t / threads, end = count * (t + 1) / threads;
     for (uint64_t i = begin; i < end; ++i) {
       double g = DecodeElement(got, i, type);
       double e = DecodeElement(expected, i, type);
+      BlockSums* block = block_elements ? &p.blocks[i / block_elements] : nullptr;
+      if (block != nullptr) ++block->elements;
       if (!std::isfinite(e)) {
         ++p.reference_nonfinite;
         continue;
       }
       p.ref_sq += e * e;
+      if (block != nullptr) block->ref_sq += e * e;
       const char* kind = nullptr;
       if (!std::isfinite(g)) {
         ++p.nonfinite;
@@ -256,6 +288,7 @@ CompareReport CompareOutputs(const void* got, const void* expected, uint64_t cou
         }
         double d = std::abs(g - e);
         p.err_sq += d * d;
+        if (block != nullptr) block->err_sq += d * d;
         p.max_abs = std::max(p.max_abs, d);
         if (e != 0) p.max_rel = std::max(p.max_rel, d / std::abs(e));
         if (d > rule.atol && d > rule.rtol * std::abs(e)) {
@@ -276,7 +309,13 @@ CompareReport CompareOutputs(const void* got, const void* expected, uint64_t cou
   CompareReport r;
   r.elements = count;
   double err_sq = 0, ref_sq = 0;
+  std::vector<BlockSums> blocks(block_count);
   for (Partial& p : partials) {
+    for (uint64_t b = 0; b < block_count; ++b) {
+      blocks[b].err_sq += p.blocks[b].err_sq;
+      blocks[b].ref_sq += p.blocks[b].ref_sq;
+      blocks[b].elements += p.blocks[b].elements;
+    }
     r.mismatched += p.mismatched;
     r.nonfinite += p.nonfinite;
     r.unwritten += p.unwritten;
@@ -289,12 +328,12 @@ CompareReport CompareOutputs(const void* got, const void* expected, uint64_t cou
       if (r.first_mismatches.size() < kMaxReported) r.first_mismatches.push_back(std::move(m));
     }
   }
-  FinishCompareReport(rule, err_sq, ref_sq, &r);
+  FinishCompareReport(rule, err_sq, ref_sq, &r, block_elements ? &blocks : nullptr);
   return r;
 }
 
 void FinishCompareReport(const ToleranceRule& rule, double err_sq, double ref_sq,
-                         CompareReport* report) {
+                         CompareReport* report, const std::vector<BlockSums>* blocks) {
   CompareReport& r = *report;
   const uint64_t count = r.elements;
   r.reason.clear();
@@ -319,6 +358,30 @@ void FinishCompareReport(const ToleranceRule& rule, double err_sq, double ref_sq
   r.all_close_pass = r.matched_ratio >= rule.matched_ratio;
   r.relative_norm_checked = rule.max_relative_norm > 0;
   r.relative_norm_pass = r.relative_norm <= rule.max_relative_norm;
+  r.block_norm_checked = rule.block_rows > 0 && count > 0;
+  r.block_rows = rule.block_rows;
+  r.worst_block_relative_norm = 0;
+  r.worst_block = -1;
+  if (r.block_norm_checked && blocks != nullptr && !blocks->empty()) {
+    // The floor: kBlockNormFloor x the norm a block of this size would have at the output's RMS.
+    const double mean_sq = ref_sq / static_cast<double>(count);
+    for (size_t b = 0; b < blocks->size(); ++b) {
+      const BlockSums& s = (*blocks)[b];
+      const double floor = kBlockNormFloor * std::sqrt(mean_sq * static_cast<double>(s.elements));
+      const double denominator = std::max(std::sqrt(s.ref_sq), floor);
+      const double figure =
+          denominator > 0 ? std::sqrt(s.err_sq) / denominator : (s.err_sq > 0 ? INFINITY : 0.0);
+      if (r.worst_block < 0 || figure > r.worst_block_relative_norm) {
+        r.worst_block_relative_norm = figure;
+        r.worst_block = static_cast<int64_t>(b);
+      }
+    }
+  }
+  r.block_norm_pass = r.block_norm_checked && blocks != nullptr && !blocks->empty() &&
+                      r.worst_block_relative_norm <= rule.max_block_relative_norm;
+  if (r.reason.empty() && r.block_norm_checked && (blocks == nullptr || blocks->empty())) {
+    r.reason = "the block rule is set but the comparison computed no block sums";
+  }
   if (r.reason.empty()) {
     std::vector<std::string> failed;
     if (r.all_close_checked && !r.all_close_pass) {
@@ -329,6 +392,12 @@ void FinishCompareReport(const ToleranceRule& rule, double err_sq, double ref_sq
     if (r.relative_norm_checked && !r.relative_norm_pass) {
       failed.push_back(absl::StrFormat("relative norm %.3g exceeds %.3g", r.relative_norm,
                                        rule.max_relative_norm));
+    }
+    if (r.block_norm_checked && !r.block_norm_pass) {
+      failed.push_back(absl::StrFormat("block %d (rows %d..%d) relative norm %.3g exceeds %.3g",
+                                       r.worst_block, r.worst_block * rule.block_rows,
+                                       (r.worst_block + 1) * rule.block_rows - 1,
+                                       r.worst_block_relative_norm, rule.max_block_relative_norm));
     }
     r.reason = absl::StrJoin(failed, "; ");
   }

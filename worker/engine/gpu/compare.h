@@ -31,6 +31,27 @@ struct ToleranceRule {
   double matched_ratio = 1.0;
   // > 0: ‖got-ref‖₂ / ‖ref‖₂ must not exceed this too; 0: no norm bound.
   double max_relative_norm = 0;
+  // > 0: every block of block_rows consecutive rows (rows: the leading dims flattened; the last
+  // dim is the columns) must also keep ‖got-ref‖₂ / max(‖ref‖₂, floor) <= max_block_relative_norm,
+  // floor = kBlockNormFloor x the norm of a block of the output's RMS. A cheaper computation that
+  // drops a few keys or rows moves the overall norm by little but one block by a lot
+  // (docs/task-authoring.md, "Backward margin decoys").
+  int64_t block_rows = 0;
+  double max_block_relative_norm = 0;
+};
+// A block whose reference norm is below this share of an RMS-valued block's norm is judged
+// against that share instead: a zero reference block is neither a division by zero nor a
+// free pass (its error counts against 10 % of a typical block's norm).
+inline constexpr double kBlockNormFloor = 0.1;
+// Elements per block of the block rule for an output of `shape` (block_rows x the last dim);
+// 0 when the rule is off.
+uint64_t BlockElements(const ToleranceRule& rule, const std::vector<int64_t>& shape,
+                       uint64_t count);
+// Sums over one block's finite elements.
+struct BlockSums {
+  double err_sq = 0;
+  double ref_sq = 0;
+  uint64_t elements = 0;
 };
 // The task's declaration as the comparison's rule: one definition for the reference process,
 // the fake evaluator and the tests.
@@ -62,6 +83,13 @@ struct CompareReport {
   bool all_close_pass = false;
   bool relative_norm_checked = false;
   bool relative_norm_pass = false;
+  // The block rule (ToleranceRule::block_rows): the worst block's figure and its index (block b
+  // holds rows [b·block_rows, (b+1)·block_rows)); reported whenever the rule is set.
+  bool block_norm_checked = false;
+  bool block_norm_pass = false;
+  double worst_block_relative_norm = 0;
+  int64_t worst_block = -1;
+  int64_t block_rows = 0;
   std::vector<Mismatch> first_mismatches;  // The lowest indices, at most 8.
 };
 nlohmann::json ToJson(const CompareReport& report);
@@ -75,8 +103,10 @@ std::vector<int64_t> Coordinates(uint64_t index, const std::vector<int64_t>& sha
 // Completes a report whose counts, maxima and first mismatches are set, from the sums of squared
 // errors and squared references over finite elements: norms, matched ratio, reason and verdict.
 // One function for the CPU and GPU comparisons, so both judge alike.
+// `blocks`: the block rule's per-block sums (BlockElements elements each, the last may be
+// short); must be given when the rule sets block_rows, else the report fails naming the gap.
 void FinishCompareReport(const ToleranceRule& rule, double err_sq, double ref_sq,
-                         CompareReport* report);
+                         CompareReport* report, const std::vector<BlockSums>* blocks = nullptr);
 
 // The lowest-index mismatches a report lists.
 inline constexpr size_t kMaxReportedMismatches = 8;

@@ -551,8 +551,18 @@ absl::StatusOr<CompareReport> Builtins::Compare(const void* got, const void* exp
   // 8 blocks of 256 threads per SM keep HBM busy (the compare reads 2 x 117 MB for the timed
   // GEMM); a block gets at least 4096 elements so the per-block results stay few.
   const uint64_t max_blocks = static_cast<uint64_t>(sm_count_) * 8;
-  const uint64_t blocks = std::max<uint64_t>(1, std::min(max_blocks, (count + 4095) / 4096));
-  uint64_t chunk = (count + blocks - 1) / blocks;
+  // The block rule: one thread block per rule block, so the per-block results are the rule's
+  // block sums (64 rows x 128 columns = 8192 elements: 12288 blocks for the timed backward).
+  const uint64_t rule_block = BlockElements(rule, shape, count);
+  const uint64_t blocks = rule_block
+                              ? (count + rule_block - 1) / rule_block
+                              : std::max<uint64_t>(1, std::min(max_blocks, (count + 4095) / 4096));
+  uint64_t chunk = rule_block ? rule_block : (count + blocks - 1) / blocks;
+  if (rule_block && blocks > (uint64_t{1} << 22)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "the block rule splits %d elements into %d blocks (more than 4194304): raise block_rows",
+        count, blocks));
+  }
   const size_t result_bytes = blocks * sizeof(CompareBlockResult);
   if (compare_results_.bytes() < result_bytes) {
     compare_results_.Reset();
@@ -578,6 +588,12 @@ absl::StatusOr<CompareReport> Builtins::Compare(const void* got, const void* exp
       cudaMemcpyAsync(host.data(), results, result_bytes, cudaMemcpyDeviceToHost, stream));
   PTXBENCH_CUDA_TRY(cudaStreamSynchronize(stream));
   double err_sq = 0, ref_sq = 0;
+  std::vector<BlockSums> rule_blocks;
+  if (rule_block) rule_blocks.reserve(blocks);
+  for (uint64_t i = 0; rule_block && i < blocks; ++i) {
+    rule_blocks.push_back(
+        BlockSums{host[i].err_sq, host[i].ref_sq, std::min(count, (i + 1) * chunk) - i * chunk});
+  }
   for (const CompareBlockResult& b : host) {
     r.mismatched += b.mismatched;
     r.nonfinite += b.nonfinite;
@@ -601,8 +617,11 @@ absl::StatusOr<CompareReport> Builtins::Compare(const void* got, const void* exp
                                       static_cast<const char*>(expected) + begin * bytes,
                                       expected_host.size(), cudaMemcpyDeviceToHost, stream));
     PTXBENCH_CUDA_TRY(cudaStreamSynchronize(stream));
+    // Only its first mismatches are used: no block sums for a part.
+    ToleranceRule part_rule = rule;
+    part_rule.block_rows = 0;
     CompareReport part = CompareOutputs(got_host.data(), expected_host.data(), end - begin, type,
-                                        {}, rule, poison, 1);
+                                        {}, part_rule, poison, 1);
     for (Mismatch& m : part.first_mismatches) {
       if (r.first_mismatches.size() >= kMaxReportedMismatches) break;
       m.index += begin;
@@ -610,7 +629,7 @@ absl::StatusOr<CompareReport> Builtins::Compare(const void* got, const void* exp
       r.first_mismatches.push_back(std::move(m));
     }
   }
-  FinishCompareReport(rule, err_sq, ref_sq, &r);
+  FinishCompareReport(rule, err_sq, ref_sq, &r, rule_block ? &rule_blocks : nullptr);
   return r;
 }
 

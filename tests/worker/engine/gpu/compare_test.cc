@@ -251,4 +251,90 @@ TEST_CASE("both rules must hold when a task declares both, and both figures are 
   CHECK(from_task.max_relative_norm == 0.01);
 }
 
+TEST_CASE("the block rule catches work skipped on a few rows that the overall norm dilutes",
+          "[compare]") {
+  // 16 blocks of 4 rows x 8 columns; the candidate zeroes block 13 (a skipped key block): its
+  // relative norm is 1.0, the overall one only ~sqrt(1/16) = 0.25.
+  constexpr int kRows = 64, kColumns = 8, kCount = kRows * kColumns;
+  std::vector<float> e(kCount), g(kCount);
+  for (int i = 0; i < kCount; ++i) {
+    e[i] = 1.0f + 0.5f * std::sin(static_cast<float>(i));
+    g[i] = e[i] * 1.001f;
+  }
+  for (int i = 13 * 4 * kColumns; i < 14 * 4 * kColumns; ++i) g[i] = 0;
+  ToleranceRule rule;
+  rule.all_close = false;
+  rule.max_relative_norm = 0.3;
+  CompareReport overall_only = CompareOutputs(g.data(), e.data(), kCount, ElementType::kFP32,
+                                              {kRows, kColumns}, rule, kPoisonFP32, 3);
+  CHECK(overall_only.pass);  // The gap the block rule closes.
+  CHECK_FALSE(overall_only.block_norm_checked);
+  rule.block_rows = 4;
+  rule.max_block_relative_norm = 0.03;
+  for (int threads : {1, 3}) {  // Thread ranges straddle blocks with 3.
+    CompareReport r = CompareOutputs(g.data(), e.data(), kCount, ElementType::kFP32,
+                                     {kRows, kColumns}, rule, kPoisonFP32, threads);
+    CHECK_FALSE(r.pass);
+    CHECK(r.relative_norm_pass);
+    CHECK(r.block_norm_checked);
+    CHECK_FALSE(r.block_norm_pass);
+    CHECK(r.worst_block == 13);
+    CHECK(r.worst_block_relative_norm == Approx(1.0));
+    CHECK(r.reason.find("block 13 (rows 52..55) relative norm 1 exceeds 0.03") !=
+          std::string::npos);
+    auto back = CompareReportFromJson(ToJson(r));
+    REQUIRE(back.ok());
+    CHECK(back->block_norm_checked);
+    CHECK_FALSE(back->block_norm_pass);
+    CHECK(back->worst_block == 13);
+    CHECK(back->block_rows == 4);
+    CHECK(back->worst_block_relative_norm == Approx(1.0));
+  }
+  // Honest: every block at 1e-3, passes with its worst figure reported.
+  for (int i = 0; i < kCount; ++i) g[i] = e[i] * 1.001f;
+  CompareReport honest = CompareOutputs(g.data(), e.data(), kCount, ElementType::kFP32,
+                                        {kRows, kColumns}, rule, kPoisonFP32, 2);
+  CHECK(honest.pass);
+  CHECK(honest.block_norm_pass);
+  CHECK(honest.worst_block_relative_norm == Approx(0.001).epsilon(0.01));
+  // A zero reference block is neither a division by zero nor a free pass: its error counts
+  // against a tenth of an RMS block's norm.
+  for (int i = 5 * 4 * kColumns; i < 6 * 4 * kColumns; ++i) {
+    e[i] = 0;
+    g[i] = 0;
+  }
+  CompareReport zero_block = CompareOutputs(g.data(), e.data(), kCount, ElementType::kFP32,
+                                            {kRows, kColumns}, rule, kPoisonFP32, 2);
+  CHECK(zero_block.pass);
+  CHECK(std::isfinite(zero_block.worst_block_relative_norm));
+  for (int i = 5 * 4 * kColumns; i < 6 * 4 * kColumns; ++i) g[i] = 0.5f;
+  CompareReport garbage = CompareOutputs(g.data(), e.data(), kCount, ElementType::kFP32,
+                                         {kRows, kColumns}, rule, kPoisonFP32, 2);
+  CHECK_FALSE(garbage.pass);
+  CHECK(garbage.worst_block == 5);
+  CHECK(std::isfinite(garbage.worst_block_relative_norm));
+  CHECK(garbage.worst_block_relative_norm > 1.0);
+  // A short last block (rows not a multiple of block_rows) is judged too.
+  rule.block_rows = 60;
+  for (int i = 0; i < kCount; ++i) g[i] = e[i];
+  for (int i = 60 * kColumns; i < kCount; ++i) g[i] = e[i] * 1.5f;
+  CompareReport short_last = CompareOutputs(g.data(), e.data(), kCount, ElementType::kFP32,
+                                            {kRows, kColumns}, rule, kPoisonFP32, 2);
+  CHECK_FALSE(short_last.pass);
+  CHECK(short_last.worst_block == 1);
+  // The GPU path hands block sums to FinishCompareReport; without them the rule cannot pass.
+  CompareReport no_sums;
+  no_sums.elements = kCount;
+  FinishCompareReport(rule, 0.0, 1.0, &no_sums);
+  CHECK_FALSE(no_sums.pass);
+  CHECK(no_sums.reason.find("no block sums") != std::string::npos);
+  // The task's declaration maps onto the rule.
+  Tolerance t;
+  t.block_rows = 64;
+  t.max_block_relative_norm = 0.03;
+  CHECK(RuleOf(t).block_rows == 64);
+  CHECK(RuleOf(t).max_block_relative_norm == 0.03);
+  CHECK(BlockElements(RuleOf(t), {2, 128, 128}, 2 * 128 * 128) == 64 * 128);
+}
+
 }  // namespace ptxbench::gpu
