@@ -67,6 +67,36 @@ json ValueOr(const json& j, const char* key, const json& fallback) {  // NOLINT:
   return j[key];
 }
 
+double Median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+// How counted launches differed from timed ones, in time and in the idle GPU before them
+// (docs/measurement.md, "Counted launches and their gap"): the counted launches' median time
+// over the timed median (a kernel that takes another path when counted changes it), and the
+// counters' Begin cost that shows as idle GPU before a counted launch.
+json CountedLaunchFigures(const json& result) {
+  std::vector<double> counted_ms = ValueOr(result, "counted_ms", std::vector<double>{});
+  std::vector<double> begin_us, idle_us;
+  for (const json& c :
+       ValueOr(result, "counters", json::object()).value("samples", json::array())) {
+    begin_us.push_back(ValueOr(c, "begin_us", 0.0));
+    idle_us.push_back(ValueOr(c, "idle_us", 0.0));
+  }
+  const double timed_median = ValueOr(result["candidate"], "median_ms", 0.0);
+  return {{"n", counted_ms.size()},
+          {"median_ms", Median(counted_ms)},
+          {"over_timed_median", timed_median > 0 ? Median(counted_ms) / timed_median : 0.0},
+          {"begin_us_median", Median(begin_us)},
+          {"idle_us_median", Median(idle_us)},
+          {"timed_idle_us_mean", ValueOr(result, "timed_idle_us_mean", 0.0)},
+          {"gap_pad_us", ValueOr(result, "gap_pad_us", 0.0)},
+          {"gap_pad_seconds", ValueOr(result, "gap_pad_seconds", 0.0)},
+          {"gap_pad_exceeded", ValueOr(result, "gap_pad_exceeded", 0)}};
+}
+
 json Summarize(const Verdict& v, double seconds) {
   json stages = json::array();
   for (const ptxbench::StageReport& s : v.stages) {
@@ -103,7 +133,8 @@ json Summarize(const Verdict& v, double seconds) {
                        {"roofline_floor_ms", ValueOr(s.detail, "roofline_floor_ms", 0.0)},
                        {"candidate_tflops", ValueOr(s.detail, "candidate_tflops", 0.0)},
                        {"baseline_tflops", ValueOr(s.detail, "baseline_tflops", 0.0)},
-                       {"checks", s.detail["checks"].size()}};
+                       {"checks", s.detail["checks"].size()},
+                       {"counted_launches", CountedLaunchFigures(r)}};
       out["baseline_library"] = s.detail["timing"]["baseline"];
     }
     if (s.stage == ptxbench::Stage::kTargetInstructions) {

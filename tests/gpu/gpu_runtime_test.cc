@@ -924,7 +924,11 @@ TEST_CASE("cuBLASLt's block-scaled fp8 GEMM matches the fp64 reference in the ta
         std::vector<float> c(c16.size());
         for (size_t i = 0; i < c16.size(); ++i) c[i] = Bf16ToFloat(c16[i]);
         const Fp8Figures figures = Fp8Compare(c, ref, task->tolerance);
-        const bool matches = figures.relative_norm < 0.01 && figures.outside_allclose == 0;
+        // A layout matches when the library lands at its own precision (relative norm 0.0017
+        // on the H200, 2026-12-02); a wrong layout scales blocks by unrelated factors (~1).
+        // Not all-close: at K = 16384 the library itself has a few elements outside the
+        // all-close rule against fp64 (5 of 98,304 on the H200).
+        const bool matches = figures.relative_norm < 0.01;
         if (matches) ++matching_layouts;
         if (la == ScaleLayoutA::kKbRowsMContiguous && lb == ScaleLayoutB::kPaddedRows) {
           task_layout_matches = matches;
@@ -941,7 +945,12 @@ TEST_CASE("cuBLASLt's block-scaled fp8 GEMM matches the fp64 reference in the ta
                                                       << (*baseline)->Describe().dump());
     CHECK(matching_layouts >= 1);
     CHECK(task_layout_matches);
+    // The task's tolerance must accept an exact (fp64) result against the library: the
+    // checker compares with the library, so its own error is what an exact kernel shows.
     CHECK(task_figures.relative_norm < task->tolerance.max_relative_norm);
+    const double n_elements = static_cast<double>(M) * static_cast<double>(N);
+    CHECK(static_cast<double>(task_figures.outside_allclose) <=
+          (1.0 - task->tolerance.matched_ratio) * n_elements);
   }
 }
 

@@ -30,6 +30,7 @@
 #include "worker/engine/gpu/philox.h"
 #include "worker/engine/gpu/protocol.h"
 #include "worker/engine/gpu/sketch.h"
+#include "worker/engine/gpu/stats.h"
 #include "worker/engine/gpu/target_analysis.h"
 #include "worker/engine/gpu/work_share.h"
 #include "worker/engine/sandbox.h"
@@ -204,6 +205,8 @@ struct Evaluation {
   std::optional<gpu::ProfiledWork> profiled;
   std::optional<gpu::WorkShare> work_share;
   std::vector<std::map<std::string, double>> counted_metrics;
+  double counted_median_ms = 0;  // The counted launches' median time (0: none).
+  double timed_median_ms = 0;    // The timed samples' median.
   std::string counters_reason = "the timing stage did not run";
 };
 
@@ -1015,6 +1018,8 @@ void TimedWorkShare(Evaluation& e, const gpu::TimingMeasurement& result) {
   for (const gpu::CountedSample& sample : counters.samples) {
     e.counted_metrics.push_back(sample.metrics);
   }
+  e.timed_median_ms = result.candidate.median_ms;
+  e.counted_median_ms = result.counted_ms.empty() ? 0 : gpu::Quantile(result.counted_ms, 0.5);
   const Task& task = e.task();
   const Workload& timed = task.TimedWorkload();
   auto set = gpu::WorkCountersFor(e.workspace.request().arch, task.OperandType());
@@ -1231,6 +1236,7 @@ Verdict Conclude(Evaluation& e) {
   if (share.has_value() && e.profiled.has_value()) {
     auto set = gpu::WorkCountersFor(e.workspace.request().arch, e.task().OperandType());
     if (set.ok()) path = gpu::CompareProfiledWithTimed(*e.profiled, *set, e.counted_metrics);
+    gpu::CheckCountedLaunchTimes(e.counted_median_ms, e.timed_median_ms, &path);
   } else if (!share.has_value()) {
     path.reason = "the timed path's counters were not collected";
   }

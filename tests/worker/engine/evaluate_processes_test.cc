@@ -35,6 +35,7 @@ TEST_CASE("watchdogs: the GEMM's timing and instrument deadlines are well under 
   // then wait the gap equalizer's pad (at most 20 ms).
   WatchdogInputs counted = Gemm();
   counted.counted_samples = 16;
+  counted.loop.gap_pad_max_us = 20000;
   const Watchdogs c = DeriveWatchdogs(counted, options);
   CHECK(c.basis["pair_seconds"].get<double>() == Approx((1.5 + 60 + 10 + 2 * 20) / 1000));
   CHECK(c.basis["counted_seconds"].get<double>() == Approx(16 * (1.5 + 20 + 2 * 20) / 1000));

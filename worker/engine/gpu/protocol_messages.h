@@ -324,9 +324,11 @@ struct TimingLoopOptions {
   // both sides (timed or counted), so launch gaps do not tell a counted launch (measurement.md).
   double jitter_us_max = 200;
   // The gap equalizer's bound (timing.h): while counting, every launch of both sides also waits
-  // a pad of twice the idle time a counted launch's collection showed, at most this much, so a
-  // counted launch cannot be told by a longer gap before it. The timing watchdog allows it.
-  double gap_pad_max_us = 20000;
+  // a pad of twice the idle time a counted launch's collection showed, at most this much. Off
+  // (0) by default: the counters' Begin costs 134-163 ms of idle GPU on the H200 (2026-12-02,
+  // docs/results/2026-12-02-h200-gpu-test-5-a.json), so a pad that hides it would add ~0.3 s
+  // per launch; at the 20 ms tried it hid nothing and cost 3 s per GEMM evaluation.
+  double gap_pad_max_us = 0;
   // Projections of every timed and counted candidate sample's outputs (sketch.h). 0: none.
   size_t sketch_projections = 4;
   // The first heuristic choice until the fastest-of-candidates path is proven on the H200

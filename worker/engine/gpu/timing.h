@@ -58,7 +58,7 @@ struct TimingConfig {
   CountedPlan counted;               // needed 0: no counted launches.
   uint64_t counter_seed = 0;         // Secret: counted pairs and the jitter.
   double jitter_us_max = 0;
-  double gap_pad_max_us = 20000;  // TimingLoopOptions::gap_pad_max_us.
+  double gap_pad_max_us = 0;  // TimingLoopOptions::gap_pad_max_us (0: no pad).
 };
 
 // The counters around counted launches (cupti_counters.h HardwareCounters::Begin/End).

@@ -489,12 +489,26 @@ nlohmann::json ToJson(const WorkShare& s) {
             {"share_of_l2_reads", s.bulk_copy.share_of_l2_reads}}}};
 }
 
+void CheckCountedLaunchTimes(double counted_median_ms, double timed_median_ms, PathAgreement* path,
+                             double min_ratio) {
+  if (counted_median_ms <= 0 || timed_median_ms <= 0) return;
+  path->counted_over_timed = counted_median_ms / timed_median_ms;
+  if (!path->checked || !path->agrees || path->counted_over_timed >= min_ratio) return;
+  path->agrees = false;
+  path->reason = absl::StrFormat(
+      "its counted launches took %.3g x the time of its timed ones (%.4g ms against %.4g ms; "
+      "counting never makes a kernel faster, at least %.2g x is expected): it takes another path "
+      "when counted",
+      path->counted_over_timed, counted_median_ms, timed_median_ms, min_ratio);
+}
+
 nlohmann::json ToJson(const PathAgreement& a) {
   return {{"checked", a.checked},
           {"agrees", a.agrees},
           {"target_flops_difference", a.target_flops_difference},
           {"target_insts_difference", a.target_insts_difference},
           {"bulk_copy_insts_difference", a.bulk_copy_insts_difference},
+          {"counted_over_timed", a.counted_over_timed},
           {"reason", a.reason}};
 }
 

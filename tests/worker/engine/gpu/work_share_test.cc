@@ -473,5 +473,35 @@ TEST_CASE("work share: counters for unsupported targets are refused", "[work_sha
   CHECK_FALSE(WorkCountersFor("sm_90a", DType::kInt32).ok());
 }
 
+TEST_CASE("work share: counted launches much faster than timed ones mean another path",
+          "[work_share]") {
+  PathAgreement agreeing;
+  agreeing.checked = true;
+  agreeing.agrees = true;
+  // Honest figures of the H200 run 5 (2026-12-02): counted 1.000-1.065 x timed, cuBLASLt 1.11 x.
+  for (double ratio : {1.0, 1.065, 1.11, 1.5}) {
+    PathAgreement p = agreeing;
+    CheckCountedLaunchTimes(0.78 * ratio, 0.78, &p);
+    CHECK(p.agrees);
+    CHECK(p.counted_over_timed == Approx(ratio));
+  }
+  // counted_launch_detect: wgmma (0.8 ms) when counted, mma.sync (4.4 ms) when timed.
+  PathAgreement detected = agreeing;
+  CheckCountedLaunchTimes(0.8, 4.4, &detected);
+  CHECK_FALSE(detected.agrees);
+  CHECK(detected.reason.find("another path when counted") != std::string::npos);
+  CHECK(detected.counted_over_timed == Approx(0.8 / 4.4));
+  // Unknown times change nothing; a disagreement already found keeps its reason.
+  PathAgreement unknown = agreeing;
+  CheckCountedLaunchTimes(0, 0.78, &unknown);
+  CHECK(unknown.agrees);
+  CHECK(unknown.counted_over_timed == 0);
+  PathAgreement differs;
+  differs.checked = true;
+  differs.reason = "target FLOPs differ";
+  CheckCountedLaunchTimes(0.1, 1.0, &differs);
+  CHECK(differs.reason == "target FLOPs differ");
+}
+
 }  // namespace
 }  // namespace ptxbench::gpu
