@@ -5,8 +5,10 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cmath>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <random>
@@ -1068,7 +1070,7 @@ void PagedLayout(const PagedDecode& x, uint64_t seed, std::vector<int32_t>& tabl
   std::vector<int32_t> pool(size_t(x.np));
   std::iota(pool.begin(), pool.end(), 0);
   std::shuffle(pool.begin(), pool.end(), rng);
-  table.assign(pool.begin(), pool.begin() + size_t(x.b) * x.pps);
+  table.assign(pool.begin(), pool.begin() + static_cast<std::ptrdiff_t>(int64_t(x.b) * x.pps));
   const int64_t longest = int64_t(x.pps) * x.ps;
   const int64_t step = (longest + x.b - 1) / x.b;
   lengths.resize(size_t(x.b));
@@ -1093,7 +1095,7 @@ void HostPagedDecode(const PagedDecode& x, const std::vector<float>& q, const st
       const int kv = head_of(h);
       const float* qrow = &q[(size_t(b) * x.hq + h) * x.d];
       std::vector<double> logits(static_cast<size_t>(lengths[size_t(b)]));
-      double m = -INFINITY;
+      double m = -std::numeric_limits<double>::infinity();
       auto row = [&](int t) {
         const int64_t page = table[size_t(b) * x.pps + t / x.ps];
         return ((size_t(page) * x.hk + kv) * x.ps + t % x.ps) * x.d;
