@@ -1117,7 +1117,8 @@ void HostPagedDecode(const PagedDecode& x, const std::vector<float>& q, const st
   }
 }
 
-TEST_CASE("cuDNN's paged GQA decode matches the fp64 reference of the task", "[gpu][cudnn]") {
+TEST_CASE("cuDNN's paged GQA decode matches the fp64 reference of the task",
+          "[gpu][cudnn][paged]") {
   GpuFixture& f = SharedGpu();
   cudaStream_t s = f.stream.get();
   // The staged task's correctness workloads (tasks/_pending/gqa_paged_decode_hq64_hk8_d128).
@@ -1205,7 +1206,7 @@ TEST_CASE("cuDNN's paged GQA decode matches the fp64 reference of the task", "[g
 }
 
 // The timed shape: its time and bandwidth (the roofline's meaning for a memory-bound task).
-TEST_CASE("cuDNN's paged GQA decode time on the timed shape", "[gpu][cudnn]") {
+TEST_CASE("cuDNN's paged GQA decode time on the timed shape", "[gpu][cudnn][paged]") {
   GpuFixture& f = SharedGpu();
   cudaStream_t s = f.stream.get();
   const PagedDecode x{64, 64, 8, 128, 64, 128, 8192};
