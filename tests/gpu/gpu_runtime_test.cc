@@ -5,8 +5,13 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cmath>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -1048,6 +1053,217 @@ TEST_CASE("cuBLASLt's block-scaled fp8 GEMM has algorithms for the timed shape a
        << "\n  #0 on 512 sampled elements against fp64: " << Fp8Line(sampled));
   CHECK(sampled.outside_allclose == 0);
   CHECK(sampled.relative_norm < task->tolerance.max_relative_norm);
+}
+
+// ---------------------------------------------------------------------------------------------
+// cuDNN's paged GQA decode (kSdpaPagedDecodeOperation, the gqa_paged_decode task's baseline)
+// against an fp64 host reference of the task's definition: one query token per sequence, K/V
+// gathered through a shuffled page table, per-sequence context lengths with partial last pages,
+// query head h reading key/value head h / (HQ / HK).
+
+struct PagedDecode {
+  int b = 2, hq = 8, hk = 1, d = 128, ps = 64, pps = 2, np = 8;
+  std::map<std::string, int64_t> Axes() const {
+    return {{"B", b}, {"HQ", hq}, {"HK", hk}, {"D", d}, {"PS", ps}, {"PPS", pps}, {"NP", np}};
+  }
+  size_t CacheElements() const { return size_t(np) * hk * ps * d; }
+  float Scale() const { return static_cast<float>(1.0 / std::sqrt(double(d))); }
+};
+
+// The layout the task's proposed distributions draw (docs/task-authoring.md, "The paged GQA
+// decode task"): every sequence's PPS entries are distinct pages of a shuffled pool, lengths an
+// evenly spread ladder minus a random partial page, shuffled over the sequences.
+void PagedLayout(const PagedDecode& x, uint64_t seed, std::vector<int32_t>& table,
+                 std::vector<int32_t>& lengths) {
+  std::mt19937_64 rng(seed);
+  std::vector<int32_t> pool(size_t(x.np));
+  std::iota(pool.begin(), pool.end(), 0);
+  std::shuffle(pool.begin(), pool.end(), rng);
+  table.assign(pool.begin(), pool.begin() + static_cast<std::ptrdiff_t>(int64_t(x.b) * x.pps));
+  const int64_t longest = int64_t(x.pps) * x.ps;
+  const int64_t step = (longest + x.b - 1) / x.b;
+  lengths.resize(size_t(x.b));
+  for (int k = 0; k < x.b; ++k) {
+    const int64_t rung = std::min<int64_t>(longest, (k + 1) * step);
+    const int64_t jitter = int64_t(rng() % uint64_t(std::min<int64_t>(x.ps, step)));
+    lengths[size_t(k)] = static_cast<int32_t>(std::max<int64_t>(1, rung - jitter));
+  }
+  std::shuffle(lengths.begin(), lengths.end(), rng);
+}
+
+// O [B, HQ, D] and LSE [B, HQ] in fp64; `head_of` maps a query head to its key/value head.
+template <typename HeadOf>
+void HostPagedDecode(const PagedDecode& x, const std::vector<float>& q, const std::vector<float>& k,
+                     const std::vector<float>& v, const std::vector<int32_t>& table,
+                     const std::vector<int32_t>& lengths, HeadOf head_of, std::vector<double>& o,
+                     std::vector<double>& lse) {
+  o.assign(size_t(x.b) * x.hq * x.d, 0);
+  lse.assign(size_t(x.b) * x.hq, 0);
+  for (int b = 0; b < x.b; ++b) {
+    for (int h = 0; h < x.hq; ++h) {
+      const int kv = head_of(h);
+      const float* qrow = &q[(size_t(b) * x.hq + h) * x.d];
+      std::vector<double> logits(static_cast<size_t>(lengths[size_t(b)]));
+      double m = -std::numeric_limits<double>::infinity();
+      auto row = [&](int t) {
+        const int64_t page = table[size_t(b) * x.pps + t / x.ps];
+        return ((size_t(page) * x.hk + kv) * x.ps + t % x.ps) * x.d;
+      };
+      for (int t = 0; t < lengths[size_t(b)]; ++t) {
+        double dot = 0;
+        for (int i = 0; i < x.d; ++i) dot += double(qrow[i]) * k[row(t) + i];
+        logits[size_t(t)] = dot * x.Scale();
+        m = std::max(m, logits[size_t(t)]);
+      }
+      double z = 0;
+      for (double& l : logits) z += (l = std::exp(l - m));
+      double* out = &o[(size_t(b) * x.hq + h) * x.d];
+      for (int t = 0; t < lengths[size_t(b)]; ++t) {
+        for (int i = 0; i < x.d; ++i) out[i] += logits[size_t(t)] / z * v[row(t) + i];
+      }
+      lse[size_t(b) * x.hq + h] = m + std::log(z);
+    }
+  }
+}
+
+TEST_CASE("cuDNN's paged GQA decode matches the fp64 reference of the task",
+          "[gpu][cudnn][paged]") {
+  GpuFixture& f = SharedGpu();
+  cudaStream_t s = f.stream.get();
+  // The staged task's correctness workloads (tasks/_pending/gqa_paged_decode_hq64_hk8_d128).
+  std::vector<PagedDecode> shapes(3);
+  shapes[1] = {5, 16, 2, 128, 64, 9, 64};
+  shapes[2] = {3, 64, 8, 128, 64, 33, 128};
+  for (const PagedDecode& x : shapes) {
+    for (uint64_t seed : {31, 32}) {
+      std::vector<int32_t> table, lengths;
+      PagedLayout(x, seed, table, lengths);
+      const size_t q_elements = size_t(x.b) * x.hq * x.d;
+      auto q = DeviceBuffer::Allocate(q_elements * 2), o = DeviceBuffer::Allocate(q_elements * 2),
+           k = DeviceBuffer::Allocate(x.CacheElements() * 2),
+           v = DeviceBuffer::Allocate(x.CacheElements() * 2),
+           lse = DeviceBuffer::Allocate(size_t(x.b) * x.hq * 4);
+      REQUIRE((q.ok() && o.ok() && k.ok() && v.ok() && lse.ok()));
+      REQUIRE(
+          f.builtins->Generate(q->get(), q_elements, BuiltinDType::kBF16, kDistNormal, seed, 0, s)
+              .ok());
+      REQUIRE(
+          f.builtins
+              ->Generate(k->get(), x.CacheElements(), BuiltinDType::kBF16, kDistNormal, seed, 1, s)
+              .ok());
+      REQUIRE(
+          f.builtins
+              ->Generate(v->get(), x.CacheElements(), BuiltinDType::kBF16, kDistNormal, seed, 2, s)
+              .ok());
+      DeviceBuffer table_d = Upload(table.data(), table.size() * 4);
+      DeviceBuffer lengths_d = Upload(lengths.data(), lengths.size() * 4);
+      auto baseline = CreateBaseline("cudnn", kSdpaPagedDecodeOperation, x.Axes());
+      INFO(baseline.status().message());
+      REQUIRE(baseline.ok());
+      absl::Status run =
+          (*baseline)->Run({q->get(), k->get(), v->get(), table_d.get(), lengths_d.get()},
+                           {o->get(), lse->get()}, s);
+      INFO(run.message());
+      REQUIRE(run.ok());
+      REQUIRE(SynchronizeDevice().ok());
+      auto qh = DownloadAsFloat(*q, q_elements, true),
+           kh = DownloadAsFloat(*k, x.CacheElements(), true),
+           vh = DownloadAsFloat(*v, x.CacheElements(), true),
+           oh = DownloadAsFloat(*o, q_elements, true),
+           lseh = DownloadAsFloat(*lse, size_t(x.b) * x.hq, false);
+      const int group = x.hq / x.hk;
+      std::vector<double> ref_o, ref_lse;
+      HostPagedDecode(
+          x, qh, kh, vh, table, lengths, [&](int h) { return h / group; }, ref_o, ref_lse);
+      double lse_err = 0;
+      for (size_t i = 0; i < lseh.size(); ++i)
+        lse_err = std::max(lse_err, std::abs(lseh[i] - ref_lse[i]));
+      const size_t failures = AllCloseFailures(oh, ref_o, 0.01, 0.01);
+      const double norm = RelativeNorm(oh, ref_o);
+      // What the family's decoys compute, to show the workloads tell them apart: pages read
+      // contiguously, the key/value head h % HK (interleaved instead of grouped), every
+      // sequence at its full PPS·PS tokens.
+      std::vector<int32_t> contiguous(table.size());
+      std::iota(contiguous.begin(), contiguous.end(), 0);
+      std::vector<int32_t> full(lengths.size(), x.pps * x.ps);
+      std::vector<double> o_contiguous, o_interleaved, o_full, unused;
+      HostPagedDecode(
+          x, qh, kh, vh, contiguous, lengths, [&](int h) { return h / group; }, o_contiguous,
+          unused);
+      HostPagedDecode(
+          x, qh, kh, vh, table, lengths, [&](int h) { return h % x.hk; }, o_interleaved, unused);
+      HostPagedDecode(
+          x, qh, kh, vh, table, full, [&](int h) { return h / group; }, o_full, unused);
+      auto as_float = [](const std::vector<double>& d) {
+        return std::vector<float>(d.begin(), d.end());
+      };
+      WARN("cudnn paged decode B="
+           << x.b << " HQ=" << x.hq << " HK=" << x.hk << " PPS=" << x.pps << " seed=" << seed
+           << ": O allclose failures " << failures << ", O rel-norm " << norm
+           << ", LSE max abs err " << lse_err << "; decoys' rel-norm: contiguous pages "
+           << RelativeNorm(as_float(o_contiguous), ref_o) << ", interleaved heads "
+           << RelativeNorm(as_float(o_interleaved), ref_o) << ", full length "
+           << RelativeNorm(as_float(o_full), ref_o) << "; " << (*baseline)->Describe().dump());
+      CHECK(failures == 0);
+      CHECK(norm < 0.005);
+      CHECK(lse_err < 1e-3);
+      CHECK(RelativeNorm(as_float(o_contiguous), ref_o) > 0.1);
+      CHECK(RelativeNorm(as_float(o_full), ref_o) > 0.1);
+      if (x.hk > 1) CHECK(RelativeNorm(as_float(o_interleaved), ref_o) > 0.1);
+    }
+  }
+}
+
+// The timed shape: its time and bandwidth (the roofline's meaning for a memory-bound task).
+TEST_CASE("cuDNN's paged GQA decode time on the timed shape", "[gpu][cudnn][paged]") {
+  GpuFixture& f = SharedGpu();
+  cudaStream_t s = f.stream.get();
+  const PagedDecode x{64, 64, 8, 128, 64, 128, 8192};
+  std::vector<int32_t> table, lengths;
+  PagedLayout(x, 41, table, lengths);
+  const size_t q_elements = size_t(x.b) * x.hq * x.d;
+  auto q = DeviceBuffer::Allocate(q_elements * 2), o = DeviceBuffer::Allocate(q_elements * 2),
+       k = DeviceBuffer::Allocate(x.CacheElements() * 2),
+       v = DeviceBuffer::Allocate(x.CacheElements() * 2),
+       lse = DeviceBuffer::Allocate(size_t(x.b) * x.hq * 4);
+  REQUIRE((q.ok() && o.ok() && k.ok() && v.ok() && lse.ok()));
+  REQUIRE(
+      f.builtins->Generate(q->get(), q_elements, BuiltinDType::kBF16, kDistNormal, 41, 0, s).ok());
+  REQUIRE(
+      f.builtins->Generate(k->get(), x.CacheElements(), BuiltinDType::kBF16, kDistNormal, 41, 1, s)
+          .ok());
+  REQUIRE(
+      f.builtins->Generate(v->get(), x.CacheElements(), BuiltinDType::kBF16, kDistNormal, 41, 2, s)
+          .ok());
+  DeviceBuffer table_d = Upload(table.data(), table.size() * 4);
+  DeviceBuffer lengths_d = Upload(lengths.data(), lengths.size() * 4);
+  auto baseline = CreateBaseline("cudnn", kSdpaPagedDecodeOperation, x.Axes());
+  INFO(baseline.status().message());
+  REQUIRE(baseline.ok());
+  const std::vector<const void*> inputs = {q->get(), k->get(), v->get(), table_d.get(),
+                                           lengths_d.get()};
+  REQUIRE((*baseline)->Run(inputs, {o->get(), lse->get()}, s).ok());
+  auto start = Event::Create(), end = Event::Create();
+  REQUIRE((start.ok() && end.ok()));
+  std::vector<double> ms;
+  for (int r = 0; r < 23; ++r) {
+    REQUIRE(f.builtins->FlushL2(s).ok());
+    REQUIRE(cudaEventRecord(start->get(), s) == cudaSuccess);
+    REQUIRE((*baseline)->Run(inputs, {o->get(), lse->get()}, s).ok());
+    REQUIRE(cudaEventRecord(end->get(), s) == cudaSuccess);
+    auto elapsed = ElapsedMs(*start, *end);
+    REQUIRE(elapsed.ok());
+    if (r >= 3) ms.push_back(*elapsed);
+  }
+  std::sort(ms.begin(), ms.end());
+  const double tokens = std::accumulate(lengths.begin(), lengths.end(), 0.0);
+  const double kv_bytes = 4.0 * x.hk * x.d * tokens;
+  WARN("cudnn paged decode timed shape: median "
+       << ms[ms.size() / 2] << " ms over " << ms.size() << " runs, " << tokens
+       << " context tokens, K/V " << kv_bytes / 1e9 << " GB, "
+       << kv_bytes / (ms[ms.size() / 2] * 1e-3) / 1e12 << " TB/s; "
+       << (*baseline)->Describe().dump());
+  CHECK(ms[ms.size() / 2] > 0);
 }
 
 }  // namespace

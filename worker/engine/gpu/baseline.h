@@ -62,10 +62,19 @@ absl::StatusOr<std::unique_ptr<Baseline>> CreateCublasLtFp8BlockScaledGemm(
 absl::StatusOr<std::vector<std::unique_ptr<Baseline>>> CreateCublasLtFp8BlockScaledGemmCandidates(
     const std::map<std::string, int64_t>& axes, size_t max_candidates);
 
+// task.json `baseline.operation` of the paged GQA decode (cuDNN, gqa_paged_decode tasks): axes
+// B, HQ, HK, D, PS, PPS, NP; inputs Q [B, HQ, D] bf16, K_cache and V_cache [NP, HK, PS, D] bf16,
+// page_table [B, PPS] int32 (page_table[b][j] holds tokens j·PS .. j·PS+PS-1 of sequence b),
+// seq_lens [B] int32 (1 .. PPS·PS); outputs O [B, HQ, D] bf16 and LSE [B, HQ] fp32 (natural
+// log). Query head h attends with key/value head h / (HQ / HK); scale 1/sqrt(D).
+inline constexpr char kSdpaPagedDecodeOperation[] = "sdpa_paged_decode_bf16";
+
 // Implemented in cudnn_sdpa_baseline.cc: "sdpa_fwd_bf16[_causal]" (inputs Q, K, V; outputs O
 // and LSE, the natural-log log-sum-exp of each scaled row) and "sdpa_bwd_bf16[_causal]" (inputs
 // Q, K, V, O, dO, LSE; outputs dQ, dK, dV), all [B, H, S, D] bf16 with LSE [B, H, S] fp32 and
-// scale 1/sqrt(D). Plans are built once per operation and shape in a process.
+// scale 1/sqrt(D); and kSdpaPagedDecodeOperation (its own file would have to repeat the backend
+// graph builder, or expose cuDNN's types in a header). Plans are built once per operation and
+// shape in a process.
 absl::StatusOr<std::unique_ptr<Baseline>> CreateCudnnSdpa(
     const std::string& operation, const std::map<std::string, int64_t>& axes);
 // Candidates of the two libraries (cuBLASLt: the heuristic's ranked results; cuDNN: the

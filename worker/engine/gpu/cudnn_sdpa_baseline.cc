@@ -9,9 +9,17 @@
 //   backward: delta = rowsum(dO ∘ O); S = Q·Kᵀ · scale - Stats; [causal mask]; P = exp(S);
 //             dV = Pᵀ·dO; dS = P ∘ (dO·Vᵀ - delta) · scale; dK = dSᵀ·Q; dQ = dS·K (fp32
 //             accumulator, then converted)
+//   paged decode (GQA, one query token per sequence; the frontend's SDPA node with paged K/V
+//             caches and a padding mask, cuDNN >= 9.5): Kᵀ = paged_cache_load(K container,
+//             seq_len_kv, page table) [B, HK, D, S]; V likewise [B, HK, S, D]; S = Q·Kᵀ with the
+//             GEMM's M and N overridden by seq_len_q (all 1) and seq_len_kv; S *= scale;
+//             S = col < seq_len_kv ? S : -inf; the forward's softmax; O = P·V (K overridden by
+//             seq_len_kv). Q has HQ heads, the caches HK (HQ a multiple of HK): query head h
+//             reads key/value head h / (HQ / HK), as cuDNN's GQA broadcast does.
 // Stats is the natural-log log-sum-exp of each scaled row, [B, H, S, 1] fp32: bit for bit the
-// layout of the tasks' LSE [B, H, S]. The engine is the first of the heuristic's (mode A) list
-// that finalizes, as cuDNN's own callers get it; plans are built once per shape and process.
+// layout of the tasks' LSE [B, H, S] (paged decode: [B, HQ, 1, 1], the task's LSE [B, HQ]). The
+// engine is the first of the heuristic's (mode A) list that finalizes, as cuDNN's own callers get
+// it; plans are built once per shape and process.
 #include <cudnn.h>
 
 #include <cmath>
@@ -28,6 +36,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
 #include "worker/engine/gpu/baseline.h"
+#include "worker/engine/gpu/cuda_check.h"
 #include "worker/engine/gpu/runtime.h"
 
 namespace ptxbench::gpu {
@@ -107,8 +116,12 @@ enum Uid : int64_t {
   kScale = 10,
   kOne = 11,
   kNegInf = 12,
-  kDeltaSum = 13,  // Backward: rowsum(dO ∘ O), fp32 [B, H, S, 1], in our workspace.
-  kDQAccum = 14,   // Backward: fp32 dQ accumulator [B, H, S, D], in our workspace.
+  kDeltaSum = 13,    // Backward: rowsum(dO ∘ O), fp32 [B, H, S, 1], in our workspace.
+  kDQAccum = 14,     // Backward: fp32 dQ accumulator [B, H, S, D], in our workspace.
+  kPageTableK = 15,  // Paged decode: the task's page table [B, PPS] int32, bound twice...
+  kPageTableV = 16,  // ...as the frontend gives K and V a table each.
+  kSeqLenKv = 17,    // Paged decode: the task's context lengths [B] int32.
+  kSeqLenQ = 18,     // Paged decode: ones [B] int32, in our workspace (one query token).
   kFirstVirtualUid = 100,
 };
 
@@ -206,8 +219,10 @@ class GraphBuilder {
     return AddOperation(std::move(op));
   }
 
-  // c = a·b, batched over the leading dimensions; compute in fp32.
-  absl::Status Matmul(TensorRef a, TensorRef b, TensorRef c) {
+  // c = a·b, batched over the leading dimensions; compute in fp32. The optional overrides are
+  // per-batch int32 [B, 1, 1, 1] extents of the GEMM's M, N or K (variable sequence lengths).
+  absl::Status Matmul(TensorRef a, TensorRef b, TensorRef c, TensorRef m_override = TensorRef(),
+                      TensorRef n_override = TensorRef(), TensorRef k_override = TensorRef()) {
     ASSIGN_OR_RETURN(Descriptor m, Descriptor::Create(CUDNN_BACKEND_MATMUL_DESCRIPTOR));
     RETURN_IF_ERROR(m.Set(CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, CUDNN_DATA_FLOAT));
     RETURN_IF_ERROR(m.Finalize());
@@ -221,6 +236,18 @@ class GraphBuilder {
         op.Set(CUDNN_ATTR_OPERATION_MATMUL_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, b.desc));
     RETURN_IF_ERROR(
         op.Set(CUDNN_ATTR_OPERATION_MATMUL_CDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, c.desc));
+    if (m_override.desc != nullptr) {
+      RETURN_IF_ERROR(op.Set(CUDNN_ATTR_OPERATION_MATMUL_GEMM_M_OVERRIDE_DESC,
+                             CUDNN_TYPE_BACKEND_DESCRIPTOR, m_override.desc));
+    }
+    if (n_override.desc != nullptr) {
+      RETURN_IF_ERROR(op.Set(CUDNN_ATTR_OPERATION_MATMUL_GEMM_N_OVERRIDE_DESC,
+                             CUDNN_TYPE_BACKEND_DESCRIPTOR, n_override.desc));
+    }
+    if (k_override.desc != nullptr) {
+      RETURN_IF_ERROR(op.Set(CUDNN_ATTR_OPERATION_MATMUL_GEMM_K_OVERRIDE_DESC,
+                             CUDNN_TYPE_BACKEND_DESCRIPTOR, k_override.desc));
+    }
     RETURN_IF_ERROR(op.Finalize());
     owned_.push_back(std::move(m));
     return AddOperation(std::move(op));
@@ -235,6 +262,48 @@ class GraphBuilder {
         op.Set(CUDNN_ATTR_OPERATION_RESHAPE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, y.desc));
     RETURN_IF_ERROR(op.Finalize());
     return AddOperation(std::move(op));
+  }
+
+  // y = the tokens of every sequence gathered from a paged cache: y[b][h][t] (or, with y's
+  // strides transposed, its Kᵀ view) = container[page_table[b][t / PS]][h][t % PS], for
+  // t < seq_len[b] (cuDNN >= 9.5, CUDNN_BACKEND_OPERATION_PAGED_CACHE_LOAD_DESCRIPTOR).
+  absl::Status PagedCacheLoad(TensorRef container, TensorRef seq_len, TensorRef page_table,
+                              TensorRef y) {
+    ASSIGN_OR_RETURN(Descriptor op,
+                     Descriptor::Create(CUDNN_BACKEND_OPERATION_PAGED_CACHE_LOAD_DESCRIPTOR));
+    RETURN_IF_ERROR(op.Set(CUDNN_ATTR_OPERATION_PAGED_CACHE_LOAD_CONTAINER_DESC,
+                           CUDNN_TYPE_BACKEND_DESCRIPTOR, container.desc));
+    RETURN_IF_ERROR(op.Set(CUDNN_ATTR_OPERATION_PAGED_CACHE_LOAD_PAGE_TABLE_DESC,
+                           CUDNN_TYPE_BACKEND_DESCRIPTOR, page_table.desc));
+    RETURN_IF_ERROR(op.Set(CUDNN_ATTR_OPERATION_PAGED_CACHE_LOAD_SEQUENCE_DESC,
+                           CUDNN_TYPE_BACKEND_DESCRIPTOR, seq_len.desc));
+    RETURN_IF_ERROR(
+        op.Set(CUDNN_ATTR_OPERATION_PAGED_CACHE_LOAD_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, y.desc));
+    RETURN_IF_ERROR(op.Finalize());
+    return AddOperation(std::move(op));
+  }
+
+  // The padding mask of the scaled logits: keep S[b][h][i][j] where i < seq_len_q[b] and
+  // j < seq_len_kv[b], else -inf (the frontend's padding_mask score modifier).
+  absl::StatusOr<TensorRef> PaddingMask(TensorRef s, const Dims& dims, TensorRef seq_len_q,
+                                        TensorRef seq_len_kv) {
+    ASSIGN_OR_RETURN(TensorRef row, Virtual(dims, CUDNN_DATA_INT32));
+    ASSIGN_OR_RETURN(TensorRef col, Virtual(dims, CUDNN_DATA_INT32));
+    RETURN_IF_ERROR(Pointwise(CUDNN_POINTWISE_GEN_INDEX, s, row, {}, {}, CUDNN_DATA_FLOAT, 2));
+    RETURN_IF_ERROR(Pointwise(CUDNN_POINTWISE_GEN_INDEX, s, col, {}, {}, CUDNN_DATA_FLOAT, 3));
+    ASSIGN_OR_RETURN(TensorRef row_in, Virtual(dims, CUDNN_DATA_BOOLEAN));
+    RETURN_IF_ERROR(
+        Pointwise(CUDNN_POINTWISE_CMP_LT, row, row_in, seq_len_q, {}, CUDNN_DATA_BOOLEAN));
+    ASSIGN_OR_RETURN(TensorRef col_in, Virtual(dims, CUDNN_DATA_BOOLEAN));
+    RETURN_IF_ERROR(
+        Pointwise(CUDNN_POINTWISE_CMP_LT, col, col_in, seq_len_kv, {}, CUDNN_DATA_BOOLEAN));
+    ASSIGN_OR_RETURN(TensorRef keep, Virtual(dims, CUDNN_DATA_BOOLEAN));
+    RETURN_IF_ERROR(
+        Pointwise(CUDNN_POINTWISE_LOGICAL_AND, row_in, keep, col_in, {}, CUDNN_DATA_BOOLEAN));
+    ASSIGN_OR_RETURN(TensorRef neg_inf, Scalar(kNegInf));
+    ASSIGN_OR_RETURN(TensorRef masked, Virtual(dims));
+    RETURN_IF_ERROR(Pointwise(CUDNN_POINTWISE_BINARY_SELECT, s, masked, neg_inf, keep));
+    return masked;
   }
 
   // The causal mask of the scaled logits: keep S[i][j] where i >= j, else -inf.
@@ -402,12 +471,85 @@ absl::Status BuildBackward(GraphBuilder& g, const Shape& x, bool causal) {
   return g.Pointwise(CUDNN_POINTWISE_IDENTITY, dq_accum, d_q);
 }
 
+// The paged decode's extents, named as the gqa_paged_decode tasks' axes.
+struct PagedShape {
+  int64_t b = 0;    // Sequences, one query token each.
+  int64_t hq = 0;   // Query heads.
+  int64_t hk = 0;   // Key/value heads (HQ % HK == 0).
+  int64_t d = 0;    // Head dim.
+  int64_t ps = 0;   // Tokens per page.
+  int64_t pps = 0;  // Page-table entries per sequence: the longest context is PPS·PS tokens.
+  int64_t np = 0;   // Pages in each container.
+  int64_t MaxContext() const { return pps * ps; }
+};
+
+absl::Status BuildPagedDecode(GraphBuilder& g, const PagedShape& x) {
+  const int64_t s = x.MaxContext();
+  const Dims container_dims = {x.np, x.hk, x.ps, x.d};
+  ASSIGN_OR_RETURN(TensorRef q, g.Tensor(kQ, CUDNN_DATA_BFLOAT16, {x.b, x.hq, 1, x.d},
+                                         {x.hq * x.d, x.d, x.d, 1}, false));
+  ASSIGN_OR_RETURN(TensorRef k_container, g.Tensor(kK, CUDNN_DATA_BFLOAT16, container_dims,
+                                                   GraphBuilder::Packed(container_dims), false));
+  ASSIGN_OR_RETURN(TensorRef v_container, g.Tensor(kV, CUDNN_DATA_BFLOAT16, container_dims,
+                                                   GraphBuilder::Packed(container_dims), false));
+  const Dims table_dims = {x.b, 1, x.pps, 1};
+  const Dims table_strides = {x.pps, x.pps, 1, 1};
+  ASSIGN_OR_RETURN(TensorRef table_k,
+                   g.Tensor(kPageTableK, CUDNN_DATA_INT32, table_dims, table_strides, false));
+  ASSIGN_OR_RETURN(TensorRef table_v,
+                   g.Tensor(kPageTableV, CUDNN_DATA_INT32, table_dims, table_strides, false));
+  const Dims per_sequence = {x.b, 1, 1, 1};
+  ASSIGN_OR_RETURN(TensorRef seq_kv,
+                   g.Tensor(kSeqLenKv, CUDNN_DATA_INT32, per_sequence, {1, 1, 1, 1}, false));
+  ASSIGN_OR_RETURN(TensorRef seq_q,
+                   g.Tensor(kSeqLenQ, CUDNN_DATA_INT32, per_sequence, {1, 1, 1, 1}, false));
+  ASSIGN_OR_RETURN(TensorRef o, g.Tensor(kO, CUDNN_DATA_BFLOAT16, {x.b, x.hq, 1, x.d},
+                                         {x.hq * x.d, x.d, x.d, 1}, false));
+  ASSIGN_OR_RETURN(TensorRef stats,
+                   g.Tensor(kStats, CUDNN_DATA_FLOAT, {x.b, x.hq, 1, 1}, {x.hq, 1, 1, 1}, false));
+  ASSIGN_OR_RETURN(TensorRef scale, g.Scalar(kScale));
+
+  // The gathered Kᵀ [B, HK, D, S] and V [B, HK, S, D], virtual: the engine reads the pages
+  // where they lie, no copy is made.
+  ASSIGN_OR_RETURN(TensorRef kt, g.Tensor(0, CUDNN_DATA_BFLOAT16, {x.b, x.hk, x.d, s},
+                                          {x.hk * x.d * s, x.d * s, 1, x.d}, true));
+  RETURN_IF_ERROR(g.PagedCacheLoad(k_container, seq_kv, table_k, kt));
+  ASSIGN_OR_RETURN(TensorRef v, g.Tensor(0, CUDNN_DATA_BFLOAT16, {x.b, x.hk, s, x.d},
+                                         {x.hk * s * x.d, s * x.d, x.d, 1}, true));
+  RETURN_IF_ERROR(g.PagedCacheLoad(v_container, seq_kv, table_v, v));
+
+  const Dims logits_dims = {x.b, x.hq, 1, s};
+  const Dims row_dims = {x.b, x.hq, 1, 1};
+  ASSIGN_OR_RETURN(TensorRef logits_raw, g.Virtual(logits_dims));
+  RETURN_IF_ERROR(g.Matmul(q, kt, logits_raw, /*m_override=*/seq_q, /*n_override=*/seq_kv));
+  ASSIGN_OR_RETURN(TensorRef scaled, g.Virtual(logits_dims));
+  RETURN_IF_ERROR(g.Pointwise(CUDNN_POINTWISE_MUL, logits_raw, scaled, scale));
+  ASSIGN_OR_RETURN(TensorRef logits, g.PaddingMask(scaled, logits_dims, seq_q, seq_kv));
+  ASSIGN_OR_RETURN(TensorRef row_max, g.Virtual(row_dims));
+  RETURN_IF_ERROR(g.Reduction(CUDNN_REDUCE_TENSOR_MAX, logits, row_max));
+  ASSIGN_OR_RETURN(TensorRef shifted, g.Virtual(logits_dims));
+  RETURN_IF_ERROR(g.Pointwise(CUDNN_POINTWISE_SUB, logits, shifted, row_max));
+  ASSIGN_OR_RETURN(TensorRef exp, g.Virtual(logits_dims));
+  RETURN_IF_ERROR(g.Pointwise(CUDNN_POINTWISE_EXP, shifted, exp));
+  ASSIGN_OR_RETURN(TensorRef row_sum, g.Virtual(row_dims));
+  RETURN_IF_ERROR(g.Reduction(CUDNN_REDUCE_TENSOR_ADD, exp, row_sum));
+  ASSIGN_OR_RETURN(TensorRef log_sum, g.Virtual(row_dims));
+  RETURN_IF_ERROR(g.Pointwise(CUDNN_POINTWISE_LOG, row_sum, log_sum));
+  RETURN_IF_ERROR(g.Pointwise(CUDNN_POINTWISE_ADD, row_max, stats, log_sum));
+  ASSIGN_OR_RETURN(TensorRef p, g.Virtual(logits_dims, CUDNN_DATA_BFLOAT16));
+  RETURN_IF_ERROR(g.Pointwise(CUDNN_POINTWISE_DIV, exp, p, row_sum));
+  return g.Matmul(p, v, o, /*m_override=*/seq_q, /*n_override=*/TensorRef(),
+                  /*k_override=*/seq_kv);
+}
+
 // One finalized plan and the device memory it runs with; shared by every Baseline of the same
 // operation and shape in the process.
 struct Plan {
   bool backward = false;
   bool causal = false;
+  bool paged = false;  // The paged GQA decode; `paged_shape` holds its extents, `shape` is unused.
   Shape shape;
+  PagedShape paged_shape;
   float scale = 0;
   float one = 1.0f;
   float neg_inf = -std::numeric_limits<float>::infinity();
@@ -419,8 +561,9 @@ struct Plan {
   int64_t workspace_bytes = 0;
   std::string plan_json;
   DeviceBuffer workspace;
-  DeviceBuffer delta;     // Backward only.
-  DeviceBuffer dq_accum;  // Backward only.
+  DeviceBuffer delta;      // Backward only.
+  DeviceBuffer dq_accum;   // Backward only.
+  DeviceBuffer seq_len_q;  // Paged decode only: B int32 ones.
   // The variant pack of the last pointers seen (buffers stay put for a workload's lifetime).
   std::vector<void*> pack_pointers;
   Descriptor pack;
@@ -432,6 +575,10 @@ struct Context {
   // (backward, causal, B, H, S, D, ordinal of the finalizable configuration) -> plan.
   std::map<std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t, int>, std::shared_ptr<Plan>>
       plans;
+  // Paged decode: (B, HQ, HK, D, PS, PPS, NP, ordinal) -> plan.
+  std::map<std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int>,
+           std::shared_ptr<Plan>>
+      paged_plans;
 };
 
 Context& Ctx() {
@@ -444,17 +591,11 @@ absl::Status EnsureHandle(Context& ctx) {
   return absl::OkStatus();
 }
 
-// The plan of the heuristic list's `ordinal`-th configuration that finalizes (0: the first,
-// which CreateCudnnSdpa uses); OutOfRange when fewer finalize.
-absl::StatusOr<std::shared_ptr<Plan>> BuildPlan(cudnnHandle_t handle, bool backward, bool causal,
-                                                const Shape& shape, int ordinal) {
-  auto plan = std::make_shared<Plan>();
-  plan->backward = backward;
-  plan->causal = causal;
-  plan->shape = shape;
-  plan->scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(shape.d)));
-  GraphBuilder g;
-  RETURN_IF_ERROR(backward ? BuildBackward(g, shape, causal) : BuildForward(g, shape, causal));
+// Finalizes `plan` from its graph `g`: the heuristic list's `ordinal`-th configuration that
+// finalizes (0: the first, which CreateCudnnSdpa uses), and its workspace; OutOfRange when fewer
+// finalize.
+absl::Status FinalizePlan(cudnnHandle_t handle, GraphBuilder& g, int ordinal, Plan* plan) {
+  const bool backward = plan->backward;
   ASSIGN_OR_RETURN(plan->graph, g.Finish(handle));
 
   ASSIGN_OR_RETURN(Descriptor heur, Descriptor::Create(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR));
@@ -502,8 +643,10 @@ absl::StatusOr<std::shared_ptr<Plan>> BuildPlan(cudnnHandle_t handle, bool backw
   }
   if (plan->plan.get() == nullptr) {
     return absl::InternalError(absl::StrCat("cuDNN found no executable plan for the SDPA ",
-                                            backward ? "backward" : "forward", " graph (", returned,
-                                            " heuristic configs)", failures));
+                                            plan->paged ? "paged decode"
+                                            : backward  ? "backward"
+                                                        : "forward",
+                                            " graph (", returned, " heuristic configs)", failures));
   }
   int64_t count = 0;
   PTXBENCH_CUDNN_TRY(cudnnBackendGetAttribute(plan->plan.get(),
@@ -538,12 +681,42 @@ absl::StatusOr<std::shared_ptr<Plan>> BuildPlan(cudnnHandle_t handle, bool backw
   ASSIGN_OR_RETURN(
       plan->workspace,
       DeviceBuffer::Allocate(static_cast<size_t>(std::max<int64_t>(plan->workspace_bytes, 256))));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<Plan>> BuildPlan(cudnnHandle_t handle, bool backward, bool causal,
+                                                const Shape& shape, int ordinal) {
+  auto plan = std::make_shared<Plan>();
+  plan->backward = backward;
+  plan->causal = causal;
+  plan->shape = shape;
+  plan->scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(shape.d)));
+  GraphBuilder g;
+  RETURN_IF_ERROR(backward ? BuildBackward(g, shape, causal) : BuildForward(g, shape, causal));
+  RETURN_IF_ERROR(FinalizePlan(handle, g, ordinal, plan.get()));
   if (backward) {
     const size_t rows = static_cast<size_t>(shape.b * shape.h * shape.s);
     ASSIGN_OR_RETURN(plan->delta, DeviceBuffer::Allocate(rows * sizeof(float)));
     ASSIGN_OR_RETURN(plan->dq_accum,
                      DeviceBuffer::Allocate(rows * static_cast<size_t>(shape.d) * sizeof(float)));
   }
+  return plan;
+}
+
+absl::StatusOr<std::shared_ptr<Plan>> BuildPagedPlan(cudnnHandle_t handle, const PagedShape& shape,
+                                                     int ordinal) {
+  auto plan = std::make_shared<Plan>();
+  plan->paged = true;
+  plan->paged_shape = shape;
+  plan->scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(shape.d)));
+  GraphBuilder g;
+  RETURN_IF_ERROR(BuildPagedDecode(g, shape));
+  RETURN_IF_ERROR(FinalizePlan(handle, g, ordinal, plan.get()));
+  // One query token per sequence: cuDNN's padding mask takes the query lengths as a tensor too.
+  const std::vector<int32_t> ones(static_cast<size_t>(shape.b), 1);
+  ASSIGN_OR_RETURN(plan->seq_len_q, DeviceBuffer::Allocate(ones.size() * sizeof(int32_t)));
+  PTXBENCH_CUDA_TRY(cudaMemcpy(plan->seq_len_q.get(), ones.data(), ones.size() * sizeof(int32_t),
+                               cudaMemcpyHostToDevice));
   return plan;
 }
 
@@ -561,7 +734,24 @@ class CudnnSdpa final : public Baseline {
       uids.push_back(uid);
       pointers.push_back(const_cast<void*>(pointer));
     };
-    if (!p.backward) {
+    if (p.paged) {
+      if (inputs.size() != 5 || outputs.size() != 2) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            operation_,
+            " takes inputs Q, K_cache, V_cache, page_table, seq_lens and outputs O, LSE"));
+      }
+      bind(kQ, inputs[0]);
+      bind(kK, inputs[1]);
+      bind(kV, inputs[2]);
+      bind(kPageTableK, inputs[3]);
+      bind(kPageTableV, inputs[3]);
+      bind(kSeqLenKv, inputs[4]);
+      bind(kSeqLenQ, p.seq_len_q.get());
+      bind(kO, outputs[0]);
+      bind(kStats, outputs[1]);
+      bind(kScale, &p.scale);
+      bind(kNegInf, &p.neg_inf);
+    } else if (!p.backward) {
       if (inputs.size() != 3 || outputs.size() != 2) {
         return absl::InvalidArgumentError(
             absl::StrCat(operation_, " takes inputs Q, K, V and outputs O, LSE"));
@@ -624,12 +814,19 @@ class CudnnSdpa final : public Baseline {
                           {"heuristic_configs", p.heuristic_configs},
                           {"engine_global_index", p.engine_global_index},
                           {"workspace_bytes", p.workspace_bytes},
-                          {"b", p.shape.b},
-                          {"h", p.shape.h},
-                          {"s", p.shape.s},
-                          {"d", p.shape.d},
-                          {"scale", p.scale},
-                          {"causal", p.causal}};
+                          {"scale", p.scale}};
+    if (p.paged) {
+      const PagedShape& x = p.paged_shape;
+      out["api"] = "backend graph (paged cache load + fused flash-attention pattern)";
+      out["paged"] = {{"b", x.b},   {"hq", x.hq},   {"hk", x.hk}, {"d", x.d},
+                      {"ps", x.ps}, {"pps", x.pps}, {"np", x.np}};
+    } else {
+      out["b"] = p.shape.b;
+      out["h"] = p.shape.h;
+      out["s"] = p.shape.s;
+      out["d"] = p.shape.d;
+      out["causal"] = p.causal;
+    }
     // The plan's description goes along when it is small: Describe() travels with every
     // reference event and verdict, and cuDNN's text is 73 KB (forward) to 120 KB (backward).
     constexpr size_t kMaxPlanChars = 4096;
@@ -661,12 +858,51 @@ namespace {
 struct SdpaKind {
   bool backward = false;
   bool causal = false;
+  bool paged = false;
   Shape shape;
+  PagedShape paged_shape;
 };
+
+absl::Status CheckPagedShape(const PagedShape& x) {
+  for (const auto& [name, value] : {std::pair<const char*, int64_t>{"B", x.b},
+                                    {"HQ", x.hq},
+                                    {"HK", x.hk},
+                                    {"D", x.d},
+                                    {"PS", x.ps},
+                                    {"PPS", x.pps},
+                                    {"NP", x.np}}) {
+    if (value <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat(kSdpaPagedDecodeOperation, ": axis ", name,
+                                                     " = ", value, " must be positive"));
+    }
+  }
+  if (x.hq % x.hk != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(kSdpaPagedDecodeOperation, ": HQ = ", x.hq,
+                                                   " is not a multiple of HK = ", x.hk));
+  }
+  if (x.np > std::numeric_limits<int32_t>::max()) {
+    return absl::InvalidArgumentError(absl::StrCat(kSdpaPagedDecodeOperation, ": NP = ", x.np,
+                                                   " pages do not fit the int32 page table"));
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusOr<SdpaKind> SdpaKindOf(const std::string& operation,
                                     const std::map<std::string, int64_t>& axes) {
   SdpaKind kind;
+  if (operation == kSdpaPagedDecodeOperation) {
+    kind.paged = true;
+    PagedShape& x = kind.paged_shape;
+    ASSIGN_OR_RETURN(x.b, Axis(axes, "B"));
+    ASSIGN_OR_RETURN(x.hq, Axis(axes, "HQ"));
+    ASSIGN_OR_RETURN(x.hk, Axis(axes, "HK"));
+    ASSIGN_OR_RETURN(x.d, Axis(axes, "D"));
+    ASSIGN_OR_RETURN(x.ps, Axis(axes, "PS"));
+    ASSIGN_OR_RETURN(x.pps, Axis(axes, "PPS"));
+    ASSIGN_OR_RETURN(x.np, Axis(axes, "NP"));
+    RETURN_IF_ERROR(CheckPagedShape(x));
+    return kind;
+  }
   if (operation == "sdpa_fwd_bf16") {
   } else if (operation == "sdpa_fwd_bf16_causal") {
     kind.causal = true;
@@ -691,6 +927,19 @@ absl::StatusOr<std::unique_ptr<Baseline>> SdpaOfOrdinal(const std::string& opera
   Context& ctx = Ctx();
   std::lock_guard<std::mutex> lock(ctx.mu);
   RETURN_IF_ERROR(EnsureHandle(ctx));
+  if (kind.paged) {
+    const PagedShape& x = kind.paged_shape;
+    auto key = std::make_tuple(x.b, x.hq, x.hk, x.d, x.ps, x.pps, x.np, ordinal);
+    auto found = ctx.paged_plans.find(key);
+    std::shared_ptr<Plan> plan;
+    if (found != ctx.paged_plans.end()) {
+      plan = found->second;
+    } else {
+      ASSIGN_OR_RETURN(plan, BuildPagedPlan(ctx.handle, x, ordinal));
+      ctx.paged_plans[key] = plan;
+    }
+    return std::unique_ptr<Baseline>(new CudnnSdpa(operation, std::move(plan)));
+  }
   auto key = std::make_tuple(kind.backward, kind.causal, kind.shape.b, kind.shape.h, kind.shape.s,
                              kind.shape.d, ordinal);
   auto found = ctx.plans.find(key);
