@@ -909,6 +909,8 @@ std::string DTypeName(DType dtype) {
   return "unknown";
 }
 
+double TensorRateOverBf16(DType operands) { return operands == DType::kFP8E4M3 ? 2.0 : 1.0; }
+
 int DTypeBytes(DType dtype) {
   switch (dtype) {
     case DType::kBF16:

@@ -19,6 +19,11 @@ namespace ptxbench {
 enum class DType { kBF16, kFP16, kFP32, kFP8E4M3, kInt32 };
 std::string DTypeName(DType dtype);
 int DTypeBytes(DType dtype);
+// Dense tensor-core FLOP rate of `operands` relative to bf16, for the roofline floors of the
+// engine and the server: 2 for fp8 (H100 SXM datasheet, dense: bf16 989.4, fp8 1978.9
+// TFLOP/s; the H200 ran cuBLASLt's block-scaled fp8 GEMM at 1,314 TFLOP/s, above the bf16
+// peak, 2026-12-02), 1 otherwise.
+double TensorRateOverBf16(DType operands);
 
 enum class TensorRole { kInput, kOutput };
 

@@ -197,7 +197,8 @@ absl::StatusOr<double> ServerRooflineFloorMs(const Task& task, v1::Arch arch) {
   const Workload& timed = task.TimedWorkload();
   ASSIGN_OR_RETURN(double flops, EvalRealExpr(task.flops_expr, timed.axes));
   ASSIGN_OR_RETURN(double bytes, EvalRealExpr(task.min_bytes_expr, timed.axes));
-  return std::max(flops / peak.flops_per_second, bytes / peak.bytes_per_second) * 1e3;
+  const double flops_per_second = peak.flops_per_second * TensorRateOverBf16(task.OperandType());
+  return std::max(flops / flops_per_second, bytes / peak.bytes_per_second) * 1e3;
 }
 
 absl::Status CheckResult(const store::CompletingJob& job, const v1::Verdict& verdict,

@@ -441,7 +441,7 @@ TEST_CASE("ptxbench report on a folder without trajectories fails with the reaso
 
 // The committed H200 repair-loop run (docs/results/) is reported from its files as they are.
 TEST_CASE("the committed repair-loop run is re-reportable") {
-  const std::string run = SourceDir() + "/docs/results/2026-11-30-h200-repair-loop";
+  const std::string run = SourceDir() + "/docs/results/2026-12-02-h200-repair-loop";
   ScopedTempDir out_dir("ptxbench-report-");
   std::ostringstream out;
   std::ostringstream err;
@@ -455,6 +455,13 @@ TEST_CASE("the committed repair-loop run is re-reportable") {
     CHECK(g["unfinished"] == 0);
   }
   CHECK(json["provenance"]["gpus"] == nlohmann::json::array({"NVIDIA H200"}));
+  // All four trajectories of scripts/device-e2e's plan: two tasks, two each.
+  size_t trajectories = 0;
+  for (const auto& entry : fs::recursive_directory_iterator(run)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("traj-", 0) == 0 && entry.path().extension() == ".jsonl") ++trajectories;
+  }
+  CHECK(trajectories == 4);
 }
 
 }  // namespace

@@ -1172,7 +1172,9 @@ StageResult TimingStage(Evaluation& e) {
   // Roofline floor of the timed workload.
   auto flops = EvalRealExpr(task.flops_expr, timed.axes);
   auto bytes = EvalRealExpr(task.min_bytes_expr, timed.axes);
-  double floor_ms = (flops.ok() && bytes.ok()) ? RooflineFloorMs(e.device, *flops, *bytes) : 0;
+  double floor_ms = (flops.ok() && bytes.ok())
+                        ? RooflineFloorMs(e.device, *flops, *bytes, task.OperandType())
+                        : 0;
   detail["roofline_floor_ms"] = floor_ms;
   if (flops.ok()) detail["candidate_tflops"] = *flops / (candidate_ms * 1e-3) / 1e12;
   if (flops.ok()) detail["baseline_tflops"] = *flops / (baseline_ms * 1e-3) / 1e12;
@@ -1287,7 +1289,8 @@ std::string DefaultEvaluatorPath() {
   return SelfDir() + "/ptxbench-evaluator";
 }
 
-double RooflineFloorMs(const gpu::DeviceDescription& device, double flops, double bytes) {
+double RooflineFloorMs(const gpu::DeviceDescription& device, double flops, double bytes,
+                       DType operands) {
   // Dense bf16 tensor-core FLOP per SM per clock: 4096 on sm_90 (H100 SXM: 989.4 TFLOP/s =
   // 132 SMs x 4096 x 1.83 GHz), 8192 on sm_100 (B200). With the device's maximum SM clock
   // (1980 MHz on the H200: 1070 TFLOP/s), an upper bound no kernel exceeds.
@@ -1298,7 +1301,8 @@ double RooflineFloorMs(const gpu::DeviceDescription& device, double flops, doubl
   if (device.nvml_max_sm_mhz.has_value() && *device.nvml_max_sm_mhz > 0) {
     clock_hz = std::max(clock_hz, *device.nvml_max_sm_mhz * 1e6);
   }
-  double peak_flops = per_sm_clock * sms * clock_hz;
+  // fp8 runs at twice the rate (TensorRateOverBf16).
+  double peak_flops = per_sm_clock * sms * clock_hz * TensorRateOverBf16(operands);
   // HBM: two transfers per memory clock over the bus (H200: 2 x 3.2 GHz x 768 B = 4.9 TB/s).
   double bandwidth = 2.0 * device.memory_clock_max_khz * 1e3 * device.memory_bus_bits / 8.0;
   if (peak_flops <= 0 || bandwidth <= 0) return 0;

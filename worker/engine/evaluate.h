@@ -109,7 +109,8 @@ std::string DefaultEvaluatorPath();
 // Roofline floor in milliseconds: the larger of flops / peak rate and bytes / peak bandwidth,
 // from the device's SM count, maximum SM clock and memory interface (docs/measurement.md).
 // 0 when the device is unknown to the table (no impossible-time check then).
-double RooflineFloorMs(const gpu::DeviceDescription& device, double flops, double bytes);
+double RooflineFloorMs(const gpu::DeviceDescription& device, double flops, double bytes,
+                       DType operands = DType::kBF16);
 
 }  // namespace ptxbench::engine
 

@@ -132,6 +132,9 @@ TEST_CASE("the roofline floor uses the device's peak rates", "[evaluate]") {
   // NVML's maximum SM clock raises the peak when it is higher than the CUDA attribute.
   h200.nvml_max_sm_mhz = 2 * 1980;
   CHECK(RooflineFloorMs(h200, flops, bytes) == Approx(0.5618 / 2).epsilon(0.01));
+  // fp8 operands: twice the tensor rate (the fp8 GEMM ran at 1,314 TFLOP/s on the H200).
+  h200.nvml_max_sm_mhz.reset();
+  CHECK(RooflineFloorMs(h200, flops, bytes, DType::kFP8E4M3) == Approx(0.5618 / 2).epsilon(0.01));
   gpu::DeviceDescription turing;
   turing.compute_capability = "7.5";
   CHECK(RooflineFloorMs(turing, flops, bytes) == 0);
