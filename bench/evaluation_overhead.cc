@@ -5,6 +5,8 @@
 //
 //   evaluation_overhead --tasks-dir tasks [--task gemm_n7168_k5120] [--solution PATH]
 //                       [--repeat 5] [--evaluator PATH] [--output FILE]
+//                       [--counter-session per_collection|per_configuration|...] [--gap-pad-max-us
+//                       N]
 //
 // The last line printed is one JSON object (like bench/scheduler_bench); --output writes it
 // too, indented. Exit 0 when every evaluation passed (the figures are reported either way).
@@ -24,6 +26,7 @@
 #include "common/verdict.h"
 #include "nlohmann/json.hpp"
 #include "worker/engine/evaluate.h"
+#include "worker/engine/gpu/protocol_messages.h"
 #include "worker/engine/gpu/stats.h"
 
 namespace {
@@ -88,6 +91,8 @@ void CollectDetail(const ptxbench::Verdict& v, std::map<std::string, std::vector
 int main(int argc, char** argv) {
   std::string tasks_dir = "tasks", task_id = "gemm_n7168_k5120", solution, evaluator, output;
   int repeat = 5;
+  std::string counter_session;  // --counter-session: TimingLoopOptions::counter_session.
+  double gap_pad_max_us = -1;   // --gap-pad-max-us: TimingLoopOptions::gap_pad_max_us.
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
@@ -103,6 +108,10 @@ int main(int argc, char** argv) {
       evaluator = next();
     } else if (a == "--output") {
       output = next();
+    } else if (a == "--counter-session") {
+      counter_session = next();
+    } else if (a == "--gap-pad-max-us") {
+      gap_pad_max_us = std::atof(next().c_str());
     } else {
       std::cerr << "evaluation_overhead: unknown flag " << a << "\n";
       return 2;
@@ -129,6 +138,17 @@ int main(int argc, char** argv) {
   }
   ptxbench::engine::EngineOptions options;
   options.evaluator_path = evaluator;
+  if (!counter_session.empty()) {
+    auto session = ptxbench::gpu::EnumFromName<ptxbench::gpu::CounterSession>(counter_session);
+    if (!session.has_value()) {
+      std::cerr
+          << "evaluation_overhead: --counter-session '" << counter_session
+          << "' is not one of per_collection, per_configuration, per_configuration_started_early\n";
+      return 2;
+    }
+    options.timing.counter_session = *session;
+  }
+  if (gap_pad_max_us >= 0) options.timing.gap_pad_max_us = gap_pad_max_us;
 
   std::map<std::string, std::vector<double>> stage_seconds, detail;
   std::vector<double> wall, kernel, overhead, speedup;
@@ -177,25 +197,28 @@ int main(int argc, char** argv) {
   json where = json::object();
   for (const auto& [name, values] : detail) where[name] = Spread(values);
   const double median_overhead = ptxbench::gpu::Quantile(overhead, 0.5);
-  json result = {{"benchmark", "evaluation_overhead"},
-                 {"task", task_id},
-                 {"solution", solution.substr(solution.rfind('/') + 1)},
-                 {"evaluations", repeat},
-                 {"all_pass", all_pass},
-                 {"output_transfer", transfer},
-                 {"wall_seconds", Spread(wall)},
-                 {"kernel_seconds", Spread(kernel)},
-                 {"overhead_seconds", Spread(overhead)},
-                 {"stage_seconds", stages},
-                 {"detail_seconds", where},
-                 {"speedup", Spread(speedup)},
-                 {"speedup_max_over_min",
-                  speedup.empty() ? 0.0
-                                  : *std::max_element(speedup.begin(), speedup.end()) /
-                                        *std::min_element(speedup.begin(), speedup.end())},
-                 {"target_overhead_seconds", kTargetOverheadSeconds},
-                 {"target_met", !overhead.empty() && median_overhead <= kTargetOverheadSeconds},
-                 {"runs", runs}};
+  json result = {
+      {"benchmark", "evaluation_overhead"},
+      {"task", task_id},
+      {"solution", solution.substr(solution.rfind('/') + 1)},
+      {"evaluations", repeat},
+      {"all_pass", all_pass},
+      {"output_transfer", transfer},
+      {"counter_session", std::string(ptxbench::gpu::NameOf(options.timing.counter_session))},
+      {"gap_pad_max_us", options.timing.gap_pad_max_us},
+      {"wall_seconds", Spread(wall)},
+      {"kernel_seconds", Spread(kernel)},
+      {"overhead_seconds", Spread(overhead)},
+      {"stage_seconds", stages},
+      {"detail_seconds", where},
+      {"speedup", Spread(speedup)},
+      {"speedup_max_over_min", speedup.empty()
+                                   ? 0.0
+                                   : *std::max_element(speedup.begin(), speedup.end()) /
+                                         *std::min_element(speedup.begin(), speedup.end())},
+      {"target_overhead_seconds", kTargetOverheadSeconds},
+      {"target_met", !overhead.empty() && median_overhead <= kTargetOverheadSeconds},
+      {"runs", runs}};
   if (!output.empty()) std::ofstream(output) << result.dump(2) << "\n";
   std::cout << result.dump() << std::endl;
   return all_pass ? 0 : 1;

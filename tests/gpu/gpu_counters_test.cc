@@ -20,6 +20,7 @@
 #include "common/status.h"
 #include "worker/engine/gpu/baseline.h"
 #include "worker/engine/gpu/cupti_counters.h"
+#include "worker/engine/gpu/protocol_messages.h"
 #include "worker/engine/gpu/runtime.h"
 #include "worker/engine/gpu/sketch.h"
 #include "worker/engine/gpu/stats.h"
@@ -426,8 +427,10 @@ TEST_CASE("counters: counted launches inside the timing loop read a GEMM's 2MNK 
 // their gap"). The test asserts where the gap comes from (the idle time the loop measures with
 // events is Begin's host time, and it is what the kernel sees), so that a change that hides it
 // (a cheaper Begin, the gap equalizer's pad) shows here as counted gaps inside the timed ones.
-TEST_CASE("counters: the gap before a counted launch is the counters' Begin, as a kernel sees it",
-          "[gpu][counters][timing]") {
+// Runs the timing loop with `counters` counting and the gap equalizer's pad bound `pad_us`
+// (TimingConfig::gap_pad_max_us) on two probe kernels, and checks what a kernel sees: the GPU-idle
+// gap before each launch, from its own %globaltimer stamps (gap_probe). Figures under `key`.
+void CheckCountedGaps(HardwareCounters* counters, double pad_us, const std::string& key) {
   Fixture& f = F();
   auto builtins = Builtins::Load(f.device);
   REQUIRE(builtins.ok());
@@ -443,7 +446,8 @@ TEST_CASE("counters: the gap before a counted launch is the counters' Begin, as 
   REQUIRE(api.ok());
   auto probe = f.module.Function("gap_probe");
   auto clock = f.module.Function("clock_probe");
-  REQUIRE((probe.ok() && clock.ok()));
+  auto reset = f.module.Function("gap_probe_reset");
+  REQUIRE((probe.ok() && clock.ok() && reset.ok()));
   void* stamps_ptr = stamps->get();
   void* cycles_ptr = cycles->get();
   int capacity = kCapacity;
@@ -455,6 +459,8 @@ TEST_CASE("counters: the gap before a counted launch is the counters' Begin, as 
     }
     return absl::OkStatus();
   };
+  REQUIRE(launch(*reset, {}).ok());
+  REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);
   auto nothing = [](uint64_t) { return absl::OkStatus(); };
   TimedSide candidate{nothing, [&]() {
                         return launch(*probe, {&stamps_ptr, &capacity, &spin_ns});
@@ -471,10 +477,10 @@ TEST_CASE("counters: the gap before a counted launch is the counters' Begin, as 
   config.check_position_seed = 13;
   config.counter_seed = 14;
   config.jitter_us_max = 200;
-  config.counted = PlanCountedLaunches(f.counters->config_count(), 2, 30, 120, 15);
+  config.gap_pad_max_us = pad_us;
+  config.counted = PlanCountedLaunches(counters->config_count(), 2, 30, 120, 15);
   SampleHooks hooks;
   hooks.on_check = [](size_t, uint64_t) { return absl::OkStatus(); };
-  HardwareCounters* counters = f.counters.get();
   hooks.counting = CountingHooks{[counters](size_t c) { return counters->Begin(c); },
                                  [counters]() { return counters->End(); },
                                  [counters](size_t c) { return counters->Prepare(c); }};
@@ -492,6 +498,9 @@ TEST_CASE("counters: the gap before a counted launch is the counters' Begin, as 
   for (const CountedSample& c : result->counted) counted.at(c.position) = true;
   auto gap_us = [&](size_t pair) {
     const size_t k = first + pair;
+    // A slot the probe never wrote would read as a gap of 0 and pass for hidden.
+    REQUIRE(host[2 * k] != 0);
+    REQUIRE(host[2 * (k - 1) + 1] != 0);
     return static_cast<double>(host[2 * k] - host[2 * (k - 1) + 1]) / 1e3;
   };
   // Per pair order (candidate first on even pairs); a launch right after a counted one is left
@@ -558,8 +567,132 @@ TEST_CASE("counters: the gap before a counted launch is the counters' Begin, as 
   figures["idle_us"] = idle_us;
   figures["counted_above_timed_p99"] = above;
   figures["counted_compared"] = compared;
-  Figures()["gap_equalizer"] = figures;
+  figures["counter_session"] = std::string(NameOf(counters->session()));
+  Figures()[key] = figures;
   SaveFigures();
+}
+
+TEST_CASE("counters: the gap before a counted launch is the counters' Begin, as a kernel sees it",
+          "[gpu][counters][timing]") {
+  CheckCountedGaps(F().counters.get(), 0, "gap_equalizer");
+}
+
+// Replaces the fixture's counters (one range profiler per context) by a new object with
+// `session`; the fixture's default comes back at the end of the scope.
+class SessionSwap {
+ public:
+  explicit SessionSwap(CounterSession session) {
+    F().counters.reset();
+    auto c = HardwareCounters::Create(0, F().set->AllMetrics(), session);
+    INFO(c.status().message());
+    REQUIRE(c.ok());
+    counters_ = std::move(*c);
+  }
+  ~SessionSwap() {
+    counters_.reset();
+    auto c = HardwareCounters::Create(0, F().set->AllMetrics());
+    if (c.ok()) F().counters = std::move(*c);
+  }
+  HardwareCounters* get() { return counters_.get(); }
+
+ private:
+  std::unique_ptr<HardwareCounters> counters_;
+};
+
+// What a collection costs on the host under each session policy (cupti_counters.h
+// CounterSession), split into Prepare (after the previous End: outside the gap), Begin (Start and
+// Push: inside the gap a kernel can see) and End, and whether every value came back finite: the
+// evidence for TimingLoopOptions::counter_session's default.
+TEST_CASE("counters: the cost and values of a collection, per session policy", "[gpu][counters]") {
+  Fixture& f = F();
+  int iters = kIters;
+  void* sink = f.sink.get();
+  json figures = json::object();
+  std::map<CounterSession, int> non_finite;
+  for (CounterSession session : {CounterSession::kPerCollection, CounterSession::kPerConfiguration,
+                                 CounterSession::kPerConfigurationStartedEarly}) {
+    SessionSwap swap(session);
+    HardwareCounters* counters = swap.get();
+    const size_t configs = counters->config_count();
+    std::vector<size_t> order;
+    for (size_t c = 0; c < configs; ++c) order.insert(order.end(), {c, c, c});
+    for (size_t round = 0; round < 3; ++round) {
+      for (size_t c = 0; c < configs; ++c) order.push_back((c * 7 + round) % configs);
+    }
+    std::vector<double> prepare_ms, begin_ms, end_ms;
+    std::string lines;
+    int bad = 0;
+    for (size_t i = 0; i < order.size(); ++i) {
+      using Clock = std::chrono::steady_clock;
+      auto ms = [](Clock::time_point a, Clock::time_point b) {
+        return std::chrono::duration<double, std::milli>(b - a).count();
+      };
+      const auto t0 = Clock::now();
+      REQUIRE(counters->Prepare(order[i]).ok());
+      const auto t1 = Clock::now();
+      REQUIRE(counters->Begin(order[i]).ok());
+      const auto t2 = Clock::now();
+      Launch("count_wgmma", kBlocks, 128, 48 * 1024, {&iters, &sink});
+      auto values = counters->End(HardwareCounters::NonFinite::kKeep);
+      const auto t3 = Clock::now();
+      prepare_ms.push_back(ms(t0, t1));
+      begin_ms.push_back(ms(t1, t2));
+      end_ms.push_back(ms(t2, t3));
+      std::string line = "\n  #" + std::to_string(i) + " config " + std::to_string(order[i]) +
+                         " begin " + std::to_string(begin_ms.back()) + " ms";
+      if (!values.ok()) {
+        line += " error: " + std::string(values.status().message());
+        ++bad;
+      } else {
+        for (const auto& [metric, value] : *values) {
+          line += " " + metric + "=" + std::to_string(value);
+          if (!std::isfinite(value)) ++bad;
+        }
+      }
+      lines += line;
+    }
+    non_finite[session] = bad;
+    const std::string name(NameOf(session));
+    auto sorted = [](std::vector<double> v) {
+      std::sort(v.begin(), v.end());
+      return v;
+    };
+    const std::vector<double> b = sorted(begin_ms), p = sorted(prepare_ms), e = sorted(end_ms);
+    WARN("session " << name << ": " << order.size() << " collections, " << bad
+                    << " non-finite; Begin median " << Quantile(b, 0.5) << " ms (max " << b.back()
+                    << "), Prepare median " << Quantile(p, 0.5) << " ms, End median "
+                    << Quantile(e, 0.5) << " ms" << lines);
+    figures[name] = {{"collections", order.size()},
+                     {"non_finite", bad},
+                     {"begin_ms", begin_ms},
+                     {"prepare_ms", prepare_ms},
+                     {"end_ms", end_ms},
+                     {"begin_ms_median", Quantile(b, 0.5)},
+                     {"prepare_ms_median", Quantile(p, 0.5)},
+                     {"end_ms_median", Quantile(e, 0.5)}};
+  }
+  Figures()["collection_cost_per_session"] = figures;
+  SaveFigures();
+  // Every policy must deliver every value (one shared session did not: 90 of 96 NaN, run 6).
+  for (const auto& [session, bad] : non_finite) {
+    INFO(NameOf(session));
+    CHECK(bad == 0);
+  }
+}
+
+// One session per configuration with the gap equalizer on: Begin is short enough (~2 ms) for a
+// pad to cover, so counted gaps must fall among the timed ones (CheckCountedGaps' "hidden"
+// branch).
+TEST_CASE("counters: sessions per configuration and the pad hide the gap before a counted launch",
+          "[gpu][counters][timing]") {
+  {
+    SessionSwap swap(CounterSession::kPerConfiguration);
+    CheckCountedGaps(swap.get(), 6000, "gap_equalizer_per_configuration");
+  }
+  {
+    SessionSwap swap(CounterSession::kPerConfigurationStartedEarly);
+    CheckCountedGaps(swap.get(), 6000, "gap_equalizer_per_configuration_started_early");
+  }
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // (scripts/gpu-test runs it; docs/measurement.md quotes it).
 //
 //   ptxbench-gpu-report --tasks-dir tasks --out report.json [--task ID]... [--repeat 5]
+//       [--counter-session per_collection|per_configuration|...] [--gap-pad-max-us N]
 //                       [--extras-task gemm_n7168_k5120 | --extras-task none]
 //                       [--evaluator PATH] [--skip-validation] [--only-path PATH]
 //                       [--skip-path SUBSTRING]...
@@ -35,6 +36,7 @@
 #include "nlohmann/json.hpp"
 #include "worker/engine/evaluate.h"
 #include "worker/engine/gpu/local_eval.h"
+#include "worker/engine/gpu/protocol_messages.h"
 
 namespace {
 
@@ -230,6 +232,10 @@ int main(int argc, char** argv) {
   std::string evaluator;
   int repeat = 5;
   bool skip_validation = false;
+  // --counter-session / --gap-pad-max-us: the timing loop's counter options (protocol_messages.h
+  // TimingLoopOptions), to measure a policy on the GPU before it becomes the default.
+  std::string counter_session;
+  double gap_pad_max_us = -1;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
@@ -251,6 +257,10 @@ int main(int argc, char** argv) {
       skip_paths.push_back(next());
     else if (a == "--skip-validation")
       skip_validation = true;
+    else if (a == "--counter-session")
+      counter_session = next();
+    else if (a == "--gap-pad-max-us")
+      gap_pad_max_us = std::atof(next().c_str());
     else {
       std::cerr << "unknown flag " << a << "\n";
       return 2;
@@ -276,8 +286,22 @@ int main(int argc, char** argv) {
   ptxbench::engine::EngineOptions options;
   options.evaluator_path = evaluator;
   options.trial_timeout_seconds = 20;  // The hang decoy need not take a minute here.
-  json report = {{"task", extras ? json(task_id) : json()},
-                 {"task_version_hash", extras ? json(task->version_hash) : json()}};
+  if (!counter_session.empty()) {
+    auto session = ptxbench::gpu::EnumFromName<ptxbench::gpu::CounterSession>(counter_session);
+    if (!session.has_value()) {
+      std::cerr
+          << "--counter-session: '" << counter_session
+          << "' is not one of per_collection, per_configuration, per_configuration_started_early\n";
+      return 2;
+    }
+    options.timing.counter_session = *session;
+  }
+  if (gap_pad_max_us >= 0) options.timing.gap_pad_max_us = gap_pad_max_us;
+  json report = {
+      {"task", extras ? json(task_id) : json()},
+      {"counter_session", std::string(ptxbench::gpu::NameOf(options.timing.counter_session))},
+      {"gap_pad_max_us", options.timing.gap_pad_max_us},
+      {"task_version_hash", extras ? json(task->version_hash) : json()}};
   auto health = ptxbench::engine::HealthProbe(options);
   report["health"] = health.ok() ? *health : json(std::string(health.status().message()));
   bool all_ok = health.ok();

@@ -80,6 +80,11 @@ struct EngineOptions {
   double timing_setup_floor_seconds = 10;
   double instrument_setup_floor_seconds = 12;        // A process that set up beside the trials.
   double instrument_fresh_setup_floor_seconds = 25;  // A fresh process (CUDA + CUPTI start-up).
+  // CUPTI's host work for one counted sample at worst: a session switch (a new configuration's
+  // session primed: 147 ms median, 193 ms max on the H200) plus Begin and End (0.3 + 1.8 ms);
+  // gpu_counters_test "the cost and values of a collection, per session policy", 2026-12-02 run
+  // 6 (docs/results/2026-12-02-h200-gpu-test-6-a.json). Tests with the fake GPU lower it.
+  double counted_sample_host_ms = 200;
   double evaluation_timeout_seconds = 1200;
   TimingOptions timing;
   // Compiles of this worker kept for the next evaluation of the same inputs (compile_cache.h);

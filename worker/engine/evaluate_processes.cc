@@ -592,9 +592,6 @@ namespace {
 // host round trip. ~1-3 ms on the H200 for the GEMM (20 pairs + warm-up in 0.37-1.44 s of
 // stage, docs/results/2026-11-30-h200-gpu-test-5.json); 10 ms leaves room.
 constexpr double kPairOverheadMs = 10;
-// CUPTI's host work for one counted sample (Start/Push/launch/Pop/Stop/Decode/Evaluate):
-// 5.3 ms single-pass, 12-17 ms multi-pass (H200 probe, 2026-12-01).
-constexpr double kCountedSampleHostMs = 20;
 // SASS patching slows a kernel ~68x (clock64-timed FFMA loop, H200, 2026-12-01).
 constexpr double kProfilerSlowdown = 68;
 // Clocks, jitter, and the warm loop being slower than a trial in a bad moment.
@@ -620,7 +617,7 @@ Watchdogs DeriveWatchdogs(const WatchdogInputs& in, const EngineOptions& options
       pair_s;
   const double sampling_s = std::min(static_cast<double>(loop.max_samples) * pair_s, time_capped_s);
   const double counted_s = static_cast<double>(in.counted_samples) *
-                           (std::max(0.0, in.trial_kernel_ms) + kCountedSampleHostMs + 2 * pad_ms) /
+                           (std::max(0.0, in.trial_kernel_ms) + options.counted_sample_host_ms + 2 * pad_ms) /
                            1000;
   const double timing =
       options.timing_setup_floor_seconds + kSlack * (warmup_s + sampling_s + counted_s);

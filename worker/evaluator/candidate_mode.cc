@@ -63,7 +63,8 @@ class CandidateProcess {
   // The hardware counters of the work share (work_share.h) for the task's arch and operand
   // precision; nullptr with `counters->not_collected_reason` when they cannot be read here
   // (the timing then runs without counted launches: never an abort).
-  std::unique_ptr<gpu::HardwareCounters> OpenCounters(gpu::CountedSamples* counters);
+  std::unique_ptr<gpu::HardwareCounters> OpenCounters(gpu::CounterSession session,
+                                                      gpu::CountedSamples* counters);
   // The sketch of the current outputs (every output tensor, in order) under `seed`'s key.
   absl::StatusOr<gpu::SampleSketch> SketchOutputs(const gpu::TimeCommand& cmd, size_t index,
                                                   uint64_t seed, bool counted);
@@ -237,7 +238,7 @@ absl::StatusOr<std::vector<gpu::OutputHandle>> CandidateProcess::KeepCheckedOutp
 }
 
 std::unique_ptr<gpu::HardwareCounters> CandidateProcess::OpenCounters(
-    gpu::CountedSamples* counters) {
+    gpu::CounterSession session, gpu::CountedSamples* counters) {
   std::optional<DType> operands;
   for (const TensorSpec& t : runtime_.task.tensors) {
     if (t.role == TensorRole::kInput) {
@@ -254,7 +255,8 @@ std::unique_ptr<gpu::HardwareCounters> CandidateProcess::OpenCounters(
     counters->not_collected_reason = std::string(set.status().message());
     return nullptr;
   }
-  auto created = gpu::HardwareCounters::Create(runtime_.gpu.device.ordinal, set->AllMetrics());
+  auto created =
+      gpu::HardwareCounters::Create(runtime_.gpu.device.ordinal, set->AllMetrics(), session);
   if (!created.ok()) {
     counters->not_collected_reason =
         absl::StrCat("hardware counters unavailable: ", created.status().ToString());
@@ -362,7 +364,7 @@ absl::StatusOr<gpu::TimingEvent> CandidateProcess::RunTiming(const gpu::TimeComm
   std::string counting_failure;  // The first counter error of this loop ("": none).
   std::unique_ptr<gpu::HardwareCounters> hardware;
   if (cmd.loop.counted_per_config > 0 || cmd.loop.counted_min_total > 0) {
-    hardware = OpenCounters(&counters);
+    hardware = OpenCounters(cmd.loop.counter_session, &counters);
   } else {
     counters.not_collected_reason = "counted samples were not asked for";
   }

@@ -95,6 +95,10 @@ extern "C" __global__ void clock_probe(long long* cycles, int n) {
 // between the two stamps stand for the kernel.
 __device__ unsigned long long gap_probe_launches = 0;
 
+// Restarts the ordinals, so that every timing loop of one process reads its own launches from
+// slot 0 (without it the second loop's stamps fell past the capacity and read as 0: run 6).
+extern "C" __global__ void gap_probe_reset() { gap_probe_launches = 0; }
+
 extern "C" __global__ void gap_probe(unsigned long long* stamps, int capacity, long long spin) {
   if (blockIdx.x != 0 || threadIdx.x != 0) return;
   unsigned long long start;

@@ -147,7 +147,7 @@ absl::StatusOr<std::vector<size_t>> HardwareCounters::PassesOnChip(
 }
 
 absl::StatusOr<std::unique_ptr<HardwareCounters>> HardwareCounters::Create(
-    int device_ordinal, const std::vector<std::string>& metrics) {
+    int device_ordinal, const std::vector<std::string>& metrics, CounterSession session) {
   if (metrics.empty()) return absl::InvalidArgumentError("no counter metrics asked for");
   RETURN_IF_ERROR(InitializeProfilerOnce());
   ASSIGN_OR_RETURN(CUcontext ctx, CurrentContext());
@@ -175,22 +175,27 @@ absl::StatusOr<std::unique_ptr<HardwareCounters>> HardwareCounters::Create(
   avail.pCounterAvailabilityImage = c->availability_.data();
   PTXBENCH_CUPTI_TRY(cuptiProfilerGetCounterAvailability(&avail));
 
-  // One metric per configuration, except the first two (the target family's FLOPs and the
-  // all-instruction FLOPs of its precision), which the H200 collected together (2026-12-01
-  // probe). Fewer metrics per range keep a counted launch's host cost small and make a NaN
-  // (End) attributable to one metric.
+  // Greedy packing: each metric joins the first configuration that stays one pass with it, or
+  // starts a new one. Fewer configurations mean fewer counted launches per loop (each needs
+  // TimingLoopOptions::counted_per_config of every configuration) and fewer session switches
+  // (~147 ms each on the H200 under kPerConfiguration*). The engine once kept one metric per
+  // configuration to attribute a NaN to one metric; the NaN's cause is now known (a session
+  // delivers only its first configuration: cupti_counters.h) and every value is finite (run 6).
   for (const std::string& metric : metrics) {
-    if (c->configs_.size() == 1 && c->configs_.front()->metrics.size() == 1) {
+    bool placed = false;
+    for (auto& config : c->configs_) {
       auto trial = std::make_unique<Config>();
-      trial->metrics = c->configs_.back()->metrics;
+      trial->metrics = config->metrics;
       trial->metrics.push_back(metric);
       size_t passes = 0;
       RETURN_IF_ERROR(BuildConfig(c->chip_, c->availability_, trial.get(), &passes));
       if (passes == 1) {
-        c->configs_.back() = std::move(trial);
-        continue;
+        config = std::move(trial);
+        placed = true;
+        break;
       }
     }
+    if (placed) continue;
     auto single = std::make_unique<Config>();
     single->metrics = {metric};
     size_t passes = 0;
@@ -204,20 +209,23 @@ absl::StatusOr<std::unique_ptr<HardwareCounters>> HardwareCounters::Create(
   }
 
   c->context_ = ctx;
-  // Enabled here once to learn at creation whether this process may profile; every collection
-  // then runs in a session of its own (Begin enables, End disables).
+  c->session_ = session;
+  // Enabled here once to learn at creation whether this process may profile; under
+  // kPerCollection every collection then runs in a session of its own (End disables and enables
+  // the next).
   RETURN_IF_ERROR(c->EnableProfiler());
   return c;
 }
 
 HardwareCounters::~HardwareCounters() { DisableProfiler(); }
 
-// One range-profiler session per collection, as NVIDIA's range-profiling samples do (enable,
-// set the configuration, start/push ... pop/stop until every pass is submitted, decode,
-// disable). The engine first kept one session and set a new configuration per collection;
-// on the H200 one metric per evaluation then came back NaN, including metrics that cannot be
-// 0 (docs/measurement.md, "Work share and the strong TIC"). Whether this cures it is for the
-// next H200 run to show (gpu_counters_test prints every raw value).
+// kPerCollection: one range-profiler session per collection, as NVIDIA's range-profiling
+// samples do (enable, set the configuration, start/push ... pop/stop until every pass is
+// submitted, decode, disable). The engine first kept one session and set a new configuration
+// per collection, re-arming in Begin; on the H200 one metric per evaluation then came back NaN,
+// including metrics that cannot be 0 (run 3; docs/measurement.md, "Work share and the strong
+// TIC"); the H200 showed why in run 6: a session delivers only the configuration it first
+// started with (cupti_counters.h, CounterSession::kPerConfiguration).
 absl::Status HardwareCounters::EnableProfiler() {
   if (range_profiler_ != nullptr) return absl::OkStatus();
   CUpti_RangeProfiler_Enable_Params enable = {CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE};
@@ -230,11 +238,51 @@ absl::Status HardwareCounters::EnableProfiler() {
 
 void HardwareCounters::DisableProfiler() {
   if (range_profiler_ == nullptr) return;
+  if (started_) {
+    CUpti_RangeProfiler_Stop_Params stop = {CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE};
+    stop.pRangeProfilerObject = static_cast<CUpti_RangeProfiler_Object*>(range_profiler_);
+    cuptiRangeProfilerStop(&stop);
+    started_ = false;
+  }
   CUpti_RangeProfiler_Disable_Params p = {CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE};
   p.pRangeProfilerObject = static_cast<CUpti_RangeProfiler_Object*>(range_profiler_);
   cuptiRangeProfilerDisable(&p);
   range_profiler_ = nullptr;
   armed_ = nullptr;
+  session_config_ = nullptr;
+}
+
+absl::Status HardwareCounters::EnsureSessionFor(Config& config) {
+  if (session_ == CounterSession::kPerCollection || session_config_ == &config) {
+    return absl::OkStatus();
+  }
+  // A fresh session has no configuration yet; one of another configuration ends here.
+  if (session_config_ != nullptr) DisableProfiler();
+  RETURN_IF_ERROR(EnableProfiler());
+  RETURN_IF_ERROR(Arm(config));
+  // The prime: the first Start of a session costs ~145 ms on the H200 and binds the session to
+  // this configuration, so it is spent here, on an empty range, and not in the next Begin.
+  auto* object = static_cast<CUpti_RangeProfiler_Object*>(range_profiler_);
+  CUpti_RangeProfiler_Start_Params start = {CUpti_RangeProfiler_Start_Params_STRUCT_SIZE};
+  start.pRangeProfilerObject = object;
+  PTXBENCH_CUPTI_TRY(cuptiRangeProfilerStart(&start));
+  CUpti_RangeProfiler_PushRange_Params push = {CUpti_RangeProfiler_PushRange_Params_STRUCT_SIZE};
+  push.pRangeProfilerObject = object;
+  push.pRangeName = kRangeName;
+  PTXBENCH_CUPTI_TRY(cuptiRangeProfilerPushRange(&push));
+  CUpti_RangeProfiler_PopRange_Params pop = {CUpti_RangeProfiler_PopRange_Params_STRUCT_SIZE};
+  pop.pRangeProfilerObject = object;
+  PTXBENCH_CUPTI_TRY(cuptiRangeProfilerPopRange(&pop));
+  CUpti_RangeProfiler_Stop_Params stop = {CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE};
+  stop.pRangeProfilerObject = object;
+  PTXBENCH_CUPTI_TRY(cuptiRangeProfilerStop(&stop));
+  CUpti_RangeProfiler_DecodeData_Params decode = {
+      CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE};
+  decode.pRangeProfilerObject = object;
+  PTXBENCH_CUPTI_TRY(cuptiRangeProfilerDecodeData(&decode));
+  session_config_ = &config;
+  armed_ = nullptr;  // The prime consumed the image: the collection arms a fresh one.
+  return absl::OkStatus();
 }
 
 const std::vector<std::string>& HardwareCounters::config_metrics(size_t config) const {
@@ -285,7 +333,14 @@ absl::Status HardwareCounters::Prepare(size_t config) {
         absl::StrCat("counter configuration ", config, " of ", configs_.size()));
   }
   RETURN_IF_ERROR(EnableProfiler());
+  RETURN_IF_ERROR(EnsureSessionFor(*configs_[config]));
   if (armed_ != configs_[config].get()) RETURN_IF_ERROR(Arm(*configs_[config]));
+  if (session_ == CounterSession::kPerConfigurationStartedEarly && !started_) {
+    CUpti_RangeProfiler_Start_Params start = {CUpti_RangeProfiler_Start_Params_STRUCT_SIZE};
+    start.pRangeProfilerObject = static_cast<CUpti_RangeProfiler_Object*>(range_profiler_);
+    PTXBENCH_CUPTI_TRY(cuptiRangeProfilerStart(&start));
+    started_ = true;
+  }
   return absl::OkStatus();
 }
 
@@ -297,11 +352,15 @@ absl::Status HardwareCounters::Begin(size_t config) {
   }
   Config& c = *configs_[config];
   RETURN_IF_ERROR(EnableProfiler());
+  RETURN_IF_ERROR(EnsureSessionFor(c));
   if (armed_ != &c) RETURN_IF_ERROR(Arm(c));
   auto* object = static_cast<CUpti_RangeProfiler_Object*>(range_profiler_);
-  CUpti_RangeProfiler_Start_Params start = {CUpti_RangeProfiler_Start_Params_STRUCT_SIZE};
-  start.pRangeProfilerObject = object;
-  PTXBENCH_CUPTI_TRY(cuptiRangeProfilerStart(&start));
+  if (!started_) {
+    CUpti_RangeProfiler_Start_Params start = {CUpti_RangeProfiler_Start_Params_STRUCT_SIZE};
+    start.pRangeProfilerObject = object;
+    PTXBENCH_CUPTI_TRY(cuptiRangeProfilerStart(&start));
+  }
+  started_ = false;  // Stopped by End.
   CUpti_RangeProfiler_PushRange_Params push = {CUpti_RangeProfiler_PushRange_Params_STRUCT_SIZE};
   push.pRangeProfilerObject = object;
   push.pRangeName = kRangeName;
@@ -314,10 +373,13 @@ absl::StatusOr<CounterValues> HardwareCounters::End(NonFinite non_finite) {
   if (active_ == nullptr) return absl::FailedPreconditionError("no counted range is open");
   Config& c = *active_;
   active_ = nullptr;
-  // The session ends with each collection, whatever happens below, and the next one is
-  // enabled at once: here, after the counted launch, and not in Begin, whose host time sits in
-  // the gap before a counted launch that the jitter must hide (timing.h).
+  // Under kPerCollection the session ends with each collection, whatever happens below, and
+  // the next one is enabled at once: here, after the counted launch, and not in Begin, whose
+  // host time sits in the gap before a counted launch that the jitter must hide (timing.h).
   absl::Cleanup end_session = [this] {
+    // The counter-data image is consumed either way: the next collection re-arms (Prepare).
+    armed_ = nullptr;
+    if (session_ != CounterSession::kPerCollection) return;
     DisableProfiler();
     (void)EnableProfiler();  // On failure the next Begin tries again and reports it.
   };

@@ -41,6 +41,31 @@ namespace ptxbench::gpu {
 // Metric values of one counted range, by metric name ("sm__...sum").
 using CounterValues = std::map<std::string, double>;
 
+// How the collections of one HardwareCounters use CUPTI range-profiler sessions
+// (TimingLoopOptions::counter_session; names in protocol_messages.h).
+enum class CounterSession {
+  // Enable ... Disable around every collection, as NVIDIA's range-profiling samples do. Every
+  // value was finite in the H200 runs since (2026-12-02 runs 4 and 5), but Start in a fresh
+  // session costs 134-163 ms of idle GPU (run 5, gpu_counters_test "the gap before a counted
+  // launch"), a gap a kernel can see before every counted launch.
+  kPerCollection,
+  // One session per configuration: collections of the session's configuration follow one
+  // another in it (the counter-data image initialized and the same configuration set again
+  // after each End); a collection of another configuration first ends the session and starts
+  // one for it, primed with an empty range (Prepare, after the previous End: outside the gap
+  // before the next counted launch). Why both halves, on the H200 (2026-12-02 run 6,
+  // gpu_counters_test "the cost and values of a collection, per session policy"): in one session
+  // Start and Push cost 1.8-2.3 ms, against 142-172 ms for the first Start of a fresh session;
+  // but a session delivers only the configuration of its first Start: after setting another,
+  // every value came back NaN (90 of 96 collections; run 3's NaN had this cause).
+  kPerConfiguration,
+  // kPerConfiguration with Start moved from Begin to Prepare: Begin only pushes the range, and
+  // the timed launches between a Prepare and the next counted launch run in a started session,
+  // outside any range (whether that costs them anything is measured by the counted-over-timed
+  // medians; docs/measurement.md).
+  kPerConfigurationStartedEarly,
+};
+
 class HardwareCounters {
  public:
   // Sets up the range profiler on the current CUDA context of `device_ordinal` and groups
@@ -48,7 +73,8 @@ class HardwareCounters {
   // when counters cannot be read here (the caller then reports that the cross-check was not
   // made — never that it passed). A metric unknown to the chip is kInvalidArgument.
   static absl::StatusOr<std::unique_ptr<HardwareCounters>> Create(
-      int device_ordinal, const std::vector<std::string>& metrics);
+      int device_ordinal, const std::vector<std::string>& metrics,
+      CounterSession session = CounterSession::kPerCollection);
   ~HardwareCounters();
   HardwareCounters(const HardwareCounters&) = delete;
   HardwareCounters& operator=(const HardwareCounters&) = delete;
@@ -70,6 +96,7 @@ class HardwareCounters {
   size_t config_count() const { return configs_.size(); }
   const std::vector<std::string>& config_metrics(size_t config) const;
   const std::string& chip() const { return chip_; }
+  CounterSession session() const { return session_; }
 
   // Arms configuration `config` for the next Begin (its counter-data image and the profiler's
   // configuration): host work that the timing loop does right after a counted launch, so that
@@ -94,14 +121,20 @@ class HardwareCounters {
   absl::Status Arm(Config& config);
   absl::Status EnableProfiler();
   void DisableProfiler();
+  // kPerConfiguration: ends the session unless it belongs to `config`, then starts and primes
+  // one for it.
+  absl::Status EnsureSessionFor(Config& config);
 
   std::string chip_;
+  CounterSession session_ = CounterSession::kPerCollection;
   std::vector<uint8_t> availability_;
   std::vector<std::unique_ptr<Config>> configs_;
   void* context_ = nullptr;         // CUcontext the profiler is enabled on.
   void* range_profiler_ = nullptr;  // CUpti_RangeProfiler_Object*, while enabled.
   Config* active_ = nullptr;
   Config* armed_ = nullptr;
+  Config* session_config_ = nullptr;  // kPerConfiguration*: whose session is enabled.
+  bool started_ = false;              // kPerConfigurationStartedEarly: Start done in Prepare.
 };
 
 }  // namespace ptxbench::gpu

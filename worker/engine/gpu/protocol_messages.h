@@ -27,6 +27,7 @@
 
 #include "nlohmann/json.hpp"
 #include "worker/engine/gpu/compare.h"
+#include "worker/engine/gpu/cupti_counters.h"
 #include "worker/engine/gpu/protocol_codec.h"
 
 namespace ptxbench::gpu {
@@ -303,6 +304,13 @@ inline constexpr std::array<std::pair<BaselineSelection, std::string_view>, 2>
     }};
 constexpr const auto& EnumNames(BaselineSelection) { return kBaselineSelectionNames; }
 
+inline constexpr std::array<std::pair<CounterSession, std::string_view>, 3> kCounterSessionNames{{
+    {CounterSession::kPerCollection, "per_collection"},
+    {CounterSession::kPerConfiguration, "per_configuration"},
+    {CounterSession::kPerConfigurationStartedEarly, "per_configuration_started_early"},
+}};
+constexpr const auto& EnumNames(CounterSession) { return kCounterSessionNames; }
+
 // The timing loop's rule and checks (EngineOptions::timing; timing.h TimingConfig).
 struct TimingLoopOptions {
   size_t min_samples = 20;
@@ -324,11 +332,16 @@ struct TimingLoopOptions {
   // both sides (timed or counted), so launch gaps do not tell a counted launch (measurement.md).
   double jitter_us_max = 200;
   // The gap equalizer's bound (timing.h): while counting, every launch of both sides also waits
-  // a pad of twice the idle time a counted launch's collection showed, at most this much. Off
-  // (0) by default: the counters' Begin costs 134-163 ms of idle GPU on the H200 (2026-12-02,
-  // docs/results/2026-12-02-h200-gpu-test-5-a.json), so a pad that hides it would add ~0.3 s
-  // per launch; at the 20 ms tried it hid nothing and cost 3 s per GEMM evaluation.
-  double gap_pad_max_us = 0;
+  // a pad of twice the largest idle excess a counted launch showed (plus 0.1 ms), at most this
+  // much. With the counters' sessions per configuration started early (below) the excess is
+  // Begin's Push, 0.29 ms median and 0.54 ms max on the H200, and the pad came to 1.5 ms: no
+  // counted gap above the timed gaps' 99th percentile (0 of 32) for 0.94 s of pad per loop
+  // (2026-12-02 run 6, gpu_counters_test "sessions per configuration and the pad hide the
+  // gap"). Under kPerCollection the excess is 140-175 ms, which no affordable pad hides.
+  double gap_pad_max_us = 3000;
+  // How the hardware counters of the counted launches use CUPTI sessions (cupti_counters.h):
+  // the one whose Begin is shortest and whose every value was finite (run 6).
+  CounterSession counter_session = CounterSession::kPerConfigurationStartedEarly;
   // Projections of every timed and counted candidate sample's outputs (sketch.h). 0: none.
   size_t sketch_projections = 4;
   // The first heuristic choice until the fastest-of-candidates path is proven on the H200
@@ -351,6 +364,7 @@ struct TimingLoopOptions {
     v("counted_min_total", m.counted_min_total);
     v("jitter_us_max", m.jitter_us_max);
     v("gap_pad_max_us", m.gap_pad_max_us);
+    v("counter_session", m.counter_session);
     v("sketch_projections", m.sketch_projections);
     v("baseline_selection", m.baseline_selection);
     v("baseline_candidates", m.baseline_candidates);

@@ -113,6 +113,7 @@ TEST_CASE("commands carry their name and round-trip", "[protocol]") {
   time.loop.counted_per_config = 3;
   time.loop.jitter_us_max = 150;
   time.loop.gap_pad_max_us = 12345;
+  time.loop.counter_session = CounterSession::kPerConfiguration;
   time.loop.sketch_projections = 6;
   time.counter_seed = 0xfedcba9876543210ull;
   time.sketch_seed = (1ull << 63) + 5;
@@ -133,6 +134,11 @@ TEST_CASE("commands carry their name and round-trip", "[protocol]") {
   CHECK(timed.loop.counted_per_config == 3);
   CHECK(timed.loop.jitter_us_max == 150);
   CHECK(timed.loop.gap_pad_max_us == 12345);
+  CHECK(timed.loop.counter_session == CounterSession::kPerConfiguration);
+  CHECK(ToJson(time)["loop"]["counter_session"] == "per_configuration");
+  nlohmann::json unknown_session = ToJson(time);
+  unknown_session["loop"]["counter_session"] = "one_per_range";
+  CHECK_FALSE(FromJson<TimeCommand>(unknown_session).ok());
   CHECK(timed.loop.sketch_projections == 6);
   CHECK(timed.counter_seed == 0xfedcba9876543210ull);
   CHECK(timed.sketch_seed == (1ull << 63) + 5);
