@@ -17,6 +17,13 @@ against the solution: the figure a per-block rule would see (where an error sits
 as with the causal 1 % key skip, the whole-tensor norm dilutes it).
 
   /usr/bin/python3 tools/attention-dev/bwd_margin_sim.py [--causal] [--s 128,384,1024,4096]
+      [--k-offset C] [--dq-sample-blocks N]
+
+--dq-sample-blocks N models dQ alone (the solution, fp16 P/dS, bf16 dQ accumulation) on N evenly
+spaced 64-row query blocks per head, in memory O(64 S): long sequences (S = 16384, 32768) on a
+few cores. --k-offset C adds C to every element of K: softmax, hence every exact gradient, is
+invariant to it, while bf16 partial sums of dQ carry it (docs/task-authoring.md, "Long sequences
+and shifted keys").
 
 Needs numpy (Debian: python3-numpy). A dev tool, not run by CI: its figures are quoted in the
 decoys' headers (bwd_gen_variants.py) and docs/task-authoring.md; the H200 run is the proof.
@@ -206,8 +213,8 @@ DQ_SAMPLED_VARIANTS = ["solution", "fp16_p_ds", "dq_bf16_accumulation"]
 
 
 def main_dq_sampled(args, sizes):
-    print(f"{'causal' if args.causal else 'no mask'}, K offset {args.k_offset}: dQ alone, {args.dq_sample_blocks} sampled "
-          f"64-row query blocks per head, {args.draws} draws: relative norm against fp64 "
+    print(f"{'causal' if args.causal else 'no mask'}, K offset {args.k_offset}: dQ alone, "
+          f"{args.dq_sample_blocks} sampled 64-row query blocks per head, {args.draws} draws: relative norm against fp64 "
           f"(worst draw) / estimated against cuDNN (distance from the modelled solution and the "
           f"solution's H200 {SOLUTION_VS_CUDNN['dQ']} in quadrature) | sampled blocks against "
           f"fp64: median / worst; bound {BOUND}")
@@ -269,8 +276,8 @@ def main():
                     for table, ref in ((block_worst, x), (block_apart, y)):
                         rel = float(block_relative_norm(g, ref))
                         table[name][output][n] = max(table[name][output].get(n, 0.0), rel)
-    print(f"{'causal' if args.causal else 'no mask'}, K offset {args.k_offset}: relative norm, worst per S over the draws, "
-          f"against fp64 / the modelled solution / cuDNN (estimated) | worst 64-row block "
+    print(f"{'causal' if args.causal else 'no mask'}, K offset {args.k_offset}: relative norm, "
+          f"worst per S over the draws, against fp64 / the modelled solution / cuDNN (estimated) | worst 64-row block "
           f"against fp64 / the solution; bound {BOUND}")
     for name in VARIANTS:
         print(name)

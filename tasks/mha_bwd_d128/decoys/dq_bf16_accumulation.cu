@@ -39,9 +39,9 @@
 // does not help enough: dQ alone (--dq-sample-blocks) gives 0.012 at
 // S = 16384 and 0.014 at S = 32768 vs cuDNN (1.4x over the bound), the
 // solution 0.0025-0.0028 vs fp64 at every S. What separates: K shifted
-// by +2 in every element (exact gradients unchanged, softmax is
-// shift-invariant; dQ's bf16 partial sums carry the shift): 0.028 at
-// S = 4096 (a new distribution kind: docs/task-authoring.md).
+// by +1.5 / +2 in every element (exact gradients unchanged, softmax is
+// shift-invariant; dQ's bf16 partial sums carry the shift): 0.022 /
+// 0.028 at S = 4096 (a new distribution kind: docs/task-authoring.md).
 //
 // Everything else is the reference solution (tasks/mha_bwd_d128/solutions/sm90a_wgmma_tma.cu),
 // whose description follows.
