@@ -212,7 +212,12 @@ CAUSAL_DQ_BF16 = ["dQ relative norm against fp64 0.0023 (S = 128) to 0.0063 (S =
                   "0.0014-0.0063 from the solution; estimated against cuDNN (that and the",
                   "solution's measured 0.0036 in quadrature) 0.0039-0.0073: TODAY'S RULE PASSES",
                   "IT (a margin finding); a bound of 0.006 would reject it on the medium and",
-                  "timed workloads, by 7-20 %."]
+                  "timed workloads, by 7-20 %. A longer sequence does not help enough: dQ alone",
+                  "(--dq-sample-blocks) gives 0.008-0.010 at S = 16384, 0.010-0.012 at 32768 vs",
+                  "cuDNN, the solution 0.0021-0.0029 vs fp64 at every S. What separates:",
+                  "K shifted by +1.5 / +2 in every element (exact gradients unchanged, softmax",
+                  "is shift-invariant; dQ's bf16 partial sums carry the shift): 0.017-0.026 / 0.020",
+                  "at S = 16384 (a new distribution kind: docs/task-authoring.md)."]
 SIMULATED = "simulated by bwd_margin_sim.py (fp64, spiky inputs, one head per S):"
 
 
@@ -269,7 +274,14 @@ def margin_decoys(task):
                          "solution's measured 0.0036 in quadrature) 0.0045-0.0083: TODAY'S RULE",
                          "PASSES IT (a margin finding); a bound of 0.006 (1.4x the solution's",
                          "worst 0.0042 on the H200) would reject it on the medium and timed",
-                         "workloads."]),
+                         "workloads. The H200 measured 0.00875 (2026-12-02 run 5), the estimate",
+                         "at S = 4096 with 24 sampled query blocks 0.0088. A longer sequence",
+                         "does not help enough: dQ alone (--dq-sample-blocks) gives 0.012-0.013 at",
+                         "S = 16384 and 0.013-0.014 at S = 32768 vs cuDNN (1.3-1.4x the bound), the",
+                         "solution 0.0021-0.0029 vs fp64 at every S. What separates: K shifted",
+                         "by +1.5 / +2 in every element (exact gradients unchanged, softmax is",
+                         "shift-invariant; dQ's bf16 partial sums carry the shift): 0.022 /",
+                         "0.028 at S = 4096 (a new distribution kind: docs/task-authoring.md)."]),
          DQ_BF16),
     ]
 

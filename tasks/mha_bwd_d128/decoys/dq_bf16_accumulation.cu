@@ -34,7 +34,14 @@
 // solution's measured 0.0036 in quadrature) 0.0045-0.0083: TODAY'S RULE
 // PASSES IT (a margin finding); a bound of 0.006 (1.4x the solution's
 // worst 0.0042 on the H200) would reject it on the medium and timed
-// workloads.
+// workloads. The H200 measured 0.00875 (2026-12-02 run 5), the estimate
+// at S = 4096 with 24 sampled query blocks 0.0088. A longer sequence
+// does not help enough: dQ alone (--dq-sample-blocks) gives 0.012-0.013 at
+// S = 16384 and 0.013-0.014 at S = 32768 vs cuDNN (1.3-1.4x the bound), the
+// solution 0.0021-0.0029 vs fp64 at every S. What separates: K shifted
+// by +1.5 / +2 in every element (exact gradients unchanged, softmax is
+// shift-invariant; dQ's bf16 partial sums carry the shift): 0.022 /
+// 0.028 at S = 4096 (a new distribution kind: docs/task-authoring.md).
 //
 // Everything else is the reference solution (tasks/mha_bwd_d128/solutions/sm90a_wgmma_tma.cu),
 // whose description follows.

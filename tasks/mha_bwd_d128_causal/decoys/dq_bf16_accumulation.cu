@@ -33,7 +33,12 @@
 // 0.0014-0.0063 from the solution; estimated against cuDNN (that and the
 // solution's measured 0.0036 in quadrature) 0.0039-0.0073: TODAY'S RULE PASSES
 // IT (a margin finding); a bound of 0.006 would reject it on the medium and
-// timed workloads, by 7-20 %.
+// timed workloads, by 7-20 %. A longer sequence does not help enough: dQ alone
+// (--dq-sample-blocks) gives 0.008-0.010 at S = 16384, 0.010-0.012 at 32768 vs
+// cuDNN, the solution 0.0021-0.0029 vs fp64 at every S. What separates:
+// K shifted by +1.5 / +2 in every element (exact gradients unchanged, softmax
+// is shift-invariant; dQ's bf16 partial sums carry the shift): 0.017-0.026 / 0.020
+// at S = 16384 (a new distribution kind: docs/task-authoring.md).
 //
 // Everything else is the reference solution (tasks/mha_bwd_d128/solutions/sm90a_wgmma_tma.cu),
 // whose description follows.
