@@ -97,8 +97,9 @@ S_WGMMA_OLD = """    float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     for (int kk = 0; kk < kHeadDim / 16; ++kk) {
       const u32 offset = (kk / 4) * kPageBoxBytes + (kk % 4) * 32;
       const u32 q_offset = (kk / 4) * kQBoxBytes + (kk % 4) * 32;
-      wgmma_m64n8k16<0>(s, sm90::make_smem_desc_sw128(k_base + offset),
-                        sm90::make_smem_desc_sw128(q_base + q_offset), kk > 0 ? 1 : 0);
+      sm90::wgmma_m64n8k16_ss_bf16_t<0, 0>(s, sm90::make_smem_desc_sw128(k_base + offset),
+                                           sm90::make_smem_desc_sw128(q_base + q_offset),
+                                           kk > 0 ? 1 : 0);
     }
     sm90::wgmma_commit_group();
     sm90::wgmma_wait_group<0>();
@@ -108,8 +109,8 @@ S_FMA = """    // THE DEFECT: S^T by FMA from the swizzled tiles; one wgmma on t
     if (i == 0) {
       float junk[4] = {0.0f, 0.0f, 0.0f, 0.0f};
       sm90::wgmma_fence();
-      wgmma_m64n8k16<0>(junk, sm90::make_smem_desc_sw128(k_base),
-                        sm90::make_smem_desc_sw128(q_base), 0);
+      sm90::wgmma_m64n8k16_ss_bf16_t<0, 0>(junk, sm90::make_smem_desc_sw128(k_base),
+                                           sm90::make_smem_desc_sw128(q_base), 0);
       sm90::wgmma_commit_group();
       sm90::wgmma_wait_group<0>();
       sm90::wgmma_fence_operand(junk);
@@ -135,10 +136,10 @@ PV_WGMMA_OLD = """    sm90::wgmma_fence_operand(o[0]);
     for (int h = 0; h < 2; ++h) {
 #pragma unroll
       for (int kk = 0; kk < kPageSize / 16; ++kk) {
-        wgmma_m64n8k16<1>(o[h],
-                          sm90::make_smem_desc_sw128_mn(v_base + h * kPageBoxBytes + kk * 2048,
-                                                        kPageBoxBytes),
-                          sm90::make_smem_desc_sw128(p_base + kk * 32), 1);
+        sm90::wgmma_m64n8k16_ss_bf16_t<1, 0>(
+            o[h],
+            sm90::make_smem_desc_sw128_mn(v_base + h * kPageBoxBytes + kk * 2048, kPageBoxBytes),
+            sm90::make_smem_desc_sw128(p_base + kk * 32), 1);
       }
     }
     sm90::wgmma_commit_group();

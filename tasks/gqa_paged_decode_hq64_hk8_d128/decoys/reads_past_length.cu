@@ -71,12 +71,12 @@ using u64 = sm90::u64;
 
 constexpr int kHeadDim = 128;
 constexpr int kPageSize = 64;
-constexpr int kGroup = 8;            // query heads per key/value head: wgmma's N
-constexpr int kPagesPerSplit = 16;   // the plan's ceil_div(PPS,16)
+constexpr int kGroup = 8;           // query heads per key/value head: wgmma's N
+constexpr int kPagesPerSplit = 16;  // the plan's ceil_div(PPS,16)
 constexpr int kStages = 3;
 constexpr int kConsumerThreads = 128;
 
-constexpr u32 kQBoxBytes = kGroup * 64 * 2;       // 8 rows x 64 d: 1 KiB, one swizzle atom
+constexpr u32 kQBoxBytes = kGroup * 64 * 2;        // 8 rows x 64 d: 1 KiB, one swizzle atom
 constexpr u32 kPageBoxBytes = kPageSize * 64 * 2;  // 64 rows x 64 d: 8 KiB
 constexpr u32 kPageBytes = 2 * kPageBoxBytes;      // one page of one head, K or V: 16 KiB
 constexpr u32 kQOffset = 0;
@@ -92,21 +92,6 @@ static_assert(kSmemBytes == 102584, "keep the launch plan's dynamic_shared_bytes
 
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
-
-// D[64x8] (fp32) = A[64x16] * B[16x8] + (scale_d ? D : 0), A and B bf16 in shared memory; A
-// K-major (kTransA = 0) or MN-major (1), B K-major. Accumulator layout (warp w, lane l):
-// d[0], d[1] -> row 16w + l/4, columns 2(l%4) + {0, 1}; d[2], d[3] -> row 16w + l/4 + 8.
-template <int kTransA>
-__device__ __forceinline__ void wgmma_m64n8k16(float (&d)[4], u64 desc_a, u64 desc_b,
-                                               int scale_d) {
-  asm volatile(
-      "{\n\t.reg .pred p;\n\t"
-      "setp.ne.b32 p, %6, 0;\n\t"
-      "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 "
-      "{%0, %1, %2, %3}, %4, %5, p, 1, 1, %7, 0;\n\t}"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(kTransA));
-}
 
 __device__ __forceinline__ u32 Bf16Bits(float x) { return sm90::pack_bf16x2(x, 0.0f) & 0xFFFFu; }
 
@@ -129,7 +114,7 @@ extern "C" __global__ void __launch_bounds__(160, 1)
   const int HQ = HK * kGroup;
   const int splits_max = (PPS + kPagesPerSplit - 1) / kPagesPerSplit;
 
-  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  extern __shared__ unsigned char smem_raw[];
   unsigned char* smem = reinterpret_cast<unsigned char*>(
       (reinterpret_cast<unsigned long long>(smem_raw) + 1023) & ~1023ull);
   u64* q_full = reinterpret_cast<u64*>(smem + kBarrierOffset);
@@ -209,8 +194,9 @@ extern "C" __global__ void __launch_bounds__(160, 1)
     for (int kk = 0; kk < kHeadDim / 16; ++kk) {
       const u32 offset = (kk / 4) * kPageBoxBytes + (kk % 4) * 32;
       const u32 q_offset = (kk / 4) * kQBoxBytes + (kk % 4) * 32;
-      wgmma_m64n8k16<0>(s, sm90::make_smem_desc_sw128(k_base + offset),
-                        sm90::make_smem_desc_sw128(q_base + q_offset), kk > 0 ? 1 : 0);
+      sm90::wgmma_m64n8k16_ss_bf16_t<0, 0>(s, sm90::make_smem_desc_sw128(k_base + offset),
+                                           sm90::make_smem_desc_sw128(q_base + q_offset),
+                                           kk > 0 ? 1 : 0);
     }
     sm90::wgmma_commit_group();
     sm90::wgmma_wait_group<0>();
@@ -281,10 +267,10 @@ extern "C" __global__ void __launch_bounds__(160, 1)
     for (int h = 0; h < 2; ++h) {
 #pragma unroll
       for (int kk = 0; kk < kPageSize / 16; ++kk) {
-        wgmma_m64n8k16<1>(o[h],
-                          sm90::make_smem_desc_sw128_mn(v_base + h * kPageBoxBytes + kk * 2048,
-                                                        kPageBoxBytes),
-                          sm90::make_smem_desc_sw128(p_base + kk * 32), 1);
+        sm90::wgmma_m64n8k16_ss_bf16_t<1, 0>(
+            o[h],
+            sm90::make_smem_desc_sw128_mn(v_base + h * kPageBoxBytes + kk * 2048, kPageBoxBytes),
+            sm90::make_smem_desc_sw128(p_base + kk * 32), 1);
       }
     }
     sm90::wgmma_commit_group();
@@ -354,6 +340,7 @@ extern "C" __global__ void __launch_bounds__(64)
     o1 += weight * row[2 * j + 1];
   }
   const float inverse = 1.0f / sum;
-  O[static_cast<long long>(bh) * (kHeadDim / 2) + j] = sm90::pack_bf16x2(o0 * inverse, o1 * inverse);
+  O[static_cast<long long>(bh) * (kHeadDim / 2) + j] =
+      sm90::pack_bf16x2(o0 * inverse, o1 * inverse);
   if (j == 0) LSE[bh] = (top + log2f(sum)) * kLn2;
 }
