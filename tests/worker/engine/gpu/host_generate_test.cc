@@ -140,7 +140,7 @@ TEST_CASE("page_permutation: distinct pages of the pool, scattered, a function o
 }
 
 TEST_CASE("length_ladder: lengths from short to max, rungs dealt in a seeded order, jittered") {
-  constexpr int64_t kMax = 128 * 64, kJitter = 64;
+  constexpr int64_t kMax = int64_t{128} * 64, kJitter = 64;
   constexpr size_t kCount = 64;
   const std::vector<int32_t> lengths = Lengths(kCount, kMax, kJitter, 5);
   const int64_t step = (kMax + kCount - 1) / kCount;  // 128 tokens a rung.
