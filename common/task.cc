@@ -284,6 +284,90 @@ absl::Status CheckPromptPlaceholders(const std::string& display_path, const std:
 // ---------------------------------------------------------------------------------------------
 // The parts of task.json, each validated with its field path.
 
+absl::Status CheckExprNames(const FieldErrors& errors, const std::string& field,
+                            const std::string& text, ExprMode mode, const Task& task) {
+  auto expr = Expr::Parse(text, mode);
+  if (!expr.ok()) return errors.Error(field, std::string(expr.status().message()));
+  for (const std::string& name : expr->Names()) {
+    if (std::find(task.axes.begin(), task.axes.end(), name) == task.axes.end()) {
+      return errors.Error(field, absl::StrCat("'", name, "' is not an axis of the task"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// "distribution": a kind name ("normal"), or an object {"kind": ..., parameters} for the kinds
+// that take parameters (docs/task-authoring.md, "Inputs").
+absl::Status LoadDistribution(const FieldErrors& errors, const json& value,
+                              const std::string& field, const Task& task, TensorSpec& spec) {
+  std::string kind;
+  const json* object = nullptr;
+  std::string kind_field = field;
+  if (value.is_string()) {
+    kind = value.get<std::string>();
+  } else if (value.is_object()) {
+    object = &value;
+    ASSIGN_OR_RETURN(kind, GetString(errors, value, field, "kind"));
+    kind_field = FieldJoin(field, "kind");
+  } else {
+    return errors.Error(field, "expected a distribution name or an object with a 'kind'");
+  }
+  // A parameter: an axis expression (or an integer), checked against the axes here and
+  // evaluated per workload in CheckWorkloadExpressions.
+  auto parameter = [&](const std::string& key, std::string& out) -> absl::Status {
+    const std::string parameter_field = FieldJoin(field, key);
+    if (object == nullptr || !object->contains(key)) {
+      return errors.Error(parameter_field,
+                          absl::StrCat("'", kind, "' needs the parameter '", key, "'"));
+    }
+    const json& v = (*object)[key];
+    if (v.is_string()) {
+      out = v.get<std::string>();
+    } else if (v.is_number_integer()) {
+      out = std::to_string(v.get<int64_t>());
+    } else {
+      return errors.Error(parameter_field, "expected an axis expression or an integer");
+    }
+    return CheckExprNames(errors, parameter_field, out, ExprMode::kInteger, task);
+  };
+  const bool integer_kind = kind == "page_permutation" || kind == "length_ladder";
+  if (integer_kind && spec.dtype != DType::kInt32) {
+    return errors.Error(kind_field, absl::StrCat("'", kind,
+                                                 "' draws int32 values: the tensor's dtype must "
+                                                 "be int32"));
+  }
+  if (kind == "normal" || kind == "spiky" || kind == "block_scale") {
+    if (object != nullptr) RETURN_IF_ERROR(CheckKeys(errors, *object, field, {"kind"}));
+    if (kind == "normal") {
+      spec.distribution = Distribution::kNormal;
+    } else if (kind == "spiky") {
+      spec.distribution = Distribution::kSpiky;
+    } else {
+      if (spec.dtype != DType::kFP32) {
+        return errors.Error(kind_field,
+                            "'block_scale' draws fp32 scales: the tensor's dtype must be fp32");
+      }
+      spec.distribution = Distribution::kBlockScale;
+    }
+  } else if (kind == "page_permutation") {
+    if (object != nullptr) RETURN_IF_ERROR(CheckKeys(errors, *object, field, {"kind", "pages"}));
+    RETURN_IF_ERROR(parameter("pages", spec.distribution_params.pages));
+    spec.distribution = Distribution::kPagePermutation;
+  } else if (kind == "length_ladder") {
+    if (object != nullptr) {
+      RETURN_IF_ERROR(CheckKeys(errors, *object, field, {"kind", "max", "jitter"}));
+    }
+    RETURN_IF_ERROR(parameter("max", spec.distribution_params.max));
+    RETURN_IF_ERROR(parameter("jitter", spec.distribution_params.jitter));
+    spec.distribution = Distribution::kLengthLadder;
+  } else {
+    return errors.Error(kind_field, absl::StrCat("'", kind,
+                                                 "' is not 'normal', 'spiky', 'block_scale', "
+                                                 "'page_permutation' or 'length_ladder'"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status LoadTensors(const FieldErrors& errors, const json& root, Task& task) {
   ASSIGN_OR_RETURN(const json* tensors, GetArray(errors, root, "", "tensors"));
   if (tensors->empty()) return errors.Error("tensors", "at least one tensor is needed");
@@ -349,27 +433,13 @@ absl::Status LoadTensors(const FieldErrors& errors, const json& root, Task& task
       }
       spec.shape.push_back(text);
     }
-    ASSIGN_OR_RETURN(std::string distribution,
-                     GetString(errors, entry, field, "distribution", /*required=*/false));
-    if (!distribution.empty()) {
+    const bool has_distribution = entry.contains("distribution");
+    if (has_distribution) {
       if (spec.role == TensorRole::kOutput) {
         return errors.Error(FieldJoin(field, "distribution"), "outputs have no input distribution");
       }
-      if (distribution == "normal") {
-        spec.distribution = Distribution::kNormal;
-      } else if (distribution == "spiky") {
-        spec.distribution = Distribution::kSpiky;
-      } else if (distribution == "block_scale") {
-        if (spec.dtype != DType::kFP32) {
-          return errors.Error(FieldJoin(field, "distribution"),
-                              "'block_scale' draws fp32 scales: the tensor's dtype must be fp32");
-        }
-        spec.distribution = Distribution::kBlockScale;
-      } else {
-        return errors.Error(
-            FieldJoin(field, "distribution"),
-            absl::StrCat("'", distribution, "' is not 'normal', 'spiky' or 'block_scale'"));
-      }
+      RETURN_IF_ERROR(LoadDistribution(errors, entry["distribution"],
+                                       FieldJoin(field, "distribution"), task, spec));
     }
     ASSIGN_OR_RETURN(const json* derived, GetObject(errors, entry, field, "derived", false));
     if (derived != nullptr) {
@@ -377,7 +447,7 @@ absl::Status LoadTensors(const FieldErrors& errors, const json& root, Task& task
       if (spec.role != TensorRole::kInput) {
         return errors.Error(derived_field, "only inputs can be derived");
       }
-      if (!distribution.empty()) {
+      if (has_distribution) {
         return errors.Error(derived_field, "a derived input has no distribution");
       }
       RETURN_IF_ERROR(CheckKeys(errors, *derived, derived_field, {"operation", "output"}));
@@ -721,6 +791,45 @@ absl::Status CheckDerivedInputs(const FieldErrors& errors, const Task& task) {
   return absl::OkStatus();
 }
 
+// The integer distributions' parameters evaluate, for `workload`, to values the generator can
+// draw from: a pool of at least as many pages as entries (distinct pages), lengths in int32.
+absl::Status CheckDistributionParams(const FieldErrors& errors, const TensorSpec& tensor,
+                                     const std::string& tensor_field, const Workload& workload) {
+  const std::string where = absl::StrCat(" (workload '", workload.name, "')");
+  const std::string field = FieldJoin(tensor_field, "distribution");
+  auto evaluate = [&](const std::string& key, const std::string& text,
+                      int64_t lowest) -> absl::StatusOr<int64_t> {
+    auto value = EvalIntExpr(text, workload.axes);
+    if (!value.ok()) {
+      return errors.Error(FieldJoin(field, key), absl::StrCat(value.status().message(), where));
+    }
+    if (*value < lowest || *value > std::numeric_limits<int32_t>::max()) {
+      return errors.Error(FieldJoin(field, key),
+                          absl::StrCat("evaluates to ", *value, ", outside ", lowest, " .. ",
+                                       std::numeric_limits<int32_t>::max(), where));
+    }
+    return *value;
+  };
+  if (tensor.distribution == Distribution::kPagePermutation) {
+    int64_t elements = 1;
+    for (const std::string& dim : tensor.shape) {
+      auto extent = EvalIntExpr(dim, workload.axes);
+      if (!extent.ok() || __builtin_mul_overflow(elements, *extent, &elements))
+        return absl::OkStatus();
+    }
+    ASSIGN_OR_RETURN(int64_t pages, evaluate("pages", tensor.distribution_params.pages, 1));
+    if (pages < elements) {
+      return errors.Error(FieldJoin(field, "pages"),
+                          absl::StrCat("evaluates to ", pages, ", fewer pages than the ", elements,
+                                       " distinct entries of the tensor", where));
+    }
+  } else if (tensor.distribution == Distribution::kLengthLadder) {
+    RETURN_IF_ERROR(evaluate("max", tensor.distribution_params.max, 1).status());
+    RETURN_IF_ERROR(evaluate("jitter", tensor.distribution_params.jitter, 0).status());
+  }
+  return absl::OkStatus();
+}
+
 // Every expression of the task evaluates for every workload: shapes to positive sizes whose
 // byte counts fit in int64, roofline terms to positive numbers, scalars to finite numbers.
 absl::Status CheckWorkloadExpressions(const FieldErrors& errors, const Task& task) {
@@ -743,6 +852,10 @@ absl::Status CheckWorkloadExpressions(const FieldErrors& errors, const Task& tas
         }
       }
     }
+    for (size_t t = 0; t < task.tensors.size(); ++t) {
+      RETURN_IF_ERROR(
+          CheckDistributionParams(errors, task.tensors[t], FieldIndex("tensors", t), workload));
+    }
     for (const auto& [field, text] :
          {std::pair<std::string, std::string>{"roofline.flops", task.flops_expr},
           {"roofline.min_bytes", task.min_bytes_expr}}) {
@@ -755,18 +868,6 @@ absl::Status CheckWorkloadExpressions(const FieldErrors& errors, const Task& tas
       if (!value.ok())
         return errors.Error(FieldJoin("scalars", name),
                             absl::StrCat(value.status().message(), where));
-    }
-  }
-  return absl::OkStatus();
-}
-
-absl::Status CheckExprNames(const FieldErrors& errors, const std::string& field,
-                            const std::string& text, ExprMode mode, const Task& task) {
-  auto expr = Expr::Parse(text, mode);
-  if (!expr.ok()) return errors.Error(field, std::string(expr.status().message()));
-  for (const std::string& name : expr->Names()) {
-    if (std::find(task.axes.begin(), task.axes.end(), name) == task.axes.end()) {
-      return errors.Error(field, absl::StrCat("'", name, "' is not an axis of the task"));
     }
   }
   return absl::OkStatus();

@@ -31,7 +31,18 @@ enum class TensorRole { kInput, kOutput };
 // N(0,1) + N(0,100)·Bernoulli(0.001) of the original benchmark's attention backward.
 // kBlockScale: positive fp32 scales of block-quantised fp8 operands, (1 + m/8)·2^e with m in
 // 0..7 and e in -10..-4 uniform (worker/engine/gpu/philox.h); fp32 tensors only.
-enum class Distribution { kNormal, kSpiky, kBlockScale };
+// kPagePermutation, kLengthLadder: the paged tasks' int32 page table and context lengths, with
+// parameters (IndexDistributionParams); int32 tensors only.
+enum class Distribution { kNormal, kSpiky, kBlockScale, kPagePermutation, kLengthLadder };
+
+// The parameters of the integer distributions, as axis expressions evaluated per workload
+// (task.json: "distribution": {"kind": "page_permutation", "pages": "NP"} or {"kind":
+// "length_ladder", "max": "PPS*PS", "jitter": "PS"}). Empty when the kind has no such parameter.
+struct IndexDistributionParams {
+  std::string pages;   // page_permutation: the pool size; >= the tensor's element count.
+  std::string max;     // length_ladder: the longest length, 1 .. 2^31-1.
+  std::string jitter;  // length_ladder: >= 0; each length is shortened by a draw below it.
+};
 
 // An input the harness computes instead of drawing it: output `output` of the operation
 // `operation` of the task's baseline library, run on the task's tensors that carry the names of
@@ -49,6 +60,7 @@ struct TensorSpec {
   DType dtype = DType::kBF16;
   std::vector<std::string> shape;  // Axis names or expressions, outermost first (row-major).
   Distribution distribution = Distribution::kNormal;
+  IndexDistributionParams distribution_params;
   std::optional<DerivedInput> derived;  // Inputs only; drawn at random when absent.
 };
 

@@ -163,7 +163,8 @@ TEST_CASE("Malformed task files are rejected naming the file and the field") {
          "field 'tensors[1].distribution': 'block_scale' draws fp32 scales: the tensor's dtype "
          "must be fp32");
   expect([](json& d) { d["tensors"][1]["distribution"] = "uniform"; },
-         "field 'tensors[1].distribution': 'uniform' is not 'normal', 'spiky' or 'block_scale'");
+         "field 'tensors[1].distribution': 'uniform' is not 'normal', 'spiky', 'block_scale', "
+         "'page_permutation' or 'length_ladder'");
   CHECK(copy.LoadWith([](json& d) { d["tensors"][0]["distribution"] = "block_scale"; }) == "");
   expect(
       [](json& d) { d["tensors"][1]["dtype"] = "bf17"; },
@@ -820,6 +821,78 @@ TEST_CASE("Derived inputs are validated at load, naming the field") {
   CHECK(FindDerivableOperation("cudnn", "sdpa_bwd_bf16") == nullptr);
   REQUIRE(FindDerivableOperation("cudnn", "sdpa_fwd_bf16_causal") != nullptr);
   CHECK(FindDerivableOperation("cudnn", "sdpa_fwd_bf16_causal")->outputs[1].name == "LSE");
+}
+
+TEST_CASE("The integer distributions are parsed with their parameters, naming the field") {
+  RepositoryTaskCopy copy("gqa_paged_decode_hq64_hk8_d128");
+  const std::string file = (copy.dir() / "task.json").string();
+  REQUIRE(copy.LoadWith([](json&) {}) == "");
+  auto task = LoadTask(copy.dir().string());
+  REQUIRE(task.ok());
+  REQUIRE(task->tensors[3].name == "page_table");
+  CHECK(task->tensors[3].distribution == Distribution::kPagePermutation);
+  CHECK(task->tensors[3].distribution_params.pages == "NP");
+  REQUIRE(task->tensors[4].name == "seq_lens");
+  CHECK(task->tensors[4].distribution == Distribution::kLengthLadder);
+  CHECK(task->tensors[4].distribution_params.max == "PPS*PS");
+  CHECK(task->tensors[4].distribution_params.jitter == "PS");
+  CHECK(task->tensors[4].distribution_params.pages.empty());
+  // Integers are accepted where an expression is, and the object form of a plain kind.
+  CHECK(copy.LoadWith([](json& d) { d["tensors"][4]["distribution"]["jitter"] = 0; }) == "");
+  CHECK(copy.LoadWith([](json& d) {
+    d["tensors"][0]["distribution"] = {{"kind", "spiky"}};
+  }) == "");
+
+  auto expect = [&](const std::function<void(json&)>& edit, const std::string& field_and_problem) {
+    INFO(field_and_problem);
+    CHECK(copy.LoadWith(edit) == file + ": " + field_and_problem);
+  };
+  expect([](json& d) { d["tensors"][3]["distribution"]["kind"] = "shuffle"; },
+         "field 'tensors[3].distribution.kind': 'shuffle' is not 'normal', 'spiky', "
+         "'block_scale', 'page_permutation' or 'length_ladder'");
+  expect(
+      [](json& d) {
+        d["tensors"][3]["distribution"] = {{"pages", "NP"}};
+      },
+      "field 'tensors[3].distribution.kind': missing");
+  expect([](json& d) { d["tensors"][3]["distribution"] = 7; },
+         "field 'tensors[3].distribution': expected a distribution name or an object with a "
+         "'kind'");
+  expect([](json& d) { d["tensors"][3]["distribution"].erase("pages"); },
+         "field 'tensors[3].distribution.pages': 'page_permutation' needs the parameter 'pages'");
+  expect([](json& d) { d["tensors"][3]["distribution"] = "page_permutation"; },
+         "field 'tensors[3].distribution.pages': 'page_permutation' needs the parameter 'pages'");
+  expect([](json& d) { d["tensors"][4]["distribution"].erase("jitter"); },
+         "field 'tensors[4].distribution.jitter': 'length_ladder' needs the parameter 'jitter'");
+  expect([](json& d) { d["tensors"][4]["distribution"]["pages"] = "NP"; },
+         "field 'tensors[4].distribution.pages': unknown key (allowed: jitter, kind, max)");
+  expect([](json& d) { d["tensors"][4]["distribution"]["jitter"] = -1; },
+         "field 'tensors[4].distribution.jitter': evaluates to -1, outside 0 .. 2147483647 "
+         "(workload 'timed')");
+  expect([](json& d) { d["tensors"][4]["distribution"]["max"] = "PS - 64"; },
+         "field 'tensors[4].distribution.max': evaluates to 0, outside 1 .. 2147483647 "
+         "(workload 'timed')");
+  expect([](json& d) { d["tensors"][4]["distribution"]["max"] = "PPS*PS / (PS - 64)"; },
+         "field 'tensors[4].distribution.max': division by zero in 'PPS*PS / (PS - 64)' at "
+         "position 8 (workload 'timed')");
+  expect([](json& d) { d["tensors"][4]["distribution"]["max"] = 1.5; },
+         "field 'tensors[4].distribution.max': expected an axis expression or an integer");
+  expect([](json& d) { d["tensors"][3]["distribution"]["pages"] = "NQ"; },
+         "field 'tensors[3].distribution.pages': 'NQ' is not an axis of the task");
+  expect([](json& d) { d["tensors"][3]["distribution"]["pages"] = "B*PPS - 1"; },
+         "field 'tensors[3].distribution.pages': evaluates to 8191, fewer pages than the 8192 "
+         "distinct entries of the tensor (workload 'timed')");
+  expect([](json& d) { d["tensors"][3]["distribution"]["pages"] = "NP*NP*NP"; },
+         "field 'tensors[3].distribution.pages': evaluates to 549755813888, outside 1 .. "
+         "2147483647 (workload 'timed')");
+  expect(
+      [](json& d) {
+        d["tensors"][0]["distribution"] = {{"kind", "page_permutation"}, {"pages", "NP"}};
+      },
+      "field 'tensors[0].distribution.kind': 'page_permutation' draws int32 values: the "
+      "tensor's dtype must be int32");
+  expect([](json& d) { d["tensors"][5]["distribution"] = d["tensors"][4]["distribution"]; },
+         "field 'tensors[5].distribution': outputs have no input distribution");
 }
 
 TEST_CASE("Hardware parameters state the figures of each arch") {

@@ -1070,25 +1070,87 @@ struct PagedDecode {
   float Scale() const { return static_cast<float>(1.0 / std::sqrt(double(d))); }
 };
 
-// The layout the task's proposed distributions draw (docs/task-authoring.md, "The paged GQA
-// decode task"): every sequence's PPS entries are distinct pages of a shuffled pool, lengths an
-// evenly spread ladder minus a random partial page, shuffled over the sequences.
+// The task's page table and context lengths, as the harness draws them (page_permutation over
+// NP pages, length_ladder with max PPS·PS and jitter PS; tensors 3 and 4 of the task), from the
+// host mirror, which is the device generator's bit for bit ("the paged task's integer inputs
+// on the device equal the host mirror").
 void PagedLayout(const PagedDecode& x, uint64_t seed, std::vector<int32_t>& table,
                  std::vector<int32_t>& lengths) {
-  std::mt19937_64 rng(seed);
-  std::vector<int32_t> pool(size_t(x.np));
-  std::iota(pool.begin(), pool.end(), 0);
-  std::shuffle(pool.begin(), pool.end(), rng);
-  table.assign(pool.begin(), pool.begin() + static_cast<std::ptrdiff_t>(int64_t(x.b) * x.pps));
-  const int64_t longest = int64_t(x.pps) * x.ps;
-  const int64_t step = (longest + x.b - 1) / x.b;
-  lengths.resize(size_t(x.b));
-  for (int k = 0; k < x.b; ++k) {
-    const int64_t rung = std::min<int64_t>(longest, (k + 1) * step);
-    const int64_t jitter = int64_t(rng() % uint64_t(std::min<int64_t>(x.ps, step)));
-    lengths[size_t(k)] = static_cast<int32_t>(std::max<int64_t>(1, rung - jitter));
+  table.assign(size_t(x.b) * x.pps, -1);
+  lengths.assign(size_t(x.b), -1);
+  IndexDistributionArgs pages, ladder;
+  pages.pages = x.np;
+  ladder.max_length = int64_t(x.pps) * x.ps;
+  ladder.jitter = x.ps;
+  HostGenerate(table.data(), table.size(), static_cast<int>(BuiltinDType::kInt32),
+               kDistPagePermutation, seed, 3, 0, pages);
+  HostGenerate(lengths.data(), lengths.size(), static_cast<int>(BuiltinDType::kInt32),
+               kDistLengthLadder, seed, 4, 0, ladder);
+}
+
+absl::StatusOr<Task> LoadPagedDecodeTask() {
+  const char* source = std::getenv("PTXBENCH_SOURCE_DIR");
+  return LoadTask(std::string(source != nullptr ? source : PTXBENCH_SOURCE_DIR_DEFAULT) +
+                  "/tasks/gqa_paged_decode_hq64_hk8_d128");
+}
+
+// The engine's path (ResolveTensors, TensorSet::GenerateInputs with a secret-style sample seed)
+// against the host mirror, for every workload of the task: bit for bit, the pages distinct and
+// inside the pool, the lengths inside 1 .. PPS·PS. And the host-upload path (the instrumented
+// run's fallback) gives the same integers.
+TEST_CASE("the paged task's integer inputs on the device equal the host mirror", "[gpu][paged]") {
+  GpuFixture& f = SharedGpu();
+  cudaStream_t s = f.stream.get();
+  auto task = LoadPagedDecodeTask();
+  INFO(task.status().message());
+  REQUIRE(task.ok());
+  for (const Workload& w : task->workloads) {
+    auto tensors = ResolveTensors(*task, w);
+    REQUIRE(tensors.ok());
+    auto set = TensorSet::Allocate(*tensors);
+    REQUIRE(set.ok());
+    const uint64_t seed = SampleSeed(0x5EC2E7ull, 3);
+    REQUIRE(set->GenerateInputs(*f.builtins, seed, s).ok());
+    REQUIRE(SynchronizeDevice().ok());
+    const int64_t pages = w.axes.at("NP"), longest = w.axes.at("PPS") * w.axes.at("PS");
+    for (int index : {3, 4}) {
+      const WorkloadTensor& t = (*tensors)[size_t(index)];
+      INFO(w.name << " " << t.name);
+      std::vector<int32_t> device(t.elements), host(t.elements);
+      REQUIRE(cudaMemcpy(device.data(), set->pointer(index), t.bytes, cudaMemcpyDeviceToHost) ==
+              cudaSuccess);
+      HostGenerate(host.data(), t.elements, static_cast<int>(t.dtype), t.distribution, seed,
+                   static_cast<uint32_t>(index), 0, t.index_args);
+      CHECK(device == host);
+      if (index == 3) {
+        CHECK(t.distribution == kDistPagePermutation);
+        CHECK(t.index_args.pages == pages);
+        std::vector<int32_t> sorted = device;
+        std::sort(sorted.begin(), sorted.end());
+        CHECK(std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end());
+        CHECK(sorted.front() >= 0);
+        CHECK(sorted.back() < pages);
+      } else {
+        CHECK(t.distribution == kDistLengthLadder);
+        CHECK(*std::min_element(device.begin(), device.end()) >= 1);
+        CHECK(*std::max_element(device.begin(), device.end()) <= longest);
+        CHECK(*std::max_element(device.begin(), device.end()) > longest - w.axes.at("PS"));
+      }
+    }
+    if (w.timed) continue;  // The host path of 1 GB of bf16 cache is slow and adds nothing.
+    auto uploaded = TensorSet::Allocate(*tensors);
+    REQUIRE(uploaded.ok());
+    REQUIRE(uploaded->UploadInputsFromHost(seed, s).ok());
+    for (int index : {3, 4}) {
+      const WorkloadTensor& t = (*tensors)[size_t(index)];
+      std::vector<int32_t> a(t.elements), b(t.elements);
+      REQUIRE(cudaMemcpy(a.data(), set->pointer(index), t.bytes, cudaMemcpyDeviceToHost) ==
+              cudaSuccess);
+      REQUIRE(cudaMemcpy(b.data(), uploaded->pointer(index), t.bytes, cudaMemcpyDeviceToHost) ==
+              cudaSuccess);
+      CHECK(a == b);
+    }
   }
-  std::shuffle(lengths.begin(), lengths.end(), rng);
 }
 
 // O [B, HQ, D] and LSE [B, HQ] in fp64; `head_of` maps a query head to its key/value head.
@@ -1130,7 +1192,7 @@ TEST_CASE("cuDNN's paged GQA decode matches the fp64 reference of the task",
           "[gpu][cudnn][paged]") {
   GpuFixture& f = SharedGpu();
   cudaStream_t s = f.stream.get();
-  // The staged task's correctness workloads (tasks/_pending/gqa_paged_decode_hq64_hk8_d128).
+  // The task's correctness workloads (tasks/gqa_paged_decode_hq64_hk8_d128).
   std::vector<PagedDecode> shapes(3);
   shapes[1] = {5, 16, 2, 128, 64, 9, 64};
   shapes[2] = {3, 64, 8, 128, 64, 33, 128};

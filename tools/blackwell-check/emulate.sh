@@ -8,7 +8,7 @@
 # Usage: tools/blackwell-check/emulate.sh [TARGET ...] (default: all)
 #        tools/blackwell-check/emulate.sh --mutants
 # Targets: fwd, fwd_causal, bwd, bwd_causal, gemm (sm_100a, attention_emulation.cc and
-# gemm_emulation.cc), and the plan-driven attention-forward targets of every head dim on both
+# gemm_emulation.cc), fp8gemm and gqa (sm_90a, fp8_gemm_emulation.cc, gqa_decode_emulation.cc), and the plan-driven attention-forward targets of every head dim on both
 # arches (attention_fwd_emulation.cc, launch geometry from each solution's own PTXBENCH_PLAN):
 # h64, h64_causal, h128, h128_causal, h256, h256_causal (sm_90a: wgmma, TMA, mbarrier,
 # emu_hopper_primitives.h) and b64, b64_causal, b256, b256_causal (sm_100a; b128 runs the d128
@@ -33,6 +33,7 @@ declare -A sources=(
   [bwd_causal]="tasks/mha_bwd_d128_causal/solutions/sm100a_tcgen05_bwd_causal.cu"
   [gemm]="tasks/gemm_n7168_k5120/solutions/sm100a_tcgen05_tma.cu"
   [fp8gemm]="tasks/gemm_fp8bs_n7168_k16384/solutions/sm90a_qgmma_tma.cu"
+  [gqa]="tasks/gqa_paged_decode_hq64_hk8_d128/solutions/sm90a_wgmma_tma.cu"
 )
 # Plan-driven forward targets: the solution; the head dim is the task's (mha_with_lse_d<D>).
 declare -A forward_sources=(
@@ -53,7 +54,7 @@ declare -A forward_sources=(
 forward_workloads=("1 1 128" "1 2 384" "2 2 256")
 targets=("$@")
 if [[ ${#targets[@]} -eq 0 ]]; then
-  targets=(fwd fwd_causal bwd bwd_causal gemm fp8gemm h64 h64_causal h128 h128_causal h256 h256_causal
+  targets=(fwd fwd_causal bwd bwd_causal gemm fp8gemm gqa h64 h64_causal h128 h128_causal h256 h256_causal
            b64 b64_causal b256 b256_causal)
 fi
 
@@ -104,6 +105,11 @@ build_target() {  # target [mutated source file [extra define]]
     include="${build_dir}/sm90"
     mode_define="${3:--DFP8_SOLUTION}"
   fi
+  if [[ "${target}" == gqa ]]; then
+    driver="${emulator}/gqa_decode_emulation.cc"
+    include="${build_dir}/sm90"
+    mode_define="-DGQA_DECODE"
+  fi
   g++ -std=c++20 -O2 -pthread -Wall -Wno-unknown-pragmas -Wno-psabi \
     -Wno-deprecated-enum-enum-conversion -I"${include}" -I"${build_dir}" \
     -I"${emulator}" "${mode_define}" "-DKERNEL_SOURCE=\"${2:-${target}.cc}\"" \
@@ -127,6 +133,8 @@ mutants=(
   "h64|lazy|      sm90::wgmma_wait_group<1>();|      sm90::wgmma_wait_group<2>();|sm_90a: softmax reads S before its wgmma group completed"
   "b256|eager|bw::make_smem_desc_mnmajor_sw128(v_addr + k * kMmaK * 128, kKVBoxBytes)|bw::make_smem_desc_mnmajor_sw128(v_addr + k * kMmaK * 128, kBoxBytes)|sm_100a d256: V's 64-column boxes taken 128 rows apart (LBO)"
   "b256_causal|eager|if (kCausal && j >= num_kv_blocks - kDiagonalBlocks) {|if (kCausal && j == num_kv_blocks - 1) {|sm_100a d256: only the last key block masked"
+  "gqa|eager|sm90::wgmma_m64n8k16_ss_bf16_t<1, 0>(|sm90::wgmma_m64n8k16_ss_bf16_t<0, 0>(|sm_90a decode: V read as K-major in O^T += V^T P^T"
+  "gqa|eager|const u32 q_offset = (kk / 4) * kQBoxBytes + (kk % 4) * 32;|const u32 q_offset = (kk % 4) * 32;|sm_90a decode: Q's second 64-d box never read"
   "h64_causal|eager|const int q0 = q_tile * kBlockM;|const int q0 = q_tile * kBlockM + 0 * kDiagonalBlocks;\n  const int unused_q0 = 0;|sm_90a: (control: a no-op edit must SURVIVE)"
 )
 
@@ -145,6 +153,13 @@ fp8_decoys=(
   "tasks/gemm_fp8bs_n7168_k16384/decoys/per_tensor_scale.cu|-DKERNEL_SIGNATURE_WITH_SA"
   "tasks/gemm_fp8bs_n7168_k16384/decoys/sb_indexed_by_n.cu|-DFP8_DECOY"
   "tasks/gemm_fp8bs_n7168_k16384/decoys/no_promotion.cu|-DKERNEL_SIGNATURE_WITH_SA"
+)
+
+# The paged decode's wrong_result decoys that the emulator can run (wrong_kv_head's rank-4 TMA is
+# its own inline PTX, not emulated).
+gqa_decoys=(
+  "tasks/gqa_paged_decode_hq64_hk8_d128/decoys/contiguous_pages.cu"
+  "tasks/gqa_paged_decode_hq64_hk8_d128/decoys/reads_past_length.cu"
 )
 
 if [[ "${targets[0]:-}" == "--mutants" ]]; then
@@ -229,6 +244,21 @@ open(p, "w").write(s.replace(o, os.environ["REPLACEMENT"].replace("\\n", "\n")))
         "${build_dir}/decoy${index}.log" | sed 's/^ *//')"
     fi
   done
+  for decoy in "${gqa_decoys[@]}"; do
+    index=$((index + 1))
+    python3 "${emulator}/make_header.py" kernel "${repo_root}/${decoy}" "${build_dir}/decoy${index}.cc"
+    if ! build_target gqa "decoy${index}.cc" 2>"${build_dir}/decoy${index}.build.log"; then
+      echo "DECOY DID NOT BUILD: ${decoy}"
+      status=1
+    elif "${build_dir}/gqa" eager >"${build_dir}/decoy${index}.log" 2>&1; then
+      echo "DECOY PASSED the emulator (expected wrong_result): ${decoy}"
+      status=1
+    else
+      caught=$((caught + 1))
+      echo "decoy caught: ${decoy}: $(grep -m1 -E 'FAIL|EMULATION ERROR' \
+        "${build_dir}/decoy${index}.log" | sed 's/^ *//')"
+    fi
+  done
   echo "${caught} of $((index - 1)) mutants and decoys caught (one control kept)"
   exit "${status}"
 fi
@@ -246,7 +276,7 @@ for target in "${targets[@]}"; do
   fi
   source="${sources[${target}]:-}"
   if [[ -z "${source}" ]]; then
-    echo "unknown target ${target} (fwd, fwd_causal, bwd, bwd_causal, gemm, fp8gemm, h64, h64_causal," \
+    echo "unknown target ${target} (fwd, fwd_causal, bwd, bwd_causal, gemm, fp8gemm, gqa, h64, h64_causal," \
       "h128, h128_causal, h256, h256_causal, b64, b64_causal, b128, b256, b256_causal)" >&2
     exit 2
   fi

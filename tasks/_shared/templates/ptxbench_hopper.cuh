@@ -712,6 +712,28 @@ __device__ __forceinline__ void wgmma_m64n128k32_ss_e4m3(float (&d)[64], u64 des
       : "l"(desc_a), "l"(desc_b), "r"(scale_d));
 }
 
+// ---------------------------------------------------------------------------------------------
+// N = 8 (added for tasks/gqa_paged_decode_hq64_hk8_d128; used by its sm90a solution): decode's
+// transposed products, keys or head dims as M = 64 and the 8 query heads of a GQA group as N.
+// ---------------------------------------------------------------------------------------------
+
+// D[64x8] (fp32, registers) = A[64x16] * B[16x8] + (scale_d ? D : 0), A and B bf16 in shared
+// memory; kTransA / kTransB = 0: K-major (make_smem_desc_sw128), 1: MN-major
+// (make_smem_desc_sw128_mn). A K-major B of 8 rows of 64 elements is one 1024-byte swizzle atom.
+// Accumulator layout as for the N=256 form with j = 0: d[0], d[1] -> row 16w + l/4, columns
+// 2(l%4) + {0, 1}; d[2], d[3] -> row 16w + l/4 + 8, same columns.
+template <int kTransA, int kTransB>
+__device__ __forceinline__ void wgmma_m64n8k16_ss_bf16_t(float (&d)[4], u64 desc_a, u64 desc_b,
+                                                         int scale_d) {
+  asm volatile(
+      "{\n\t.reg .pred p;\n\t"
+      "setp.ne.b32 p, %6, 0;\n\t"
+      "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3}, %4, %5, p, 1, 1, %7, %8;\n\t}"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(kTransA), "n"(kTransB));
+}
+
 }  // namespace sm90
 }  // namespace ptxbench
 

@@ -3,6 +3,7 @@
 // exactly where their expected verdict says.
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <map>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -17,7 +18,8 @@ namespace {
 struct Outcome {
   bool compiled = false;
   std::string compile_log;
-  std::string plan_error;  // Empty when the plan resolved for every workload.
+  std::map<std::string, int> ptx_families;  // The compile stage's PTX scan.
+  std::string plan_error;                   // Empty when the plan resolved for every workload.
 };
 
 Outcome Evaluate(const Task& task, const SourceRef& ref) {
@@ -35,6 +37,7 @@ Outcome Evaluate(const Task& task, const SourceRef& ref) {
   REQUIRE(result.ok());
   outcome.compiled = result->ok;
   outcome.compile_log = result->log;
+  outcome.ptx_families = result->ptx_families;
   if (!result->ok) return outcome;
   PlanOr<LaunchPlan> plan = SelectLaunchPlan(std::nullopt, request.source);
   if (!plan.ok()) {
@@ -74,6 +77,14 @@ TEST_CASE("Solutions and decoys of the repository's tasks meet their expectation
       } else {
         CHECK(outcome.compiled);
         CHECK(outcome.plan_error.empty());
+      }
+      // A reference solution carries every target family of its arch in its PTX (the SASS
+      // check is the GPU bundle's; a solution without them could never pass the stage).
+      if (ref.expect == "pass" || ref.expect == "compiled") {
+        for (const std::string& family : task.arches.at(ref.arch).target_families) {
+          INFO("target family " << family);
+          CHECK(outcome.ptx_families.count(family) == 1);
+        }
       }
       ++checked;
     }
@@ -128,6 +139,9 @@ TEST_CASE("Honest compiles stay well inside the compile limits") {
   for (const Task& task : catalog->tasks()) {
     for (const SourceRef& ref : task.solutions) {
       for (const std::string arch : {"sm_90a", "sm_100a"}) {
+        // An arch the task does not declare has no template headers to offer (the paged decode
+        // task is sm_90a only).
+        if (task.arches.count(arch) == 0) continue;
         auto headers = TemplateHeaders(task, arch);
         REQUIRE(headers.ok());
         CompileRequest request;

@@ -334,6 +334,10 @@ inline void wgmma_m64n128k16_rs_bf16(float (&d)[64], const u32 (&a)[4], u64 desc
   IssueRs<128>(d, a, desc_b, scale_d, false);
 }
 template <int kTransA, int kTransB>
+inline void wgmma_m64n8k16_ss_bf16_t(float (&d)[4], u64 desc_a, u64 desc_b, int scale_d) {
+  IssueSs<8>(d, desc_a, desc_b, scale_d, kTransA != 0, kTransB != 0);
+}
+template <int kTransA, int kTransB>
 inline void wgmma_m64n64k16_ss_bf16_t(float (&d)[32], u64 desc_a, u64 desc_b, int scale_d) {
   IssueSs<64>(d, desc_a, desc_b, scale_d, kTransA != 0, kTransB != 0);
 }

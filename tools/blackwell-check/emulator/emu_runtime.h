@@ -315,6 +315,8 @@ inline void Launch(const std::function<void()>& kernel, EmuDim3 grid, unsigned t
                    unsigned dynamic_bytes) {
   State& s = state();
   if (kDynamicBase + dynamic_bytes > kSmemBytes) Fail("dynamic shared memory too large");
+  const unsigned grid_z = grid.z == 0 ? 1 : grid.z;  // {x, y} launches leave z at 0.
+  for (unsigned bz = 0; bz < grid_z; ++bz) {
   for (unsigned by = 0; by < grid.y; ++by) {
     for (unsigned bx = 0; bx < grid.x; ++bx) {
       Block block;
@@ -339,10 +341,10 @@ inline void Launch(const std::function<void()>& kernel, EmuDim3 grid, unsigned t
       std::vector<std::thread> pool;
       pool.reserve(threads);
       for (unsigned t = 0; t < threads; ++t) {
-        pool.emplace_back([&, t, bx, by] {
+        pool.emplace_back([&, t, bx, by, bz] {
           thread_idx = EmuDim3{t, 0, 0};
-          block_idx = EmuDim3{bx, by, 0};
-          grid_dim = EmuDim3{grid.x, grid.y, 1};
+          block_idx = EmuDim3{bx, by, bz};
+          grid_dim = EmuDim3{grid.x, grid.y, grid_z};
           block_dim = EmuDim3{threads, 1, 1};
           pending_mmas.clear();
           kernel();
@@ -359,6 +361,7 @@ inline void Launch(const std::function<void()>& kernel, EmuDim3 grid, unsigned t
       }
       s.block = nullptr;
     }
+  }
   }
 }
 

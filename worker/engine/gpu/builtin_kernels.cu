@@ -31,9 +31,23 @@ __device__ __forceinline__ float NormalFromBits(uint32_t a, uint32_t b, float* s
 }  // namespace
 
 extern "C" __global__ void ptxbench_generate(void* out, uint64_t count, uint64_t seed,
-                                             uint32_t tensor_index, int dtype, int distribution) {
+                                             uint32_t tensor_index, int dtype, int distribution,
+                                             int64_t pages, int64_t max_length, int64_t jitter) {
   for (uint64_t i = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; i < count;
        i += static_cast<uint64_t>(gridDim.x) * blockDim.x) {
+    // The paged tasks' integer distributions (philox.h; int32 tensors only, task.cc checks it).
+    if (distribution == ptxbench::gpu::kDistPagePermutation) {
+      if (dtype == kInt32)
+        static_cast<int32_t*>(out)[i] =
+            ptxbench::gpu::PagePermutationValue(i, pages, seed, tensor_index);
+      continue;
+    }
+    if (distribution == ptxbench::gpu::kDistLengthLadder) {
+      if (dtype == kInt32)
+        static_cast<int32_t*>(out)[i] =
+            ptxbench::gpu::LengthLadderValue(i, count, max_length, jitter, seed, tensor_index);
+      continue;
+    }
     ptxbench::gpu::Philox4 r = Philox4x32_10(i, tensor_index, seed);
     float spike;
     float x = NormalFromBits(r.v[0], r.v[1], &spike);

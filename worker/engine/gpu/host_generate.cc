@@ -62,10 +62,18 @@ uint8_t FloatToE4M3(float value) {
 }
 
 void HostGenerate(void* out, uint64_t count, int dtype, int distribution, uint64_t seed,
-                  uint32_t tensor_index, int threads) {
+                  uint32_t tensor_index, int threads, const IndexDistributionArgs& args) {
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   auto work = [&](uint64_t begin, uint64_t end) {
     for (uint64_t i = begin; i < end; ++i) {
+      if (distribution == kDistPagePermutation || distribution == kDistLengthLadder) {
+        if (dtype != 4) continue;  // Integer distributions: int32 only (task.cc checks it).
+        static_cast<int32_t*>(out)[i] =
+            distribution == kDistPagePermutation
+                ? PagePermutationValue(i, args.pages, seed, tensor_index)
+                : LengthLadderValue(i, count, args.max_length, args.jitter, seed, tensor_index);
+        continue;
+      }
       Philox4 r = Philox4x32_10(i, tensor_index, seed);
       float u1 = (static_cast<float>(r.v[0]) + 1.0f) * 2.3283064365386963e-10f;
       float u2 = static_cast<float>(r.v[1]) * 2.3283064365386963e-10f;

@@ -27,6 +27,8 @@ inline constexpr int kGeneratorVersion = 1;
 inline constexpr int kDistNormal = 0;
 inline constexpr int kDistSpiky = 1;
 inline constexpr int kDistBlockScale = 2;
+inline constexpr int kDistPagePermutation = 3;
+inline constexpr int kDistLengthLadder = 4;
 // Spiky: N(0,1) + N(0,100)·Bernoulli(0.001), N(mean, variance) notation: the spike has
 // standard deviation 10. The original benchmark's stress distribution for attention backward.
 inline constexpr float kSpikeProbability = 0.001f;
@@ -78,6 +80,70 @@ PTXBENCH_HD Philox4 Philox4x32_10(uint64_t counter, uint32_t stream, uint64_t se
     k1 += 0xBB67AE85u;
   }
   return Philox4{{c0, c1, c2, c3}};
+}
+
+// The integer distributions of the paged tasks (int32 tensors; docs/task-authoring.md, "The
+// paged GQA decode task"). Each element is still a pure function of (seed, tensor, index, the
+// distribution's parameters), built from integer operations only, so the device kernel and the
+// host mirror agree bit for bit. New codes: kGeneratorVersion stays.
+struct IndexDistributionArgs {
+  int64_t pages = 0;       // page_permutation: entries are distinct values in 0 .. pages-1.
+  int64_t max_length = 0;  // length_ladder: the longest length.
+  int64_t jitter = 0;      // length_ladder: rung k is shortened by a draw in [0, jitter).
+};
+
+// A seeded bijection of 0 .. domain-1 (domain >= 1, < 2^62): a 4-round balanced Feistel network
+// on the smallest even number of bits covering the domain, its round function a Philox word
+// (counter: round and half-value, so it never meets an element's own counter), cycle-walked
+// until the value falls inside the domain (the network is a permutation of a set of at most
+// 4·domain values, so the walk ends, after < 4 steps on average; Black & Rogaway, "Ciphers with
+// arbitrary finite domains", CT-RSA 2002).
+PTXBENCH_HD uint64_t PermuteIndex(uint64_t index, uint64_t domain, uint64_t seed, uint32_t stream) {
+  unsigned bits = 2;
+  while (bits < 62 && (uint64_t{1} << bits) < domain) bits += 2;
+  const unsigned half = bits / 2;
+  const uint64_t mask = (uint64_t{1} << half) - 1;
+  // An index outside the domain would never walk back into it (callers keep index < domain;
+  // reduced here so a bad call cannot hang a kernel).
+  uint64_t x = index < domain ? index : index % domain;
+  do {
+    uint64_t left = x >> half, right = x & mask;
+    for (uint64_t round = 0; round < 4; ++round) {
+      const Philox4 f = Philox4x32_10(((round + 1) << 40) | right, stream, seed);
+      const uint64_t mixed = (static_cast<uint64_t>(f.v[1]) << 32) | f.v[0];
+      const uint64_t next = left ^ (mixed & mask);
+      left = right;
+      right = next;
+    }
+    x = (left << half) | right;
+  } while (x >= domain);
+  return x;
+}
+
+// page_permutation: element i of the tensor is position i of one seeded permutation of
+// 0 .. pages-1 (requires pages >= the element count, checked at task load): every entry names a
+// distinct page, rows are disjoint, and the order is scattered.
+PTXBENCH_HD int32_t PagePermutationValue(uint64_t index, int64_t pages, uint64_t seed,
+                                         uint32_t stream) {
+  return static_cast<int32_t>(PermuteIndex(index, static_cast<uint64_t>(pages), seed, stream));
+}
+
+// length_ladder over `count` elements: element i takes rung k = PermuteIndex(i, count) (the
+// rungs are dealt in a seeded order, so a kernel cannot assume sorted lengths), rung k has the
+// length min(max, (k+1)·step) - r with step = ceil(max / count) and r uniform in
+// [0, min(jitter, step)) from the element's own Philox word, clamped to 1 .. max. The lengths
+// spread evenly from ~step to max, most of them ending inside a page.
+PTXBENCH_HD int32_t LengthLadderValue(uint64_t index, uint64_t count, int64_t max_length,
+                                      int64_t jitter, uint64_t seed, uint32_t stream) {
+  const int64_t rung = static_cast<int64_t>(PermuteIndex(index, count, seed, stream));
+  const int64_t step = (max_length + static_cast<int64_t>(count) - 1) / static_cast<int64_t>(count);
+  int64_t length = (rung + 1) * step < max_length ? (rung + 1) * step : max_length;
+  const int64_t span = jitter < step ? jitter : step;
+  if (span > 0) {
+    const Philox4 r = Philox4x32_10(index, stream, seed);
+    length -= static_cast<int64_t>(r.v[3] % static_cast<uint64_t>(span));
+  }
+  return static_cast<int32_t>(length < 1 ? 1 : length);
 }
 
 // 64-bit finalizer (splitmix64), used by the keyed input/output hash.

@@ -1,6 +1,8 @@
 #include "worker/engine/gpu/plan_runner.h"
 
 #include <cstring>
+#include <limits>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "common/expr.h"
@@ -57,6 +59,28 @@ absl::StatusOr<std::vector<WorkloadTensor>> ResolveTensors(const Task& task,
       case Distribution::kBlockScale:
         t.distribution = kDistBlockScale;
         break;
+      case Distribution::kPagePermutation:
+        t.distribution = kDistPagePermutation;
+        break;
+      case Distribution::kLengthLadder:
+        t.distribution = kDistLengthLadder;
+        break;
+    }
+    // The integer distributions' parameters (task.cc checked their ranges for every workload of
+    // the task; a workload built elsewhere is checked here again).
+    for (const auto& [text, lowest, target] :
+         {std::tuple<const std::string&, int64_t, int64_t*>{spec.distribution_params.pages, 1,
+                                                            &t.index_args.pages},
+          {spec.distribution_params.max, 1, &t.index_args.max_length},
+          {spec.distribution_params.jitter, 0, &t.index_args.jitter}}) {
+      if (text.empty()) continue;
+      auto value = EvalIntExpr(text, workload.axes);
+      if (!value.ok() || *value < lowest || *value > std::numeric_limits<int32_t>::max()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "tensor ", spec.name, " distribution parameter '", text,
+            "': ", value.ok() ? absl::StrCat("evaluates to ", *value) : value.status().message()));
+      }
+      *target = *value;
     }
     t.elements = 1;
     for (const std::string& dim : spec.shape) {
@@ -71,6 +95,12 @@ absl::StatusOr<std::vector<WorkloadTensor>> ResolveTensors(const Task& task,
       }
       t.shape.push_back(*value);
       t.elements *= static_cast<uint64_t>(*value);
+    }
+    if (t.distribution == kDistPagePermutation &&
+        static_cast<uint64_t>(t.index_args.pages) < t.elements) {
+      return absl::InvalidArgumentError(absl::StrCat("tensor ", spec.name, ": ", t.elements,
+                                                     " distinct pages drawn from a pool of ",
+                                                     t.index_args.pages));
     }
     t.bytes = t.elements * static_cast<uint64_t>(BuiltinDTypeBytes(t.dtype));
     if (spec.derived.has_value()) {
@@ -104,7 +134,7 @@ absl::Status TensorSet::GenerateInputs(Builtins& builtins, uint64_t seed, cudaSt
     const WorkloadTensor& t = tensors_[i];
     if (t.output || !t.derived_operation.empty()) continue;
     RETURN_IF_ERROR(builtins.Generate(buffers_[i].get(), t.elements, t.dtype, t.distribution, seed,
-                                      static_cast<uint32_t>(t.task_index), stream));
+                                      static_cast<uint32_t>(t.task_index), stream, t.index_args));
   }
   return derived_.Fill(buffers_, stream);
 }
@@ -151,7 +181,7 @@ absl::Status TensorSet::UploadInputsFromHost(uint64_t seed, cudaStream_t stream)
     if (t.output) continue;
     std::vector<unsigned char> host(t.bytes);
     HostGenerate(host.data(), t.elements, static_cast<int>(t.dtype), t.distribution, seed,
-                 static_cast<uint32_t>(t.task_index));
+                 static_cast<uint32_t>(t.task_index), /*threads=*/0, t.index_args);
     PTXBENCH_CUDA_TRY(
         cudaMemcpyAsync(buffers_[i].get(), host.data(), t.bytes, cudaMemcpyHostToDevice, stream));
     PTXBENCH_CUDA_TRY(cudaStreamSynchronize(stream));

@@ -25,8 +25,9 @@ struct WorkloadTensor {
   std::string name;
   bool output = false;
   BuiltinDType dtype = BuiltinDType::kBF16;
-  int distribution = 0;        // philox.h kDistNormal / kDistSpiky / kDistBlockScale.
-  std::vector<int64_t> shape;  // Row-major, outermost first.
+  int distribution = 0;              // philox.h kDistNormal / kDistSpiky / kDistBlockScale / ...
+  IndexDistributionArgs index_args;  // The integer distributions' parameters, evaluated.
+  std::vector<int64_t> shape;        // Row-major, outermost first.
   uint64_t elements = 0;
   uint64_t bytes = 0;
   // A derived input (TensorSpec::derived): output `derived_output` of the baseline library's

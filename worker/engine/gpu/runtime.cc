@@ -421,10 +421,13 @@ absl::Status Builtins::Launch(CUfunction f, unsigned grid, unsigned block, void*
 }
 
 absl::Status Builtins::Generate(void* out, uint64_t count, BuiltinDType dtype, int distribution,
-                                uint64_t seed, uint32_t tensor_index, cudaStream_t stream) {
+                                uint64_t seed, uint32_t tensor_index, cudaStream_t stream,
+                                const IndexDistributionArgs& index_args) {
   if (count == 0) return absl::OkStatus();
   int dtype_code = static_cast<int>(dtype);
-  void* args[] = {&out, &count, &seed, &tensor_index, &dtype_code, &distribution};
+  int64_t pages = index_args.pages, max_length = index_args.max_length, jitter = index_args.jitter;
+  void* args[] = {&out,          &count, &seed,       &tensor_index, &dtype_code,
+                  &distribution, &pages, &max_length, &jitter};
   return Launch(generate_, static_cast<unsigned>(sm_count_) * 8, 256, args, stream);
 }
 

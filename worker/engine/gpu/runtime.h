@@ -20,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
 #include "worker/engine/gpu/compare.h"
+#include "worker/engine/gpu/philox.h"
 #include "worker/engine/gpu/protocol_messages.h"
 
 namespace ptxbench::gpu {
@@ -182,8 +183,10 @@ class Builtins {
  public:
   static absl::StatusOr<std::unique_ptr<Builtins>> Load(const DeviceInfo& device);
 
+  // `index_args`: the parameters of the integer distributions (philox.h), ignored by the others.
   absl::Status Generate(void* out, uint64_t count, BuiltinDType dtype, int distribution,
-                        uint64_t seed, uint32_t tensor_index, cudaStream_t stream);
+                        uint64_t seed, uint32_t tensor_index, cudaStream_t stream,
+                        const IndexDistributionArgs& index_args = {});
   absl::Status Fill32(void* out, uint64_t bytes, uint32_t pattern, cudaStream_t stream);
   // Keyed hash of a device buffer; synchronizes `stream`.
   absl::StatusOr<uint64_t> Hash(const void* data, uint64_t bytes, uint64_t key,

@@ -1,12 +1,18 @@
 // The host mirror of the input generator (worker/engine/gpu/host_generate.h): the block_scale
-// distribution of the fp8 tasks' scales. The device kernel's agreement with it bit for bit is
-// tests/gpu/gpu_runtime_test.cc ("block_scale scales on the device equal the host mirror").
+// distribution of the fp8 tasks' scales, and the paged tasks' page_permutation and
+// length_ladder. The device kernel's agreement with it bit for bit is tests/gpu/
+// gpu_runtime_test.cc ("block_scale scales on the device equal the host mirror", "the integer
+// distributions on the device equal the host mirror").
 #include "worker/engine/gpu/host_generate.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <map>
+#include <numeric>
+#include <set>
 #include <vector>
 
 #include "worker/engine/gpu/philox.h"
@@ -14,7 +20,8 @@
 namespace ptxbench::gpu {
 namespace {
 
-constexpr int kFP32 = 2;  // host_generate.h's dtype code.
+constexpr int kFP32 = 2;  // host_generate.h's dtype codes.
+constexpr int kInt32 = 4;
 
 std::vector<float> Scales(size_t count, uint64_t seed, uint32_t tensor_index) {
   std::vector<float> out(count);
@@ -76,6 +83,117 @@ TEST_CASE("adding block_scale leaves the normal stream as it was") {
   const float u1 = (static_cast<float>(r.v[0]) + 1.0f) * 2.3283064365386963e-10f;
   const float u2 = static_cast<float>(r.v[1]) * 2.3283064365386963e-10f;
   CHECK(normal[0] == std::sqrt(-2.0f * std::log(u1)) * std::cos(6.283185307179586f * u2));
+}
+
+std::vector<int32_t> PageTable(size_t entries, int64_t pages, uint64_t seed, int threads = 2) {
+  std::vector<int32_t> out(entries, -1);
+  IndexDistributionArgs args;
+  args.pages = pages;
+  HostGenerate(out.data(), entries, kInt32, kDistPagePermutation, seed, 3, threads, args);
+  return out;
+}
+
+std::vector<int32_t> Lengths(size_t count, int64_t max_length, int64_t jitter, uint64_t seed,
+                             int threads = 2) {
+  std::vector<int32_t> out(count, -1);
+  IndexDistributionArgs args;
+  args.max_length = max_length;
+  args.jitter = jitter;
+  HostGenerate(out.data(), count, kInt32, kDistLengthLadder, seed, 4, threads, args);
+  return out;
+}
+
+TEST_CASE("page_permutation: distinct pages of the pool, scattered, a function of the seed") {
+  // The timed workload's table: 64 x 128 entries from a pool of exactly 8192 pages, so the whole
+  // table is one permutation of the pool; and the small workloads' pools twice the entries.
+  for (const auto& [entries, pages] : std::vector<std::pair<size_t, int64_t>>{
+           {8192, 8192}, {4, 8}, {45, 64}, {99, 128}, {1, 1}, {3, 1000003}}) {
+    INFO(entries << " entries of " << pages << " pages");
+    const std::vector<int32_t> table = PageTable(entries, pages, 17);
+    const std::set<int32_t> distinct(table.begin(), table.end());
+    CHECK(distinct.size() == entries);
+    CHECK(*distinct.begin() >= 0);
+    CHECK(*distinct.rbegin() < pages);
+    // The table is the prefix of the permutation of the pool: a larger table extends it.
+    if (static_cast<int64_t>(entries) < pages) {
+      const std::vector<int32_t> longer = PageTable(entries + 1, pages, 17);
+      CHECK(std::equal(table.begin(), table.end(), longer.begin()));
+    }
+  }
+  const std::vector<int32_t> full = PageTable(8192, 8192, 17);
+  // Scattered: consecutive entries (the pages of one sequence) are rarely neighbours, and about
+  // half the steps go down (an identity or sorted table would give 8191 / 0).
+  size_t neighbours = 0, descending = 0;
+  for (size_t i = 1; i < full.size(); ++i) {
+    if (std::abs(full[i] - full[i - 1]) == 1) ++neighbours;
+    if (full[i] < full[i - 1]) ++descending;
+  }
+  CHECK(neighbours < 20);  // ~2 expected for a random permutation.
+  CHECK(descending > 3800);
+  CHECK(descending < 4400);
+  // Fixed points of a random permutation: ~1.
+  size_t fixed = 0;
+  for (size_t i = 0; i < full.size(); ++i) fixed += full[i] == static_cast<int32_t>(i);
+  CHECK(fixed < 10);
+  CHECK(PageTable(8192, 8192, 17, /*threads=*/1) == full);
+  CHECK(PageTable(8192, 8192, 18) != full);
+}
+
+TEST_CASE("length_ladder: lengths from short to max, rungs dealt in a seeded order, jittered") {
+  constexpr int64_t kMax = int64_t{128} * 64, kJitter = 64;
+  constexpr size_t kCount = 64;
+  const std::vector<int32_t> lengths = Lengths(kCount, kMax, kJitter, 5);
+  const int64_t step = (kMax + kCount - 1) / kCount;  // 128 tokens a rung.
+  std::vector<int32_t> sorted = lengths;
+  std::sort(sorted.begin(), sorted.end());
+  size_t mid_page = 0;
+  for (size_t k = 0; k < kCount; ++k) {
+    INFO("rung " << k << ": " << sorted[k]);
+    // Sorted, rung k lies in ((k+1)·step - jitter, (k+1)·step]: monotone up to the jitter.
+    CHECK(sorted[k] <= static_cast<int64_t>(k + 1) * step);
+    CHECK(sorted[k] > static_cast<int64_t>(k + 1) * step - kJitter);
+    CHECK(sorted[k] >= 1);
+    CHECK(sorted[k] <= kMax);
+    if (sorted[k] % 64 != 0) ++mid_page;
+  }
+  CHECK(mid_page > 50);      // A draw of 0 (1 in 64) leaves a rung on the page boundary.
+  CHECK(lengths != sorted);  // Dealt in a seeded order, not sorted by sequence.
+  // The sum is fixed up to the jitter: the roofline formula's expected sum within 1 %.
+  const double sum = std::accumulate(lengths.begin(), lengths.end(), 0.0);
+  const double expected = kMax * (kCount + 1) / 2.0 - kCount * (std::min(64.0, 128.0) - 1) / 2;
+  CHECK(std::abs(sum - expected) < 0.01 * expected);
+  CHECK(Lengths(kCount, kMax, kJitter, 5, /*threads=*/1) == lengths);
+  CHECK(Lengths(kCount, kMax, kJitter, 6) != lengths);
+  // No jitter: exactly the rungs step, 2·step, .., max.
+  std::vector<int32_t> exact = Lengths(kCount, kMax, 0, 5);
+  std::sort(exact.begin(), exact.end());
+  for (size_t k = 0; k < kCount; ++k) CHECK(exact[k] == static_cast<int32_t>((k + 1) * step));
+  // More sequences than tokens: step 1, the jitter cannot exceed the step, lengths stay >= 1.
+  const std::vector<int32_t> tiny = Lengths(10, 3, 64, 5);
+  for (int32_t x : tiny) {
+    CHECK(x >= 1);
+    CHECK(x <= 3);
+  }
+  // The small workloads: max 128 (B 2), 576 (B 5), 2112 (B 3); the longest rung is max - r.
+  for (const auto& [count, max_length] :
+       std::vector<std::pair<size_t, int64_t>>{{2, 128}, {5, 576}, {3, 2112}}) {
+    const std::vector<int32_t> l = Lengths(count, max_length, 64, 9);
+    CHECK(*std::max_element(l.begin(), l.end()) > max_length - 64);
+    CHECK(*std::max_element(l.begin(), l.end()) <= max_length);
+    CHECK(*std::min_element(l.begin(), l.end()) >= 1);
+  }
+}
+
+TEST_CASE("PermuteIndex is a bijection of every domain size, also odd and tiny ones") {
+  for (uint64_t domain : {1ull, 2ull, 3ull, 5ull, 63ull, 64ull, 65ull, 1000ull, 4097ull}) {
+    std::set<uint64_t> seen;
+    for (uint64_t i = 0; i < domain; ++i) seen.insert(PermuteIndex(i, domain, 77, 1));
+    INFO(domain);
+    CHECK(seen.size() == domain);
+    CHECK(*seen.rbegin() == domain - 1);
+  }
+  // An index outside the domain is reduced, not walked forever.
+  CHECK(PermuteIndex(70, 64, 77, 1) == PermuteIndex(6, 64, 77, 1));
 }
 
 }  // namespace
