@@ -430,7 +430,10 @@ TEST_CASE("counters: counted launches inside the timing loop read a GEMM's 2MNK 
 // Runs the timing loop with `counters` counting and the gap equalizer's pad bound `pad_us`
 // (TimingConfig::gap_pad_max_us) on two probe kernels, and checks what a kernel sees: the GPU-idle
 // gap before each launch, from its own %globaltimer stamps (gap_probe). Figures under `key`.
-void CheckCountedGaps(HardwareCounters* counters, double pad_us, const std::string& key) {
+// `expect_hidden`: whether the counted gaps must fall among the timed ones (the default session
+// policy with its pad) or must all stand out (no pad: what the counted_launch_detect decoy used).
+void CheckCountedGaps(HardwareCounters* counters, double pad_us, bool expect_hidden,
+                      const std::string& key) {
   Fixture& f = F();
   auto builtins = Builtins::Load(f.device);
   REQUIRE(builtins.ok());
@@ -546,11 +549,12 @@ void CheckCountedGaps(HardwareCounters* counters, double pad_us, const std::stri
     CHECK(c.idle_us >= c.begin_us * 0.9);
     CHECK(c.idle_us <= c.begin_us * 1.1 + 50);
   }
-  if (result->gap_pad_us >= result->counted_idle_us_mean) {
+  if (expect_hidden) {
     // Hidden: the pad covers Begin, so counted gaps fall among the timed ones.
+    CHECK(result->gap_pad_us >= result->counted_idle_us_mean);
     CHECK(static_cast<double>(above) <= std::max(2.0, 0.1 * static_cast<double>(compared)));
   } else {
-    // Not hidden (today's default): every counted gap stands out, as the decoy relies on.
+    // Not hidden: every counted gap stands out, as the decoy relies on.
     CHECK(above == compared);
   }
   std::vector<double> begin_us, idle_us;
@@ -574,7 +578,7 @@ void CheckCountedGaps(HardwareCounters* counters, double pad_us, const std::stri
 
 TEST_CASE("counters: the gap before a counted launch is the counters' Begin, as a kernel sees it",
           "[gpu][counters][timing]") {
-  CheckCountedGaps(F().counters.get(), 0, "gap_equalizer");
+  CheckCountedGaps(F().counters.get(), 0, false, "gap_equalizer");
 }
 
 // Replaces the fixture's counters (one range profiler per context) by a new object with
@@ -680,19 +684,16 @@ TEST_CASE("counters: the cost and values of a collection, per session policy", "
   }
 }
 
-// One session per configuration with the gap equalizer on: Begin is short enough (~2 ms) for a
-// pad to cover, so counted gaps must fall among the timed ones (CheckCountedGaps' "hidden"
-// branch).
-TEST_CASE("counters: sessions per configuration and the pad hide the gap before a counted launch",
+// The engine's default (TimingLoopOptions): one session per configuration, started early, with
+// the gap equalizer on. Begin is only Push (~0.3-0.5 ms on the H200), so a 1.5 ms pad covers it
+// and counted gaps fall among the timed ones (run 6: 1 of 29 above the timed p99). Without the
+// early Start, Begin's Start made the counted idle time 12 ms on average (some Begins 33 ms)
+// and 10 of 29 stood out at a 6 ms pad (docs/results/2026-12-02-h200-gpu-test-6-f.json).
+TEST_CASE("counters: sessions per configuration started early and the pad hide the gap",
           "[gpu][counters][timing]") {
-  {
-    SessionSwap swap(CounterSession::kPerConfiguration);
-    CheckCountedGaps(swap.get(), 6000, "gap_equalizer_per_configuration");
-  }
-  {
-    SessionSwap swap(CounterSession::kPerConfigurationStartedEarly);
-    CheckCountedGaps(swap.get(), 6000, "gap_equalizer_per_configuration_started_early");
-  }
+  SessionSwap swap(CounterSession::kPerConfigurationStartedEarly);
+  CheckCountedGaps(swap.get(), TimingLoopOptions{}.gap_pad_max_us, true,
+                   "gap_equalizer_per_configuration_started_early");
 }
 
 }  // namespace

@@ -83,7 +83,7 @@ struct EngineOptions {
   // CUPTI's host work for one counted sample at worst: a session switch (a new configuration's
   // session primed: 147 ms median, 193 ms max on the H200) plus Begin and End (0.3 + 1.8 ms);
   // gpu_counters_test "the cost and values of a collection, per session policy", 2026-12-02 run
-  // 6 (docs/results/2026-12-02-h200-gpu-test-6-a.json). Tests with the fake GPU lower it.
+  // 6 (docs/results/2026-12-02-h200-gpu-test-6-c.json). Tests with the fake GPU lower it.
   double counted_sample_host_ms = 200;
   double evaluation_timeout_seconds = 1200;
   TimingOptions timing;
