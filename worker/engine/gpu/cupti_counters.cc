@@ -47,6 +47,43 @@ absl::StatusOr<CUcontext> CurrentContext() {
   return ctx;
 }
 
+// The range profiler's calls on one object, each once (Begin, End and the session's prime use
+// them).
+absl::Status StartRanges(CUpti_RangeProfiler_Object* object) {
+  CUpti_RangeProfiler_Start_Params start = {CUpti_RangeProfiler_Start_Params_STRUCT_SIZE};
+  start.pRangeProfilerObject = object;
+  PTXBENCH_CUPTI_TRY(cuptiRangeProfilerStart(&start));
+  return absl::OkStatus();
+}
+
+absl::Status PushRange(CUpti_RangeProfiler_Object* object) {
+  CUpti_RangeProfiler_PushRange_Params push = {CUpti_RangeProfiler_PushRange_Params_STRUCT_SIZE};
+  push.pRangeProfilerObject = object;
+  push.pRangeName = kRangeName;
+  PTXBENCH_CUPTI_TRY(cuptiRangeProfilerPushRange(&push));
+  return absl::OkStatus();
+}
+
+// Pops the range and stops; the Stop's results (whether every pass was submitted).
+absl::StatusOr<CUpti_RangeProfiler_Stop_Params> PopAndStop(CUpti_RangeProfiler_Object* object) {
+  CUpti_RangeProfiler_PopRange_Params pop = {CUpti_RangeProfiler_PopRange_Params_STRUCT_SIZE};
+  pop.pRangeProfilerObject = object;
+  PTXBENCH_CUPTI_TRY(cuptiRangeProfilerPopRange(&pop));
+  CUpti_RangeProfiler_Stop_Params stop = {CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE};
+  stop.pRangeProfilerObject = object;
+  PTXBENCH_CUPTI_TRY(cuptiRangeProfilerStop(&stop));
+  return stop;
+}
+
+// Decodes the collected data into the counter-data image; how many ranges were dropped.
+absl::StatusOr<size_t> Decode(CUpti_RangeProfiler_Object* object) {
+  CUpti_RangeProfiler_DecodeData_Params decode = {
+      CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE};
+  decode.pRangeProfilerObject = object;
+  PTXBENCH_CUPTI_TRY(cuptiRangeProfilerDecodeData(&decode));
+  return decode.numOfRangeDropped;
+}
+
 void DeinitializeHost(CUpti_Profiler_Host_Object* host) {
   if (host == nullptr) return;
   CUpti_Profiler_Host_Deinitialize_Params p = {CUpti_Profiler_Host_Deinitialize_Params_STRUCT_SIZE};
@@ -263,23 +300,10 @@ absl::Status HardwareCounters::EnsureSessionFor(Config& config) {
   // The prime: the first Start of a session costs ~145 ms on the H200 and binds the session to
   // this configuration, so it is spent here, on an empty range, and not in the next Begin.
   auto* object = static_cast<CUpti_RangeProfiler_Object*>(range_profiler_);
-  CUpti_RangeProfiler_Start_Params start = {CUpti_RangeProfiler_Start_Params_STRUCT_SIZE};
-  start.pRangeProfilerObject = object;
-  PTXBENCH_CUPTI_TRY(cuptiRangeProfilerStart(&start));
-  CUpti_RangeProfiler_PushRange_Params push = {CUpti_RangeProfiler_PushRange_Params_STRUCT_SIZE};
-  push.pRangeProfilerObject = object;
-  push.pRangeName = kRangeName;
-  PTXBENCH_CUPTI_TRY(cuptiRangeProfilerPushRange(&push));
-  CUpti_RangeProfiler_PopRange_Params pop = {CUpti_RangeProfiler_PopRange_Params_STRUCT_SIZE};
-  pop.pRangeProfilerObject = object;
-  PTXBENCH_CUPTI_TRY(cuptiRangeProfilerPopRange(&pop));
-  CUpti_RangeProfiler_Stop_Params stop = {CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE};
-  stop.pRangeProfilerObject = object;
-  PTXBENCH_CUPTI_TRY(cuptiRangeProfilerStop(&stop));
-  CUpti_RangeProfiler_DecodeData_Params decode = {
-      CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE};
-  decode.pRangeProfilerObject = object;
-  PTXBENCH_CUPTI_TRY(cuptiRangeProfilerDecodeData(&decode));
+  RETURN_IF_ERROR(StartRanges(object));
+  RETURN_IF_ERROR(PushRange(object));
+  RETURN_IF_ERROR(PopAndStop(object).status());
+  RETURN_IF_ERROR(Decode(object).status());
   session_config_ = &config;
   armed_ = nullptr;  // The prime consumed the image: the collection arms a fresh one.
   return absl::OkStatus();
@@ -336,9 +360,7 @@ absl::Status HardwareCounters::Prepare(size_t config) {
   RETURN_IF_ERROR(EnsureSessionFor(*configs_[config]));
   if (armed_ != configs_[config].get()) RETURN_IF_ERROR(Arm(*configs_[config]));
   if (session_ == CounterSession::kPerConfigurationStartedEarly && !started_) {
-    CUpti_RangeProfiler_Start_Params start = {CUpti_RangeProfiler_Start_Params_STRUCT_SIZE};
-    start.pRangeProfilerObject = static_cast<CUpti_RangeProfiler_Object*>(range_profiler_);
-    PTXBENCH_CUPTI_TRY(cuptiRangeProfilerStart(&start));
+    RETURN_IF_ERROR(StartRanges(static_cast<CUpti_RangeProfiler_Object*>(range_profiler_)));
     started_ = true;
   }
   return absl::OkStatus();
@@ -355,16 +377,9 @@ absl::Status HardwareCounters::Begin(size_t config) {
   RETURN_IF_ERROR(EnsureSessionFor(c));
   if (armed_ != &c) RETURN_IF_ERROR(Arm(c));
   auto* object = static_cast<CUpti_RangeProfiler_Object*>(range_profiler_);
-  if (!started_) {
-    CUpti_RangeProfiler_Start_Params start = {CUpti_RangeProfiler_Start_Params_STRUCT_SIZE};
-    start.pRangeProfilerObject = object;
-    PTXBENCH_CUPTI_TRY(cuptiRangeProfilerStart(&start));
-  }
+  if (!started_) RETURN_IF_ERROR(StartRanges(object));
   started_ = false;  // Stopped by End.
-  CUpti_RangeProfiler_PushRange_Params push = {CUpti_RangeProfiler_PushRange_Params_STRUCT_SIZE};
-  push.pRangeProfilerObject = object;
-  push.pRangeName = kRangeName;
-  PTXBENCH_CUPTI_TRY(cuptiRangeProfilerPushRange(&push));
+  RETURN_IF_ERROR(PushRange(object));
   active_ = &c;
   return absl::OkStatus();
 }
@@ -386,25 +401,16 @@ absl::StatusOr<CounterValues> HardwareCounters::End(NonFinite non_finite) {
   // The range's launches must have finished before it closes.
   PTXBENCH_CUDA_TRY(cudaDeviceSynchronize());
   auto* object = static_cast<CUpti_RangeProfiler_Object*>(range_profiler_);
-  CUpti_RangeProfiler_PopRange_Params pop = {CUpti_RangeProfiler_PopRange_Params_STRUCT_SIZE};
-  pop.pRangeProfilerObject = object;
-  PTXBENCH_CUPTI_TRY(cuptiRangeProfilerPopRange(&pop));
-  CUpti_RangeProfiler_Stop_Params stop = {CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE};
-  stop.pRangeProfilerObject = object;
-  PTXBENCH_CUPTI_TRY(cuptiRangeProfilerStop(&stop));
+  ASSIGN_OR_RETURN(CUpti_RangeProfiler_Stop_Params stop, PopAndStop(object));
   if (stop.isAllPassSubmitted == 0) {
     // A one-pass configuration that wants another pass: the values would be partial.
     return absl::InternalError(
         absl::StrCat("range profiler: configuration ", absl::StrJoin(c.metrics, ", "),
                      " is not complete after one pass (next pass index ", stop.passIndex, ")"));
   }
-  CUpti_RangeProfiler_DecodeData_Params decode = {
-      CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE};
-  decode.pRangeProfilerObject = object;
-  PTXBENCH_CUPTI_TRY(cuptiRangeProfilerDecodeData(&decode));
-  if (decode.numOfRangeDropped != 0) {
-    return absl::InternalError(
-        absl::StrCat("range profiler dropped ", decode.numOfRangeDropped, " range(s)"));
+  ASSIGN_OR_RETURN(size_t dropped, Decode(object));
+  if (dropped != 0) {
+    return absl::InternalError(absl::StrCat("range profiler dropped ", dropped, " range(s)"));
   }
   CUpti_RangeProfiler_GetCounterDataInfo_Params info = {
       CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE};
