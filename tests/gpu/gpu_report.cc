@@ -5,7 +5,7 @@
 //       [--counter-session per_collection|per_configuration|...] [--gap-pad-max-us N]
 //                       [--extras-task gemm_n7168_k5120 | --extras-task none]
 //                       [--evaluator PATH] [--skip-validation] [--only-path PATH]
-//                       [--skip-path SUBSTRING]...
+//                       [--skip-path SUBSTRING]... [--deadline-seconds S] [--resume PART.json]
 //
 // 1. Task validation: every solution and decoy of every task under --tasks-dir (or of the
 //    --task ones), evaluated through Evaluate() exactly as a worker would, against the verdict
@@ -16,7 +16,12 @@
 //    first kernel function a process patches).
 // 3. Stability: the reference solution over --repeat separate evaluations: speedup and absolute
 //    times, max/min; wall time of one evaluation split by stage.
-// Exit code 0 only when every expectation held.
+// A device call has a wall-clock limit (600 s) shorter than the whole validation, so a run can be
+// cut into parts (scripts/gpu-test --merge joins them): --deadline-seconds S starts no source
+// and no extra after S seconds (they are listed "not_reached"), --resume PART.json leaves out
+// the sources and extras an earlier part's report already holds, and the report is rewritten
+// after every source, so a call killed at its limit still leaves what it measured.
+// Exit code 0 only when every expectation held (of what ran; "complete" says whether all ran).
 #include <unistd.h>
 
 #include <algorithm>
@@ -25,6 +30,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -236,6 +242,9 @@ int main(int argc, char** argv) {
   // TimingLoopOptions), to measure a policy on the GPU before it becomes the default.
   std::string counter_session;
   double gap_pad_max_us = -1;
+  double deadline_seconds = 0;  // --deadline-seconds; 0: none.
+  std::string resume_path;      // --resume: an earlier part's report.
+  const double started = Now();
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
@@ -261,6 +270,10 @@ int main(int argc, char** argv) {
       counter_session = next();
     else if (a == "--gap-pad-max-us")
       gap_pad_max_us = std::atof(next().c_str());
+    else if (a == "--deadline-seconds")
+      deadline_seconds = std::atof(next().c_str());
+    else if (a == "--resume")
+      resume_path = next();
     else {
       std::cerr << "unknown flag " << a << "\n";
       return 2;
@@ -271,6 +284,30 @@ int main(int argc, char** argv) {
     std::cerr << catalog.status().message() << "\n";
     return 2;
   }
+  // What an earlier part already measured: "task/path" of every evaluated source, and whether
+  // its extras ran.
+  std::set<std::string> done_in_part;
+  bool extras_in_part = false;
+  if (!resume_path.empty()) {
+    json part;
+    try {
+      part = json::parse(Slurp(resume_path));
+    } catch (const json::exception& e) {
+      std::cerr << "--resume " << resume_path << ": not a gpu-report JSON (" << e.what() << ")\n";
+      return 2;
+    }
+    if (part.contains("gpu_report")) part = part["gpu_report"];  // A gpu-test report.
+    for (const json& row : ValueOr(part, "validation", json::array())) {
+      if (row.contains("verdict") || row.contains("error")) {
+        done_in_part.insert(ValueOr(row, "task", std::string()) + "/" +
+                            ValueOr(row, "path", std::string()));
+      }
+    }
+    extras_in_part = part.contains("stability");
+    std::cout << "resuming " << resume_path << ": " << done_in_part.size()
+              << " sources evaluated there" << (extras_in_part ? ", and the extras" : "") << "\n";
+  }
+  auto past_deadline = [&] { return deadline_seconds > 0 && Now() - started > deadline_seconds; };
   for (const std::string& id : only_tasks) {
     if (catalog->Find(id) == nullptr) {
       std::cerr << "no task " << id << " under " << tasks_dir << "\n";
@@ -325,6 +362,18 @@ int main(int argc, char** argv) {
   // 1. Task validation, every task (rows of all tasks also flattened into "validation").
   json validation = json::array();
   json per_task = json::array();
+  int not_reached = 0;
+  auto write_report = [&](bool final_write) {
+    report["validation"] = validation;
+    report["tasks"] = per_task;
+    report["not_reached"] = not_reached;
+    report["finished"] = final_write;
+    report["complete"] = final_write && not_reached == 0 && done_in_part.empty() &&
+                         only_tasks.empty() && skip_paths.empty() && only_path.empty() &&
+                         !skip_validation;
+    report["all_expectations_met"] = all_ok;
+    std::ofstream(out_path) << report.dump(2) << "\n";
+  };
   if (!skip_validation) {
     for (const ptxbench::Task& t : catalog->tasks()) {
       if (!only_tasks.empty() &&
@@ -342,6 +391,18 @@ int main(int argc, char** argv) {
                         [&](const std::string& p) { return named.find(p) != std::string::npos; })) {
           std::cout << t.id << " " << ref.path << ": skipped (--skip-path)\n" << std::flush;
           rows.push_back({{"task", t.id}, {"path", ref.path}, {"skipped", true}});
+          continue;
+        }
+        if (done_in_part.count(named) > 0) {
+          rows.push_back(
+              {{"task", t.id}, {"path", ref.path}, {"skipped", true}, {"in_part", resume_path}});
+          continue;
+        }
+        if (past_deadline()) {
+          std::cout << t.id << " " << ref.path << ": not reached (--deadline-seconds)\n"
+                    << std::flush;
+          rows.push_back({{"task", t.id}, {"path", ref.path}, {"not_reached", true}});
+          ++not_reached;
           continue;
         }
         auto [v, seconds] = evaluate_task(t, ref.arch, Slurp(t.dir + "/" + ref.path), "");
@@ -389,6 +450,7 @@ int main(int argc, char** argv) {
         }
         rows.push_back(row);
         validation.push_back(row);
+        write_report(false);  // A call killed at its limit keeps every source measured so far.
       }
       if (refs.empty()) std::cout << t.id << ": no solutions or decoys yet\n" << std::flush;
       all_ok = all_ok && task_ok;
@@ -399,11 +461,18 @@ int main(int argc, char** argv) {
                           {"validation", rows}});
     }
   }
-  report["validation"] = validation;
-  report["tasks"] = per_task;
+  if (extras && (extras_in_part || past_deadline())) {
+    // The extras ran in an earlier part, or there is no time left for them in this one.
+    report[extras_in_part ? "extras_in_part" : "extras_not_reached"] = true;
+    if (!extras_in_part) ++not_reached;
+    write_report(true);
+    std::cout << "extras " << (extras_in_part ? "in the earlier part" : "not reached")
+              << "; report written to " << out_path
+              << "; all expectations met: " << (all_ok ? "yes" : "NO") << "\n";
+    return all_ok ? 0 : 1;
+  }
   if (!extras) {
-    report["all_expectations_met"] = all_ok;
-    std::ofstream(out_path) << report.dump(2) << "\n";
+    write_report(true);
     std::cout << "report written to " << out_path
               << "; all expectations met: " << (all_ok ? "yes" : "NO") << "\n";
     return all_ok ? 0 : 1;
@@ -493,8 +562,7 @@ int main(int argc, char** argv) {
     double ratio = report["stability"]["speedup"]["max_over_min"].get<double>();
     report["stability"]["speedup_target_met"] = ratio <= 1.02;
   }
-  report["all_expectations_met"] = all_ok;
-  std::ofstream(out_path) << report.dump(2) << "\n";
+  write_report(true);
   std::cout << "report written to " << out_path
             << "; all expectations met: " << (all_ok ? "yes" : "NO") << "\n";
   return all_ok ? 0 : 1;
