@@ -94,6 +94,13 @@ struct ActiveJob {
   std::atomic<bool> lost{false};  // The server gave the lease to someone else: report nothing.
 };
 
+// The per-GPU lock's directory: the option, else /run/lock when it is a writable directory, else
+// /tmp (a machine without /run/lock: containers, minimal images).
+std::string GpuLockDir(const std::string& option) {
+  if (!option.empty()) return option;
+  return access("/run/lock", W_OK | X_OK) == 0 ? "/run/lock" : "/tmp";
+}
+
 }  // namespace
 
 class Worker::Impl {
@@ -109,6 +116,20 @@ class Worker::Impl {
   absl::Status Init() {
     if (options_.hostname.empty()) options_.hostname = Hostname();
     if (options_.slots < 1) return absl::InvalidArgumentError("--slots must be at least 1");
+    if (!options_.compile_only) {
+      // The measuring phases of a job (correctness, profiling, timing) must have the GPU to
+      // themselves (docs/measurement.md, "Exclusivity of the measuring phases").
+      if (options_.slots != 1) {
+        return absl::InvalidArgumentError(
+            "--slots: a GPU worker evaluates one job at a time (slots 1); only a compile-only "
+            "worker runs more");
+      }
+      // No UUID: no GPU was found (a GPU worker without one evaluates nothing on it).
+      const std::string uuid = executor_->Identity().gpu_uuid;
+      if (!uuid.empty()) {
+        ASSIGN_OR_RETURN(gpu_lock_, GpuLock::Acquire(GpuLockDir(options_.gpu_lock_dir), uuid));
+      }
+    }
     DialOptions dial;
     dial.address = options_.server;
     dial.tls = options_.tls;
@@ -505,6 +526,7 @@ class Worker::Impl {
 
   WorkerOptions options_;
   std::unique_ptr<JobExecutor> executor_;
+  std::unique_ptr<GpuLock> gpu_lock_;  // Held while this GPU worker lives.
   std::mutex compile_cache_mu_;
   JobExecutor::CompileCacheCounts compile_cache_seen_;
   std::shared_ptr<grpc::Channel> channel_;

@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "worker/daemon/gpu_lock.h"
 #include "worker/daemon/job_executor.h"
 
 namespace ptxbench::worker {
@@ -21,7 +22,10 @@ struct WorkerOptions {
   std::string hostname;  // Default: gethostname().
   int gpu = 0;           // CUDA device ordinal this daemon is pinned to.
   bool compile_only = false;
-  int slots = 1;               // Jobs run at once; one GPU evaluates one job at a time.
+  int slots = 1;  // Jobs run at once: 1 for a GPU worker (one GPU evaluates one job at a time).
+  // Where the per-GPU lock lives (gpu_lock.h); empty: /run/lock when it is a writable
+  // directory (shared by systemd units with PrivateTmp), else /tmp.
+  std::string gpu_lock_dir;
   std::string metrics_listen;  // Empty: no metrics endpoint.
   // Longest wait between two attempts to reach the server (Register, the Lease stream, a
   // failed heartbeat), before a jitter of 50-100 %. 1 s: a restarted server is leased from

@@ -30,6 +30,9 @@ const std::vector<FlagSpec>& Flags() {
         {"gpu", true, "CUDA device ordinal this daemon is pinned to", "0"},
         {"compile-only", false, "take compile jobs of every arch; no GPU needed"},
         {"metrics-listen", true, "HOST:PORT for Prometheus /metrics (empty: none)"},
+        {"gpu-lock-dir", true,
+         "directory of the per-GPU lock that keeps a second GPU worker off this GPU "
+         "(default: /run/lock when writable, else /tmp)"},
         {"tasks-dir", true,
          "the task definitions (must match the server's versions; default: ./tasks or the "
          "source tree's)"},
@@ -70,6 +73,7 @@ absl::StatusOr<WorkerConfig> ParseWorkerFlags(const std::vector<std::string>& ra
   options.gpu = static_cast<int>(gpu);
   options.compile_only = args.GetBool("compile-only");
   options.metrics_listen = args.Get("metrics-listen");
+  options.gpu_lock_dir = args.Get("gpu-lock-dir");
   options.hostname = args.Get("hostname");
   EngineExecutorOptions& executor = config.executor;
   executor.tasks_dir = args.Has("tasks-dir") ? args.Get("tasks-dir") : SourceTreeDir("tasks");

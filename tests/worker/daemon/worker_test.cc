@@ -9,6 +9,7 @@
 #include <string>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -165,6 +166,61 @@ TEST_CASE("a job running across a server restart is still completed by its worke
   CHECK(executor->started() == 1);  // Never run twice.
   worker->GracefulStop();
   worker->Wait();
+}
+
+// A GPU executor that never runs: what a GPU worker's creation needs (its GPU's identity).
+class IdleGpuExecutor : public JobExecutor {
+ public:
+  explicit IdleGpuExecutor(std::string uuid) : uuid_(std::move(uuid)) {}
+  ExecutorIdentity Identity() const override {
+    ExecutorIdentity identity;
+    identity.arch = "sm_90a";
+    identity.gpu_uuid = uuid_;
+    identity.harness_version = "worker_test";
+    return identity;
+  }
+  absl::StatusOr<Verdict> Run(const JobSpec&, const StageCallback&,
+                              const std::atomic<bool>&) override {
+    return absl::UnimplementedError("never leased in this test");
+  }
+  absl::Status HealthProbe() override { return absl::OkStatus(); }
+
+ private:
+  std::string uuid_;
+};
+
+TEST_CASE("a second GPU worker on the same GPU, or one with two slots, is refused at creation",
+          "[worker][gpu_lock]") {
+  char templ[] = "/tmp/ptxbench-worker-lock-XXXXXX";
+  REQUIRE(mkdtemp(templ) != nullptr);
+  WorkerOptions options;
+  options.server = "127.0.0.1:1";  // Never dialled: creation refuses before any connection.
+  options.gpu_lock_dir = templ;
+  options.hostname = "worker-test";
+  auto first = Worker::Create(options, std::make_unique<IdleGpuExecutor>("GPU-worker-test"));
+  REQUIRE_OK(first.status());
+
+  auto second = Worker::Create(options, std::make_unique<IdleGpuExecutor>("GPU-worker-test"));
+  REQUIRE_FALSE(second.ok());
+  CHECK(second.status().code() == absl::StatusCode::kFailedPrecondition);
+  CHECK(absl::StrContains(second.status().message(), "GPU GPU-worker-test is already evaluated"));
+
+  // A compile-only worker needs no GPU and takes no lock; another GPU is another lock.
+  WorkerOptions compile_only = options;
+  compile_only.compile_only = true;
+  compile_only.slots = 4;
+  CHECK(Worker::Create(compile_only, std::make_unique<FakeCompiler>(absl::Seconds(1))).ok());
+  CHECK(Worker::Create(options, std::make_unique<IdleGpuExecutor>("GPU-other")).ok());
+
+  WorkerOptions two_slots = options;
+  two_slots.slots = 2;
+  auto doubled = Worker::Create(two_slots, std::make_unique<IdleGpuExecutor>("GPU-third"));
+  REQUIRE_FALSE(doubled.ok());
+  CHECK(doubled.status().code() == absl::StatusCode::kInvalidArgument);
+  CHECK(absl::StrContains(doubled.status().message(), "one job at a time"));
+
+  first->reset();  // The first worker ends: its GPU is free again.
+  CHECK(Worker::Create(options, std::make_unique<IdleGpuExecutor>("GPU-worker-test")).ok());
 }
 
 }  // namespace

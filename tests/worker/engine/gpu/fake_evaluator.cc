@@ -29,6 +29,7 @@
 #include <cstring>
 #include <map>
 #include <optional>
+#include <random>
 #include <string>
 #include <variant>
 #include <vector>
@@ -158,7 +159,9 @@ gpu::DeviceDescription Device() {
   d.memory_bus_bits = 6144;
   d.runtime_version = 13000;
   d.driver_version = 13000;
-  d.uuid = "GPU-fake";
+  // One fake GPU per probe: a GPU worker locks its GPU's UUID (worker/daemon/gpu_lock.h), and
+  // the CPU tests run fake GPU workers side by side, each on "its own" GPU.
+  d.uuid = "GPU-fake-" + std::to_string(std::random_device()());
   return d;
 }
 
