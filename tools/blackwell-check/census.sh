@@ -33,6 +33,7 @@ solutions=(
   "mha_with_lse_d128_causal.sm100a_tcgen05_fwd_causal|tasks/mha_with_lse_d128_causal/solutions/sm100a_tcgen05_fwd_causal.cu"
   "mha_bwd_d128.sm100a_tcgen05_bwd|tasks/mha_bwd_d128/solutions/sm100a_tcgen05_bwd.cu"
   "mha_bwd_d128_causal.sm100a_tcgen05_bwd_causal|tasks/mha_bwd_d128_causal/solutions/sm100a_tcgen05_bwd_causal.cu"
+  "gqa_paged_decode_hq64_hk8_d128.sm100a_tcgen05_tma|tasks/gqa_paged_decode_hq64_hk8_d128/solutions/sm100a_tcgen05_tma.cu"
 )
 # Causal copies that must equal their non-causal original except for `kCausal = 0` -> `= 1`.
 pairs=(

@@ -8,8 +8,10 @@
 # Usage: tools/blackwell-check/emulate.sh [TARGET ...] (default: all)
 #        tools/blackwell-check/emulate.sh --mutants
 # Targets: fwd, fwd_causal, bwd, bwd_causal, gemm (sm_100a, attention_emulation.cc and
-# gemm_emulation.cc), fp8gemm and gqa (sm_90a, fp8_gemm_emulation.cc, gqa_decode_emulation.cc), and the plan-driven attention-forward targets of every head dim on both
-# arches (attention_fwd_emulation.cc, launch geometry from each solution's own PTXBENCH_PLAN):
+# gemm_emulation.cc), fp8gemm and gqa (sm_90a, fp8_gemm_emulation.cc, gqa_decode_emulation.cc),
+# gqa100 (sm_100a, gqa_decode_emulation.cc), and the plan-driven attention-forward targets of
+# every head dim on both arches (attention_fwd_emulation.cc, launch geometry from each
+# solution's own PTXBENCH_PLAN):
 # h64, h64_causal, h128, h128_causal, h256, h256_causal (sm_90a: wgmma, TMA, mbarrier,
 # emu_hopper_primitives.h) and b64, b64_causal, b256, b256_causal (sm_100a; b128 runs the d128
 # solution through the plan-driven driver, a check of the driver against attention_emulation.cc).
@@ -34,6 +36,7 @@ declare -A sources=(
   [gemm]="tasks/gemm_n7168_k5120/solutions/sm100a_tcgen05_tma.cu"
   [fp8gemm]="tasks/gemm_fp8bs_n7168_k16384/solutions/sm90a_qgmma_tma.cu"
   [gqa]="tasks/gqa_paged_decode_hq64_hk8_d128/solutions/sm90a_wgmma_tma.cu"
+  [gqa100]="tasks/gqa_paged_decode_hq64_hk8_d128/solutions/sm100a_tcgen05_tma.cu"
 )
 # Plan-driven forward targets: the solution; the head dim is the task's (mha_with_lse_d<D>).
 declare -A forward_sources=(
@@ -54,7 +57,7 @@ declare -A forward_sources=(
 forward_workloads=("1 1 128" "1 2 384" "2 2 256")
 targets=("$@")
 if [[ ${#targets[@]} -eq 0 ]]; then
-  targets=(fwd fwd_causal bwd bwd_causal gemm fp8gemm gqa h64 h64_causal h128 h128_causal h256 h256_causal
+  targets=(fwd fwd_causal bwd bwd_causal gemm fp8gemm gqa gqa100 h64 h64_causal h128 h128_causal h256 h256_causal
            b64 b64_causal b256 b256_causal)
 fi
 
@@ -105,10 +108,15 @@ build_target() {  # target [mutated source file [extra define]]
     include="${build_dir}/sm90"
     mode_define="${3:--DFP8_SOLUTION}"
   fi
-  if [[ "${target}" == gqa ]]; then
+  if [[ "${target}" == gqa || "${target}" == gqa100 ]]; then
     driver="${emulator}/gqa_decode_emulation.cc"
-    include="${build_dir}/sm90"
-    mode_define="-DGQA_DECODE"
+    [[ "${target}" == gqa ]] && include="${build_dir}/sm90"
+    # The split kernel's dynamic shared bytes: the solution's own plan (a constant there).
+    local smem
+    smem=$(python3 -c 'import json, re, sys
+plan = json.loads(re.search(r"/\*\s*PTXBENCH_PLAN(.*?)\*/", open(sys.argv[1]).read(), re.S).group(1))
+print(int(plan["launches"][0]["dynamic_shared_bytes"]))' "${repo_root}/${sources[${target}]}")
+    mode_define="-DGQA_SPLIT_SMEM_BYTES=${smem}"
   fi
   g++ -std=c++20 -O2 -pthread -Wall -Wno-unknown-pragmas -Wno-psabi \
     -Wno-deprecated-enum-enum-conversion -I"${include}" -I"${build_dir}" \
@@ -135,6 +143,11 @@ mutants=(
   "b256_causal|eager|if (kCausal && j >= num_kv_blocks - kDiagonalBlocks) {|if (kCausal && j == num_kv_blocks - 1) {|sm_100a d256: only the last key block masked"
   "gqa|eager|sm90::wgmma_m64n8k16_ss_bf16_t<1, 0>(|sm90::wgmma_m64n8k16_ss_bf16_t<0, 0>(|sm_90a decode: V read as K-major in O^T += V^T P^T"
   "gqa|eager|const u32 q_offset = (kk / 4) * kQBoxBytes + (kk % 4) * 32;|const u32 q_offset = (kk % 4) * 32;|sm_90a decode: Q's second 64-d box never read"
+  "gqa100|eager|/*accum_f32=*/true, /*a_mn_major=*/true,|/*accum_f32=*/true, /*a_mn_major=*/false,|sm_100a decode: V read as K-major in O^T = V^T P^T"
+  "gqa100|eager|bw::make_smem_desc_mnmajor_sw128(v_addr + kk * 2048, kPairHalfBytes)|bw::make_smem_desc_mnmajor_sw128(v_addr + kk * 2048, kPageBoxBytes)|sm_100a decode: V's d halves taken one page box apart (LBO)"
+  "gqa100|eager|const u32 offset = (kk / 4) * kPairHalfBytes + (kk % 4) * 32;|const u32 offset = (kk / 4) * kPageBoxBytes + (kk % 4) * 32;|sm_100a decode: K's d 64-127 taken from the pair's second page"
+  "gqa100|eager|const u32 q_offset = (kk / 4) * kHalf16Bytes + (kk % 4) * 32;|const u32 q_offset = (kk % 4) * 32;|sm_100a decode: Q's second 64-d box never read"
+  "gqa100|eager|const bool valid = (first + 2 * i) * kPageSize + row < length;|const bool valid = (first + 2 * i) * kPageSize + row % 64 < length;|sm_100a decode: a pair's second page masked as its first (the repeated page of an odd pair attended)"
   "h64_causal|eager|const int q0 = q_tile * kBlockM;|const int q0 = q_tile * kBlockM + 0 * kDiagonalBlocks;\n  const int unused_q0 = 0;|sm_90a: (control: a no-op edit must SURVIVE)"
 )
 
@@ -276,7 +289,7 @@ for target in "${targets[@]}"; do
   fi
   source="${sources[${target}]:-}"
   if [[ -z "${source}" ]]; then
-    echo "unknown target ${target} (fwd, fwd_causal, bwd, bwd_causal, gemm, fp8gemm, gqa, h64, h64_causal," \
+    echo "unknown target ${target} (fwd, fwd_causal, bwd, bwd_causal, gemm, fp8gemm, gqa, gqa100, h64, h64_causal," \
       "h128, h128_causal, h256, h256_causal, b64, b64_causal, b128, b256, b256_causal)" >&2
     exit 2
   fi
