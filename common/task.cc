@@ -520,10 +520,65 @@ absl::Status LoadWorkloads(const FieldErrors& errors, const json& root, Task& ta
   return absl::OkStatus();
 }
 
+}  // namespace
+
+bool Fp64ReferenceSupported(const std::string& baseline_operation) {
+  return baseline_operation == "sdpa_bwd_bf16" || baseline_operation == "sdpa_bwd_bf16_causal";
+}
+
+namespace {
+
+// "fp64_reference" of a rule object at `field`: {"outputs": [names], "max_relative_norm": x}.
+// Each output must be an output tensor of the task (tensors are read before the tolerance); the
+// baseline operation is checked once it is read (LoadTask).
+absl::Status LoadFp64ReferenceField(const FieldErrors& errors, const json& rule_json,
+                                    const std::string& field, const Task& task, Tolerance& t) {
+  auto it = rule_json.find("fp64_reference");
+  if (it == rule_json.end()) return absl::OkStatus();
+  const std::string f = FieldJoin(field, "fp64_reference");
+  if (!t.fp64_outputs.empty()) return errors.Error(f, "declared twice");
+  if (!it->is_object()) return errors.Error(f, "expected an object");
+  RETURN_IF_ERROR(CheckKeys(errors, *it, f, {"outputs", "max_relative_norm"}));
+  auto outputs = it->find("outputs");
+  if (outputs == it->end()) return errors.Error(FieldJoin(f, "outputs"), "missing");
+  if (!outputs->is_array() || outputs->empty()) {
+    return errors.Error(FieldJoin(f, "outputs"), "expected a non-empty array of output names");
+  }
+  std::vector<std::string> names;
+  for (size_t i = 0; i < outputs->size(); ++i) {
+    const json& name = (*outputs)[i];
+    if (!name.is_string()) {
+      return errors.Error(FieldIndex(FieldJoin(f, "outputs"), i), "expected a string");
+    }
+    if (std::find(names.begin(), names.end(), name.get<std::string>()) != names.end()) {
+      return errors.Error(FieldIndex(FieldJoin(f, "outputs"), i),
+                          absl::StrCat("'", name.get<std::string>(), "' is listed twice"));
+    }
+    const auto tensor =
+        std::find_if(task.tensors.begin(), task.tensors.end(),
+                     [&](const TensorSpec& x) { return x.name == name.get<std::string>(); });
+    if (tensor == task.tensors.end() || tensor->role != TensorRole::kOutput) {
+      return errors.Error(FieldIndex(FieldJoin(f, "outputs"), i),
+                          absl::StrCat("'", name.get<std::string>(), "' is not an output tensor"));
+    }
+    names.push_back(name.get<std::string>());
+  }
+  ASSIGN_OR_RETURN(std::optional<double> bound,
+                   GetNumber(errors, *it, f, "max_relative_norm", true));
+  // A bound of 1 or more accepts an all-zero output: it would judge nothing.
+  if (!(*bound > 0 && *bound < 1)) {
+    return errors.Error(FieldJoin(f, "max_relative_norm"),
+                        absl::StrCat(*bound, " is not in (0, 1)"));
+  }
+  t.fp64_outputs = std::move(names);
+  t.fp64_max_relative_norm = *bound;
+  return absl::OkStatus();
+}
+
 // One rule object of "tolerance" at `field` ("tolerance" or "tolerance[1]") into `t`; `seen`
 // holds the rules read before it (each at most once).
 absl::Status LoadToleranceRule(const FieldErrors& errors, const json& rule_json,
-                               const std::string& field, Tolerance& t,
+                               const std::string& field, const Task& task, Tolerance& t,
                                std::vector<std::string>& seen) {
   if (!rule_json.is_object()) return errors.Error(field, "expected an object");
   ASSIGN_OR_RETURN(std::string rule, GetString(errors, rule_json, field, "rule"));
@@ -537,9 +592,10 @@ absl::Status LoadToleranceRule(const FieldErrors& errors, const json& rule_json,
   }
   seen.push_back(rule);
   if (rule == "relative_norm") {
-    RETURN_IF_ERROR(
-        CheckKeys(errors, rule_json, field,
-                  {"rule", "max_relative_norm", "block_rows", "max_block_relative_norm"}));
+    RETURN_IF_ERROR(CheckKeys(
+        errors, rule_json, field,
+        {"rule", "max_relative_norm", "block_rows", "max_block_relative_norm", "fp64_reference"}));
+    RETURN_IF_ERROR(LoadFp64ReferenceField(errors, rule_json, field, task, t));
     ASSIGN_OR_RETURN(std::optional<double> norm,
                      GetNumber(errors, rule_json, field, "max_relative_norm", true));
     t.max_relative_norm = *norm;
@@ -569,7 +625,9 @@ absl::Status LoadToleranceRule(const FieldErrors& errors, const json& rule_json,
     }
     return absl::OkStatus();
   }
-  RETURN_IF_ERROR(CheckKeys(errors, rule_json, field, {"rule", "atol", "rtol", "matched_ratio"}));
+  RETURN_IF_ERROR(CheckKeys(errors, rule_json, field,
+                            {"rule", "atol", "rtol", "matched_ratio", "fp64_reference"}));
+  RETURN_IF_ERROR(LoadFp64ReferenceField(errors, rule_json, field, task, t));
   t.all_close = true;
   ASSIGN_OR_RETURN(std::optional<double> atol, GetNumber(errors, rule_json, field, "atol", true));
   ASSIGN_OR_RETURN(std::optional<double> rtol, GetNumber(errors, rule_json, field, "rtol", true));
@@ -596,14 +654,15 @@ absl::Status LoadTolerance(const FieldErrors& errors, const json& root, Task& ta
   if (it->is_array()) {
     if (it->empty()) return errors.Error("tolerance", "at least one rule is needed");
     for (size_t i = 0; i < it->size(); ++i) {
-      RETURN_IF_ERROR(LoadToleranceRule(errors, (*it)[i], FieldIndex("tolerance", i), t, seen));
+      RETURN_IF_ERROR(
+          LoadToleranceRule(errors, (*it)[i], FieldIndex("tolerance", i), task, t, seen));
     }
     return absl::OkStatus();
   }
   if (!it->is_object()) {
     return errors.Error("tolerance", "expected a rule object or an array of rule objects");
   }
-  return LoadToleranceRule(errors, *it, "tolerance", t, seen);
+  return LoadToleranceRule(errors, *it, "tolerance", task, t, seen);
 }
 
 // The matrix-multiply families, whose work share the strong check measures.
@@ -948,6 +1007,14 @@ std::string RenderTolerance(const Task& task) {
         " (a block whose reference norm is under a tenth of a typical block's is measured "
         "against that tenth)."));
   }
+  if (!t.fp64_outputs.empty()) {
+    rules.push_back(absl::StrCat(
+        "fp64 reference: on every correctness workload (not the timed one), ",
+        absl::StrJoin(t.fp64_outputs, ", "),
+        " must also keep ||out - ref64||_2 / ||ref64||_2 <= ", t.fp64_max_relative_norm,
+        ", where ref64 is the task's formulas computed in fp64 from the same bf16 inputs (Q, K, V, "
+        "dO and the given O and LSE)."));
+  }
   return absl::StrJoin(rules, " And ");
 }
 
@@ -1203,6 +1270,12 @@ absl::StatusOr<Task> LoadTask(const std::string& task_dir) {
                         absl::StrCat("'", task.baseline_library, "' is not 'cublaslt' or 'cudnn'"));
   }
   ASSIGN_OR_RETURN(task.baseline_operation, GetString(errors, *baseline, "baseline", "operation"));
+  if (!task.tolerance.fp64_outputs.empty() && !Fp64ReferenceSupported(task.baseline_operation)) {
+    return errors.Error(
+        "tolerance.fp64_reference",
+        absl::StrCat("the engine has no fp64 reference for '", task.baseline_operation,
+                     "' (only sdpa_bwd_bf16 and sdpa_bwd_bf16_causal)"));
+  }
 
   ASSIGN_OR_RETURN(const json* roofline, GetObject(errors, root, "", "roofline"));
   RETURN_IF_ERROR(CheckKeys(errors, *roofline, "roofline", {"flops", "min_bytes"}));

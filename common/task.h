@@ -107,7 +107,21 @@ struct Tolerance {
   // dilutes (worker/engine/gpu/compare.h ToleranceRule, docs/task-authoring.md).
   int64_t block_rows = 0;
   double max_block_relative_norm = 0;
+  // "fp64_reference" (optional, in any rule object): these outputs must also keep
+  // ‖out−ref64‖₂/‖ref64‖₂ <= fp64_max_relative_norm against an fp64 computation of the task's
+  // formulas on the same inputs (worker/engine/gpu/builtin_kernels.cu, ptxbench_sdpa_bwd_fp64_*),
+  // on every correctness workload (not the timed one). Comparing against the library alone cannot
+  // reject a cheaper kernel whose error sits between the library's and twice it without also
+  // rejecting kernels more precise than the library (docs/task-authoring.md, "The fp64
+  // reference"). Empty: no such rule. Only the backward attention operations have an fp64
+  // definition (Fp64ReferenceSupported).
+  std::vector<std::string> fp64_outputs;
+  double fp64_max_relative_norm = 0;
 };
+
+// Baseline operations the engine has an fp64 reference for ("sdpa_bwd_bf16",
+// "sdpa_bwd_bf16_causal"); the outputs it computes are dQ, dK and dV.
+bool Fp64ReferenceSupported(const std::string& baseline_operation);
 
 // The strong target-instruction check's thresholds (docs/measurement.md, "Work share"): the
 // credited matrix family's FLOPs on the timed path over the task's FLOPs, and over every

@@ -221,8 +221,8 @@ TEST_CASE("Malformed task files are rejected naming the file and the field") {
       [](json& d) {
         d["tolerance"] = {{{"rule", "relative_norm"}, {"max_relative_norm", 0.1}, {"atol", 1}}};
       },
-      "field 'tolerance[0].atol': unknown key (allowed: block_rows, max_block_relative_norm, "
-      "max_relative_norm, rule)");
+      "field 'tolerance[0].atol': unknown key (allowed: block_rows, fp64_reference, "
+      "max_block_relative_norm, max_relative_norm, rule)");
   expect(
       [](json& d) {
         d["tolerance"] = {
@@ -254,6 +254,62 @@ TEST_CASE("Malformed task files are rejected naming the file and the field") {
                           {"max_block_relative_norm", -1}};
       },
       "field 'tolerance.max_block_relative_norm': must be positive");
+  // The fp64 reference rule: each error names the field; tiny_add's outputs are C (A and B are
+  // inputs) and its baseline (add_fp32) has no fp64 definition.
+  const json fp64_ok = {{"outputs", {"C"}}, {"max_relative_norm", 0.006}};
+  expect(
+      [&](json& d) {
+        d["tolerance"]["fp64_reference"] = {{"outputs", {"dQ"}}, {"max_relative_norm", 0.006}};
+      },
+      "field 'tolerance.fp64_reference.outputs[0]': 'dQ' is not an output tensor");
+  expect(
+      [&](json& d) {
+        d["tolerance"]["fp64_reference"] = {{"outputs", {"A"}}, {"max_relative_norm", 0.006}};
+      },
+      "field 'tolerance.fp64_reference.outputs[0]': 'A' is not an output tensor");
+  expect(
+      [&](json& d) {
+        d["tolerance"]["fp64_reference"] = {{"outputs", {"C", "C"}}, {"max_relative_norm", 0.006}};
+      },
+      "field 'tolerance.fp64_reference.outputs[1]': 'C' is listed twice");
+  expect(
+      [&](json& d) {
+        d["tolerance"]["fp64_reference"] = {{"outputs", json::array()},
+                                            {"max_relative_norm", 0.006}};
+      },
+      "field 'tolerance.fp64_reference.outputs': expected a non-empty array of output names");
+  expect(
+      [&](json& d) {
+        d["tolerance"]["fp64_reference"] = {{"outputs", {"C"}}};
+      },
+      "field 'tolerance.fp64_reference.max_relative_norm': missing");
+  expect(
+      [&](json& d) {
+        d["tolerance"]["fp64_reference"] = {{"outputs", {"C"}}, {"max_relative_norm", 1}};
+      },
+      "field 'tolerance.fp64_reference.max_relative_norm': 1 is not in (0, 1)");
+  expect(
+      [&](json& d) {
+        d["tolerance"]["fp64_reference"] = {{"outputs", {"C"}}, {"max_relative_norm", 0}};
+      },
+      "field 'tolerance.fp64_reference.max_relative_norm': 0 is not in (0, 1)");
+  expect(
+      [&](json& d) {
+        d["tolerance"]["fp64_reference"] = {
+            {"outputs", {"C"}}, {"max_relative_norm", 0.006}, {"bound", 1}};
+      },
+      "field 'tolerance.fp64_reference.bound': unknown key (allowed: max_relative_norm, "
+      "outputs)");
+  expect(
+      [&](json& d) {
+        d["tolerance"] = {
+            {{"rule", "allclose"}, {"atol", 0.02}, {"rtol", 0.03}, {"fp64_reference", fp64_ok}},
+            {{"rule", "relative_norm"}, {"max_relative_norm", 0.009}, {"fp64_reference", fp64_ok}}};
+      },
+      "field 'tolerance[1].fp64_reference': declared twice");
+  expect([&](json& d) { d["tolerance"]["fp64_reference"] = fp64_ok; },
+         "field 'tolerance.fp64_reference': the engine has no fp64 reference for 'add_fp32' "
+         "(only sdpa_bwd_bf16 and sdpa_bwd_bf16_causal)");
   expect(
       [](json& d) {
         d["arches"]["sm_90a"]["target_families"] = {"wgmma", "tma"};
@@ -354,6 +410,22 @@ TEST_CASE("Tolerance rules: one object or several that must all hold; work-share
     REQUIRE(prompt.ok());
     CHECK(prompt->find("for every block of 64 consecutive rows") != std::string::npos);
     CHECK(prompt->find("must not exceed 0.03") != std::string::npos);
+  }
+  SECTION("the fp64 reference rule of the backward tasks") {
+    for (const char* id : {"mha_bwd_d128", "mha_bwd_d128_causal"}) {
+      auto task = LoadTask(SourceDir() + "/tasks/" + id);
+      REQUIRE(task.ok());
+      CHECK(task->tolerance.fp64_outputs == std::vector<std::string>{"dQ"});
+      CHECK(task->tolerance.fp64_max_relative_norm == 0.006);
+      CHECK(task->tolerance.max_relative_norm == 0.01);
+      auto prompt = RenderPrompt(*task, "sm_90a", "none");
+      REQUIRE(prompt.ok());
+      CHECK(prompt->find("fp64 reference: on every correctness workload (not the timed one), dQ "
+                         "must also keep ||out - ref64||_2 / ||ref64||_2 <= 0.006") !=
+            std::string::npos);
+    }
+    CHECK(Fp64ReferenceSupported("sdpa_bwd_bf16_causal"));
+    CHECK_FALSE(Fp64ReferenceSupported("sdpa_fwd_bf16"));
   }
   SECTION("relative norm alone") {
     CHECK(copy.LoadWith([](json& d) {
@@ -815,6 +887,7 @@ TEST_CASE("Derived inputs are validated at load, naming the field") {
   expect(
       [](json& d) {
         d["baseline"] = {{"library", "cublaslt"}, {"operation", "x"}};
+        d["tolerance"].erase("fp64_reference");  // Its own check would name operation 'x'.
       },
       "field 'tensors[3].derived.operation': 'sdpa_fwd_bf16' is not an operation of cublaslt "
       "that can derive an input");

@@ -2,7 +2,9 @@
 // comparison of compare.h, on crafted buffers: every element format, poison, NaN, Inf,
 // non-finite references, values on the tolerance boundary, mismatches spread over many blocks
 // (the first eight must be the lowest indices), both rules, and a timed-GEMM-sized output
-// (label "gpu": scripts/gpu-test runs it on the GPU machine).
+// (label "gpu": scripts/gpu-test runs it on the GPU machine), and the fp64 SDPA backward of the
+// fp64 reference rule against its host loop, with its time at S = 32768 ([fp64ref]).
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cmath>
@@ -258,6 +260,182 @@ TEST_CASE("GPU compare: a timed-GEMM output (8192 x 7168 bf16), GPU against CPU 
   WARN("compare of 58.7 M bf16 elements: GPU " << best_gpu * 1e3 << " ms (best of 5), CPU "
                                                << host_seconds * 1e3 << " ms");
   CHECK(best_gpu < host_seconds);
+}
+
+// ---------------------------------------------------------------- the fp64 reference
+// Builtins::SdpaBackwardFp64 (the backward tasks' fp64 reference rule) against the host fp64
+// loop of compare.h, and its time at the causal task's `long` workload (S = 32768).
+
+double Bf16ToDouble(uint16_t bits) {
+  const uint32_t word = static_cast<uint32_t>(bits) << 16;
+  float f;
+  std::memcpy(&f, &word, 4);
+  return f;
+}
+
+std::vector<double> DownloadDoubles(const DeviceBuffer& buffer, size_t count) {
+  std::vector<double> out(count);
+  REQUIRE(cudaMemcpy(out.data(), buffer.get(), count * sizeof(double), cudaMemcpyDeviceToHost) ==
+          cudaSuccess);
+  return out;
+}
+
+// Spiky bf16 draws (N(0,1) with 1 % of elements x8), as the backward tasks' inputs.
+std::vector<uint16_t> SpikyBf16(size_t count, std::mt19937_64& rng) {
+  std::normal_distribution<float> normal;
+  std::uniform_real_distribution<float> uniform;
+  std::vector<uint16_t> out(count);
+  for (size_t i = 0; i < count; ++i) {
+    const float x = normal(rng);
+    out[i] = Bf16(uniform(rng) < 0.01f ? 8 * x : x);
+  }
+  return out;
+}
+
+TEST_CASE("GPU fp64 SDPA backward: equals the host fp64 loop at S = 256 and 200, causal or not",
+          "[gpu][compare][fp64ref]") {
+  struct Case {
+    int64_t heads, s;
+    bool causal;
+  };
+  for (const Case& c :
+       {Case{2, 256, false}, Case{2, 256, true}, Case{1, 200, false}, Case{1, 200, true}}) {
+    INFO("heads " << c.heads << " S " << c.s << " causal " << c.causal);
+    constexpr int64_t kD = 128;
+    SdpaFp64Shape shape{c.heads, c.s, kD, static_cast<float>(1.0 / std::sqrt(128.0)), c.causal};
+    const size_t n = static_cast<size_t>(c.heads * c.s * kD), rows = c.heads * c.s;
+    std::mt19937_64 rng(c.s * 2 + c.causal);
+    std::vector<uint16_t> q = SpikyBf16(n, rng), k = SpikyBf16(n, rng), v = SpikyBf16(n, rng),
+                          d_o = SpikyBf16(n, rng);
+    auto to_double = [](const std::vector<uint16_t>& x) {
+      std::vector<double> out(x.size());
+      for (size_t i = 0; i < x.size(); ++i) out[i] = Bf16ToDouble(x[i]);
+      return out;
+    };
+    std::vector<double> qd = to_double(q), kd = to_double(k), vd = to_double(v),
+                        dod = to_double(d_o);
+    // The forward state as a library hands it over: O rounded to bf16, LSE to fp32.
+    std::vector<uint16_t> o(n);
+    std::vector<float> lse(rows);
+    for (int64_t h = 0; h < c.heads; ++h) {
+      for (int64_t i = 0; i < c.s; ++i) {
+        const int64_t keys = c.causal ? i + 1 : c.s;
+        std::vector<double> score(keys);
+        double top = -INFINITY;
+        for (int64_t j = 0; j < keys; ++j) {
+          double x = 0;
+          for (int64_t e = 0; e < kD; ++e)
+            x += qd[(h * c.s + i) * kD + e] * kd[(h * c.s + j) * kD + e];
+          score[j] = shape.scale * x;
+          top = std::max(top, score[j]);
+        }
+        double sum = 0;
+        for (double x : score) sum += std::exp(x - top);
+        const double l = top + std::log(sum);
+        lse[h * c.s + i] = static_cast<float>(l);
+        for (int64_t e = 0; e < kD; ++e) {
+          double acc = 0;
+          for (int64_t j = 0; j < keys; ++j)
+            acc += std::exp(score[j] - l) * vd[(h * c.s + j) * kD + e];
+          o[(h * c.s + i) * kD + e] = Bf16(static_cast<float>(acc));
+        }
+      }
+    }
+    std::vector<double> od = to_double(o), lsed(lse.begin(), lse.end());
+    std::vector<double> dq, dk, dv;
+    SdpaBackwardFp64Host(shape, qd, kd, vd, od, dod, lsed, &dq, &dk, &dv);
+
+    DeviceBuffer gq = Upload(q.data(), n * 2), gk = Upload(k.data(), n * 2),
+                 gv = Upload(v.data(), n * 2), go = Upload(o.data(), n * 2),
+                 gdo = Upload(d_o.data(), n * 2), glse = Upload(lse.data(), rows * 4);
+    auto alloc = [&] {
+      auto b = DeviceBuffer::Allocate(n * sizeof(double));
+      REQUIRE(b.ok());
+      return std::move(*b);
+    };
+    DeviceBuffer gdq = alloc(), gdk = alloc(), gdv = alloc();
+    cudaStream_t stream = SharedGpu().stream.get();
+    absl::Status run = SharedGpu().builtins->SdpaBackwardFp64(
+        shape, gq.get(), gk.get(), gv.get(), go.get(), gdo.get(), glse.get(),
+        static_cast<double*>(gdq.get()), static_cast<double*>(gdk.get()),
+        static_cast<double*>(gdv.get()), stream);
+    INFO(run.message());
+    REQUIRE(run.ok());
+    REQUIRE(cudaStreamSynchronize(stream) == cudaSuccess);
+    const char* names[] = {"dQ", "dK", "dV"};
+    const std::vector<double>* host[] = {&dq, &dk, &dv};
+    const DeviceBuffer* device[] = {&gdq, &gdk, &gdv};
+    for (int x = 0; x < 3; ++x) {
+      INFO(names[x]);
+      std::vector<double> got = DownloadDoubles(*device[x], n);
+      double err_sq = 0, ref_sq = 0;
+      for (size_t i = 0; i < n; ++i) {
+        err_sq += (got[i] - (*host[x])[i]) * (got[i] - (*host[x])[i]);
+        ref_sq += (*host[x])[i] * (*host[x])[i];
+      }
+      // Summation order alone differs (fma and tile order): ~1e-15 relative.
+      CHECK(ref_sq > 0);
+      CHECK(std::sqrt(err_sq / ref_sq) < 1e-12);
+      // The GPU's bf16-against-fp64 sums equal the CPU mirror's on a bf16 rounding of the host
+      // values (about 2^-9 relative per element: a figure near 0.0023).
+      std::vector<uint16_t> rounded(n);
+      for (size_t i = 0; i < n; ++i) rounded[i] = Bf16(static_cast<float>((*host[x])[i] * 1.003));
+      DeviceBuffer grounded = Upload(rounded.data(), n * 2);
+      auto sums = SharedGpu().builtins->Fp64ErrorSums(grounded.get(), ElementType::kBF16,
+                                                      static_cast<const double*>(device[x]->get()),
+                                                      n, stream);
+      REQUIRE(sums.ok());
+      const Fp64Sums cpu = Fp64ErrorSums(rounded.data(), ElementType::kBF16, got.data(), n);
+      CHECK(sums->err_sq == Approx(cpu.err_sq).epsilon(1e-12));
+      CHECK(sums->ref_sq == Approx(cpu.ref_sq).epsilon(1e-12));
+      CHECK(Fp64RelativeNorm(*sums) == Approx(0.003).margin(0.002));
+    }
+  }
+}
+
+TEST_CASE("GPU fp64 SDPA backward: time at the causal long workload (S = 32768, D = 128)",
+          "[gpu][compare][fp64ref]") {
+  constexpr int64_t kS = 32768, kD = 128;
+  const size_t n = kS * kD;
+  SdpaFp64Shape shape{1, kS, kD, static_cast<float>(1.0 / std::sqrt(128.0)), true};
+  std::mt19937_64 rng(7);
+  std::vector<uint16_t> q = SpikyBf16(n, rng), k = SpikyBf16(n, rng), v = SpikyBf16(n, rng),
+                        d_o = SpikyBf16(n, rng), o = SpikyBf16(n, rng);
+  // Not the forward's LSE (that needs O(S^2 D) on the host): ln(i + 1) + 1/2 keeps P in range,
+  // which is all the timing needs.
+  std::vector<float> lse(kS);
+  for (int64_t i = 0; i < kS; ++i) lse[i] = static_cast<float>(std::log(i + 1.0) + 0.5);
+  DeviceBuffer gq = Upload(q.data(), n * 2), gk = Upload(k.data(), n * 2),
+               gv = Upload(v.data(), n * 2), go = Upload(o.data(), n * 2),
+               gdo = Upload(d_o.data(), n * 2), glse = Upload(lse.data(), kS * 4);
+  auto alloc = [&] {
+    auto b = DeviceBuffer::Allocate(n * sizeof(double));
+    REQUIRE(b.ok());
+    return std::move(*b);
+  };
+  DeviceBuffer gdq = alloc(), gdk = alloc(), gdv = alloc();
+  cudaStream_t stream = SharedGpu().stream.get();
+  auto run = [&](bool all) {
+    const auto t0 = std::chrono::steady_clock::now();
+    absl::Status status = SharedGpu().builtins->SdpaBackwardFp64(
+        shape, gq.get(), gk.get(), gv.get(), go.get(), gdo.get(), glse.get(),
+        static_cast<double*>(gdq.get()), all ? static_cast<double*>(gdk.get()) : nullptr,
+        all ? static_cast<double*>(gdv.get()) : nullptr, stream);
+    REQUIRE(status.ok());
+    REQUIRE(cudaStreamSynchronize(stream) == cudaSuccess);
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  run(true);  // Warm: module load and first-launch costs out of the figures.
+  const double dq_seconds = run(false), all_seconds = run(true);
+  // ~4.1e11 fp64 flops for dQ (768 per visible pair, S^2/2 pairs), ~5.5e11 for dK and dV.
+  WARN("fp64 SDPA backward, causal S = 32768, D = 128: dQ "
+       << dq_seconds * 1e3 << " ms (" << 4.12e11 / dq_seconds / 1e12
+       << " fp64 TFLOP/s), dQ + dK + dV " << all_seconds * 1e3 << " ms");
+  CHECK(all_seconds < 2.0);
+  std::vector<double> dq = DownloadDoubles(gdq, n);
+  size_t finite = 0;
+  for (double x : dq) finite += std::isfinite(x) ? 1 : 0;
+  CHECK(finite == n);
 }
 
 }  // namespace

@@ -185,6 +185,25 @@ json Summarize(const Verdict& v, double seconds) {
               row["worst_block_workload"] = ValueOr(t, "workload", std::string());
             }
           }
+          // The fp64 reference rule: the output's worst figure against the fp64 backward, and
+          // the library's own on the same inputs (both over the correctness trials).
+          if (c.contains("fp64_reference") && c["fp64_reference"].is_object()) {
+            const json& f = c["fp64_reference"];
+            const double fp64 =
+                f["relative_norm"].is_number() ? f["relative_norm"].get<double>() : 1e30;
+            if (fp64 >= ValueOr(row, "max_fp64_relative_norm", -1.0)) {
+              row["max_fp64_relative_norm"] = fp64;
+              row["fp64_workload"] = ValueOr(t, "workload", std::string());
+            }
+            const double library = ValueOr(f, "library_relative_norm", -1.0);
+            if (library >= 0) {
+              row["max_library_fp64_relative_norm"] =
+                  std::max(ValueOr(row, "max_library_fp64_relative_norm", 0.0), library);
+            }
+            if (ValueOr(f, "checked", false)) {
+              row["fp64_bound"] = ValueOr(f, "max_relative_norm", 0.0);
+            }
+          }
         }
       }
       out["tolerance_figures"] = tolerance;

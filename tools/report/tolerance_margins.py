@@ -13,7 +13,9 @@ says what the verdicts were made of, not a re-analysis.
 
 --check regenerates the table and fails when the committed copy differs (CI keeps it true).
 Rules: allclose (elements within atol + rtol*|ref| must be at least matched_ratio of them) and
-relative_norm (||out - ref|| / ||ref|| <= bound). For a task with a relative-norm rule the table
+relative_norm (||out - ref|| / ||ref|| <= bound), and where a task declares it and the report's
+evaluator applied it, fp64_reference (the listed outputs against the engine's fp64 computation;
+each cell then adds "(fp64 x, library y)": the kernel's and the library's figures). For a task with a relative-norm rule the table
 says the honest solutions' worst relative norm per output and the headroom, bound / that worst
 figure: how much less accurate than the reference solutions a kernel may be and still pass.
 The `tolerance` column is whether every rule of the task passed on every output, i.e. whether
@@ -42,6 +44,19 @@ def rule_text(rule):
     if rule.get("rule") == "relative_norm":
         return f"relative norm <= {rule['max_relative_norm']:g}"
     return json.dumps(rule, sort_keys=True)
+
+
+def fp64_rule(task):
+    """The task's fp64 reference rule ({"outputs": [...], "max_relative_norm": x}) or None."""
+    for rule in rules_of(task):
+        if isinstance(rule.get("fp64_reference"), dict):
+            return rule["fp64_reference"]
+    return None
+
+
+def has_fp64_figures(validations):
+    return any(isinstance(f, dict) and f.get("max_fp64_relative_norm") is not None
+               for v in validations for f in (v.get("tolerance_figures") or {}).values())
 
 
 def kind_of(path):
@@ -93,6 +108,32 @@ def honest_headroom(task, validations):
             f"{block_bound / block_top:.2g}x")
         text += (f" Worst {rules_of(task)[0].get('block_rows', '?')}-row block: {block_figures}; "
                  f"headroom to the block bound {block_bound:g}: {block_headroom}.")
+    # The fp64 reference rule: the solutions' and the library's worst figure against fp64 on
+    # the outputs the rule lists (reports of evaluators that apply it).
+    fp64 = fp64_rule(task)
+    if fp64 and has_fp64_figures(validations):
+        honest, library = {}, {}
+        for v in validations:
+            if v.get("skipped"):
+                continue
+            for output, f in (v.get("tolerance_figures") or {}).items():
+                if not isinstance(f, dict) or output not in fp64.get("outputs", []):
+                    continue
+                if v.get("path", "").startswith("solutions/") and \
+                        f.get("max_fp64_relative_norm") is not None:
+                    honest[output] = max(honest.get(output, 0.0), f["max_fp64_relative_norm"])
+                if f.get("max_library_fp64_relative_norm") is not None:
+                    library[output] = max(library.get(output, 0.0),
+                                          f["max_library_fp64_relative_norm"])
+        if honest:
+            bound = fp64["max_relative_norm"]
+            top = max(honest.values())
+            text += (" Against the fp64 reference: solutions "
+                     + ", ".join(f"{o} {fmt(honest[o])}" for o in sorted(honest))
+                     + (f", library " + ", ".join(f"{o} {fmt(library[o])}" for o in sorted(library))
+                        if library else "")
+                     + f"; headroom to the fp64 bound {bound:g}: "
+                     + ("unlimited (no error)" if top <= 0 else f"{bound / top:.2g}x") + ".")
     return text
 
 
@@ -127,6 +168,11 @@ def table(report, tasks_dir):
         task_path = os.path.join(tasks_dir, name, "task.json")
         task = json.load(open(task_path)) if os.path.exists(task_path) else {}
         rules = "; ".join(rule_text(r) for r in rules_of(task)) or "?"
+        # The fp64 rule only where the report's evaluator applied it (older reports predate it).
+        fp64 = fp64_rule(task)
+        if fp64 and has_fp64_figures(entry.get("validation") or []):
+            rules += (f"; fp64 reference: {', '.join(fp64.get('outputs', []))} relative norm <= "
+                      f"{fp64['max_relative_norm']:g} on the correctness workloads")
         lines.append("")
         lines.append(f"## {name}")
         lines.append("")
@@ -155,6 +201,12 @@ def table(report, tasks_dir):
                 # The block rule's worst 64-row block, in reports of evaluators that have it.
                 if f.get("max_block_relative_norm") is not None:
                     cell += f" (block {fmt(f['max_block_relative_norm'])})"
+                # Against the fp64 reference: the kernel's figure and the library's own.
+                if f.get("max_fp64_relative_norm") is not None:
+                    cell += f" (fp64 {fmt(f['max_fp64_relative_norm'])}"
+                    if f.get("max_library_fp64_relative_norm") is not None:
+                        cell += f", library {fmt(f['max_library_fp64_relative_norm'])}"
+                    cell += ")"
                 cells.append(cell)
                 rule_results = f.get("rules") or {}
                 passed = all(r.get("pass", False) for r in rule_results.values()

@@ -2,12 +2,15 @@
 // library baseline, keeps each reference on its device, and compares the candidate's outputs
 // with it there (mapping the candidate's buffers by CUDA IPC, or reading its files). Kept warm
 // between evaluations of the same task on the same GPU (evaluate.cc, ReferencePool).
+#include <algorithm>
+#include <cmath>
 #include <map>
 #include <memory>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/expr.h"
 #include "common/status.h"
 #include "worker/engine/gpu/baseline.h"
 #include "worker/engine/gpu/cuda_check.h"
@@ -21,11 +24,88 @@
 namespace ptxbench::evaluator {
 namespace {
 
+// The fp64 reference of one output (Tolerance::fp64_outputs): its values on the device and the
+// library reference's own relative norm against them.
+struct Fp64Output {
+  gpu::DeviceBuffer values;  // `elements` doubles.
+  double library_relative_norm = -1;
+};
+
 // Reference outputs of one (workload, seed), kept on the device until compared.
 struct StoredReference {
   std::vector<gpu::WorkloadTensor> outputs;
   std::vector<gpu::DeviceBuffer> buffers;
+  std::map<std::string, Fp64Output> fp64;  // By output name; empty without the fp64 rule.
 };
+
+// The fp64 SDPA backward's tensors, by the backward tasks' names (the names cuDNN's backward
+// baseline reads: cudnn_sdpa_baseline.cc).
+constexpr const char* kFp64Inputs[] = {"Q", "K", "V", "O", "dO", "LSE"};
+constexpr const char* kFp64Outputs[] = {"dQ", "dK", "dV"};
+
+// The fp64 SDPA backward of the drawn (and derived) inputs now in `set`, and the library's
+// outputs, also in `set`, measured against it. Only on correctness workloads: the rule is not
+// applied to the timed workload (a timed trial's outputs are compared with the library alone).
+absl::StatusOr<std::map<std::string, Fp64Output>> ComputeFp64Reference(const Task& task,
+                                                                       const Workload& workload,
+                                                                       const gpu::TensorSet& set,
+                                                                       gpu::Builtins& builtins,
+                                                                       cudaStream_t stream) {
+  std::map<std::string, Fp64Output> out;
+  if (task.tolerance.fp64_outputs.empty() || workload.timed) return out;
+  std::map<std::string, int> index;
+  for (size_t i = 0; i < set.tensors().size(); ++i) index[set.tensors()[i].name] = i;
+  for (const char* name : kFp64Inputs) {
+    if (!index.count(name)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("fp64 reference: the task has no tensor '", name, "'"));
+    }
+  }
+  const gpu::WorkloadTensor& q = set.tensors()[index["Q"]];
+  if (q.shape.size() != 4) {
+    return absl::InvalidArgumentError("fp64 reference: Q is not [B, H, S, D]");
+  }
+  gpu::SdpaFp64Shape shape;
+  shape.heads = q.shape[0] * q.shape[1];
+  shape.s = q.shape[2];
+  shape.d = q.shape[3];
+  shape.causal = task.baseline_operation == "sdpa_bwd_bf16_causal";
+  // The scale as the candidate and the library receive it: the task's scalar in fp32
+  // (plan_arguments.cc passes real scalars as 4 bytes).
+  double scale = 1.0 / std::sqrt(static_cast<double>(shape.d));
+  if (auto it = task.scalars.find("scale"); it != task.scalars.end()) {
+    ASSIGN_OR_RETURN(scale, EvalRealExpr(it->second, workload.axes));
+  }
+  shape.scale = static_cast<double>(static_cast<float>(scale));
+  for (const char* name : kFp64Outputs) {
+    auto it = index.find(name);
+    if (it == index.end()) continue;
+    Fp64Output o;
+    ASSIGN_OR_RETURN(
+        o.values, gpu::DeviceBuffer::Allocate(set.tensors()[it->second].elements * sizeof(double)));
+    out[name] = std::move(o);
+  }
+  auto values = [&](const char* name) -> double* {
+    auto it = out.find(name);
+    return it == out.end() ? nullptr : static_cast<double*>(it->second.values.get());
+  };
+  if (values("dQ") == nullptr) {
+    return absl::InvalidArgumentError("fp64 reference: the task has no output 'dQ'");
+  }
+  RETURN_IF_ERROR(builtins.SdpaBackwardFp64(shape, set.pointer(index["Q"]), set.pointer(index["K"]),
+                                            set.pointer(index["V"]), set.pointer(index["O"]),
+                                            set.pointer(index["dO"]), set.pointer(index["LSE"]),
+                                            values("dQ"), values("dK"), values("dV"), stream));
+  for (auto& [name, o] : out) {
+    const gpu::WorkloadTensor& t = set.tensors()[index[name]];
+    ASSIGN_OR_RETURN(
+        gpu::Fp64Sums sums,
+        builtins.Fp64ErrorSums(set.pointer(index[name]), gpu::ElementTypeOf(t.dtype),
+                               static_cast<const double*>(o.values.get()), t.elements, stream));
+    o.library_relative_norm = gpu::Fp64RelativeNorm(sums);
+  }
+  return out;
+}
 
 using ReferenceKey = std::pair<std::string, uint64_t>;
 
@@ -99,6 +179,8 @@ absl::StatusOr<gpu::ReferenceEvent> ReferenceProcess::Compute(
   // The reference stays on the device until the supervisor's "compare" (no copy to the host:
   // ~0.13 s per 117 MB output on the H200 before, 2026-11-30-h200-gpu-test-3.json).
   StoredReference stored;
+  ASSIGN_OR_RETURN(stored.fp64,
+                   ComputeFp64Reference(task_, *workload, set_, *gpu_.builtins, stream));
   std::vector<void*> pointers = set_.OutputPointers();
   size_t ordinal = 0;
   for (const gpu::WorkloadTensor& t : set_.tensors()) {
@@ -166,6 +248,16 @@ absl::StatusOr<gpu::CompareEvent> ReferenceProcess::Compare(const gpu::CompareCo
         gpu::CompareReport report,
         gpu_.builtins->Compare(got, ref.buffers[k].get(), t.elements, gpu::ElementTypeOf(t.dtype),
                                t.shape, rule, gpu::PoisonPattern(t.dtype), stream));
+    if (auto f = ref.fp64.find(t.name); f != ref.fp64.end()) {
+      ASSIGN_OR_RETURN(gpu::Fp64Sums sums,
+                       gpu_.builtins->Fp64ErrorSums(
+                           got, gpu::ElementTypeOf(t.dtype),
+                           static_cast<const double*>(f->second.values.get()), t.elements, stream));
+      const auto& listed = task_.tolerance.fp64_outputs;
+      const bool judged = std::find(listed.begin(), listed.end(), t.name) != listed.end();
+      gpu::ApplyFp64Reference(sums, judged ? task_.tolerance.fp64_max_relative_norm : 0,
+                              f->second.library_relative_norm, &report);
+    }
     event.tensors[t.name] = report;
   }
   event.seconds = Now() - t0;

@@ -299,3 +299,233 @@ extern "C" __global__ void ptxbench_delay(uint64_t ns) {
   uint64_t now = start;
   while (now - start < ns) asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
 }
+
+// ---------------------------------------------------------------- fp64 SDPA backward
+// The fp64 reference of the backward attention tasks (Tolerance::fp64_outputs; the definition
+// and its host mirror: compare.h SdpaBackwardFp64Host). Inputs are the bf16 Q, K, V, dO, the
+// given bf16 O and fp32 LSE, each exact in fp64; everything after is fp64:
+//   delta_i = dO_i.O_i, P_ij = exp(scale q_i.k_j - LSE_i) (0 where causal and j > i),
+//   dS = P (dO V^T - delta), dQ = scale dS K, dK = scale dS^T Q, dV = P^T dO.
+// Tensors are [heads, S, D] (B and H flattened), D <= 128 and a multiple of 8. Tiles of 32 rows
+// by 32 keys live in shared memory as doubles with a row stride of 129 doubles, so the 8
+// threads that walk 8 different rows of a tile at the same column hit 8 different bank pairs.
+// The work: ~768 fp64 flops per visible (i, j) for dQ, ~1024 for dK and dV; one thread block
+// per 32 query (dQ) or key (dK, dV) rows of one head. No atomics: every output element is
+// written by one thread, in a fixed order (the same bits every run).
+namespace {
+constexpr int kFp64Tile = 32;
+constexpr int kFp64Stride = 129;  // Doubles per tile row (D <= 128, +1 against conflicts).
+constexpr int kFp64PStride = kFp64Tile + 1;
+
+__device__ __forceinline__ double Bf16ToDouble(uint16_t bits) {
+  return static_cast<double>(__uint_as_float(static_cast<uint32_t>(bits) << 16));
+}
+
+// Rows [row0, row0 + 32) of one head's [S, D] bf16 tensor into a tile (zeros past S).
+__device__ __forceinline__ void LoadFp64Tile(double* tile, const uint16_t* src, int row0, int s,
+                                             int d) {
+  for (int idx = threadIdx.x; idx < kFp64Tile * d; idx += blockDim.x) {
+    const int r = idx / d, c = idx - r * d;
+    const int row = row0 + r;
+    tile[r * kFp64Stride + c] = row < s ? Bf16ToDouble(src[static_cast<size_t>(row) * d + c]) : 0.0;
+  }
+}
+}  // namespace
+
+// delta_i = sum_d dO_id O_id for `rows` rows of D elements (one thread per row).
+extern "C" __global__ void __launch_bounds__(256)
+    ptxbench_sdpa_bwd_fp64_delta(const uint16_t* o, const uint16_t* d_o, double* delta,
+                                 uint64_t rows, int d) {
+  const uint64_t row = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x;
+  if (row >= rows) return;
+  double sum = 0;
+  for (int c = 0; c < d; ++c) {
+    sum += Bf16ToDouble(o[row * d + c]) * Bf16ToDouble(d_o[row * d + c]);
+  }
+  delta[row] = sum;
+}
+
+// dQ: block (x, head) owns query rows [32x, 32x + 32) of one head; 256 threads, thread t holds
+// row t / 8 and the columns t % 8 + 8m. Dynamic shared memory: kSdpaFp64DqSharedBytes.
+extern "C" __global__ void __launch_bounds__(256)
+    ptxbench_sdpa_bwd_fp64_dq(const uint16_t* q, const uint16_t* k, const uint16_t* v,
+                              const uint16_t* d_o, const float* lse, const double* delta,
+                              double* dq, int s, int d, double scale, int causal) {
+  extern __shared__ double smem[];
+  double* qs = smem;
+  double* dos = qs + kFp64Tile * kFp64Stride;
+  double* ks = dos + kFp64Tile * kFp64Stride;
+  double* vs = ks + kFp64Tile * kFp64Stride;
+  double* ds = vs + kFp64Tile * kFp64Stride;
+  double* lse_s = ds + kFp64Tile * kFp64PStride;
+  double* delta_s = lse_s + kFp64Tile;
+  const size_t head = blockIdx.y;
+  const size_t base = head * static_cast<size_t>(s) * d;
+  const int row0 = blockIdx.x * kFp64Tile;
+  LoadFp64Tile(qs, q + base, row0, s, d);
+  LoadFp64Tile(dos, d_o + base, row0, s, d);
+  if (threadIdx.x < kFp64Tile) {
+    const int row = row0 + threadIdx.x;
+    lse_s[threadIdx.x] = row < s ? static_cast<double>(lse[head * s + row]) : 0.0;
+    delta_s[threadIdx.x] = row < s ? delta[head * s + row] : 0.0;
+  }
+  const int r = threadIdx.x >> 3, lane = threadIdx.x & 7;
+  const int row = row0 + r;
+  double acc[16];
+#pragma unroll
+  for (int m = 0; m < 16; ++m) acc[m] = 0;
+  const int key_end = causal ? min(s, row0 + kFp64Tile) : s;
+  for (int key0 = 0; key0 < key_end; key0 += kFp64Tile) {
+    __syncthreads();  // The last tile's K, V and dS are no longer read.
+    LoadFp64Tile(ks, k + base, key0, s, d);
+    LoadFp64Tile(vs, v + base, key0, s, d);
+    __syncthreads();
+    double score[4] = {0, 0, 0, 0}, dp[4] = {0, 0, 0, 0};
+    for (int c = 0; c < d; ++c) {
+      const double qv = qs[r * kFp64Stride + c], dov = dos[r * kFp64Stride + c];
+#pragma unroll
+      for (int m = 0; m < 4; ++m) {
+        const int j = lane + 8 * m;
+        score[m] = fma(qv, ks[j * kFp64Stride + c], score[m]);
+        dp[m] = fma(dov, vs[j * kFp64Stride + c], dp[m]);
+      }
+    }
+#pragma unroll
+    for (int m = 0; m < 4; ++m) {
+      const int j = lane + 8 * m, key = key0 + j;
+      double p = 0;
+      if (row < s && key < s && !(causal && key > row)) p = exp(scale * score[m] - lse_s[r]);
+      ds[r * kFp64PStride + j] = p * (dp[m] - delta_s[r]);
+    }
+    __syncthreads();
+    for (int j = 0; j < kFp64Tile; ++j) {
+      const double x = ds[r * kFp64PStride + j];
+#pragma unroll
+      for (int m = 0; m < 16; ++m) {
+        const int c = lane + 8 * m;
+        if (c < d) acc[m] = fma(x, ks[j * kFp64Stride + c], acc[m]);
+      }
+    }
+  }
+  if (row < s) {
+#pragma unroll
+    for (int m = 0; m < 16; ++m) {
+      const int c = lane + 8 * m;
+      if (c < d) dq[base + static_cast<size_t>(row) * d + c] = scale * acc[m];
+    }
+  }
+}
+
+// dK and dV: block (x, head) owns key rows [32x, 32x + 32) of one head and walks the query
+// tiles that see them (causal: from its own tile on); thread t holds key t / 8 and the columns
+// t % 8 + 8m of both outputs. Dynamic shared memory: kSdpaFp64DkdvSharedBytes.
+extern "C" __global__ void __launch_bounds__(256)
+    ptxbench_sdpa_bwd_fp64_dkdv(const uint16_t* q, const uint16_t* k, const uint16_t* v,
+                                const uint16_t* d_o, const float* lse, const double* delta,
+                                double* dk, double* dv, int s, int d, double scale, int causal) {
+  extern __shared__ double smem[];
+  double* ks = smem;
+  double* vs = ks + kFp64Tile * kFp64Stride;
+  double* qs = vs + kFp64Tile * kFp64Stride;
+  double* dos = qs + kFp64Tile * kFp64Stride;
+  double* ps = dos + kFp64Tile * kFp64Stride;
+  double* dss = ps + kFp64Tile * kFp64PStride;
+  double* lse_s = dss + kFp64Tile * kFp64PStride;
+  double* delta_s = lse_s + kFp64Tile;
+  const size_t head = blockIdx.y;
+  const size_t base = head * static_cast<size_t>(s) * d;
+  const int key0 = blockIdx.x * kFp64Tile;
+  LoadFp64Tile(ks, k + base, key0, s, d);
+  LoadFp64Tile(vs, v + base, key0, s, d);
+  const int kr = threadIdx.x >> 3, lane = threadIdx.x & 7;
+  const int key = key0 + kr;
+  double acc_k[16], acc_v[16];
+#pragma unroll
+  for (int m = 0; m < 16; ++m) acc_k[m] = acc_v[m] = 0;
+  for (int row0 = causal ? key0 : 0; row0 < s; row0 += kFp64Tile) {
+    __syncthreads();  // The last tile's Q, dO, P and dS are no longer read.
+    LoadFp64Tile(qs, q + base, row0, s, d);
+    LoadFp64Tile(dos, d_o + base, row0, s, d);
+    if (threadIdx.x < kFp64Tile) {
+      const int row = row0 + threadIdx.x;
+      lse_s[threadIdx.x] = row < s ? static_cast<double>(lse[head * s + row]) : 0.0;
+      delta_s[threadIdx.x] = row < s ? delta[head * s + row] : 0.0;
+    }
+    __syncthreads();
+    double score[4] = {0, 0, 0, 0}, dp[4] = {0, 0, 0, 0};
+    for (int c = 0; c < d; ++c) {
+      const double kv = ks[kr * kFp64Stride + c], vv = vs[kr * kFp64Stride + c];
+#pragma unroll
+      for (int m = 0; m < 4; ++m) {
+        const int i = lane + 8 * m;
+        score[m] = fma(qs[i * kFp64Stride + c], kv, score[m]);
+        dp[m] = fma(dos[i * kFp64Stride + c], vv, dp[m]);
+      }
+    }
+#pragma unroll
+    for (int m = 0; m < 4; ++m) {
+      const int i = lane + 8 * m, row = row0 + i;
+      double p = 0;
+      if (row < s && key < s && !(causal && key > row)) p = exp(scale * score[m] - lse_s[i]);
+      ps[i * kFp64PStride + kr] = p;
+      dss[i * kFp64PStride + kr] = p * (dp[m] - delta_s[i]);
+    }
+    __syncthreads();
+    for (int i = 0; i < kFp64Tile; ++i) {
+      const double p = ps[i * kFp64PStride + kr], x = dss[i * kFp64PStride + kr];
+#pragma unroll
+      for (int m = 0; m < 16; ++m) {
+        const int c = lane + 8 * m;
+        if (c < d) {
+          acc_v[m] = fma(p, dos[i * kFp64Stride + c], acc_v[m]);
+          acc_k[m] = fma(x, qs[i * kFp64Stride + c], acc_k[m]);
+        }
+      }
+    }
+  }
+  if (key < s) {
+#pragma unroll
+    for (int m = 0; m < 16; ++m) {
+      const int c = lane + 8 * m;
+      if (c < d) {
+        dk[base + static_cast<size_t>(key) * d + c] = scale * acc_k[m];
+        dv[base + static_cast<size_t>(key) * d + c] = acc_v[m];
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------- comparison with fp64
+// compare.h Fp64ErrorSums on the GPU: block b sums (got - ref)^2 and ref^2 over the finite
+// elements of [b*chunk, min((b+1)*chunk, count)) into results[2b], results[2b+1]; fixed-shape
+// reductions and the host's in-order sum give the same bits every run.
+extern "C" __global__ void __launch_bounds__(256)
+    ptxbench_compare_fp64(const void* got, int dtype, const double* reference, uint64_t count,
+                          uint64_t chunk, double* results) {
+  const uint64_t begin = blockIdx.x * chunk;
+  const uint64_t end = begin + chunk < count ? begin + chunk : count;
+  double err_sq = 0, ref_sq = 0;
+  for (uint64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
+    const double g = DecodeRaw(RawElement(got, i, dtype), dtype);
+    const double e = reference[i];
+    if (!isfinite(g) || !isfinite(e)) continue;
+    err_sq += (g - e) * (g - e);
+    ref_sq += e * e;
+  }
+  __shared__ double sums[2][256];
+  const unsigned t = threadIdx.x;
+  sums[0][t] = err_sq;
+  sums[1][t] = ref_sq;
+  __syncthreads();
+  for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
+    if (t < half) {
+      sums[0][t] += sums[0][t + half];
+      sums[1][t] += sums[1][t + half];
+    }
+    __syncthreads();
+  }
+  if (t == 0) {
+    results[2 * blockIdx.x] = sums[0][0];
+    results[2 * blockIdx.x + 1] = sums[1][0];
+  }
+}

@@ -138,7 +138,7 @@ nlohmann::json ToJson(const CompareReport& r) {
                      {"expected", m.expected},
                      {"kind", m.kind}});
   }
-  return nlohmann::json{
+  nlohmann::json j{
       {"pass", r.pass},
       {"reason", r.reason},
       {"elements", r.elements},
@@ -159,6 +159,16 @@ nlohmann::json ToJson(const CompareReport& r) {
       {"worst_block", r.worst_block},
       {"block_rows", r.block_rows},
       {"first_mismatches", first}};
+  if (r.fp64_measured) {
+    // Beside the other rules too, so a reader of "rules" alone sees every rule that judged.
+    j["rules"]["fp64_reference"] = {{"checked", r.fp64_checked}, {"pass", r.fp64_pass}};
+    j["fp64_reference"] = {{"checked", r.fp64_checked},
+                           {"pass", r.fp64_pass},
+                           {"relative_norm", r.fp64_relative_norm},
+                           {"max_relative_norm", r.fp64_max_relative_norm},
+                           {"library_relative_norm", r.library_fp64_relative_norm}};
+  }
+  return j;
 }
 
 namespace {
@@ -232,6 +242,16 @@ absl::StatusOr<CompareReport> CompareReportFromJson(const nlohmann::json& j) {
   }
   if (auto rows = j.find("block_rows"); rows != j.end() && rows->is_number_integer()) {
     r.block_rows = rows->get<int64_t>();
+  }
+  // The fp64 reference's figures; absent when not measured (and from an older evaluator).
+  if (auto f = j.find("fp64_reference"); f != j.end() && f->is_object()) {
+    r.fp64_measured = true;
+    r.fp64_checked = f->value("checked", false);
+    r.fp64_pass = f->value("pass", false);
+    r.fp64_relative_norm = NumberOrText(f->value("relative_norm", nlohmann::json()));
+    r.fp64_max_relative_norm = NumberOrText(f->value("max_relative_norm", nlohmann::json(0.0)));
+    r.library_fp64_relative_norm =
+        NumberOrText(f->value("library_relative_norm", nlohmann::json(-1.0)));
   }
   for (const nlohmann::json& m : j["first_mismatches"]) {
     if (!m.is_object() || !m.contains("index") || !m["index"].is_number_integer() ||
@@ -402,6 +422,80 @@ void FinishCompareReport(const ToleranceRule& rule, double err_sq, double ref_sq
     r.reason = absl::StrJoin(failed, "; ");
   }
   r.pass = r.reason.empty();
+}
+
+Fp64Sums Fp64ErrorSums(const void* got, ElementType type, const double* reference, uint64_t count) {
+  Fp64Sums sums;
+  for (uint64_t i = 0; i < count; ++i) {
+    const double e = reference[i];
+    const double g = DecodeElement(got, i, type);
+    if (!std::isfinite(e) || !std::isfinite(g)) continue;
+    sums.err_sq += (g - e) * (g - e);
+    sums.ref_sq += e * e;
+  }
+  return sums;
+}
+
+double Fp64RelativeNorm(const Fp64Sums& sums) {
+  if (sums.ref_sq > 0) return std::sqrt(sums.err_sq / sums.ref_sq);
+  return sums.err_sq > 0 ? INFINITY : 0.0;
+}
+
+void ApplyFp64Reference(const Fp64Sums& sums, double bound, double library_relative_norm,
+                        CompareReport* report) {
+  CompareReport& r = *report;
+  r.fp64_measured = true;
+  r.fp64_relative_norm = Fp64RelativeNorm(sums);
+  r.library_fp64_relative_norm = library_relative_norm;
+  r.fp64_checked = bound > 0;
+  r.fp64_max_relative_norm = bound;
+  // A zero fp64 reference is degenerate (no inputs give one here): it fails rather than passes.
+  r.fp64_pass = !r.fp64_checked || (sums.ref_sq > 0 && r.fp64_relative_norm <= bound);
+  if (r.fp64_pass) return;
+  const std::string failure =
+      sums.ref_sq > 0
+          ? absl::StrFormat("relative norm %.3g against the fp64 reference exceeds %.3g",
+                            r.fp64_relative_norm, bound)
+          : std::string("the fp64 reference is zero");
+  r.reason = r.reason.empty() ? failure : absl::StrCat(r.reason, "; ", failure);
+  r.pass = false;
+}
+
+void SdpaBackwardFp64Host(const SdpaFp64Shape& shape, const std::vector<double>& q,
+                          const std::vector<double>& k, const std::vector<double>& v,
+                          const std::vector<double>& o, const std::vector<double>& d_o,
+                          const std::vector<double>& lse, std::vector<double>* dq,
+                          std::vector<double>* dk, std::vector<double>* dv) {
+  const int64_t s = shape.s, d = shape.d;
+  dq->assign(q.size(), 0.0);
+  dk->assign(q.size(), 0.0);
+  dv->assign(q.size(), 0.0);
+  for (int64_t h = 0; h < shape.heads; ++h) {
+    const int64_t base = h * s * d;
+    for (int64_t i = 0; i < s; ++i) {
+      const double* qi = &q[base + i * d];
+      const double* doi = &d_o[base + i * d];
+      double delta = 0;
+      for (int64_t c = 0; c < d; ++c) delta += doi[c] * o[base + i * d + c];
+      const int64_t keys = shape.causal ? i + 1 : s;
+      for (int64_t j = 0; j < keys; ++j) {
+        const double* kj = &k[base + j * d];
+        const double* vj = &v[base + j * d];
+        double score = 0, dp = 0;
+        for (int64_t c = 0; c < d; ++c) {
+          score += qi[c] * kj[c];
+          dp += doi[c] * vj[c];
+        }
+        const double p = std::exp(shape.scale * score - lse[h * s + i]);
+        const double ds = p * (dp - delta);
+        for (int64_t c = 0; c < d; ++c) {
+          (*dq)[base + i * d + c] += shape.scale * ds * kj[c];
+          (*dk)[base + j * d + c] += shape.scale * ds * qi[c];
+          (*dv)[base + j * d + c] += p * doi[c];
+        }
+      }
+    }
+  }
 }
 
 }  // namespace ptxbench::gpu

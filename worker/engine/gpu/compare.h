@@ -91,6 +91,17 @@ struct CompareReport {
   int64_t worst_block = -1;
   int64_t block_rows = 0;
   std::vector<Mismatch> first_mismatches;  // The lowest indices, at most 8.
+  // The fp64 reference (Tolerance::fp64_outputs): ‖got-ref64‖₂/‖ref64‖₂ against the engine's
+  // fp64 computation of the same inputs, measured for every output the fp64 kernel computes on a
+  // correctness workload of a task that declares the rule (fp64_measured), judged only for the
+  // outputs the rule lists (fp64_checked). library_fp64_relative_norm: the library reference's
+  // own figure on the same inputs (< 0: not measured), so a report shows both.
+  bool fp64_measured = false;
+  bool fp64_checked = false;
+  bool fp64_pass = false;
+  double fp64_relative_norm = 0;
+  double fp64_max_relative_norm = 0;
+  double library_fp64_relative_norm = -1;
 };
 nlohmann::json ToJson(const CompareReport& report);
 // The inverse of ToJson (a report sent by the reference process); InvalidArgument names the
@@ -107,6 +118,43 @@ std::vector<int64_t> Coordinates(uint64_t index, const std::vector<int64_t>& sha
 // short); must be given when the rule sets block_rows, else the report fails naming the gap.
 void FinishCompareReport(const ToleranceRule& rule, double err_sq, double ref_sq,
                          CompareReport* report, const std::vector<BlockSums>* blocks = nullptr);
+
+// Sums of an output against an fp64 reference over the output's finite elements (a non-finite
+// output element already fails the library comparison): sum (got-ref)², sum ref².
+struct Fp64Sums {
+  double err_sq = 0;
+  double ref_sq = 0;
+};
+// The CPU mirror of Builtins::Fp64ErrorSums (ptxbench_compare_fp64): `got` holds `count`
+// elements of `type`, `reference` `count` doubles.
+Fp64Sums Fp64ErrorSums(const void* got, ElementType type, const double* reference, uint64_t count);
+// ‖got-ref64‖₂/‖ref64‖₂ from the sums; infinite when the reference is zero and the error not.
+double Fp64RelativeNorm(const Fp64Sums& sums);
+// Records the fp64 figure of an output in a finished report and, when `bound` > 0 (the output
+// is one the rule lists), judges it: a figure above the bound fails the report, its reason naming
+// the rule, the figure and the bound ("relative norm 0.0114 against the fp64 reference exceeds
+// 0.006"), after any reason the library comparison gave.
+void ApplyFp64Reference(const Fp64Sums& sums, double bound, double library_relative_norm,
+                        CompareReport* report);
+
+// The fp64 SDPA backward, the definition the fp64 reference kernels implement
+// (builtin_kernels.cu, ptxbench_sdpa_bwd_fp64_*; tools/attention-dev/bwd_margin_sim.py):
+// per head, P_ij = exp(scale q_i.k_j - LSE_i) (0 where causal and j > i), delta_i = dO_i.O_i,
+// dS = P (dO V^T - delta), dQ = scale dS K, dK = scale dS^T Q, dV = P^T dO. Tensors are
+// [heads, S, D] row-major, LSE [heads, S]; O and LSE are the given forward state (not
+// recomputed). The host mirror the GPU test checks the kernels against: O(heads S^2 D).
+struct SdpaFp64Shape {
+  int64_t heads = 1;  // B x H.
+  int64_t s = 0;
+  int64_t d = 0;
+  double scale = 0;
+  bool causal = false;
+};
+void SdpaBackwardFp64Host(const SdpaFp64Shape& shape, const std::vector<double>& q,
+                          const std::vector<double>& k, const std::vector<double>& v,
+                          const std::vector<double>& o, const std::vector<double>& d_o,
+                          const std::vector<double>& lse, std::vector<double>* dq,
+                          std::vector<double>* dk, std::vector<double>* dv);
 
 // The lowest-index mismatches a report lists.
 inline constexpr size_t kMaxReportedMismatches = 8;

@@ -55,6 +55,11 @@ absl::Status LoadDriverApi(DriverApi* api) {
   return absl::OkStatus();
 }
 
+// Dynamic shared memory of the fp64 SDPA kernels (builtin_kernels.cu): 4 tiles of 32 x 129
+// doubles, one (dQ) or two (dK, dV) of 32 x 33, and 2 x 32 row statistics.
+constexpr int kSdpaFp64DqSharedBytes = (4 * 32 * 129 + 32 * 33 + 2 * 32) * 8;
+constexpr int kSdpaFp64DkdvSharedBytes = (4 * 32 * 129 + 2 * 32 * 33 + 2 * 32) * 8;
+
 }  // namespace
 
 bool IsKernelFault(int code) {
@@ -403,6 +408,19 @@ absl::StatusOr<std::unique_ptr<Builtins>> Builtins::Load(const DeviceInfo& devic
   ASSIGN_OR_RETURN(b->compare_, b->module_.Function("ptxbench_compare"));
   ASSIGN_OR_RETURN(b->sketch_, b->module_.Function("ptxbench_sketch"));
   ASSIGN_OR_RETURN(b->delay_, b->module_.Function("ptxbench_delay"));
+  ASSIGN_OR_RETURN(b->sdpa_fp64_delta_, b->module_.Function("ptxbench_sdpa_bwd_fp64_delta"));
+  ASSIGN_OR_RETURN(b->sdpa_fp64_dq_, b->module_.Function("ptxbench_sdpa_bwd_fp64_dq"));
+  ASSIGN_OR_RETURN(b->sdpa_fp64_dkdv_, b->module_.Function("ptxbench_sdpa_bwd_fp64_dkdv"));
+  ASSIGN_OR_RETURN(b->compare_fp64_, b->module_.Function("ptxbench_compare_fp64"));
+  {
+    // The fp64 SDPA kernels' tiles exceed the 48 KiB default of dynamic shared memory.
+    ASSIGN_OR_RETURN(const DriverApi* api, Driver());
+    PTXBENCH_CU_TRY(api->FuncSetAttribute(
+        b->sdpa_fp64_dq_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, kSdpaFp64DqSharedBytes));
+    PTXBENCH_CU_TRY(api->FuncSetAttribute(b->sdpa_fp64_dkdv_,
+                                          CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                          kSdpaFp64DkdvSharedBytes));
+  }
   ASSIGN_OR_RETURN(b->hash_result_, DeviceBuffer::Allocate(sizeof(unsigned long long)));
   // Twice the L2 (62.9 MB on the H200 -> 120 MB, overwritten in 38 us there, 2026-11-30).
   size_t flush_bytes = static_cast<size_t>(std::max<int64_t>(device.l2_bytes, 1 << 20)) * 2;
@@ -634,6 +652,96 @@ absl::StatusOr<CompareReport> Builtins::Compare(const void* got, const void* exp
   }
   FinishCompareReport(rule, err_sq, ref_sq, &r, rule_block ? &rule_blocks : nullptr);
   return r;
+}
+
+absl::Status Builtins::SdpaBackwardFp64(const SdpaFp64Shape& shape, const void* q, const void* k,
+                                        const void* v, const void* o, const void* d_o,
+                                        const void* lse, double* dq, double* dk, double* dv,
+                                        cudaStream_t stream) {
+  if (shape.d <= 0 || shape.d > 128 || shape.d % 8 != 0 || shape.s <= 0 || shape.heads <= 0 ||
+      shape.s > (int64_t{1} << 30) || shape.heads > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("fp64 SDPA backward: heads %d, S %d, D %d (D must be a multiple of 8 up "
+                        "to 128, heads at most 65535)",
+                        shape.heads, shape.s, shape.d));
+  }
+  const uint64_t rows = static_cast<uint64_t>(shape.heads * shape.s);
+  if (sdpa_fp64_delta_rows_.bytes() < rows * sizeof(double)) {
+    sdpa_fp64_delta_rows_.Reset();
+    ASSIGN_OR_RETURN(sdpa_fp64_delta_rows_, DeviceBuffer::Allocate(rows * sizeof(double)));
+  }
+  void* delta = sdpa_fp64_delta_rows_.get();
+  int s = static_cast<int>(shape.s), d = static_cast<int>(shape.d);
+  int causal = shape.causal ? 1 : 0;
+  double scale = shape.scale;
+  uint64_t row_count = rows;
+  void* delta_args[] = {const_cast<void**>(&o), const_cast<void**>(&d_o), &delta, &row_count, &d};
+  RETURN_IF_ERROR(
+      Launch(sdpa_fp64_delta_, static_cast<unsigned>((rows + 255) / 256), 256, delta_args, stream));
+  ASSIGN_OR_RETURN(const DriverApi* api, Driver());
+  const unsigned tiles = static_cast<unsigned>((shape.s + 31) / 32);
+  const unsigned heads = static_cast<unsigned>(shape.heads);
+  void* dq_args[] = {const_cast<void**>(&q),
+                     const_cast<void**>(&k),
+                     const_cast<void**>(&v),
+                     const_cast<void**>(&d_o),
+                     const_cast<void**>(&lse),
+                     &delta,
+                     &dq,
+                     &s,
+                     &d,
+                     &scale,
+                     &causal};
+  PTXBENCH_CU_TRY(api->LaunchKernel(sdpa_fp64_dq_, tiles, heads, 1, 256, 1, 1,
+                                    kSdpaFp64DqSharedBytes, reinterpret_cast<CUstream>(stream),
+                                    dq_args, nullptr));
+  if (dk != nullptr && dv != nullptr) {
+    void* dkdv_args[] = {const_cast<void**>(&q),
+                         const_cast<void**>(&k),
+                         const_cast<void**>(&v),
+                         const_cast<void**>(&d_o),
+                         const_cast<void**>(&lse),
+                         &delta,
+                         &dk,
+                         &dv,
+                         &s,
+                         &d,
+                         &scale,
+                         &causal};
+    PTXBENCH_CU_TRY(api->LaunchKernel(sdpa_fp64_dkdv_, tiles, heads, 1, 256, 1, 1,
+                                      kSdpaFp64DkdvSharedBytes, reinterpret_cast<CUstream>(stream),
+                                      dkdv_args, nullptr));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Fp64Sums> Builtins::Fp64ErrorSums(const void* got, ElementType type,
+                                                 const double* reference, uint64_t count,
+                                                 cudaStream_t stream) {
+  Fp64Sums sums;
+  if (count == 0) return sums;
+  const uint64_t blocks = std::max<uint64_t>(
+      1, std::min<uint64_t>(static_cast<uint64_t>(sm_count_) * 8, (count + 4095) / 4096));
+  uint64_t chunk = (count + blocks - 1) / blocks;
+  const size_t result_bytes = blocks * 2 * sizeof(double);
+  if (compare_fp64_results_.bytes() < result_bytes) {
+    compare_fp64_results_.Reset();
+    ASSIGN_OR_RETURN(compare_fp64_results_, DeviceBuffer::Allocate(result_bytes));
+  }
+  int dtype = DTypeCode(type);
+  void* results = compare_fp64_results_.get();
+  void* args[] = {
+      const_cast<void**>(&got), &dtype, const_cast<double**>(&reference), &count, &chunk, &results};
+  RETURN_IF_ERROR(Launch(compare_fp64_, static_cast<unsigned>(blocks), 256, args, stream));
+  std::vector<double> host(blocks * 2);
+  PTXBENCH_CUDA_TRY(
+      cudaMemcpyAsync(host.data(), results, result_bytes, cudaMemcpyDeviceToHost, stream));
+  PTXBENCH_CUDA_TRY(cudaStreamSynchronize(stream));
+  for (uint64_t b = 0; b < blocks; ++b) {
+    sums.err_sq += host[2 * b];
+    sums.ref_sq += host[2 * b + 1];
+  }
+  return sums;
 }
 
 absl::Status Builtins::HealthCheck() {

@@ -211,6 +211,17 @@ class Builtins {
   absl::StatusOr<TensorSketch> Sketch(const void* data, uint64_t count, BuiltinDType dtype,
                                       uint64_t key, uint32_t tensor_index, size_t projections,
                                       double atol, double rtol, cudaStream_t stream);
+  // The fp64 SDPA backward (builtin_kernels.cu, ptxbench_sdpa_bwd_fp64_*; the definition:
+  // compare.h SdpaBackwardFp64Host) of device tensors [heads, S, D]: bf16 q, k, v, o, d_o, fp32
+  // lse; fp64 outputs dq and, when both are given, dk and dv (nullptr: not computed). D <= 128
+  // and a multiple of 8 (InvalidArgument otherwise). Asynchronous on `stream`.
+  absl::Status SdpaBackwardFp64(const SdpaFp64Shape& shape, const void* q, const void* k,
+                                const void* v, const void* o, const void* d_o, const void* lse,
+                                double* dq, double* dk, double* dv, cudaStream_t stream);
+  // compare.h Fp64ErrorSums of a device buffer of `count` elements of `type` against `count`
+  // device doubles, on the GPU; synchronizes `stream`.
+  absl::StatusOr<Fp64Sums> Fp64ErrorSums(const void* got, ElementType type, const double* reference,
+                                         uint64_t count, cudaStream_t stream);
   // Holds `stream` for `ns` nanoseconds on the GPU (one thread spinning on %globaltimer).
   absl::Status Delay(uint64_t ns, cudaStream_t stream);
   size_t flush_bytes() const { return flush_.bytes(); }
@@ -221,7 +232,11 @@ class Builtins {
                       cudaStream_t stream);
   Module module_;
   CUfunction generate_ = nullptr, fill32_ = nullptr, hash_ = nullptr, flush_fn_ = nullptr,
-             health_ = nullptr, compare_ = nullptr, sketch_ = nullptr, delay_ = nullptr;
+             health_ = nullptr, compare_ = nullptr, sketch_ = nullptr, delay_ = nullptr,
+             sdpa_fp64_delta_ = nullptr, sdpa_fp64_dq_ = nullptr, sdpa_fp64_dkdv_ = nullptr,
+             compare_fp64_ = nullptr;
+  DeviceBuffer sdpa_fp64_delta_rows_;  // delta_i of the fp64 SDPA backward (heads x S doubles).
+  DeviceBuffer compare_fp64_results_;  // Two doubles per block of ptxbench_compare_fp64.
   DeviceBuffer compare_results_;
   DeviceBuffer sketch_results_;  // kSketchStride doubles per block of the sketch kernel.  // One
                                  // 64-byte result per block of the compare kernel.

@@ -2,6 +2,7 @@
 // relative-norm rule, and thread-count independence.
 #include "worker/engine/gpu/compare.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
@@ -335,6 +336,160 @@ TEST_CASE("the block rule catches work skipped on a few rows that the overall no
   CHECK(RuleOf(t).block_rows == 64);
   CHECK(RuleOf(t).max_block_relative_norm == 0.03);
   CHECK(BlockElements(RuleOf(t), {2, 128, 128}, 2 * 128 * 128) == 64 * 128);
+}
+
+TEST_CASE("the fp64 reference rule: figure, verdict and reason, and its JSON", "[compare]") {
+  // bf16 outputs against an fp64 reference off by a uniform 1 % (relative norm 0.01 up to the
+  // bf16 rounding of each element, < 2^-9 relative).
+  constexpr int kCount = 4096;
+  std::vector<double> ref(kCount);
+  std::vector<float> got_f(kCount);
+  for (int i = 0; i < kCount; ++i) {
+    ref[i] = std::sin(0.37 * i) + 0.1;
+    got_f[i] = static_cast<float>(ref[i] * 1.01);
+  }
+  std::vector<uint16_t> got = Bf16Vector(got_f);
+  const Fp64Sums sums = Fp64ErrorSums(got.data(), ElementType::kBF16, ref.data(), kCount);
+  double err_sq = 0, ref_sq = 0;
+  for (int i = 0; i < kCount; ++i) {
+    const double g = DecodeElement(got.data(), i, ElementType::kBF16);
+    err_sq += (g - ref[i]) * (g - ref[i]);
+    ref_sq += ref[i] * ref[i];
+  }
+  CHECK(sums.err_sq == Approx(err_sq).epsilon(1e-12));
+  CHECK(sums.ref_sq == Approx(ref_sq).epsilon(1e-12));
+  CHECK(Fp64RelativeNorm(sums) == Approx(0.01).epsilon(0.05));
+
+  // A passing library comparison, then the fp64 rule at 0.006: fails, naming rule and figures.
+  CompareReport r;
+  r.elements = kCount;
+  r.pass = true;
+  ApplyFp64Reference(sums, 0.006, 0.0023, &r);
+  CHECK_FALSE(r.pass);
+  CHECK(r.fp64_measured);
+  CHECK(r.fp64_checked);
+  CHECK_FALSE(r.fp64_pass);
+  CHECK(r.reason.rfind("relative norm 0.01", 0) == 0);
+  CHECK(r.reason.find("against the fp64 reference exceeds 0.006") != std::string::npos);
+  auto back = CompareReportFromJson(ToJson(r));
+  REQUIRE(back.ok());
+  CHECK(back->fp64_measured);
+  CHECK(back->fp64_checked);
+  CHECK_FALSE(back->fp64_pass);
+  CHECK(back->fp64_relative_norm == Approx(r.fp64_relative_norm));
+  CHECK(back->fp64_max_relative_norm == 0.006);
+  CHECK(back->library_fp64_relative_norm == 0.0023);
+  CHECK(ToJson(r)["rules"]["fp64_reference"] == nlohmann::json{{"checked", true}, {"pass", false}});
+
+  // At 0.02 it passes; an output the rule does not list (bound 0) is measured, not judged.
+  for (double bound : {0.02, 0.0}) {
+    CompareReport ok;
+    ok.elements = kCount;
+    ok.pass = true;
+    ApplyFp64Reference(sums, bound, -1, &ok);
+    CHECK(ok.pass);
+    CHECK(ok.fp64_pass);
+    CHECK(ok.fp64_checked == (bound > 0));
+    CHECK(ok.reason.empty());
+  }
+  // A library failure keeps its reason first; the fp64 failure is appended.
+  CompareReport both;
+  both.elements = kCount;
+  both.pass = false;
+  both.reason = "relative norm 0.02 exceeds 0.01";
+  ApplyFp64Reference(sums, 0.006, -1, &both);
+  CHECK_FALSE(both.pass);
+  CHECK(both.reason.rfind("relative norm 0.02 exceeds 0.01; relative norm 0.01", 0) == 0);
+  // A zero fp64 reference is no free pass.
+  CompareReport zero;
+  zero.pass = true;
+  ApplyFp64Reference(Fp64Sums{0, 0}, 0.006, -1, &zero);
+  CHECK_FALSE(zero.pass);
+  CHECK(zero.reason == "the fp64 reference is zero");
+  // Reports without the rule carry no fp64 figures.
+  CompareReport plain;
+  CHECK_FALSE(ToJson(plain).contains("fp64_reference"));
+  auto plain_back = CompareReportFromJson(ToJson(plain));
+  REQUIRE(plain_back.ok());
+  CHECK_FALSE(plain_back->fp64_measured);
+  CHECK(plain_back->library_fp64_relative_norm < 0);
+}
+
+namespace {
+
+// The forward pass in fp64 (O and the natural-log LSE), for finite differences of
+// L = sum dO . O, whose gradients the backward's definition gives.
+void ForwardFp64(const SdpaFp64Shape& shape, const std::vector<double>& q,
+                 const std::vector<double>& k, const std::vector<double>& v, std::vector<double>* o,
+                 std::vector<double>* lse) {
+  const int64_t s = shape.s, d = shape.d;
+  o->assign(q.size(), 0.0);
+  lse->assign(shape.heads * s, 0.0);
+  for (int64_t h = 0; h < shape.heads; ++h) {
+    for (int64_t i = 0; i < s; ++i) {
+      const int64_t keys = shape.causal ? i + 1 : s;
+      std::vector<double> score(keys);
+      double top = -INFINITY;
+      for (int64_t j = 0; j < keys; ++j) {
+        double x = 0;
+        for (int64_t c = 0; c < d; ++c) x += q[(h * s + i) * d + c] * k[(h * s + j) * d + c];
+        score[j] = shape.scale * x;
+        top = std::max(top, score[j]);
+      }
+      double sum = 0;
+      for (double x : score) sum += std::exp(x - top);
+      (*lse)[h * s + i] = top + std::log(sum);
+      for (int64_t j = 0; j < keys; ++j) {
+        const double p = std::exp(score[j] - (*lse)[h * s + i]);
+        for (int64_t c = 0; c < d; ++c) (*o)[(h * s + i) * d + c] += p * v[(h * s + j) * d + c];
+      }
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("the host fp64 SDPA backward is the gradient of dO . O", "[compare]") {
+  for (bool causal : {false, true}) {
+    SdpaFp64Shape shape{2, 5, 3, 0.7, causal};
+    const size_t n = static_cast<size_t>(shape.heads * shape.s * shape.d);
+    std::vector<double> q(n), k(n), v(n), d_o(n);
+    for (size_t i = 0; i < n; ++i) {
+      q[i] = std::sin(1.3 * i);
+      k[i] = std::cos(0.7 * i + 0.2);
+      v[i] = std::sin(0.45 * i + 1.0);
+      d_o[i] = std::cos(1.9 * i);
+    }
+    std::vector<double> o, lse, dq, dk, dv;
+    ForwardFp64(shape, q, k, v, &o, &lse);
+    SdpaBackwardFp64Host(shape, q, k, v, o, d_o, lse, &dq, &dk, &dv);
+    auto loss = [&](const std::vector<double>& q2, const std::vector<double>& k2,
+                    const std::vector<double>& v2) {
+      std::vector<double> o2, lse2;
+      ForwardFp64(shape, q2, k2, v2, &o2, &lse2);
+      double l = 0;
+      for (size_t i = 0; i < n; ++i) l += d_o[i] * o2[i];
+      return l;
+    };
+    constexpr double kH = 1e-6;
+    for (size_t i = 0; i < n; ++i) {
+      auto central = [&](int which) {
+        std::vector<double> a = q, b = k, c = v;
+        std::vector<double>& x = which == 0 ? a : (which == 1 ? b : c);
+        x[i] += kH;
+        const double up = loss(a, b, c);
+        x[i] -= 2 * kH;
+        return (up - loss(a, b, c)) / (2 * kH);
+      };
+      CHECK(dq[i] == Approx(central(0)).margin(1e-7));
+      CHECK(dk[i] == Approx(central(1)).margin(1e-7));
+      CHECK(dv[i] == Approx(central(2)).margin(1e-7));
+    }
+    if (causal) {
+      // Row 0 sees key 0 alone: P = 1, so dS = 0 and dQ's row 0 is exactly zero.
+      for (int64_t c = 0; c < shape.d; ++c) CHECK(dq[c] == 0);
+    }
+  }
 }
 
 }  // namespace ptxbench::gpu
