@@ -93,6 +93,7 @@ int main(int argc, char** argv) {
   int repeat = 5;
   std::string counter_session;  // --counter-session: TimingLoopOptions::counter_session.
   double gap_pad_max_us = -1;   // --gap-pad-max-us: TimingLoopOptions::gap_pad_max_us.
+  std::string baseline;         // --baseline: TimingLoopOptions::baseline_selection.
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
@@ -112,6 +113,8 @@ int main(int argc, char** argv) {
       counter_session = next();
     } else if (a == "--gap-pad-max-us") {
       gap_pad_max_us = std::atof(next().c_str());
+    } else if (a == "--baseline") {
+      baseline = next();
     } else {
       std::cerr << "evaluation_overhead: unknown flag " << a << "\n";
       return 2;
@@ -149,6 +152,15 @@ int main(int argc, char** argv) {
     options.timing.counter_session = *session;
   }
   if (gap_pad_max_us >= 0) options.timing.gap_pad_max_us = gap_pad_max_us;
+  if (!baseline.empty()) {
+    auto selection = ptxbench::gpu::EnumFromName<ptxbench::gpu::BaselineSelection>(baseline);
+    if (!selection.has_value()) {
+      std::cerr << "evaluation_overhead: --baseline '" << baseline
+                << "' is not one of first_heuristic, fastest\n";
+      return 2;
+    }
+    options.timing.baseline_selection = *selection;
+  }
 
   std::map<std::string, std::vector<double>> stage_seconds, detail;
   std::vector<double> wall, kernel, overhead, speedup;
@@ -206,6 +218,7 @@ int main(int argc, char** argv) {
       {"output_transfer", transfer},
       {"counter_session", std::string(ptxbench::gpu::NameOf(options.timing.counter_session))},
       {"gap_pad_max_us", options.timing.gap_pad_max_us},
+      {"baseline_selection", std::string(ptxbench::gpu::NameOf(options.timing.baseline_selection))},
       {"wall_seconds", Spread(wall)},
       {"kernel_seconds", Spread(kernel)},
       {"overhead_seconds", Spread(overhead)},

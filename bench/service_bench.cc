@@ -212,6 +212,10 @@ struct Job {
   double created = 0, engine_start = 0, finished = 0, engine_wall = 0;
   std::map<std::string, double> stage_seconds;
   json split;
+  // From the verdict's audit record: the timed medians, the baseline the loop timed against
+  // (its choice when --baseline fastest) and which processes were reused, so that a figure
+  // that got faster can be told apart from a check that stopped running.
+  json measured = json::object();
 };
 
 std::string StageKey(v1::Stage stage) {
@@ -308,6 +312,8 @@ class Bench {
                       {"verdict", v1::VerdictClass_Name(verdict.verdict_class())},
                       {"counted", passed},
                       {"message", verdict.message()},
+                      {"speedup", verdict.speedup()},
+                      {"measured", job.measured},
                       {"split_seconds", split}});
       by_task[job.source.task].push_back(&job);
       all.push_back(&job);
@@ -316,9 +322,25 @@ class Bench {
     for (const auto& [task, task_jobs] : by_task) {
       json medians = Medians(task_jobs);
       const double cadence = medians["cadence"].get<double>();
+      std::vector<double> speedups;
+      int reference_reused = 0, compile_cache_hits = 0;
+      for (const Job* job : task_jobs) {
+        if (job->submission.verdict().speedup() > 0) {
+          speedups.push_back(job->submission.verdict().speedup());
+        }
+        reference_reused += job->measured.value("reference_reused", false) ? 1 : 0;
+        compile_cache_hits += job->measured.value("compile_cache_hit", false) ? 1 : 0;
+      }
       per_task[task] = {{"jobs", task_jobs.size()},
                         {"evaluations_per_gpu_hour", cadence > 0 ? 3600 / cadence : 0},
-                        {"median_seconds", medians}};
+                        {"median_seconds", medians},
+                        {"median_speedup", Median(speedups)},
+                        {"speedup_max_over_min",
+                         speedups.empty() ? 0.0
+                                          : *std::max_element(speedups.begin(), speedups.end()) /
+                                                *std::min_element(speedups.begin(), speedups.end())},
+                        {"warm_reference_jobs", reference_reused},
+                        {"compile_cache_hits", compile_cache_hits}};
     }
     const double per_hour = static_cast<double>(jobs.size()) / wall * 3600;
     std::cerr << "service_bench: " << name << ": " << jobs.size() << " evaluations in " << wall
@@ -358,6 +380,29 @@ class Bench {
     }
     for (const v1::StageResult& stage : verdict.stages()) {
       job.stage_seconds[StageKey(stage.stage())] += stage.seconds();
+      if (stage.stage() != v1::STAGE_TIMING) continue;
+      const json detail = json::parse(stage.detail_json(), nullptr, false);
+      if (!detail.is_object() || !detail.contains("timing")) continue;
+      const json& timing = detail["timing"];
+      const json result = timing.value("result", json::object());
+      job.measured["candidate_ms"] =
+          result.value("candidate", json::object()).value("median_ms", 0.0);
+      job.measured["baseline_ms"] =
+          result.value("baseline", json::object()).value("median_ms", 0.0);
+      json choice = timing.value("baseline_choice", json::object());
+      choice.erase("candidates");  // Each candidate's figure stays in the verdict's record.
+      job.measured["baseline_choice"] = choice;
+    }
+    if (report.is_object() && report.contains("processes") && report["processes"].is_array()) {
+      for (const json& process : report["processes"]) {
+        if (!process.is_object()) continue;
+        const std::string mode = process.value("mode", "");
+        if (mode == "reference") {
+          job.measured["reference_reused"] = process.value("reused", false);
+        } else if (mode == "compile") {
+          job.measured["compile_cache_hit"] = process.value("compile_cache", "") == "hit";
+        }
+      }
     }
     // The engine started when the evaluate job's first stage began: that stage's event time
     // less its seconds. The evaluate job's stages are the verdict's; a compile job before it
@@ -388,6 +433,8 @@ int Main(int argc, char** argv) {
       {"work-dir", true, "scratch folder for the data, logs and task copy (required, empty)"},
       {"gemm", true, "GEMM reference solutions in the gemm phase", "20"},
       {"no-mix", false, "skip the suite-mix phase"},
+      {"baseline", true, "the GPU worker's --baseline (first_heuristic | fastest)",
+       "first_heuristic"},
       {"fake-gpu", false,
        "the evaluator is the fake one: shrink the workloads and label the figures"},
       {"output", true, "also write the JSON figures here"},
@@ -432,6 +479,8 @@ int Main(int argc, char** argv) {
                                        "--tasks-dir", tasks_dir, "--hostname", "bench-gpu0"};
   if (args->Has("evaluator"))
     gpu_args.insert(gpu_args.end(), {"--evaluator", args->Get("evaluator")});
+  const std::string baseline = args->Has("baseline") ? args->Get("baseline") : "first_heuristic";
+  gpu_args.insert(gpu_args.end(), {"--baseline", baseline});
   Child gpu_worker(gpu_args, work_dir + "/gpu-worker.log");
   Child compile_worker({worker_binary, "--compile-only", "--server", address, "--tasks-dir",
                         tasks_dir, "--hostname", "bench-compile"},
@@ -479,6 +528,7 @@ int Main(int argc, char** argv) {
       {"setup",
        "ptxbench-server (embedded PostgreSQL, its durable defaults), one GPU worker, one "
        "compile-only worker, real processes; every submission distinct (a comment), scope full"},
+      {"baseline_selection", baseline},
       {"failed_verdicts", failures},
       {"phases", phases},
       {"targets",
