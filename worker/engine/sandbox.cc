@@ -15,9 +15,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <mutex>
 #include <thread>
 
 #include "absl/strings/match.h"
@@ -33,6 +36,66 @@ namespace ptxbench::engine {
 namespace {
 
 constexpr size_t kOutputTail = 64 << 10;
+
+// The one thread every sandbox is forked from. PR_SET_PDEATHSIG fires when the *thread* that
+// forked the child ends, not when its process does (prctl(2): the "parent" is the creating
+// thread). The worker daemon runs each job on a thread of its own, so a warm reference process
+// kept for the next job (evaluate_processes.cc, ReferencePool) was SIGKILLed the moment its
+// job's thread returned, and every job paid a fresh reference process again: on the H200
+// through the service (2026-12-03) the GEMM correctness stage took 1.85 s per job against
+// ~0.06 s with the warm process in bench/evaluation_overhead, whose evaluations all run on its
+// main thread. Forking from a thread that lives as long as the supervisor keeps the death
+// signal's meaning (the supervisor is gone) for every process, whichever thread asked.
+class ForkThread {
+ public:
+  static ForkThread& Get() {
+    static ForkThread* const kThread = new ForkThread();  // Never destroyed, never joined.
+    return *kThread;
+  }
+
+  // fork() on the long-lived thread; the child runs `child`, which must not return (it execs or
+  // _exits) and may call async-signal-safe functions only. The parent gets the pid, or -1 and
+  // the errno in `fork_errno`.
+  pid_t Fork(const std::function<void()>& child, int* fork_errno) {
+    std::lock_guard<std::mutex> one_caller(call_mu_);
+    std::unique_lock<std::mutex> lock(mu_);
+    request_ = &child;
+    done_ = false;
+    wake_.notify_all();
+    wake_.wait(lock, [this] { return done_; });
+    *fork_errno = errno_;
+    return pid_;
+  }
+
+ private:
+  ForkThread() { std::thread([this] { Loop(); }).detach(); }
+
+  void Loop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (true) {
+      wake_.wait(lock, [this] { return request_ != nullptr; });
+      const std::function<void()>* child = request_;
+      request_ = nullptr;
+      const pid_t pid = fork();
+      if (pid == 0) {
+        (*child)();
+        _exit(127);
+      }
+      pid_ = pid;
+      errno_ = pid < 0 ? errno : 0;
+      done_ = true;
+      wake_.notify_all();
+    }
+  }
+
+  std::mutex call_mu_;  // One fork at a time.
+  std::mutex mu_;
+  std::condition_variable wake_;
+  const std::function<void()>* request_ = nullptr;
+  bool done_ = false;
+  pid_t pid_ = -1;
+  int errno_ = 0;
+};
 
 double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -158,9 +221,12 @@ absl::StatusOr<std::unique_ptr<Sandbox>> Sandbox::Start(const SandboxOptions& op
   const pid_t supervisor = getpid();
   const char* private_dir = options.private_dir.empty() ? nullptr : options.private_dir.c_str();
 
-  pid_t pid = fork();
-  if (pid < 0) return absl::InternalError(absl::StrCat("fork: ", std::strerror(errno)));
-  if (pid == 0) {
+  // Runs in the child, on a copy of this thread's stack (this thread waits until fork returns).
+  const std::function<void()> child = [&] {
+    // The fork thread's signal mask is whatever its creator had: the evaluator starts clean.
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
     // Lift the four child ends above 10 first, so no dup2 below can clobber one of them
     // (a supervisor started with fds 0-2 closed gets pipes in that range).
     int report = fcntl(status_pipe[1], F_DUPFD_CLOEXEC, 10);
@@ -228,6 +294,15 @@ absl::StatusOr<std::unique_ptr<Sandbox>> Sandbox::Start(const SandboxOptions& op
     ChildWrite(report, line);
     execve(argv[0], argv.data(), envp.data());
     ChildFail(report, "execve");
+  };
+  int fork_errno = 0;
+  const pid_t pid = ForkThread::Get().Fork(child, &fork_errno);
+  if (pid < 0) {
+    for (int fd : {in_pipe[0], in_pipe[1], event_pipe[0], event_pipe[1], out_pipe[0], out_pipe[1],
+                   status_pipe[0], status_pipe[1]}) {
+      close(fd);
+    }
+    return absl::InternalError(absl::StrCat("fork: ", std::strerror(fork_errno)));
   }
   close(in_pipe[0]);
   close(event_pipe[1]);

@@ -12,6 +12,7 @@
 #include <functional>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/build_info.h"
@@ -417,6 +418,27 @@ TEST_CASE("fake GPU: the reference process stays warm for the next evaluation of
   REQUIRE(fresh.ok());
   CHECK(fresh->verdict_class == VerdictClass::kPass);
   CHECK_FALSE(ReferenceReused(*fresh));
+}
+
+// The worker daemon runs every job on a thread of its own that ends with the job. Until
+// 2026-12-03 the warm process died with that thread (its parent-death signal followed the
+// forking thread, sandbox.cc ForkThread), so no job through the service ever found it warm.
+TEST_CASE("fake GPU: the reference process stays warm when each evaluation runs on its own thread",
+          "[evaluate][fake]") {
+  std::vector<bool> reused;
+  for (uint64_t secret : {811, 812, 813}) {
+    std::thread job([&] {
+      std::vector<StageReport> stages;
+      auto v = RunFake("pass", &stages, secret);
+      REQUIRE(v.ok());
+      CHECK(v->verdict_class == VerdictClass::kPass);
+      reused.push_back(ReferenceReused(*v));
+    });
+    job.join();
+  }
+  REQUIRE(reused.size() == 3);
+  CHECK(reused[1]);
+  CHECK(reused[2]);
 }
 
 // The defence against cheating only where no sample is checked element-wise: the reference

@@ -71,6 +71,55 @@ TEST_CASE("commands in, events out on fd 3, stdout and stderr captured apart", "
   CHECK(e.output_tail.find("to-stderr") != std::string::npos);
 }
 
+// PR_SET_PDEATHSIG follows the thread that forked, not the process: a process started on a job's
+// thread (the worker daemon's) and kept for the next job (the warm reference process) must
+// outlive that thread, and still die with the supervisor.
+TEST_CASE("a sandbox outlives the thread that started it", "[sandbox]") {
+  TempDir dir;
+  std::unique_ptr<Sandbox> kept;
+  std::thread job([&] {
+    auto s = Sandbox::Start(Shell(dir.path,
+                                  "while read line; do echo \"{\\\"event\\\":\\\"echo\\\","
+                                  "\\\"got\\\":$line}\" >&3; done"));
+    REQUIRE(s.ok());
+    kept = *std::move(s);
+  });
+  job.join();
+  // Well past the moment a death signal tied to the ended thread would have killed it.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  REQUIRE(kept->Send({{"x", 7}}).ok());
+  auto event = kept->Next(10);
+  REQUIRE(event.ok());
+  REQUIRE(event->has_value());
+  CHECK((**event)["got"]["x"] == 7);
+  kept->Kill();
+  SandboxExit e = kept->Wait();
+  CHECK(e.signal == SIGKILL);
+  CHECK(e.wall_seconds > 0.3);
+}
+
+TEST_CASE("the evaluator starts with no signal blocked, whatever the caller's mask", "[sandbox]") {
+  TempDir dir;
+  std::string mask;
+  std::thread caller([&] {
+    sigset_t blocked;
+    sigemptyset(&blocked);
+    sigaddset(&blocked, SIGTERM);
+    sigaddset(&blocked, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &blocked, nullptr);
+    // Not through /bin/sh: dash clears the mask itself at start-up.
+    SandboxOptions options = Shell(dir.path, "");
+    options.argv = {"/bin/grep", "^SigBlk", "/proc/self/status"};
+    auto s = Sandbox::Start(options);
+    REQUIRE(s.ok());
+    SandboxExit e = (*s)->Wait();
+    mask = e.output_tail;
+  });
+  caller.join();
+  INFO(mask);
+  CHECK(mask.find("SigBlk:\t0000000000000000") != std::string::npos);
+}
+
 TEST_CASE("the watchdog kills the whole process group", "[sandbox]") {
   TempDir dir;
   auto start = std::chrono::steady_clock::now();
