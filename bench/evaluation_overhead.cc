@@ -77,6 +77,11 @@ void CollectDetail(const ptxbench::Verdict& v, std::map<std::string, std::vector
           t.value("result", json::object()).value("sampling_seconds", 0.0));
       (*into)["timing_warmup_seconds"].push_back(
           t.value("result", json::object()).value("warmup_seconds", 0.0));
+      // Inside the sampling: the counted launches, the sketches of every sample, the gap pad.
+      for (const char* key : {"counted_seconds", "sketch_seconds", "gap_pad_seconds"}) {
+        (*into)[std::string("timing_") + key].push_back(
+            t.value("result", json::object()).value(key, 0.0));
+      }
     }
   }
   (*into)["correctness_compare_seconds"].push_back(compare);

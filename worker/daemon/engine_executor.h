@@ -18,7 +18,7 @@ struct EngineExecutorOptions {
   int gpu = 0;
   bool compile_only = false;
   // The timing's library baseline (protocol_messages.h BaselineSelection).
-  gpu::BaselineSelection baseline_selection = gpu::BaselineSelection::kFirstHeuristic;
+  gpu::BaselineSelection baseline_selection = gpu::BaselineSelection::kFastest;
 };
 
 absl::StatusOr<std::unique_ptr<JobExecutor>> CreateEngineExecutor(

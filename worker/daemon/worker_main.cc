@@ -40,8 +40,8 @@ const std::vector<FlagSpec>& Flags() {
         {"baseline", true,
          "which library algorithm candidates are timed against: first_heuristic (the "
          "library's own first choice) or fastest (the fastest of its top candidates, chosen "
-         "once per task on this worker; docs/measurement.md, \"A fair baseline\")",
-         "first_heuristic"},
+         "once per task on this worker, the default; docs/measurement.md, \"A fair baseline\")",
+         "fastest"},
         {"hostname", true, "name recorded in verdicts (default: the host name)"},
         {"version", false, "print the harness version, commit and CUDA toolkit and exit"},
         {"help", false, "print this help and exit"},
@@ -78,7 +78,7 @@ absl::StatusOr<WorkerConfig> ParseWorkerFlags(const std::vector<std::string>& ra
   EngineExecutorOptions& executor = config.executor;
   executor.tasks_dir = args.Has("tasks-dir") ? args.Get("tasks-dir") : SourceTreeDir("tasks");
   executor.evaluator_path = args.Get("evaluator");
-  const std::string baseline = args.Has("baseline") ? args.Get("baseline") : "first_heuristic";
+  const std::string baseline = args.Has("baseline") ? args.Get("baseline") : "fastest";
   std::optional<gpu::BaselineSelection> selection =
       gpu::EnumFromName<gpu::BaselineSelection>(baseline);
   if (!selection.has_value()) {

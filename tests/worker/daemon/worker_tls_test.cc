@@ -152,10 +152,11 @@ TEST_CASE("worker flags: the token from a file, defaults shared with the server 
   CHECK_FALSE(ParseWorkerFlags({"stray"}, warnings).ok());
   CHECK(ParseWorkerFlags({"--token", "ptxb_visible"}, warnings).ok());
   CHECK(absl::StrContains(warnings.str(), "--token is visible"));
-  // The fair baseline: off by default, on by name, a misspelling refused naming the choices.
-  CHECK(config.executor.baseline_selection == gpu::BaselineSelection::kFirstHeuristic);
-  CHECK(Flags({"--token-file", token_file, "--baseline", "fastest"}).executor.baseline_selection ==
-        gpu::BaselineSelection::kFastest);
+  // The fair baseline: on by default, the first heuristic by name, a misspelling refused naming
+  // the choices.
+  CHECK(config.executor.baseline_selection == gpu::BaselineSelection::kFastest);
+  CHECK(Flags({"--token-file", token_file, "--baseline", "first_heuristic"})
+            .executor.baseline_selection == gpu::BaselineSelection::kFirstHeuristic);
   auto misspelt = ParseWorkerFlags({"--token-file", token_file, "--baseline", "best"}, warnings);
   REQUIRE_FALSE(misspelt.ok());
   CHECK(absl::StrContains(misspelt.status().message(), "first_heuristic, fastest"));

@@ -344,9 +344,10 @@ struct TimingLoopOptions {
   CounterSession counter_session = CounterSession::kPerConfigurationStartedEarly;
   // Projections of every timed and counted candidate sample's outputs (sketch.h). 0: none.
   size_t sketch_projections = 4;
-  // The first heuristic choice until the fastest-of-candidates path is proven on the H200
-  // (docs/measurement.md, "A fair baseline").
-  BaselineSelection baseline_selection = BaselineSelection::kFirstHeuristic;
+  // The fastest of the library's candidates since it ran on the H200 (2026-12-03: every GEMM,
+  // attention forward and backward verdict of the service bench and the engine bench passed
+  // under it; docs/measurement.md, "A fair baseline").
+  BaselineSelection baseline_selection = BaselineSelection::kFastest;
   // Library candidates timed for kFastest (cuBLASLt heuristic results; cuDNN finalizable
   // engine configurations of the heuristic's list), and timed runs of each.
   size_t baseline_candidates = 8;

@@ -541,13 +541,21 @@ TEST_CASE("fake GPU: the fair baseline is measured once per key, then the worker
   CHECK_FALSE(cached.measured);
   CHECK(cached.chosen == 1);
   CHECK(second[3].summary.find("earlier choice") != std::string::npos);
-  // The default stays the library heuristic's first choice, with nothing measured.
+  // first_heuristic: the library heuristic's first choice, with nothing measured.
   std::vector<StageReport> plain;
-  REQUIRE(RunFake("pass", &plain, 933).ok());
+  const auto first_only = [](EngineOptions& o) {
+    o.timing.baseline_selection = gpu::BaselineSelection::kFirstHeuristic;
+  };
+  REQUIRE(RunFake("pass", &plain, 933, true, "solutions/sm90a_wgmma_tma.cu", first_only).ok());
   const gpu::BaselineChoice first_heuristic = choice_of(plain);
   CHECK(first_heuristic.selection == gpu::BaselineSelection::kFirstHeuristic);
   CHECK_FALSE(first_heuristic.measured);
   CHECK(first_heuristic.chosen == 0);
+  // The default is the fastest (here the worker's cached choice of the same key).
+  std::vector<StageReport> by_default;
+  REQUIRE(RunFake("pass", &by_default, 934).ok());
+  CHECK(choice_of(by_default).selection == gpu::BaselineSelection::kFastest);
+  CHECK(choice_of(by_default).chosen == 1);
   gpu::BaselineChoiceCache::Process().Clear();
 }
 
