@@ -341,17 +341,18 @@ class Bench {
         reference_reused += job->measured.value("reference_reused", false) ? 1 : 0;
         compile_cache_hits += job->measured.value("compile_cache_hit", false) ? 1 : 0;
       }
-      per_task[task] = {{"jobs", task_jobs.size()},
-                        {"evaluations_per_gpu_hour", cadence > 0 ? 3600 / cadence : 0},
-                        {"median_seconds", medians},
-                        {"median_speedup", Median(speedups)},
-                        {"speedup_max_over_min",
-                         speedups.empty() ? 0.0
-                                          : *std::max_element(speedups.begin(), speedups.end()) /
-                                                *std::min_element(speedups.begin(), speedups.end())},
-                        {"timing_median_seconds", timing_medians},
-                        {"warm_reference_jobs", reference_reused},
-                        {"compile_cache_hits", compile_cache_hits}};
+      per_task[task] = {
+          {"jobs", task_jobs.size()},
+          {"evaluations_per_gpu_hour", cadence > 0 ? 3600 / cadence : 0},
+          {"median_seconds", medians},
+          {"median_speedup", Median(speedups)},
+          {"speedup_max_over_min", speedups.empty()
+                                       ? 0.0
+                                       : *std::max_element(speedups.begin(), speedups.end()) /
+                                             *std::min_element(speedups.begin(), speedups.end())},
+          {"timing_median_seconds", timing_medians},
+          {"warm_reference_jobs", reference_reused},
+          {"compile_cache_hits", compile_cache_hits}};
     }
     const double per_hour = static_cast<double>(jobs.size()) / wall * 3600;
     std::cerr << "service_bench: " << name << ": " << jobs.size() << " evaluations in " << wall

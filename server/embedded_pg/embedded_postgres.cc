@@ -21,12 +21,14 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/files.h"
 #include "common/status.h"
@@ -196,6 +198,38 @@ std::optional<pid_t> RunningPostmaster(const TrustedDir& dir) {
   const std::optional<pid_t> pid = PidFileOwner(dir);
   if (!pid || !IsLivePostmaster(*pid)) return std::nullopt;
   return pid;
+}
+
+// Waits until the live postmaster `pid` of `dir` says "ready" in its pid file (PostgreSQL 10+
+// writes its status on the file's 8th line and its port on the 4th) and listens on `port`.
+absl::Status AwaitReadyPostmaster(const TrustedDir& dir, pid_t pid, int port) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(60);
+  std::string last = "no pid file";
+  while (absl::Now() < deadline) {
+    if (!IsLivePostmaster(pid)) {
+      return absl::UnavailableError(absl::StrCat("the postmaster ", pid, " exited while starting"));
+    }
+    auto pgdata = dir.OpenSubdir(kPgdataName);
+    if (pgdata.ok()) {
+      auto contents = pgdata->ReadFile("postmaster.pid");
+      if (contents.ok() && contents->has_value()) {
+        const std::vector<std::string> lines = absl::StrSplit(**contents, '\n');
+        int file_port = 0;
+        if (lines.size() >= 8 && absl::SimpleAtoi(lines[3], &file_port)) {
+          if (file_port != port) {
+            return absl::FailedPreconditionError(
+                absl::StrCat("a postmaster (pid ", pid, ") runs on the data folder on port ",
+                             file_port, ", not on ", port, " where the server's connections go"));
+          }
+          last = std::string(absl::StripAsciiWhitespace(lines[7]));
+          if (last == "ready") return absl::OkStatus();
+        }
+      }
+    }
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  return absl::DeadlineExceededError(
+      absl::StrCat("the postmaster ", pid, " was not ready within 60 s (status: ", last, ")"));
 }
 
 // Makes the application role the owner of every object of the public schema that another
@@ -470,6 +504,22 @@ absl::Status EmbeddedPostgres::StartServer(bool keep_port) {
   if (auto owner = PidFileOwner(data); owner && ProcessState(*owner) == 'Z') {
     if (auto pgdata = data.OpenSubdir(kPgdataName); pgdata.ok()) {
       pgdata->Remove("postmaster.pid").IgnoreError();
+    }
+  }
+  // A restart finds a live postmaster of our own: pg_ctl -w gives up after
+  // kPgCtlTimeoutSeconds while the postmaster it started goes on coming up (seen once in
+  // chaos_test "the embedded postmaster killed too" on 2 busy cores: every later start then
+  // failed on the pid file that postmaster holds). The data folder is this process's alone
+  // (owner.lock), so a live postmaster in it is one we started: keep it once it is ready.
+  if (keep_port) {
+    if (std::optional<pid_t> live = RunningPostmaster(data)) {
+      RETURN_IF_ERROR(AwaitReadyPostmaster(data, *live, port_));
+      running_ = true;
+      postmaster_ = live;
+      app_ready_ = false;
+      RETURN_IF_ERROR(Annotate(EnsureAppDatabase(), "creating the application role and database"));
+      app_ready_ = true;
+      return absl::OkStatus();
     }
   }
   // Start. With an automatically chosen port, another process can take the port between our

@@ -68,7 +68,9 @@ class ForkThread {
   }
 
  private:
-  ForkThread() { std::thread([this] { Loop(); }).detach(); }
+  ForkThread() {
+    std::thread([this] { Loop(); }).detach();
+  }
 
   void Loop() {
     std::unique_lock<std::mutex> lock(mu_);
