@@ -307,7 +307,8 @@ TEST_CASE(
   worker->Wait();
 }
 
-TEST_CASE("the GPU pipeline (--gpu-pipeline) is 1 or 2, on GPU workers only", "[worker][gpu_pipeline]") {
+TEST_CASE("the GPU pipeline (--gpu-pipeline) is 1 or 2, on GPU workers only",
+          "[worker][gpu_pipeline]") {
   char templ[] = "/tmp/ptxbench-worker-pipeline-XXXXXX";
   REQUIRE(mkdtemp(templ) != nullptr);
   WorkerOptions options;
