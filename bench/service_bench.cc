@@ -453,6 +453,10 @@ int Main(int argc, char** argv) {
       {"gemm", true, "GEMM reference solutions in the gemm phase", "20"},
       {"no-mix", false, "skip the suite-mix phase"},
       {"baseline", true, "the GPU worker's --baseline (first_heuristic | fastest)", "fastest"},
+      {"gpu-pipeline", true,
+       "the GPU worker's --gpu-pipeline (1: one job at a time; 2: the next job compiles while "
+       "the current one is on the GPU, behind the GPU gate)",
+       "1"},
       {"fake-gpu", false,
        "the evaluator is the fake one: shrink the workloads and label the figures"},
       {"output", true, "also write the JSON figures here"},
@@ -499,6 +503,8 @@ int Main(int argc, char** argv) {
     gpu_args.insert(gpu_args.end(), {"--evaluator", args->Get("evaluator")});
   const std::string baseline = args->Has("baseline") ? args->Get("baseline") : "fastest";
   gpu_args.insert(gpu_args.end(), {"--baseline", baseline});
+  const std::string pipeline = args->Has("gpu-pipeline") ? args->Get("gpu-pipeline") : "1";
+  gpu_args.insert(gpu_args.end(), {"--gpu-pipeline", pipeline});
   Child gpu_worker(gpu_args, work_dir + "/gpu-worker.log");
   Child compile_worker({worker_binary, "--compile-only", "--server", address, "--tasks-dir",
                         tasks_dir, "--hostname", "bench-compile"},
@@ -547,6 +553,8 @@ int Main(int argc, char** argv) {
        "ptxbench-server (embedded PostgreSQL, its durable defaults), one GPU worker, one "
        "compile-only worker, real processes; every submission distinct (a comment), scope full"},
       {"baseline_selection", baseline},
+      // With 2, a job's engine wall includes its wait for the GPU gate: cadence_ratio < 1.
+      {"gpu_pipeline", pipeline},
       {"failed_verdicts", failures},
       {"phases", phases},
       {"targets",

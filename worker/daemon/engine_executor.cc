@@ -124,6 +124,9 @@ absl::StatusOr<std::unique_ptr<JobExecutor>> CreateEngineExecutor(
     identity.cuda_version = JsonText(*device, "runtime_version");
     spdlog::info("GPU {}: {} ({}, {})", options.gpu, identity.gpu_name, identity.arch,
                  identity.gpu_uuid);
+    // Jobs that overlap on this GPU take turns for their GPU stages; with one job at a time
+    // there is nothing to take turns with, and no gate keeps the engine exactly as before.
+    if (options.gpu_pipeline > 1) engine_options.gpu_gate = std::make_shared<engine::GpuGate>();
   } else {
     engine_options.gpu = -1;
   }

@@ -19,6 +19,9 @@ struct EngineExecutorOptions {
   bool compile_only = false;
   // The timing's library baseline (protocol_messages.h BaselineSelection).
   gpu::BaselineSelection baseline_selection = gpu::BaselineSelection::kFastest;
+  // WorkerOptions::gpu_pipeline: above 1, one GPU gate (worker/engine/gpu_gate.h) shared by
+  // every job and the health probe of this executor.
+  int gpu_pipeline = 1;
 };
 
 absl::StatusOr<std::unique_ptr<JobExecutor>> CreateEngineExecutor(

@@ -75,6 +75,13 @@ struct WorkerMetrics {
                     .Help("1 while the worker's GPU passes its health probe")
                     .Register(registry)
                     .Add({})),
+        gpu_gate_wait(prometheus::BuildHistogram()
+                          .Name("ptxbench_worker_gpu_gate_wait_seconds")
+                          .Help("Seconds an evaluation waited for its GPU's gate (--gpu-pipeline "
+                                "2: behind the job on the GPU)")
+                          .Register(registry)
+                          .Add({}, prometheus::Histogram::BucketBoundaries{0.01, 0.1, 0.5, 1, 2.5,
+                                                                           5, 10, 30, 60, 300})),
         compile_cache(prometheus::BuildCounter()
                           .Name("ptxbench_worker_compile_cache_total")
                           .Help("Compile cache lookups by outcome (hit, miss, tampered: an "
@@ -85,6 +92,7 @@ struct WorkerMetrics {
   prometheus::Family<prometheus::Histogram>& stage_seconds;
   prometheus::Counter& sandbox_restarts;
   prometheus::Gauge& healthy;
+  prometheus::Histogram& gpu_gate_wait;
   prometheus::Family<prometheus::Counter>& compile_cache;
 };
 
@@ -93,6 +101,10 @@ struct ActiveJob {
   std::atomic<bool> cancel{false};
   std::atomic<bool> lost{false};  // The server gave the lease to someone else: report nothing.
 };
+
+// Two jobs: one on the GPU and the next compiling. A third would only wait for the gate while
+// its lease and its early processes' watchdogs run.
+constexpr int kMaxGpuPipeline = 2;
 
 // The per-GPU lock's directory: the option, else /run/lock when it is a writable directory, else
 // /tmp (a machine without /run/lock: containers, minimal images).
@@ -116,13 +128,23 @@ class Worker::Impl {
   absl::Status Init() {
     if (options_.hostname.empty()) options_.hostname = Hostname();
     if (options_.slots < 1) return absl::InvalidArgumentError("--slots must be at least 1");
+    if (options_.gpu_pipeline < 1 || options_.gpu_pipeline > kMaxGpuPipeline) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--gpu-pipeline: 1 or 2, got ", options_.gpu_pipeline));
+    }
+    if (options_.compile_only && options_.gpu_pipeline != 1) {
+      return absl::InvalidArgumentError(
+          "--gpu-pipeline is for GPU workers; a compile-only worker runs --slots jobs at once");
+    }
     if (!options_.compile_only) {
       // The measuring phases of a job (correctness, profiling, timing) must have the GPU to
       // themselves (docs/measurement.md, "Exclusivity of the measuring phases").
+      // Two jobs on one GPU only through --gpu-pipeline, whose executor gates the GPU stages.
       if (options_.slots != 1) {
         return absl::InvalidArgumentError(
-            "--slots: a GPU worker evaluates one job at a time (slots 1); only a compile-only "
-            "worker runs more");
+            "--slots: a GPU worker evaluates one job at a time (slots 1; --gpu-pipeline 2 "
+            "overlaps the next job's compile under the GPU gate); only a compile-only worker "
+            "runs more");
       }
       // No UUID: no GPU was found (a GPU worker without one evaluates nothing on it).
       const std::string uuid = executor_->Identity().gpu_uuid;
@@ -285,7 +307,7 @@ class Worker::Impl {
       }
       v1::LeaseRequest request;
       request.set_worker_id(worker_id_);
-      request.set_slots(options_.slots);
+      request.set_slots(options_.compile_only ? options_.slots : options_.gpu_pipeline);
       const absl::Time opened = absl::Now();
       auto reader = stub_->Lease(&context, request);
       v1::LeasedJob job;
@@ -442,6 +464,12 @@ class Worker::Impl {
       }
       const std::string outcome = VerdictClassName(complete.verdict_class);
       metrics_.jobs.Add({{"kind", kind}, {"outcome", outcome}}).Increment();
+      // The engine records the gate wait in the verdict (evaluate.cc, Evaluate).
+      if (const auto gate = complete.report.find("gpu_gate");
+          gate != complete.report.end() && gate->is_object() && gate->contains("wait_seconds") &&
+          (*gate)["wait_seconds"].is_number()) {
+        metrics_.gpu_gate_wait.Observe((*gate)["wait_seconds"].get<double>());
+      }
       UpdateCompileCacheMetrics();
       spdlog::info("worker {}: job {} (submission {}) finished: {}", worker_id_, spec.job_id,
                    spec.submission_id, outcome);

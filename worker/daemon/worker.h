@@ -22,7 +22,13 @@ struct WorkerOptions {
   std::string hostname;  // Default: gethostname().
   int gpu = 0;           // CUDA device ordinal this daemon is pinned to.
   bool compile_only = false;
-  int slots = 1;  // Jobs run at once: 1 for a GPU worker (one GPU evaluates one job at a time).
+  // Jobs run at once on a compile-only worker. A GPU worker refuses any value but 1: its jobs'
+  // GPU stages must have the GPU to themselves, and gpu_pipeline is the only way to overlap them.
+  int slots = 1;
+  // Jobs a GPU worker holds at once: 1 (one job at a time) or 2 (the next job compiles and
+  // starts its processes while the current one runs its GPU stages; the executor's GPU gate,
+  // worker/engine/gpu_gate.h, keeps the GPU stages one job at a time). GPU workers only.
+  int gpu_pipeline = 1;
   // Where the per-GPU lock lives (gpu_lock.h); empty: /run/lock when it is a writable
   // directory (shared by systemd units with PrivateTmp), else /tmp.
   std::string gpu_lock_dir;

@@ -29,6 +29,11 @@ const std::vector<FlagSpec>& Flags() {
     const std::vector<FlagSpec> own = {
         {"gpu", true, "CUDA device ordinal this daemon is pinned to", "0"},
         {"compile-only", false, "take compile jobs of every arch; no GPU needed"},
+        {"gpu-pipeline", true,
+         "jobs a GPU worker holds at once: 1 (one at a time) or 2 (the next job compiles and "
+         "starts up while the current one runs on the GPU; a FIFO gate keeps the GPU stages "
+         "one job at a time: docs/measurement.md, \"Exclusivity of the measuring phases\")",
+         "1"},
         {"metrics-listen", true, "HOST:PORT for Prometheus /metrics (empty: none)"},
         {"gpu-lock-dir", true,
          "directory of the per-GPU lock that keeps a second GPU worker off this GPU "
@@ -72,6 +77,14 @@ absl::StatusOr<WorkerConfig> ParseWorkerFlags(const std::vector<std::string>& ra
   options.tls_ca_file = connection.dial.tls_ca_file;
   options.gpu = static_cast<int>(gpu);
   options.compile_only = args.GetBool("compile-only");
+  ASSIGN_OR_RETURN(int64_t pipeline, args.GetInt("gpu-pipeline", 1));
+  if (pipeline < 1 || pipeline > 2) {
+    return absl::InvalidArgumentError("--gpu-pipeline: 1 or 2");
+  }
+  if (options.compile_only && pipeline != 1) {
+    return absl::InvalidArgumentError("--gpu-pipeline is for GPU workers, not --compile-only");
+  }
+  options.gpu_pipeline = static_cast<int>(pipeline);
   options.metrics_listen = args.Get("metrics-listen");
   options.gpu_lock_dir = args.Get("gpu-lock-dir");
   options.hostname = args.Get("hostname");
@@ -88,6 +101,7 @@ absl::StatusOr<WorkerConfig> ParseWorkerFlags(const std::vector<std::string>& ra
   executor.baseline_selection = *selection;
   executor.gpu = options.gpu;
   executor.compile_only = options.compile_only;
+  executor.gpu_pipeline = options.gpu_pipeline;
   return config;
 }
 

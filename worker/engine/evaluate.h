@@ -37,6 +37,7 @@
 #include "nlohmann/json.hpp"
 #include "worker/engine/compile_cache.h"
 #include "worker/engine/gpu/protocol_messages.h"
+#include "worker/engine/gpu_gate.h"
 
 namespace ptxbench::engine {
 
@@ -90,6 +91,12 @@ struct EngineOptions {
   // Compiles of this worker kept for the next evaluation of the same inputs (compile_cache.h);
   // null: every evaluation compiles.
   std::shared_ptr<CompileCache> compile_cache;
+  // The GPU's gate when evaluations overlap on one GPU (gpu_gate.h; ptxbench-worker
+  // --gpu-pipeline 2): the compile stage runs without it, and the gate is held from the first
+  // correctness command until the evaluation's processes have ended or gone back to the
+  // reference pool; HealthProbe holds it too. Null: no gate, one evaluation at a time is the
+  // caller's promise (today's worker).
+  std::shared_ptr<GpuGate> gpu_gate;
 };
 
 using StageCallback = std::function<void(const StageReport&)>;

@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -221,6 +222,120 @@ TEST_CASE("a second GPU worker on the same GPU, or one with two slots, is refuse
 
   first->reset();  // The first worker ends: its GPU is free again.
   CHECK(Worker::Create(options, std::make_unique<IdleGpuExecutor>("GPU-worker-test")).ok());
+}
+
+// A GPU executor whose jobs take `run_time` each and count how many run at once.
+class ConcurrencyProbe : public JobExecutor {
+ public:
+  ConcurrencyProbe(std::string uuid, absl::Duration run_time)
+      : uuid_(std::move(uuid)), run_time_(run_time) {}
+  ExecutorIdentity Identity() const override {
+    ExecutorIdentity identity;
+    identity.arch = "sm_90a";
+    identity.gpu_name = "probe";
+    identity.gpu_uuid = uuid_;
+    identity.harness_version = "worker_test";
+    return identity;
+  }
+  absl::StatusOr<Verdict> Run(const JobSpec&, const StageCallback& on_stage,
+                              const std::atomic<bool>& cancel) override {
+    const int now = ++running_;
+    int seen = most_;
+    while (now > seen && !most_.compare_exchange_weak(seen, now)) {
+    }
+    const absl::Time until = absl::Now() + run_time_;
+    while (absl::Now() < until && !cancel) absl::SleepFor(absl::Milliseconds(10));
+    --running_;
+    ++finished_;
+    if (cancel) return absl::CancelledError("cancelled");
+    StageReport compile;
+    compile.stage = Stage::kCompile;
+    compile.ok = true;
+    compile.summary = "compiled (probe)";
+    compile.seconds = absl::ToDoubleSeconds(run_time_);
+    on_stage(compile);
+    Verdict verdict;
+    verdict.verdict_class = VerdictClass::kCompiled;
+    verdict.compiled = true;
+    verdict.message = "compiled (probe)";
+    verdict.stages.push_back(compile);
+    return verdict;
+  }
+  absl::Status HealthProbe() override { return absl::OkStatus(); }
+  int most() const { return most_; }
+  int finished() const { return finished_; }
+
+ private:
+  std::string uuid_;
+  absl::Duration run_time_;
+  std::atomic<int> running_{0};
+  std::atomic<int> most_{0};
+  std::atomic<int> finished_{0};
+};
+
+// The jobs a GPU worker holds at once: its Lease asks for --gpu-pipeline of them. Compile jobs of
+// the worker's arch go to GPU workers too, so compile-only submissions exercise the lease.
+TEST_CASE(
+    "a GPU worker holds two jobs at once with --gpu-pipeline 2 and never more than one "
+    "without",
+    "[worker][daemon][gpu_pipeline]") {
+  char templ[] = "/tmp/ptxbench-worker-pipeline-XXXXXX";
+  REQUIRE(mkdtemp(templ) != nullptr);
+  const int pipeline = GENERATE(1, 2);
+  INFO("gpu_pipeline " << pipeline);
+  auto database = api_test::FreshDatabase();
+  auto server = StartServer(database->url(), "127.0.0.1:0");
+  const std::string address = absl::StrCat("127.0.0.1:", server->port());
+  WorkerOptions options;
+  options.server = address;
+  options.hostname = "worker-test";
+  options.gpu_lock_dir = templ;
+  options.gpu_pipeline = pipeline;
+  auto owned = std::make_unique<ConcurrencyProbe>(absl::StrCat("GPU-pipeline-", pipeline),
+                                                  absl::Milliseconds(1500));
+  ConcurrencyProbe* probe = owned.get();
+  auto worker = ValueOrFail(Worker::Create(options, std::move(owned)));
+  std::vector<std::string> ids;
+  for (int i = 0; i < 4; ++i) ids.push_back(Submit(address));
+  REQUIRE_OK(worker->Start());
+  for (const std::string& id : ids) {
+    CHECK(AwaitVerdict(address, id, absl::Seconds(30)) == v1::VERDICT_CLASS_COMPILED);
+  }
+  CHECK(probe->finished() == 4);
+  CHECK(probe->most() == pipeline);
+  worker->GracefulStop();
+  worker->Wait();
+}
+
+TEST_CASE("the GPU pipeline (--gpu-pipeline) is 1 or 2, on GPU workers only",
+          "[worker][gpu_pipeline]") {
+  char templ[] = "/tmp/ptxbench-worker-pipeline-XXXXXX";
+  REQUIRE(mkdtemp(templ) != nullptr);
+  WorkerOptions options;
+  options.server = "127.0.0.1:1";  // Never dialled.
+  options.gpu_lock_dir = templ;
+  options.hostname = "worker-test";
+  for (int bad : {0, 3}) {
+    WorkerOptions o = options;
+    o.gpu_pipeline = bad;
+    auto refused = Worker::Create(o, std::make_unique<IdleGpuExecutor>("GPU-pipeline-bad"));
+    REQUIRE_FALSE(refused.ok());
+    CHECK(absl::StrContains(refused.status().message(), "--gpu-pipeline"));
+  }
+  WorkerOptions compile_only = options;
+  compile_only.compile_only = true;
+  compile_only.gpu_pipeline = 2;
+  auto refused = Worker::Create(compile_only, std::make_unique<FakeCompiler>(absl::Seconds(1)));
+  REQUIRE_FALSE(refused.ok());
+  CHECK(absl::StrContains(refused.status().message(), "GPU workers"));
+  // Two jobs through the pipeline still take the GPU's lock: one daemon per GPU.
+  WorkerOptions pipelined = options;
+  pipelined.gpu_pipeline = 2;
+  auto first = Worker::Create(pipelined, std::make_unique<IdleGpuExecutor>("GPU-pipeline-lock"));
+  REQUIRE_OK(first.status());
+  auto second = Worker::Create(pipelined, std::make_unique<IdleGpuExecutor>("GPU-pipeline-lock"));
+  REQUIRE_FALSE(second.ok());
+  CHECK(second.status().code() == absl::StatusCode::kFailedPrecondition);
 }
 
 }  // namespace

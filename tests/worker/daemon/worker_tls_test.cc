@@ -148,6 +148,15 @@ TEST_CASE("worker flags: the token from a file, defaults shared with the server 
   CHECK(absl::EndsWith(config.executor.tasks_dir, "tasks"));
   std::ostringstream warnings;
   CHECK_FALSE(ParseWorkerFlags({"--gpu", "-1"}, warnings).ok());
+  // The GPU pipeline: 1 unless asked, 2 at most, never on a compile-only worker.
+  CHECK(config.worker.gpu_pipeline == 1);
+  CHECK(config.executor.gpu_pipeline == 1);
+  const WorkerConfig pipelined = Flags({"--token-file", token_file, "--gpu-pipeline", "2"});
+  CHECK(pipelined.worker.gpu_pipeline == 2);
+  CHECK(pipelined.executor.gpu_pipeline == 2);
+  CHECK_FALSE(ParseWorkerFlags({"--gpu-pipeline", "3"}, warnings).ok());
+  CHECK_FALSE(ParseWorkerFlags({"--gpu-pipeline", "0"}, warnings).ok());
+  CHECK_FALSE(ParseWorkerFlags({"--compile-only", "--gpu-pipeline", "2"}, warnings).ok());
   CHECK_FALSE(ParseWorkerFlags({"--bogus"}, warnings).ok());
   CHECK_FALSE(ParseWorkerFlags({"stray"}, warnings).ok());
   CHECK(ParseWorkerFlags({"--token", "ptxb_visible"}, warnings).ok());

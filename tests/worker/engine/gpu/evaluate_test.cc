@@ -4,12 +4,19 @@
 #include "worker/engine/evaluate.h"
 
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <future>
+#include <map>
+#include <memory>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -21,6 +28,7 @@
 #include "worker/engine/gpu/baseline_choice.h"
 #include "worker/engine/gpu/local_eval.h"
 #include "worker/engine/gpu/protocol_messages.h"
+#include "worker/engine/gpu_gate.h"
 
 namespace ptxbench::engine {
 namespace {
@@ -199,7 +207,7 @@ struct FakeSetup {
     for (const char* b :
          {"pass", "wrong", "wrong_timed", "fault", "hang", "mutate", "no_records", "too_fast",
           "no_ipc", "begin_dies", "wrong_unchecked", "hang_timing", "hang_instrument", "unstable",
-          "no_counters", "token", "profiler_detect"}) {
+          "no_counters", "token", "profiler_detect", "slow"}) {
       REQUIRE(symlink(fake.c_str(), (dir + "/fake-evaluator-" + b).c_str()) == 0);
     }
     tasks = dir + "/tasks";
@@ -623,7 +631,7 @@ TEST_CASE(
     o.timing.warmup_seconds = 0.05;
     o.timing.max_seconds = 0.2;
     o.timing.gap_pad_max_us = 1000;  // The fake's launches are instant: a 1 ms pad bound.
-    o.counted_sample_host_ms = 20;    // Nor does the fake's counting cost CUPTI's host work.
+    o.counted_sample_host_ms = 20;   // Nor does the fake's counting cost CUPTI's host work.
   };
   for (const char* behaviour : {"hang_timing", "hang_instrument"}) {
     std::vector<StageReport> stages;
@@ -650,6 +658,25 @@ TEST_CASE(
     REQUIRE(ok.ok());
     CHECK(ok->verdict_class == VerdictClass::kPass);
   }
+  // Behind a GPU gate (--gpu-pipeline 2) the health probe after the kill runs inside the
+  // evaluation's own turn: it must not ask the gate again (that would wait for ever), and the
+  // gate is free once the evaluation returns.
+  auto gate = std::make_shared<GpuGate>();
+  auto gated = [&](EngineOptions& o) {
+    fast(o);
+    o.gpu_gate = gate;
+  };
+  std::vector<StageReport> stages;
+  auto v = RunFake("hang_timing", &stages, 4244, true, "solutions/sm90a_wgmma_tma.cu", gated);
+  INFO(v.status().message());
+  REQUIRE(v.ok());
+  CHECK(v->verdict_class == VerdictClass::kTimeout);
+  REQUIRE(stages.back().detail.contains("health_after_kill"));
+  CHECK(stages.back().detail["health_after_kill"] == "ok");
+  CHECK(v->report["gpu_gate"]["held"] == true);
+  CHECK(gate->waiting() == 0);
+  auto again = gate->Acquire();
+  CHECK(again.ok());
 }
 
 TEST_CASE("fake GPU: a loop at its sample cap with scattering samples is reported",
@@ -696,6 +723,241 @@ TEST_CASE("fake GPU: the strong check decides token use, profiling detection and
     CHECK(v->tic_paper);
     CHECK_FALSE(v->tic);
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The GPU gate (gpu_gate.h) through Evaluate(): two evaluations on two threads, as a GPU worker
+// with --gpu-pipeline 2 runs them. The fake's "slow" GPU phases are traced (fake_evaluator.cc:
+// "<pid> <mode> start|end <CLOCK_REALTIME ns> <hash key>" in gpu-trace.log beside it).
+
+int64_t RealtimeNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+struct GpuInterval {
+  int64_t start = 0;
+  int64_t end = 0;
+  std::string mode;
+  std::string key;  // The evaluation's hash key.
+};
+
+bool Intersect(int64_t a0, int64_t a1, int64_t b0, int64_t b1) { return a0 < b1 && b0 < a1; }
+
+// Asks the fake processes for their GPU phases for as long as it lives.
+class GpuTrace {
+ public:
+  GpuTrace() : path_(Fake().dir + "/gpu-trace.log") {
+    std::ofstream(path_).flush();
+    // Sandboxed candidates and instrumented processes run as nobody when the test runs as root.
+    REQUIRE(chmod(path_.c_str(), 0666) == 0);
+  }
+  ~GpuTrace() { unlink(path_.c_str()); }
+
+  // Every phase, start and end paired per process (one command at a time in each); a phase
+  // that never ended lasts for ever.
+  std::vector<GpuInterval> Intervals() const {
+    std::vector<GpuInterval> out;
+    std::map<std::string, GpuInterval> open;
+    std::istringstream in(Slurp(path_));
+    std::string pid, mode, edge, key;
+    int64_t ns = 0;
+    while (in >> pid >> mode >> edge >> ns >> key) {
+      if (edge == "start") {
+        open[pid] = {ns, 0, mode, key};
+      } else if (auto it = open.find(pid); it != open.end()) {
+        it->second.end = ns;
+        out.push_back(it->second);
+        open.erase(it);
+      }
+    }
+    for (auto& [pid_key, interval] : open) {
+      interval.end = INT64_MAX;
+      out.push_back(interval);
+    }
+    return out;
+  }
+
+ private:
+  std::string path_;
+};
+
+// Pairs of GPU phases of different evaluations that overlap in time.
+size_t CrossOverlaps(const std::vector<GpuInterval>& intervals) {
+  size_t n = 0;
+  for (size_t i = 0; i < intervals.size(); ++i) {
+    for (size_t j = i + 1; j < intervals.size(); ++j) {
+      const GpuInterval& a = intervals[i];
+      const GpuInterval& b = intervals[j];
+      if (a.key != b.key && Intersect(a.start, a.end, b.start, b.end)) ++n;
+    }
+  }
+  return n;
+}
+
+struct TimedRun {
+  absl::StatusOr<Verdict> verdict = absl::UnknownError("not run");
+  int64_t compile_start = 0;  // The compile stage, from its report (CLOCK_REALTIME ns).
+  int64_t compile_end = 0;
+};
+
+// RunFake's evaluation, recording the compile stage's interval and calling `after_compile`
+// when it is reported.
+void RunTimedFake(const std::string& behaviour, uint64_t secret,
+                  const std::function<void(EngineOptions&)>& adjust, TimedRun* out,
+                  const std::function<void()>& after_compile = nullptr,
+                  const std::atomic<bool>* cancel = nullptr) {
+  auto task = LoadTask(Fake().tasks + "/gemm_n7168_k5120");
+  REQUIRE(task.ok());
+  EvaluationRequest r;
+  r.task = &*task;
+  r.arch = "sm_90a";
+  r.source = Slurp(task->dir + "/solutions/sm90a_wgmma_tma.cu");
+  EngineOptions o;
+  o.evaluator_path = Fake().dir + "/fake-evaluator-" + behaviour;
+  o.secret = secret;
+  o.trial_timeout_seconds = 2;
+  o.sanitizer_on_runtime_error = false;
+  if (adjust) adjust(o);
+  out->verdict = Evaluate(
+      r, o,
+      [&](const StageReport& s) {
+        if (s.stage != Stage::kCompile) return;
+        out->compile_end = RealtimeNs();
+        out->compile_start = out->compile_end - static_cast<int64_t>(s.seconds * 1e9);
+        if (after_compile) after_compile();
+      },
+      cancel);
+}
+
+// Runs A, and B once A's compile stage has been reported (B then compiles while A is on the GPU).
+void RunStaggered(const std::function<void(EngineOptions&)>& adjust, TimedRun* a, TimedRun* b) {
+  std::promise<void> a_compiled;
+  std::thread first([&] { RunTimedFake("slow", 901, adjust, a, [&] { a_compiled.set_value(); }); });
+  std::future<void> compiled = a_compiled.get_future();
+  // A that fails before its compile report would leave the promise unset: bounded wait.
+  const bool reported = compiled.wait_for(std::chrono::seconds(120)) == std::future_status::ready;
+  std::thread second([&] {
+    if (reported) RunTimedFake("slow", 902, adjust, b);
+  });
+  first.join();
+  second.join();
+  REQUIRE(reported);
+}
+
+TEST_CASE(
+    "fake GPU: with a shared GPU gate two evaluations' GPU phases never overlap, while the "
+    "second one compiles during the first one's",
+    "[evaluate][fake][gpu_gate]") {
+  GpuTrace trace;
+  auto gate = std::make_shared<GpuGate>();
+  const auto gated = [&](EngineOptions& o) { o.gpu_gate = gate; };
+  TimedRun a, b;
+  RunStaggered(gated, &a, &b);
+  INFO(a.verdict.status().message() << " / " << b.verdict.status().message());
+  REQUIRE(a.verdict.ok());
+  REQUIRE(b.verdict.ok());
+  CHECK(a.verdict->verdict_class == VerdictClass::kPass);
+  CHECK(b.verdict->verdict_class == VerdictClass::kPass);
+
+  const std::vector<GpuInterval> intervals = trace.Intervals();
+  std::map<std::string, size_t> per_key;
+  for (const GpuInterval& i : intervals) ++per_key[i.key];
+  REQUIRE(per_key.size() == 2);  // Both evaluations ran GPU phases (trials, compare, time...).
+  for (const auto& [key, n] : per_key) CHECK(n >= 5);
+  // (a) No GPU phase of one evaluation inside one of the other.
+  std::ostringstream listing;
+  for (const GpuInterval& i : intervals) {
+    listing << i.key << " " << i.mode << " " << i.start << " " << i.end << "\n";
+  }
+  INFO(listing.str());
+  CHECK(CrossOverlaps(intervals) == 0);
+  // (b) The pipelining happened: B's compile ran while A was on the GPU. A got the gate first
+  // (it asked first), so A's phases are those of the key that started first.
+  const GpuInterval* earliest = &intervals.front();
+  for (const GpuInterval& i : intervals) {
+    if (i.start < earliest->start) earliest = &i;
+  }
+  size_t a_phases_in_b_compile = 0;
+  for (const GpuInterval& i : intervals) {
+    if (i.key == earliest->key && Intersect(i.start, i.end, b.compile_start, b.compile_end)) {
+      ++a_phases_in_b_compile;
+    }
+  }
+  INFO("B compiled from " << b.compile_start << " to " << b.compile_end);
+  CHECK(a_phases_in_b_compile >= 1);
+  // The audit record: each held the gate; B waited for A.
+  for (const TimedRun* run : {&a, &b}) {
+    REQUIRE(run->verdict->report.contains("gpu_gate"));
+    CHECK(run->verdict->report["gpu_gate"]["held"] == true);
+  }
+  CHECK(b.verdict->report["gpu_gate"]["wait_seconds"].get<double>() > 0.05);
+  CHECK(gate->waiting() == 0);
+}
+
+TEST_CASE(
+    "fake GPU: without a gate the same two evaluations' GPU phases overlap (the check can "
+    "fail)",
+    "[evaluate][fake][gpu_gate]") {
+  // Both compile from the cache, so they reach their GPU stages together.
+  auto cache = std::make_shared<CompileCache>();
+  const auto cached = [&](EngineOptions& o) { o.compile_cache = cache; };
+  {
+    TimedRun warm;
+    RunTimedFake("slow", 900, cached, &warm);
+    REQUIRE(warm.verdict.ok());
+    CHECK_FALSE(warm.verdict->report.contains("gpu_gate"));  // No gate: no audit entry.
+  }
+  GpuTrace trace;
+  TimedRun a, b;
+  std::thread first([&] { RunTimedFake("slow", 901, cached, &a); });
+  std::thread second([&] { RunTimedFake("slow", 902, cached, &b); });
+  first.join();
+  second.join();
+  REQUIRE(a.verdict.ok());
+  REQUIRE(b.verdict.ok());
+  const std::vector<GpuInterval> intervals = trace.Intervals();
+  std::set<std::string> keys;
+  for (const GpuInterval& i : intervals) keys.insert(i.key);
+  REQUIRE(keys.size() == 2);
+  CHECK(CrossOverlaps(intervals) > 0);
+}
+
+TEST_CASE("fake GPU: an evaluation cancelled while it waits for the GPU gate ends promptly",
+          "[evaluate][fake][gpu_gate]") {
+  auto gate = std::make_shared<GpuGate>();
+  absl::StatusOr<GpuGate::Hold> busy = gate->Acquire();  // Another job is on the GPU.
+  REQUIRE(busy.ok());
+  std::atomic<bool> cancel{false};
+  TimedRun run;
+  std::atomic<int64_t> returned{0};
+  std::thread job([&] {
+    RunTimedFake(
+        "slow", 903, [&](EngineOptions& o) { o.gpu_gate = gate; }, &run, nullptr, &cancel);
+    returned = RealtimeNs();
+  });
+  // Wait until it is queued behind the holder (its compile done).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (gate->waiting() == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const bool queued = gate->waiting() == 1;
+  const int64_t cancelled_at = RealtimeNs();
+  cancel = true;
+  job.join();
+  REQUIRE(queued);
+  REQUIRE_FALSE(run.verdict.ok());
+  CHECK(run.verdict.status().code() == absl::StatusCode::kCancelled);
+  const double seconds = static_cast<double>(returned - cancelled_at) / 1e9;
+  INFO("returned " << seconds << " s after the cancel");
+  CHECK(seconds < 2);
+  // Its turn was given up: the gate is free as soon as the holder lets go.
+  CHECK(gate->waiting() == 0);
+  busy->Release();
+  absl::StatusOr<GpuGate::Hold> next = gate->Acquire();
+  REQUIRE(next.ok());
+  CHECK(next->wait_seconds() < 0.5);
 }
 
 }  // namespace

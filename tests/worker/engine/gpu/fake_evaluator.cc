@@ -21,11 +21,23 @@
 // wrong_unchecked (the timed samples that are not checked element-wise are wrong: only their
 // sketches show it).
 //
+// slow (a correct kernel whose GPU phases take a while: 30 ms per trial, 10 ms per reference or
+// comparison, 50 ms instrumented, 200 ms timing loop, so that two evaluations' GPU phases would
+// visibly overlap without the GPU gate).
+//
+// GPU phases: every command that launches kernels on a real GPU (trial, save_outputs,
+// compute_reference, compare, sketch, go, time) appends "<pid> <mode> start|end <CLOCK_REALTIME
+// ns> <hash key>" lines to gpu-trace.log beside this program when that file exists (the tests
+// create it; the hash key tells the evaluations apart, a warm reference process serving several).
+//
 // Sketches: both processes sketch the fake's outputs with the real arithmetic (sketch.h
 // SketchOnHost, the GPU kernel's oracle).
+#include <fcntl.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -53,6 +65,42 @@ namespace gpu = ptxbench::gpu;
 using gpu::Mix64;
 
 std::string behaviour;
+std::string trace_path;  // <this program's directory>/gpu-trace.log
+
+int64_t RealtimeNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+void TraceLine(const char* mode, const char* edge, uint64_t key) {
+  // O_APPEND without O_CREAT: only when a test asked for the trace; one write per line, so the
+  // lines of concurrent processes do not interleave.
+  int fd = open(trace_path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+  if (fd < 0) return;
+  char line[160];
+  int n = std::snprintf(line, sizeof line, "%d %s %s %lld %llx\n", static_cast<int>(getpid()), mode,
+                        edge, static_cast<long long>(RealtimeNs()),
+                        static_cast<unsigned long long>(key));
+  if (n > 0) (void)!write(fd, line, static_cast<size_t>(n));
+  close(fd);
+}
+
+// One GPU phase: traced from construction to destruction, `slow_ms` long under "slow".
+class GpuPhase {
+ public:
+  GpuPhase(const char* mode, uint64_t key, int slow_ms) : mode_(mode), key_(key) {
+    TraceLine(mode_, "start", key_);
+    if (behaviour == "slow") usleep(static_cast<useconds_t>(slow_ms) * 1000);
+  }
+  ~GpuPhase() { TraceLine(mode_, "end", key_); }
+  GpuPhase(const GpuPhase&) = delete;
+  GpuPhase& operator=(const GpuPhase&) = delete;
+
+ private:
+  const char* mode_;
+  uint64_t key_;
+};
 
 template <typename Event>
 void Emit(const Event& event) {
@@ -189,6 +237,9 @@ int Instrument(const ptxbench::Task& task, const gpu::InstrumentRequest& request
     transfer = std::get<gpu::GoCommand>(*go).transfer;
     event.waited_for_go = true;
   }
+  // The instrumented run, up to its event; then the process only waits (outputs kept).
+  std::optional<GpuPhase> phase;
+  phase.emplace("instrument", request.hash_key, 50);
   if (behaviour == "hang_instrument") sleep(1000);
   if (behaviour == "token") {
     event.records = {{"gemm_kernel", 256, 4, 128, 4, 0},
@@ -211,11 +262,13 @@ int Instrument(const ptxbench::Task& task, const gpu::InstrumentRequest& request
     event.input_hash_before = event.input_hash_after = InputHash(request.seed, request.hash_key);
   }
   Emit(event);
+  phase.reset();
   if (transfer != gpu::OutputTransfer::kIpc || request.host_inputs) return 0;
   // Like the real one: alive until the supervisor is done with the outputs.
   while (true) {
     auto cmd = Next<gpu::SaveOutputsCommand, gpu::QuitCommand>(in);
     if (!cmd.has_value() || !std::holds_alternative<gpu::SaveOutputsCommand>(*cmd)) return 0;
+    GpuPhase save("instrument", request.hash_key, 0);
     Emit(gpu::OutputsEvent{WriteOutputs(task, request.workload, request.seed,
                                         std::get<gpu::SaveOutputsCommand>(*cmd).prefix, false,
                                         gpu::OutputTransfer::kFile)});
@@ -302,11 +355,14 @@ int Reference(const ptxbench::Task& task, uint64_t key) {
       key = begin->hash_key;
       Emit(gpu::ReadyEvent{Device(), true});
     } else if (const auto* ref = std::get_if<gpu::ComputeReferenceCommand>(&*cmd)) {
+      GpuPhase phase("reference", key, 10);
       Emit(gpu::ReferenceEvent{ref->workload, ref->seed, InputHash(ref->seed, key),
                                nlohmann::json::object(), 0, 0});
     } else if (const auto* compare = std::get_if<gpu::CompareCommand>(&*cmd)) {
+      GpuPhase phase("reference", key, 10);
       Emit(Compare(task, *compare));
     } else if (const auto* sketch = std::get_if<gpu::SketchReferenceCommand>(&*cmd)) {
+      GpuPhase phase("reference", key, 10);
       Emit(SketchReferences(task, *sketch));
     }
   }
@@ -481,10 +537,12 @@ int Candidate(const ptxbench::Task& task, const gpu::CandidateRequest& request) 
                     gpu::PrepareTimingCommand, gpu::TimeCommand>(in);
     if (!cmd.has_value() || std::holds_alternative<gpu::QuitCommand>(*cmd)) return 0;
     if (const auto* save = std::get_if<gpu::SaveOutputsCommand>(&*cmd)) {
+      GpuPhase phase("candidate", request.hash_key, 0);
       Emit(gpu::OutputsEvent{WriteOutputs(task, last_trial.workload, last_trial.seed, save->prefix,
                                           behaviour == "wrong", gpu::OutputTransfer::kFile)});
     } else if (const auto* trial = std::get_if<gpu::TrialCommand>(&*cmd)) {
       last_trial = *trial;
+      GpuPhase phase("candidate", request.hash_key, 30);
       if (behaviour == "hang") sleep(1000);
       if (behaviour == "fault") {
         Emit(gpu::FaultEvent{gpu::FaultPhase::kTrial,
@@ -504,6 +562,7 @@ int Candidate(const ptxbench::Task& task, const gpu::CandidateRequest& request) 
           0.01};
       Emit(event);
     } else if (const auto* time = std::get_if<gpu::TimeCommand>(&*cmd)) {
+      GpuPhase phase("candidate", request.hash_key, 200);
       Emit(Time(task, *time));
     }
   }
@@ -543,6 +602,7 @@ int main(int argc, char** argv) {
   std::string self = argv[0];
   std::string dir = self.substr(0, self.rfind('/'));
   behaviour = self.substr(self.rfind("fake-evaluator-") + 15);
+  trace_path = dir + "/gpu-trace.log";
   auto mode = gpu::EnumFromName<gpu::EvaluatorMode>(argc > 1 ? argv[1] : "");
   if (!mode.has_value()) return Fail(absl::InvalidArgumentError("unknown mode"));
   switch (*mode) {
