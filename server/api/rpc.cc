@@ -14,6 +14,7 @@
 #include "server/api/log_text.h"
 #include "server/api/request_check.h"
 #include "server/api/retry_pushback.h"
+#include "server/store/store.h"
 #include "spdlog/spdlog.h"
 
 namespace ptxbench::api {
@@ -90,6 +91,14 @@ grpc::Status RpcScope::Finish(const absl::Status& status) {
                   incident, LogQuoted(context_->peer()),
                   LogQuoted(std::string(status.message()), 2048));
     if (status.code() == absl::StatusCode::kUnavailable) return ToGrpcStatus(StoreUnavailable());
+    if (store::IsCommitOutcomeUnknown(status)) {
+      return grpc::Status(
+          grpc::StatusCode::UNKNOWN,
+          absl::StrCat("the database connection was lost while this call's change was being "
+                       "committed, so it may or may not have taken effect; look before repeating "
+                       "it (incident ",
+                       incident, ")"));
+    }
     return grpc::Status(
         static_cast<grpc::StatusCode>(status.code()),
         absl::StrCat("internal error (incident ", incident, "): the server logged the details"));

@@ -52,6 +52,27 @@ bool IsTerminal(v1::SubmissionState state) {
   return state == v1::SUBMISSION_STATE_FINISHED || state == v1::SUBMISSION_STATE_CANCELLED;
 }
 
+// The database connection broke while the submission's COMMIT was in flight (the chaos test
+// kills the postmaster under load and met it: "connection lost during COMMIT"), so the row
+// may or may not exist. With an idempotency key the same request sent again is exactly
+// right either way (it returns the stored submission, or stores it now), so the answer is
+// UNAVAILABLE, which every client retries; without one only the caller can look, so it is
+// UNKNOWN and says how. The detail goes to the log; the caller's message names no database.
+absl::Status SubmitOutcomeUnknown(const absl::Status& status, const store::NewSubmission& request) {
+  spdlog::warn("submit outcome unknown tenant={} idempotency_key={} message={}", request.tenant,
+               LogQuoted(request.idempotency_key), LogQuoted(std::string(status.message()), 2048));
+  if (!request.idempotency_key.empty()) {
+    return PublicStatus(absl::UnavailableError(
+        "the database connection was lost while this submission was being committed, so it "
+        "may or may not be stored; send the same request again with the same idempotency_key: "
+        "a stored submission is returned, not duplicated"));
+  }
+  return PublicStatus(absl::UnknownError(
+      "the database connection was lost while this submission was being committed, so it may "
+      "or may not be stored; ListSubmissions shows whether it was (set idempotency_key to make "
+      "a retry safe)"));
+}
+
 // Every unary method is served by rpc.h's ServeStreamedUnary (admission, then the token,
 // then the request's bytes: bounded, text-checked, parsed here so that a field that is not
 // UTF-8 is named). WatchSubmission stays a synchronous stream.
@@ -155,9 +176,12 @@ class SubmissionServiceImpl final : public GuardedService<v1::SubmissionService>
     submission.idempotency_key = request.idempotency_key();
 
     // CreateSubmission returns only after the transaction committed: OK means durable.
-    ASSIGN_OR_RETURN(store::SubmissionRow row, ctx_->limits->Admit(caller.tenant, [&] {
-      return ctx_->store->CreateSubmission(submission);
-    }));
+    absl::StatusOr<store::SubmissionRow> created = ctx_->limits->Admit(
+        caller.tenant, [&] { return ctx_->store->CreateSubmission(submission); });
+    if (store::IsCommitOutcomeUnknown(created.status())) {
+      return SubmitOutcomeUnknown(created.status(), submission);
+    }
+    ASSIGN_OR_RETURN(store::SubmissionRow row, std::move(created));
     ctx_->leases->JobsAvailable(ArchName(row.arch));
     ctx_->event_changes->Notify();
     ctx_->metrics->RecordSubmission(row.tenant, row.model, row.task_id, ArchName(row.arch));
@@ -165,8 +189,7 @@ class SubmissionServiceImpl final : public GuardedService<v1::SubmissionService>
         "submission accepted submission_id={} tenant={} task={} arch={} model={} session_id={} "
         "turn={}",
         row.id, row.tenant, row.task_id, ArchName(row.arch), LogQuoted(row.model),
-        LogQuoted(row.session_id),
-        row.turn_index);
+        LogQuoted(row.session_id), row.turn_index);
     ASSIGN_OR_RETURN(*response->mutable_submission(), SubmissionFromRow(row));
     return absl::OkStatus();
   }

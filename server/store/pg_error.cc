@@ -4,6 +4,7 @@
 #include <pqxx/pqxx>
 #include <string>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
@@ -18,6 +19,12 @@ std::string OneLine(const char* what) {
   std::string text = absl::StrReplaceAll(what, {{"\n", " "}, {"\t", " "}});
   while (absl::StrContains(text, "  ")) text = absl::StrReplaceAll(text, {{"  ", " "}});
   return std::string(absl::StripAsciiWhitespace(text));
+}
+
+absl::Status OutcomeUnknown(const std::string& message) {
+  absl::Status status = absl::UnknownError(message);
+  status.SetPayload(kOutcomeUnknownPayload, absl::Cord("1"));
+  return status;
 }
 
 PgFailure FromSqlState(const std::string& context, const std::string& sqlstate,
@@ -55,13 +62,13 @@ PgFailure ClassifyCurrentException(const std::string& context) {
   } catch (const pqxx::in_doubt_error& e) {
     // The connection broke while COMMIT was in flight: the transaction may or may not have
     // been applied. Not retried here: the caller (or an operator) must look.
-    return {absl::UnknownError(absl::StrCat(
+    return {OutcomeUnknown(absl::StrCat(
                 context, ": connection lost during COMMIT, outcome unknown: ", OneLine(e.what()))),
             false, true};
   } catch (const pqxx::statement_completion_unknown& e) {
-    return {absl::UnknownError(
-                absl::StrCat(context, ": statement outcome unknown: ", OneLine(e.what()))),
-            false, true};
+    return {
+        OutcomeUnknown(absl::StrCat(context, ": statement outcome unknown: ", OneLine(e.what()))),
+        false, true};
   } catch (const pqxx::serialization_failure& e) {
     return {absl::AbortedError(absl::StrCat(context, ": ", OneLine(e.what()))), true};
   } catch (const pqxx::deadlock_detected& e) {

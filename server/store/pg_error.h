@@ -17,9 +17,14 @@ struct PgFailure {
   bool connection_lost = false;
 };
 
+// The payload that marks a status whose write may or may not have committed (the connection
+// broke while COMMIT, or a statement, was in flight). store.h's IsCommitOutcomeUnknown reads it.
+inline constexpr char kOutcomeUnknownPayload[] = "type.ptxbench.dev/ptxbench.store.OutcomeUnknown";
+
 // Classifies the exception being handled (rethrows and catches it):
 //   broken connection, admin shutdown, 08xxx         -> UNAVAILABLE, connection_lost
-//   connection lost during COMMIT (outcome unknown)  -> UNKNOWN, connection_lost
+//   connection lost during COMMIT (outcome unknown)  -> UNKNOWN, connection_lost, marked with
+//                                                       kOutcomeUnknownPayload
 //   40001 serialization failure, 40P01 deadlock      -> ABORTED, retryable
 //   23505 unique violation                           -> ALREADY_EXISTS
 //   23503 foreign key violation                      -> NOT_FOUND

@@ -643,6 +643,10 @@ std::optional<LeaseLostReason> LeaseLostReasonOf(const absl::Status& status) {
 
 bool IsLeaseLost(const absl::Status& status) { return LeaseLostReasonOf(status).has_value(); }
 
+bool IsCommitOutcomeUnknown(const absl::Status& status) {
+  return absl::IsUnknown(status) && status.GetPayload(internal::kOutcomeUnknownPayload).has_value();
+}
+
 absl::StatusOr<std::unique_ptr<Store>> Store::Connect(const StoreOptions& options) {
   if (options.pool_size < 1) {
     return absl::InvalidArgumentError(

@@ -564,6 +564,10 @@ absl::Status LeaseLostError(LeaseLostReason reason, const std::string& message);
 std::optional<LeaseLostReason> LeaseLostReasonOf(const absl::Status& status);
 // Whether `status` is the fence's refusal.
 bool IsLeaseLost(const absl::Status& status);
+// Whether `status` says a write may or may not have committed: the connection broke while
+// its COMMIT (or, outside a transaction, its statement) was in flight, as when the postmaster
+// is killed under load. UNKNOWN; only a lookup after the database is back can tell.
+bool IsCommitOutcomeUnknown(const absl::Status& status);
 
 }  // namespace ptxbench::store
 
