@@ -360,6 +360,7 @@ class WorkerServiceImpl final : public GuardedService<v1::WorkerService> {
     if (status.ok() && held.has_value() && held->kind == v1::JOB_KIND_COMPILE && verdict.compiled) {
       ctx_->leases->JobsAvailable(ArchName(held->arch));
     }
+    if (store::IsCommitOutcomeUnknown(status)) return ResultOutcomeUnknown(status, lease);
     if (!status.ok()) {
       spdlog::warn("complete refused job_id={} worker_id={} attempt={} error={}",
                    LogQuoted(lease.job_id), LogQuoted(lease.worker_id), lease.attempt,
@@ -390,6 +391,9 @@ class WorkerServiceImpl final : public GuardedService<v1::WorkerService> {
     auto held = ctx_->jobs->Released(lease.job_id);
     ctx_->leases->WakeWorker(lease.worker_id);
     ctx_->event_changes->Notify();
+    if (store::IsCommitOutcomeUnknown(will_retry.status())) {
+      return ResultOutcomeUnknown(will_retry.status(), lease);
+    }
     if (!will_retry.ok()) return will_retry.status();
     response->set_will_retry(*will_retry);
     spdlog::info("job failed job_id={} worker_id={} attempt={} kind={} will_retry={} reason={}",
@@ -397,6 +401,23 @@ class WorkerServiceImpl final : public GuardedService<v1::WorkerService> {
                  LogQuoted(request.reason(), 200));
     if (!*will_retry) RecordIfFinished(held.has_value() ? held->submission_id : "");
     return absl::OkStatus();
+  }
+
+  // The database connection broke while a Complete's or Fail's COMMIT was in flight (a
+  // killed postmaster), so the result may or may not be stored. Sending the same call again
+  // under the same lease is right either way: the fence stores it once, and answers a second
+  // one with "lease lost: ... already done" (or "leased again" after a Fail that requeued).
+  // So UNAVAILABLE, which the worker retries; UNKNOWN would make it drop a verdict it holds
+  // and leave the job to its lease's expiry and a second evaluation.
+  static absl::Status ResultOutcomeUnknown(const absl::Status& status,
+                                           const store::LeaseRef& lease) {
+    spdlog::warn("result outcome unknown job_id={} worker_id={} attempt={} message={}",
+                 LogQuoted(lease.job_id), LogQuoted(lease.worker_id), lease.attempt,
+                 LogQuoted(std::string(status.message()), 2048));
+    return PublicStatus(absl::UnavailableError(
+        "the database connection was lost while this result was being committed, so it may or "
+        "may not be stored; send the same call again under the same lease: the lease's fence "
+        "stores it once"));
   }
 
   std::mutex owners_mu_;

@@ -190,63 +190,25 @@ TEST_CASE("a retried Submit with the same idempotency key returns the first subm
   CHECK(next.submissions(0).id() == first.submission().id());
 }
 
-// A submission whose model is "slow-commit" waits 20 s in its COMMIT: a deferred constraint
-// trigger runs at COMMIT time and sleeps. That holds the server's COMMIT in flight long
-// enough for the test to end the server's session under it, which is what killing the
-// postmaster does to a COMMIT in flight (the chaos test met it: "connection lost during
-// COMMIT"; the insert is then rolled back, but the server cannot know that).
-void InstallSlowCommit(const testing::TestDatabase& database) {
-  REQUIRE(database
-              .Sql(R"sql(
-    CREATE FUNCTION test_slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$
-    BEGIN
-      IF NEW.model = 'slow-commit' THEN PERFORM pg_sleep(20); END IF;
-      RETURN NULL;
-    END $$;
-    CREATE CONSTRAINT TRIGGER test_slow_commit AFTER INSERT ON submissions
-      DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION test_slow_commit();)sql")
-              .ok());
-}
-
-// Submits `request` while ending, from outside, the server's session once it sleeps in the
-// COMMIT; returns the Submit's status.
-grpc::Status SubmitAndLoseTheCommit(TestServer& server, const std::string& token,
-                                    const v1::SubmitRequest& request) {
-  grpc::Status status;
-  std::thread submit([&] { status = Submit(server, token, request); });
-  int ended = 0;
-  for (int poll = 0; poll < 200 && ended == 0; ++poll) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    auto count = server.database().Scalar(
-        "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-        "WHERE datname = current_database() AND wait_event = 'PgSleep'");
-    if (count.ok() && count->has_value()) ended = std::stoi(**count);
-  }
-  submit.join();
-  INFO("sessions ended in their COMMIT: " << ended);
-  REQUIRE(ended == 1);
-  return status;
-}
-
 TEST_CASE(
     "a Submit whose COMMIT loses the database says so: UNAVAILABLE to retry with a key, "
     "UNKNOWN without",
     "[api][submit]") {
   TestServer server;
   const std::string vendor = server.CreateToken("acme", v1::ROLE_VENDOR);
-  InstallSlowCommit(server.database());
+  InstallSlowCommit(server.database(), "submissions", "NEW.model = 'slow-commit'");
   v1::SubmitRequest request = ValidSubmit();
   request.set_model("slow-commit");
 
   SECTION("with an idempotency key: UNAVAILABLE, and the same request again stores it once") {
     request.set_idempotency_key("turn-3");
-    const grpc::Status lost = SubmitAndLoseTheCommit(server, vendor, request);
+    const grpc::Status lost =
+        CallAndLoseTheCommit(server, [&] { return Submit(server, vendor, request); });
     INFO(lost.error_code() << " " << lost.error_message());
     CHECK(lost.error_code() == grpc::StatusCode::UNAVAILABLE);
     CHECK(absl::StrContains(lost.error_message(), "same idempotency_key"));
     CHECK_FALSE(absl::StrContains(lost.error_message(), "internal error"));
-    // The retry must not sleep again: the test's trigger lets a plain model through.
-    REQUIRE(server.database().Sql("DROP TRIGGER test_slow_commit ON submissions").ok());
+    RemoveSlowCommit(server.database(), "submissions");
     v1::SubmitResponse retried;
     grpc::Status again;
     for (int attempt = 0; attempt < 20; ++attempt) {
@@ -264,7 +226,8 @@ TEST_CASE(
               .value_or(std::nullopt) == std::optional<std::string>("1"));
   }
   SECTION("without one: UNKNOWN, saying to look rather than an internal error") {
-    const grpc::Status lost = SubmitAndLoseTheCommit(server, vendor, request);
+    const grpc::Status lost =
+        CallAndLoseTheCommit(server, [&] { return Submit(server, vendor, request); });
     INFO(lost.error_code() << " " << lost.error_message());
     CHECK(lost.error_code() == grpc::StatusCode::UNKNOWN);
     CHECK(absl::StrContains(lost.error_message(), "may or may not be stored"));

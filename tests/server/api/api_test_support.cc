@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
@@ -457,6 +458,41 @@ std::string HttpGet(int port, const std::string& path) {
   }
   close(fd);
   return response;
+}
+
+void InstallSlowCommit(const testing::TestDatabase& database, const std::string& table,
+                       const std::string& condition) {
+  const std::string sql = absl::StrCat(
+      "CREATE FUNCTION test_slow_commit_", table,
+      "() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN IF ", condition,
+      " THEN PERFORM pg_sleep(20); END IF; RETURN NULL; END $$; "
+      "CREATE CONSTRAINT TRIGGER test_slow_commit AFTER INSERT ON ",
+      table, " DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION test_slow_commit_",
+      table, "();");
+  auto done = database.Sql(sql);
+  INFO(done.status().ToString());
+  REQUIRE(done.ok());
+}
+
+void RemoveSlowCommit(const testing::TestDatabase& database, const std::string& table) {
+  REQUIRE(database.Sql(absl::StrCat("DROP TRIGGER test_slow_commit ON ", table)).ok());
+}
+
+grpc::Status CallAndLoseTheCommit(TestServer& server, const std::function<grpc::Status()>& call) {
+  grpc::Status status;
+  std::thread caller([&] { status = call(); });
+  int ended = 0;
+  for (int poll = 0; poll < 200 && ended == 0; ++poll) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    auto count = server.database().Scalar(
+        "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+        "WHERE datname = current_database() AND wait_event = 'PgSleep'");
+    if (count.ok() && count->has_value()) ended = std::stoi(**count);
+  }
+  caller.join();
+  INFO("sessions ended in their COMMIT: " << ended);
+  REQUIRE(ended == 1);
+  return status;
 }
 
 }  // namespace ptxbench::api_test

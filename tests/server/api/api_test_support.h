@@ -8,6 +8,7 @@
 
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -142,6 +143,18 @@ class FakeWorker {
   bool stop_heartbeats_ = false;
   std::thread heartbeat_thread_;
 };
+
+// A COMMIT lost in flight, as killing the postmaster under load loses one (the chaos test
+// met it: "connection lost during COMMIT"), made exact: InstallSlowCommit makes the COMMIT
+// of a transaction that inserted a row of `table` for which `condition` (SQL over NEW) holds
+// wait 20 s in a deferred constraint trigger; CallAndLoseTheCommit runs `call` on a thread,
+// ends the server's session once it sleeps there (the insert is rolled back, but the server
+// cannot know that) and returns the call's status. It REQUIREs that exactly one session was
+// ended. RemoveSlowCommit lets later calls commit at once.
+void InstallSlowCommit(const testing::TestDatabase& database, const std::string& table,
+                       const std::string& condition);
+void RemoveSlowCommit(const testing::TestDatabase& database, const std::string& table);
+grpc::Status CallAndLoseTheCommit(TestServer& server, const std::function<grpc::Status()>& call);
 
 // A verdict as a worker would send it.
 v1::Verdict MakeVerdict(v1::VerdictClass verdict_class);

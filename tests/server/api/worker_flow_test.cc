@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -249,6 +250,52 @@ TEST_CASE("job calls are fenced by the lease", "[api][flow]") {
   auto no_class = worker.Complete(*job, v1::Verdict());
   CHECK(no_class.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
   CHECK(absl::StartsWith(no_class.error_message(), "verdict.verdict_class: required"));
+}
+
+TEST_CASE(
+    "a result whose COMMIT loses the database is UNAVAILABLE, and sent again it is stored once",
+    "[api][flow]") {
+  TestServer server;
+  const std::string vendor = server.CreateToken("acme", v1::ROLE_VENDOR);
+  FakeWorker worker(server.channel(), server.CreateToken("fleet", v1::ROLE_WORKER), v1::ARCH_SM_90A,
+                    "GPU-in-doubt");
+  REQUIRE(worker.Register().ok());
+  const std::string id = SubmitOk(server, vendor, ValidSubmit());
+  worker.OpenLease(1);
+  auto job = worker.NextJob(absl::Seconds(10));
+  REQUIRE(job.has_value());
+  InstallSlowCommit(server.database(), "verdicts", "true");
+  const bool complete = GENERATE(true, false);  // Complete, or Fail(KERNEL), which is final.
+  INFO((complete ? "Complete" : "Fail"));
+  auto send = [&]() -> grpc::Status {
+    bool will_retry = true;
+    if (complete) return worker.Complete(*job, MakeVerdict(v1::VERDICT_CLASS_COMPILED));
+    return worker.Fail(*job, v1::FAILURE_KIND_KERNEL, &will_retry);
+  };
+  const grpc::Status lost = CallAndLoseTheCommit(server, send);
+  INFO(lost.error_code() << " " << lost.error_message());
+  // Not UNKNOWN: the worker would drop the verdict it holds and the job would wait for its
+  // lease to expire and be evaluated a second time.
+  CHECK(lost.error_code() == grpc::StatusCode::UNAVAILABLE);
+  CHECK(absl::StrContains(lost.error_message(), "same lease"));
+  CHECK(server.database().Scalar("SELECT count(*) FROM verdicts").value_or(std::nullopt) ==
+        std::optional<std::string>("0"));
+  RemoveSlowCommit(server.database(), "verdicts");
+  grpc::Status again;
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    again = send();
+    if (again.error_code() != grpc::StatusCode::UNAVAILABLE) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  INFO(again.error_message());
+  CHECK(again.ok());
+  // Sent a third time, the fence refuses it: the result is stored once.
+  CHECK(send().error_code() == grpc::StatusCode::FAILED_PRECONDITION);
+  CHECK(server.database().Scalar("SELECT count(*) FROM verdicts").value_or(std::nullopt) ==
+        std::optional<std::string>("1"));
+  CHECK(server.database()
+            .Scalar(absl::StrCat("SELECT state FROM submissions WHERE id = '", id, "'"))
+            .value_or(std::nullopt) == std::optional<std::string>("finished"));
 }
 
 TEST_CASE("an expired lease is reaped and handed to another worker", "[api][flow]") {
