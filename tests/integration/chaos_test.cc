@@ -32,6 +32,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "proto/dial.h"
@@ -203,6 +204,16 @@ class ChaosStack {
 
   const std::string& address() const { return address_; }
   const std::string& dir() const { return dir_; }
+
+  // How many lines of the servers' logs (every start's) contain `needle`.
+  int ServerLogLines(const std::string& needle) const {
+    int lines = 0;
+    for (int start = 1; start <= server_starts_; ++start) {
+      std::ifstream in(absl::StrCat(dir_, "/server-", start, ".log"));
+      for (std::string line; std::getline(in, line);) lines += absl::StrContains(line, needle);
+    }
+    return lines;
+  }
 
  private:
   std::string dir_;
@@ -417,7 +428,10 @@ void RunChaos(int submissions, std::vector<Fault> faults) {
             << " workers; faults: " << figures.worker_kills << " worker kill -9, "
             << figures.worker_stops << " worker SIGSTOP past the lease, " << figures.server_kills
             << " server kill -9, " << figures.postmaster_kills << " postmaster kill -9; "
-            << figures.submit_retries << " Submit retries, " << releases
+            << figures.submit_retries << " Submit retries ("
+            << stack.ServerLogLines("submit outcome unknown") << " after a COMMIT lost in flight), "
+            << stack.ServerLogLines("result outcome unknown")
+            << " results retried after a COMMIT lost in flight, " << releases
             << " jobs leased again; submitting " << absl::FormatDuration(submitted - start)
             << ", drain after the last Submit " << absl::FormatDuration(drained - submitted)
             << ", total " << absl::FormatDuration(drained - start) << "\n";
