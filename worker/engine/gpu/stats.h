@@ -57,8 +57,10 @@ const char* ShouldStop(const StoppingRule& rule, const SampleSummary& candidate,
 struct CountedPlan {
   size_t needed = 0;  // 0: no counted launches.
   double rate = 0;
-  // Configuration of the j-th counted launch: shuffled rounds holding each configuration
-  // `per_config` times and configuration 0 (the target family's FLOPs) once more.
+  // Configuration of the j-th counted launch, `needed` entries: each configuration
+  // `per_config` times and configuration 0 (the target family's FLOPs) once more, topped up to
+  // `needed` by a keyed draw; each configuration's launches in one block, the blocks in a keyed
+  // order (a change of configuration costs a new CUPTI session: stats.cc).
   std::vector<size_t> config_order;
 };
 // `configs` single-pass configurations; at least `per_config` each and `min_total` in all;
@@ -71,7 +73,7 @@ bool IsCountedPair(uint64_t seed, uint64_t pair, double rate);
 // candidate's never-repeated sequence, far from the timed samples' indices (from which the
 // supervisor derives the checked samples' seeds).
 inline constexpr uint64_t kCountedSeedOffset = uint64_t{1} << 40;
-// The configuration of counted launch j (cycles through config_order).
+// The configuration of counted launch j; past the plan, the last block's.
 size_t CountedConfig(const CountedPlan& plan, size_t j);
 // The host delay before launch number `launch` of the loop (both sides, warm-up included),
 // uniform in [0, max_us] microseconds.

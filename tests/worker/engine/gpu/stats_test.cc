@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <set>
 #include <vector>
 
 namespace ptxbench::gpu {
@@ -52,20 +53,55 @@ TEST_CASE("stopping: converged, sample cap, time cap", "[stats]") {
   CHECK(std::string(ShouldStop(rule, Summarize(few), Summarize(few), 0.1)).empty());
 }
 
-TEST_CASE("counted launches cover every configuration, the target's once more", "[stats]") {
+TEST_CASE("counted launches cover every configuration, the target's once more, in blocks",
+          "[stats]") {
   CountedPlan plan = PlanCountedLaunches(8, 2, 20, 20, 1234);
   CHECK(plan.needed == 20);  // 8 x 2 + 1 = 17 < the total asked for.
   CHECK(plan.rate == Approx(20.0 / 60.0));
-  REQUIRE(plan.config_order.size() >= plan.needed);
-  // The first round (17 launches) holds config 0 three times and every other twice.
-  std::map<size_t, int> first_round;
-  for (size_t j = 0; j < 17; ++j) ++first_round[CountedConfig(plan, j)];
-  CHECK(first_round.size() == 8);
-  CHECK(first_round[0] == 3);
-  for (size_t c = 1; c < 8; ++c) CHECK(first_round[c] == 2);
-  // Shuffled, and by the secret.
+  REQUIRE(plan.config_order.size() == plan.needed);
+  // Config 0 at least three times, every other at least twice; the 3 of the top-up go to 3
+  // launches of a drawn round.
+  std::map<size_t, int> launches;
+  for (size_t j = 0; j < plan.needed; ++j) ++launches[CountedConfig(plan, j)];
+  CHECK(launches.size() == 8);
+  CHECK(launches[0] >= 3);
+  int total = 0;
+  for (const auto& [c, n] : launches) {
+    if (c != 0) CHECK(n >= 2);
+    total += n;
+  }
+  CHECK(total == 20);
+  // Each configuration's launches in one block: 7 changes, one new CUPTI session per
+  // configuration (stats.cc: a change costs 150-213 ms on the H200, a collection 3-34 ms).
+  int changes = 0;
+  for (size_t j = 1; j < plan.needed; ++j) {
+    changes += CountedConfig(plan, j) != CountedConfig(plan, j - 1) ? 1 : 0;
+  }
+  CHECK(changes == 7);
+  // Past the plan the last block goes on: no new session for the loop's extra counted launches.
+  CHECK(CountedConfig(plan, plan.needed) == CountedConfig(plan, plan.needed - 1));
+  CHECK(CountedConfig(plan, plan.needed + 50) == CountedConfig(plan, plan.needed - 1));
+  // The blocks' order and the top-up are the secret's: over 200 secrets every configuration
+  // comes first sometimes, and the top-up does not always go to the same configurations.
+  std::set<size_t> firsts;
+  std::set<std::map<size_t, int>> top_ups;
+  for (uint64_t secret = 0; secret < 200; ++secret) {
+    CountedPlan p = PlanCountedLaunches(8, 2, 20, 20, secret);
+    firsts.insert(CountedConfig(p, 0));
+    std::map<size_t, int> counts;
+    for (size_t j = 0; j < p.needed; ++j) ++counts[CountedConfig(p, j)];
+    top_ups.insert(counts);
+  }
+  CHECK(firsts.size() == 8);
+  CHECK(top_ups.size() > 10);
   CountedPlan other = PlanCountedLaunches(8, 2, 20, 20, 1235);
   CHECK(other.config_order != plan.config_order);
+  // No top-up: exactly the round.
+  CountedPlan exact = PlanCountedLaunches(4, 2, 0, 20, 7);
+  CHECK(exact.needed == 9);
+  std::map<size_t, int> exact_launches;
+  for (size_t c : exact.config_order) ++exact_launches[c];
+  CHECK(exact_launches == std::map<size_t, int>{{0, 3}, {1, 2}, {2, 2}, {3, 2}});
   // Off, and a rate within its bounds for long and short loops.
   CHECK(PlanCountedLaunches(0, 2, 20, 20, 1).needed == 0);
   CHECK(PlanCountedLaunches(8, 0, 0, 20, 1).needed == 0);
