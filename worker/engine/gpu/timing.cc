@@ -174,10 +174,14 @@ absl::StatusOr<TimingResult> TimeInterleaved(const TimedSide& candidate, const T
     // timed launch; launch 1 is the process's first collection, whose cold start (CUPTI's
     // first range) is not what later ones cost, so only launch 2 enters the estimate and the
     // pad. Both are prepared like the loop's counted launches.
+    // They use the first counted launch's configuration, so that the session they start is
+    // the one the loop's first block needs (a change of configuration costs a new session:
+    // stats.cc PlanCountedLaunches).
     const bool calibrate = counting && (warm == 1 || warm == 2);
-    if (calibrate) RETURN_IF_ERROR(prepare_counted(0));
+    const size_t first_config = counting ? CountedConfig(config.counted, 0) : 0;
+    if (calibrate) RETURN_IF_ERROR(prepare_counted(first_config));
     ASSIGN_OR_RETURN(Launch c, measure(candidate, SampleSeed(~config.candidate_seed_base, warm),
-                                       calibrate ? 0 : -1));
+                                       calibrate ? static_cast<int>(first_config) : -1));
     if (calibrate) {
       ASSIGN_OR_RETURN(auto dropped, hooks.counting->end());
       (void)dropped;
