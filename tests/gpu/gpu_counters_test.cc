@@ -405,7 +405,14 @@ TEST_CASE("counters: counted launches inside the timing loop read a GEMM's 2MNK 
        << begin_us[begin_us.size() / 2] << " max " << begin_us.back() << ", sketch ms median "
        << sketch_ms[sketch_ms.size() / 2] << ", counted seconds " << result->counted_seconds
        << ", loop seconds " << result->sampling_seconds);
+  size_t configuration_changes = 0;
+  for (size_t j = 1; j < result->counted.size(); ++j) {
+    configuration_changes += result->counted[j].config != result->counted[j - 1].config ? 1 : 0;
+  }
+  // Blocks (stats.cc): one change per configuration at most.
+  CHECK(configuration_changes < f.counters->config_count());
   Figures()["timing_loop_counted"] = {{"pairs", result->pairs},
+                                      {"configuration_changes", configuration_changes},
                                       {"counted", result->counted.size()},
                                       {"rate", config.counted.rate},
                                       {"candidate_median_ms", result->candidate.median},
@@ -618,10 +625,13 @@ TEST_CASE("counters: the cost and values of a collection, per session policy", "
     SessionSwap swap(session);
     HardwareCounters* counters = swap.get();
     const size_t configs = counters->config_count();
+    // Each configuration three times in a row, then three rounds that change it at every
+    // collection (what the loop's shuffled order did before its blocks, stats.cc), so that the
+    // figures show a collection of the configuration in place and one after a change.
     std::vector<size_t> order;
     for (size_t c = 0; c < configs; ++c) order.insert(order.end(), {c, c, c});
     for (size_t round = 0; round < 3; ++round) {
-      for (size_t c = 0; c < configs; ++c) order.push_back((c * 7 + round) % configs);
+      for (size_t c = 0; c < configs; ++c) order.push_back((c + round) % configs);
     }
     std::vector<double> prepare_ms, begin_ms, end_ms;
     std::string lines;
@@ -662,6 +672,13 @@ TEST_CASE("counters: the cost and values of a collection, per session policy", "
       return v;
     };
     const std::vector<double> b = sorted(begin_ms), p = sorted(prepare_ms), e = sorted(end_ms);
+    std::vector<double> prepare_changed_ms, prepare_same_ms;
+    for (size_t i = 0; i < order.size(); ++i) {
+      (i > 0 && order[i] == order[i - 1] ? prepare_same_ms : prepare_changed_ms)
+          .push_back(prepare_ms[i]);
+    }
+    prepare_changed_ms = sorted(prepare_changed_ms);
+    prepare_same_ms = sorted(prepare_same_ms);
     WARN("session " << name << ": " << order.size() << " collections, " << bad
                     << " non-finite; Begin median " << Quantile(b, 0.5) << " ms (max " << b.back()
                     << "), Prepare median " << Quantile(p, 0.5) << " ms, End median "
@@ -673,6 +690,8 @@ TEST_CASE("counters: the cost and values of a collection, per session policy", "
                      {"end_ms", end_ms},
                      {"begin_ms_median", Quantile(b, 0.5)},
                      {"prepare_ms_median", Quantile(p, 0.5)},
+                     {"prepare_ms_median_configuration_changed", Quantile(prepare_changed_ms, 0.5)},
+                     {"prepare_ms_median_configuration_same", Quantile(prepare_same_ms, 0.5)},
                      {"end_ms_median", Quantile(e, 0.5)}};
   }
   Figures()["collection_cost_per_session"] = figures;
