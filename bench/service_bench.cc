@@ -216,6 +216,8 @@ struct Job {
   // (its choice when --baseline fastest) and which processes were reused, so that a figure
   // that got faster can be told apart from a check that stopped running.
   json measured = json::object();
+  bool finished_in_budget = false;  // Its verdict came before the bench's budget ran out.
+  absl::Time awaited_at;            // When its verdict was read (this process's clock).
 };
 
 std::string StageKey(v1::Stage stage) {
@@ -245,10 +247,16 @@ json Medians(const std::vector<const Job*>& jobs) {
 
 class Bench {
  public:
-  Bench(std::unique_ptr<v1::SubmissionService::Stub> stub, bool fake_gpu)
-      : stub_(std::move(stub)), fake_gpu_(fake_gpu) {}
+  // `deadline`: --budget-seconds from the bench's start (InfiniteFuture for none).
+  Bench(std::unique_ptr<v1::SubmissionService::Stub> stub, bool fake_gpu, absl::Time deadline)
+      : stub_(std::move(stub)), fake_gpu_(fake_gpu), deadline_(deadline) {}
+
+  bool BudgetSpent() const { return absl::Now() >= deadline_; }
 
   // Submits every source at once, waits for every verdict, and returns the phase's figures.
+  // When the budget runs out first, the verdicts not in yet are cancelled and left out: the
+  // figures are those of the jobs that finished, and say how many did not ("unfinished"), so
+  // that a device call's time limit costs the rest of a phase and not what was measured.
   json Phase(const std::string& name, const std::vector<Source>& sources, int* failures) {
     std::vector<Job> jobs(sources.size());
     const absl::Time start = absl::Now();
@@ -270,7 +278,27 @@ class Bench {
       jobs[i].submission_id = response.submission().id();
     }
     for (Job& job : jobs) Await(job);
-    const double wall = absl::ToDoubleSeconds(absl::Now() - start);
+    size_t unfinished = 0;
+    absl::Time last = start;
+    for (Job& job : jobs) {
+      if (job.finished_in_budget) {
+        last = std::max(last, job.awaited_at);
+        continue;
+      }
+      ++unfinished;
+      grpc::ClientContext context;
+      context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+      v1::CancelSubmissionRequest cancel;
+      cancel.set_submission_id(job.submission_id);
+      v1::Submission cancelled;
+      (void)stub_->CancelSubmission(&context, cancel, &cancelled);
+    }
+    std::erase_if(jobs, [](const Job& job) { return !job.finished_in_budget; });
+    if (unfinished > 0) {
+      std::cerr << "service_bench: " << name << ": the budget ran out with " << unfinished << " of "
+                << sources.size() << " verdicts not in; they were cancelled\n";
+    }
+    const double wall = absl::ToDoubleSeconds(last - start);
 
     // The GPU worker runs one evaluation at a time: its verdicts, in order, give each job's
     // cadence (the first job's counts from its own engine start).
@@ -354,10 +382,12 @@ class Bench {
           {"warm_reference_jobs", reference_reused},
           {"compile_cache_hits", compile_cache_hits}};
     }
-    const double per_hour = static_cast<double>(jobs.size()) / wall * 3600;
+    const double per_hour = wall > 0 ? static_cast<double>(jobs.size()) / wall * 3600 : 0;
     std::cerr << "service_bench: " << name << ": " << jobs.size() << " evaluations in " << wall
               << " s = " << per_hour << " per GPU-hour; medians " << Medians(all).dump() << "\n";
     return {{"jobs", jobs.size()},
+            {"submitted", sources.size()},
+            {"unfinished", unfinished},
             {"wall_seconds", wall},
             {"evaluations_per_gpu_hour", per_hour},
             {"median_seconds", Medians(all)},
@@ -369,15 +399,21 @@ class Bench {
   void Await(Job& job) {
     {
       grpc::ClientContext context;
-      context.set_deadline(std::chrono::system_clock::now() + std::chrono::minutes(30));
+      // Past the budget, a second still: a verdict already in replays at once.
+      const absl::Time now = absl::Now();
+      context.set_deadline(absl::ToChronoTime(
+          std::max(std::min(deadline_, now + absl::Minutes(30)), now + absl::Seconds(1))));
       v1::WatchSubmissionRequest request;
       request.set_submission_id(job.submission_id);
       auto reader = stub_->WatchSubmission(&context, request);
       v1::StageEvent event;
       while (reader->Read(&event)) job.events.push_back(event);
       const grpc::Status status = reader->Finish();
+      if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED && BudgetSpent()) return;
       if (!status.ok()) Die(absl::StrCat("WatchSubmission: ", status.error_message()));
     }
+    job.finished_in_budget = true;
+    job.awaited_at = absl::Now();
     grpc::ClientContext context;
     v1::GetSubmissionRequest request;
     request.set_submission_id(job.submission_id);
@@ -439,6 +475,7 @@ class Bench {
 
   std::unique_ptr<v1::SubmissionService::Stub> stub_;
   bool fake_gpu_;
+  absl::Time deadline_;
 };
 
 int Main(int argc, char** argv) {
@@ -459,7 +496,11 @@ int Main(int argc, char** argv) {
        "1"},
       {"fake-gpu", false,
        "the evaluator is the fake one: shrink the workloads and label the figures"},
-      {"output", true, "also write the JSON figures here"},
+      {"budget-seconds", true,
+       "stop waiting this long after the start: verdicts not in are cancelled and left out, a "
+       "phase not begun is skipped, and the figures say so (0: no budget)",
+       "0"},
+      {"output", true, "also write the JSON figures here (again after each phase)"},
   };
   auto args = ParseArgs(std::vector<std::string>(argv + 1, argv + argc), specs);
   if (!args.ok()) Die(absl::StrCat(args.status().message(), "\n", FlagHelp(specs)));
@@ -476,6 +517,10 @@ int Main(int argc, char** argv) {
   if (fs::exists(work_dir) && !fs::is_empty(work_dir)) {
     Die(absl::StrCat("--work-dir ", work_dir, " is not empty"));
   }
+  auto budget_seconds = args->GetInt("budget-seconds", 0);
+  if (!budget_seconds.ok() || *budget_seconds < 0) Die("--budget-seconds: a count of seconds >= 0");
+  const absl::Time deadline =
+      *budget_seconds > 0 ? absl::Now() + absl::Seconds(*budget_seconds) : absl::InfiniteFuture();
   fs::create_directories(work_dir);
   chmod(work_dir.c_str(), 0755);
   const bool fake = args->GetBool("fake-gpu");
@@ -516,54 +561,74 @@ int Main(int argc, char** argv) {
   dial.address = address;
   auto channel = Dial(dial);
   if (!channel.ok()) Die(absl::StrCat("dial ", address, ": ", channel.status().message()));
-  Bench bench(v1::SubmissionService::NewStub(*channel), fake);
+  Bench bench(v1::SubmissionService::NewStub(*channel), fake, deadline);
 
   const Source gemm = ReferenceSolution(*catalog, "gemm_n7168_k5120");
   int failures = 0;
   json phases = json::object();
+  json skipped = json::array();
+  // The figures so far; written after each phase, so that a call cut short keeps what ran.
+  auto figures = [&](bool complete) {
+    json met = json::object();
+    if (phases.contains("gemm")) {
+      const json& g = phases["gemm"];
+      met["gemm_evaluations_per_gpu_hour"] =
+          g.value("evaluations_per_gpu_hour", 0.0) >= kTargetGemmPerGpuHour;
+      met["gemm_cadence_ratio"] =
+          g["median_seconds"].value("cadence_ratio", 0.0) <= kTargetCadenceRatio;
+    }
+    if (phases.contains("mix")) {
+      met["mix_evaluations_per_gpu_hour"] =
+          phases["mix"].value("evaluations_per_gpu_hour", 0.0) >= kTargetMixPerGpuHour;
+    }
+    return json{
+        {"benchmark", "service"},
+        {"date", absl::FormatTime("%Y-%m-%d", absl::Now(), absl::UTCTimeZone())},
+        {"label", fake ? "fake GPU: service overhead only (fake evaluator, every workload the "
+                         "task's smallest)"
+                       : "real GPU"},
+        {"cpu_cores", std::thread::hardware_concurrency()},
+        {"setup",
+         "ptxbench-server (embedded PostgreSQL, its durable defaults), one GPU worker, one "
+         "compile-only worker, real processes; every submission distinct (a comment), scope "
+         "full"},
+        {"baseline_selection", baseline},
+        // With 2, a job's engine wall includes its wait for the GPU gate: cadence_ratio < 1.
+        {"gpu_pipeline", pipeline},
+        {"budget_seconds", *budget_seconds},
+        {"complete", complete},
+        {"skipped_phases", skipped},
+        {"failed_verdicts", failures},
+        {"phases", phases},
+        {"targets",
+         {{"gemm_evaluations_per_gpu_hour", kTargetGemmPerGpuHour},
+          {"mix_evaluations_per_gpu_hour", kTargetMixPerGpuHour},
+          {"cadence_ratio", kTargetCadenceRatio}}},
+        {"met", met},
+    };
+  };
+  auto write = [&](const json& result) {
+    if (args->Has("output")) std::ofstream(args->Get("output")) << result.dump(2) << "\n";
+  };
   phases["gemm"] =
       bench.Phase("gemm", std::vector<Source>(static_cast<size_t>(*gemm_count), gemm), &failures);
+  write(figures(false));
   if (!args->GetBool("no-mix")) {
-    std::vector<Source> mix(20, gemm);
-    for (const char* task : {"mha_with_lse_d128", "mha_with_lse_d128_causal"}) {
-      mix.insert(mix.end(), 4, ReferenceSolution(*catalog, task));
+    if (bench.BudgetSpent()) {
+      skipped.push_back("mix: the budget was spent");
+    } else {
+      std::vector<Source> mix(20, gemm);
+      for (const char* task : {"mha_with_lse_d128", "mha_with_lse_d128_causal"}) {
+        mix.insert(mix.end(), 4, ReferenceSolution(*catalog, task));
+      }
+      for (const char* task : {"mha_bwd_d128", "mha_bwd_d128_causal"}) {
+        mix.insert(mix.end(), 2, ReferenceSolution(*catalog, task));
+      }
+      phases["mix"] = bench.Phase("mix", mix, &failures);
     }
-    for (const char* task : {"mha_bwd_d128", "mha_bwd_d128_causal"}) {
-      mix.insert(mix.end(), 2, ReferenceSolution(*catalog, task));
-    }
-    phases["mix"] = bench.Phase("mix", mix, &failures);
   }
-
-  const double gemm_per_hour = phases["gemm"]["evaluations_per_gpu_hour"].get<double>();
-  const double gemm_ratio = phases["gemm"]["median_seconds"]["cadence_ratio"].get<double>();
-  json met = {{"gemm_evaluations_per_gpu_hour", gemm_per_hour >= kTargetGemmPerGpuHour},
-              {"gemm_cadence_ratio", gemm_ratio <= kTargetCadenceRatio}};
-  if (phases.contains("mix")) {
-    met["mix_evaluations_per_gpu_hour"] =
-        phases["mix"]["evaluations_per_gpu_hour"].get<double>() >= kTargetMixPerGpuHour;
-  }
-  const json result = {
-      {"benchmark", "service"},
-      {"date", absl::FormatTime("%Y-%m-%d", absl::Now(), absl::UTCTimeZone())},
-      {"label", fake ? "fake GPU: service overhead only (fake evaluator, every workload the "
-                       "task's smallest)"
-                     : "real GPU"},
-      {"cpu_cores", std::thread::hardware_concurrency()},
-      {"setup",
-       "ptxbench-server (embedded PostgreSQL, its durable defaults), one GPU worker, one "
-       "compile-only worker, real processes; every submission distinct (a comment), scope full"},
-      {"baseline_selection", baseline},
-      // With 2, a job's engine wall includes its wait for the GPU gate: cadence_ratio < 1.
-      {"gpu_pipeline", pipeline},
-      {"failed_verdicts", failures},
-      {"phases", phases},
-      {"targets",
-       {{"gemm_evaluations_per_gpu_hour", kTargetGemmPerGpuHour},
-        {"mix_evaluations_per_gpu_hour", kTargetMixPerGpuHour},
-        {"cadence_ratio", kTargetCadenceRatio}}},
-      {"met", met},
-  };
-  if (args->Has("output")) std::ofstream(args->Get("output")) << result.dump(2) << "\n";
+  const json result = figures(true);
+  write(result);
   json summary = result;
   for (auto& [name, phase] : summary["phases"].items()) phase.erase("rows");
   std::cout << summary.dump() << std::endl;
