@@ -550,12 +550,22 @@ void CheckCountedGaps(HardwareCounters* counters, double pad_us, bool expect_hid
                              << ", pad seconds " << result->gap_pad_seconds
                              << "; counted gaps above the timed p99: " << above << " of "
                              << compared);
-  // Every counted launch's idle GPU is its Begin (host) plus a launch latency: within 10 % +
-  // 50 us.
+  // A counted launch's idle GPU is its Begin (host) plus a launch latency: never much less
+  // than Begin, and within 10 % + 50 us of it but for the host's own hiccups. Those are allowed
+  // on one launch in twenty (at least one): on the H200 (2026-12-03 run 9) one of 51 showed
+  // 1108 us idle after a 563 us Begin, the thread away ~540 us between Begin and the launch; a
+  // hiccup like that falls on timed launches as well, so it tells a kernel nothing.
+  size_t beyond_begin = 0;
   for (const CountedSample& c : result->counted) {
     CHECK(c.idle_us >= c.begin_us * 0.9);
-    CHECK(c.idle_us <= c.begin_us * 1.1 + 50);
+    if (c.idle_us > c.begin_us * 1.1 + 50) {
+      ++beyond_begin;
+      WARN("counted launch at pair " << c.position << ": idle " << c.idle_us << " us after a "
+                                     << c.begin_us << " us Begin");
+    }
   }
+  CHECK(static_cast<double>(beyond_begin) <=
+        std::max(1.0, 0.05 * static_cast<double>(result->counted.size())));
   if (expect_hidden) {
     // Hidden: the pad covers Begin, so counted gaps fall among the timed ones.
     CHECK(result->gap_pad_us >= result->counted_idle_us_mean);
@@ -569,6 +579,7 @@ void CheckCountedGaps(HardwareCounters* counters, double pad_us, bool expect_hid
     begin_us.push_back(c.begin_us);
     idle_us.push_back(c.idle_us);
   }
+  figures["counted_idle_beyond_begin"] = beyond_begin;
   figures["pad_us"] = result->gap_pad_us;
   figures["pad_seconds"] = result->gap_pad_seconds;
   figures["timed_idle_us_mean"] = result->timed_idle_us_mean;
