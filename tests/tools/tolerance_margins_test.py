@@ -4,7 +4,10 @@
 Builds a report like scripts/gpu-test writes (validation entries with tolerance_figures) and a
 task directory with the task's tolerance, runs the tool as CI does, and checks what the table
 says: each decoy's class, the honest solutions' worst relative norm and headroom, expected and
-unexpected verdicts, skipped sources, and --check against a stale copy.
+unexpected verdicts, skipped sources, and --check against a stale copy; then the library's error
+against fp64 quoted from gpu_runtime_test's lines, the summary per task (the closest rejected
+margin decoy, those the rules alone accept), an allclose-only task's honest line, and the title
+of a merged report (no generated_at of its own).
 """
 import json
 import os
@@ -63,15 +66,76 @@ REPORT["gpu_report"]["tasks"][0]["validation"][6]["tolerance_figures"]["dQ"]["ru
     "fp64_reference": {"pass": False, "checked": True}}
 
 
+# gpu_runtime_test's lines with the library's error against fp64 (two causal backward draws, one
+# without the mask that the causal task must not quote, and the bf16 GEMM's).
+REPORT["gpu_runtime_test"] = {"warnings": [
+    "cudnn sdpa backward S=128 causal dist=0 seed=7: rel-norm dQ 0.00236567 dK 0.00234112 dV 0.0023922; {}",
+    "cudnn sdpa backward S=384 causal dist=1 seed=11: rel-norm dQ 0.00231317 dK 0.00240076 dV "
+    "0.00239894; {}",
+    "cudnn sdpa backward S=128 dist=0 seed=7: rel-norm dQ 0.0099 dK 0.0099 dV 0.0099; {}",
+    "cublaslt gemm against fp64, M=128 N=256 K=5120: max abs err 0.712455, relative norm 0.00166497, "
+    "allclose(1e-2, 1e-2) failures 0 of 32768"]}
+
+# An allclose-only task (the bf16 GEMM): honest figures as a line, a margin decoy the rules accept.
+GEMM = {"task": "gemm_n7168_k5120", "validation": [
+    {"path": "solutions/sm90a_wgmma_tma.cu", "arch": "sm_90a", "expect": "pass", "verdict": "pass",
+     "tolerance_figures": {"C": {"max_abs_error": 0.0, "max_relative_norm": 0.0,
+                                 "min_matched_ratio": 1.0,
+                                 "rules": {"all_close": {"pass": True, "checked": True}}}}},
+    {"path": "decoys/fp16_operands.cu", "arch": "sm_90a", "expect": "target_work_insufficient",
+     "verdict": "target_work_insufficient",
+     "tolerance_figures": {"C": {"max_abs_error": 0.25, "max_relative_norm": 2.1e-06,
+                                 "min_matched_ratio": 1.0,
+                                 "rules": {"all_close": {"pass": True, "checked": True}}}}},
+    {"path": "decoys/bf16_accumulation.cu", "arch": "sm_90a", "expect": "wrong_result",
+     "verdict": "wrong_result",
+     "tolerance_figures": {"C": {"max_abs_error": 0.5, "max_relative_norm": 0.00297,
+                                 "min_matched_ratio": 0.92688,
+                                 "rules": {"all_close": {"pass": False, "checked": True}}}}}]}
+REPORT["gpu_report"]["tasks"].append(GEMM)
+
+
+def library_and_summary_checks(table, problems):
+    """The library line, the summary rows and the allclose-only task's honest line."""
+    library = ("Library: cuDNN against fp64 (`gpu_runtime_test`, S = 128, 384, 2 draws): relative "
+               "norm dQ 0.00231-0.00237, dK 0.00234-0.0024, dV 0.00239-0.0024.")
+    if library not in table:
+        problems.append(f"no library line '{library}' in:\n{table}")
+    if "Library: cuBLASLt against fp64 (`gpu_runtime_test`, M=128 N=256 K=5120: relative norm " \
+            "0.00166, max abs 0.712)." not in table:
+        problems.append(f"no GEMM library line in:\n{table}")
+    summary = {line.split(" | ")[0][2:]: line for line in table.splitlines()
+               if line.startswith("| ") and not line.startswith("| `") and " | " in line}
+    bwd = summary.get("mha_bwd_d128_causal", "")
+    # The closest rejected margin decoy: ds_fp8's worst output (0.028) is below null_copy_inputs'
+    # and skip_keys_10pct is skipped; dq_bf16_accumulation (0.0107) failed only the fp64 rule.
+    if "| `dq_bf16_accumulation` (dQ 0.0107) |" not in bwd:
+        problems.append(f"summary row of the backward task: {bwd}")
+    if not bwd.endswith("| `skip_keys_1pct` (pass) |"):
+        problems.append(f"the backward summary must list skip_keys_1pct as accepted: {bwd}")
+    if "| 0.0042 (dK) |" not in bwd or "fp64 dQ <= 0.006" not in bwd:
+        problems.append(f"the backward summary's honest worst or rules: {bwd}")
+    gemm = summary.get("gemm_n7168_k5120", "")
+    if "| `bf16_accumulation` (C 0.00297) | `fp16_operands` (target_work_insufficient) |" not in gemm:
+        problems.append(f"summary row of the GEMM: {gemm}")
+    if "Honest solutions' largest absolute error: C 0; smallest matched ratio: C 1." not in table:
+        problems.append(f"no honest all-close line for the GEMM in:\n{table}")
+
+
 def main():
     problems = []
     with tempfile.TemporaryDirectory() as tmp:
         os.makedirs(os.path.join(tmp, "tasks", "mha_bwd_d128_causal"))
+        os.makedirs(os.path.join(tmp, "tasks", "gemm_n7168_k5120"))
+        with open(os.path.join(tmp, "tasks", "gemm_n7168_k5120", "task.json"), "w") as out:
+            json.dump({"tolerance": {"rule": "allclose", "atol": 0.01, "rtol": 0.01},
+                       "baseline": {"library": "cublaslt", "operation": "gemm_a_bt_bf16"}}, out)
         with open(os.path.join(tmp, "tasks", "mha_bwd_d128_causal", "task.json"), "w") as out:
             json.dump({"tolerance": {"rule": "relative_norm", "max_relative_norm": 0.01,
                                      "block_rows": 64, "max_block_relative_norm": 0.05,
                                      "fp64_reference": {"outputs": ["dQ"],
-                                                        "max_relative_norm": 0.006}}}, out)
+                                                        "max_relative_norm": 0.006}},
+                       "baseline": {"library": "cudnn", "operation": "sdpa_bwd_bf16_causal"}}, out)
         report = os.path.join(tmp, "report.json")
         with open(report, "w") as out:
             json.dump(REPORT, out)
@@ -125,6 +189,23 @@ def main():
             problems.append(f"dq_bf16_accumulation row lacks its fp64 figures: {dq_row}")
         if not dq_row.endswith("| no |"):
             problems.append("dq_bf16_accumulation failed the fp64 rule: tolerance must be no")
+        library_and_summary_checks(table, problems)
+        # A merged report: no generated_at of its own; the title takes its parts' latest.
+        merged = dict(REPORT)
+        del merged["generated_at"]
+        merged["commit"] = "8c85da4c3e8b7a62a01e0b4f66aa5b762de6a781"
+        merged["merged_from"] = [{"file": "run-a.json", "generated_at": "2026-12-03T18:37:00Z"},
+                                 {"file": "run-b.json", "generated_at": "2026-12-03T18:42:02Z"}]
+        merged_path = os.path.join(tmp, "merged.json")
+        with open(merged_path, "w") as out:
+            json.dump(merged, out)
+        run = subprocess.run([sys.executable, TOOL, merged_path, "--tasks-dir",
+                              os.path.join(tmp, "tasks")], capture_output=True, text=True)
+        merged_lines = run.stdout.splitlines()
+        if run.returncode != 0 or not merged_lines or \
+                "(2026-12-03T18:42:02Z NVIDIA H200)" not in merged_lines[0] or \
+                "that report merges `run-a.json`, `run-b.json` (commit 8c85da4);" not in run.stdout:
+            problems.append(f"merged report: rc {run.returncode}, {run.stderr}\n{run.stdout[:600]}")
         stale = os.path.join(tmp, "stale.md")
         with open(stale, "w") as out:
             out.write(table.replace("2.4x", "2.9x"))
@@ -135,7 +216,7 @@ def main():
             problems.append(f"--check on a stale table: rc {check.returncode}, {check.stderr!r}")
     for problem in problems:
         print("tolerance_margins_test:", problem, file=sys.stderr)
-    print(f"tolerance_margins_test: {len(expectations) + 11 - len(problems)} passed, "
+    print(f"tolerance_margins_test: {len(expectations) + 18 - len(problems)} passed, "
           f"{len(problems)} failed")
     return 1 if problems else 0
 
