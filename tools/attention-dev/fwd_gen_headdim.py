@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Writes the sm_90a solutions and decoys of the head-dim-64 and -256 attention-forward tasks
 (mha_with_lse_d64[_causal], mha_with_lse_d256[_causal]) from fwd_headdim.cu.in, the d128
-solution with the head dim as a parameter. Run from anywhere; rewrites the files in place.
+solution with the head dim as a parameter, among them the tolerance-margin decoys (the d128
+tasks' margin set: null O, null LSE, 1 % of the keys skipped, P in fp8). Run from anywhere;
+rewrites the files in place.
 
   --check        write nothing; exit 1 when a file differs from what would be written (CI:
                  tests/tools, task_variants_in_sync, through check_variants.py)
@@ -139,7 +141,152 @@ MASK_LAST_ONLY = (
     "// it also overlaps the diagonal, so rows 0..63 of every Q tile but the first (whose first\n"
     "// block the prologue masks) see up to 64 future keys: S = 128 passes, S >= 256 does not.")
 
-# (task, D, causal, file, mutation: None for the sm_90a solution, "sm100" for the sm_100a one)
+# ---- Tolerance-margin decoys (issue 11): the d128 tasks' margin set (fwd_gen_decoys.py) at head
+# dims 64 and 256: a null O, a null LSE, 1 % of the keys skipped, P in fp8. Each is the solution
+# with several exact substitutions (each must apply once). skip_keys_10pct is left out: the 1 %
+# skip is the tighter case of the same cheat. Expected verdicts PREDICTED, not yet run on the GPU:
+# fp64 model of the solution's roundings (key blocks of kBlockN, running max, P in bf16 or e4m3,
+# O in bf16) standing in for cuDNN, N(0, 1) inputs, every trial of every correctness workload
+# (small, odd_blocks, medium); the same model gave the d128 decoys' H200 figures (run 9) within
+# 10-30 %. The figures are quoted in the headers below and in docs/task-authoring.md.
+
+SKIP_KEYS_SIGNATURE = (
+    "                                            float (&l)[2], float (&correction)[2], int query0,\n"
+    "                                            int key0) {",
+    "                                            float (&l)[2], float (&correction)[2], int query0,\n"
+    "                                            int key0, int key_limit) {")
+SKIP_KEYS_MASK = (
+    "        if (key > query) s[4 * j + e] = -__int_as_float(0x7f800000);",
+    "        // THE DEFECT: keys at or after key_limit are hidden too.\n"
+    "        if ((kCausal && key > query) || key >= key_limit) {\n"
+    "          s[4 * j + e] = -__int_as_float(0x7f800000);\n"
+    "        }")
+
+
+def skip_keys(divisor):
+    return [SKIP_KEYS_SIGNATURE, SKIP_KEYS_MASK,
+            ("  const int num_kv_blocks = kCausal ? (q_tile + 1) * kDiagonalBlocks : S / kBlockN;",
+             f"  // THE DEFECT: the last S / {divisor} keys of the head are dropped: key blocks past\n"
+             "  // key_limit are never loaded, and the last kDiagonalBlocks blocks are masked at it.\n"
+             f"  const int key_limit = S - S / {divisor};\n"
+             "  const int num_kv_blocks = min(kCausal ? (q_tile + 1) * kDiagonalBlocks : S / kBlockN,\n"
+             "                                (key_limit + kBlockN - 1) / kBlockN);"),
+            ("    if (kCausal && num_kv_blocks == kDiagonalBlocks) {",
+             "    if (num_kv_blocks <= kDiagonalBlocks) {"),
+            ("      SoftmaxStep<true>(s, sl2, m, l, correction, query0, 0);",
+             "      SoftmaxStep<true>(s, sl2, m, l, correction, query0, 0, key_limit);"),
+            ("      SoftmaxStep<false>(s, sl2, m, l, correction, query0, 0);",
+             "      SoftmaxStep<false>(s, sl2, m, l, correction, query0, 0, key_limit);"),
+            ("      if (kCausal && next >= num_kv_blocks - kDiagonalBlocks) {",
+             "      if (next >= num_kv_blocks - kDiagonalBlocks) {"),
+            ("        SoftmaxStep<true>(s, sl2, m, l, correction, query0, next * kBlockN);",
+             "        SoftmaxStep<true>(s, sl2, m, l, correction, query0, next * kBlockN, key_limit);"),
+            ("        SoftmaxStep<false>(s, sl2, m, l, correction, query0, next * kBlockN);",
+             "        SoftmaxStep<false>(s, sl2, m, l, correction, query0, next * kBlockN, key_limit);")]
+
+
+NULL_O = [("      const float inv = 1.0f / l[h];\n", ""),
+          ("        *reinterpret_cast<u32*>(o_row + 8 * j + 2 * (lane % 4)) =\n"
+           "            sm90::pack_bf16x2(o[4 * j + 2 * h] * inv, o[4 * j + 2 * h + 1] * inv);",
+           "        // THE DEFECT: O is written as zeros (P V is computed and thrown away; LSE is right).\n"
+           "        *reinterpret_cast<u32*>(o_row + 8 * j + 2 * (lane % 4)) = 0u;")]
+LSE_CONSTANT = [("constexpr float kLn2 = 0.6931471805599453f;\n", ""),
+                ("      if (lane % 4 == 0) LSE[row] = (m[h] + __log2f(l[h])) * kLn2;",
+                 "      // THE DEFECT: LSE is not computed but guessed from the shape alone: ln(visible keys)\n"
+                 "      // + 1/2, its expectation for N(0, 1) inputs (E exp(s) = e^(1/2) for s ~ N(0, 1)).\n"
+                 "      const int visible = kCausal ? query0 + 8 * h + 1 : S;\n"
+                 "      if (lane % 4 == 0) LSE[row] = logf(static_cast<float>(visible)) + 0.5f;")]
+P_FP8 = [("// bf16 A fragments of P for the RS wgmma:",
+          "// THE DEFECT: P is rounded to fp8 e4m3 before P V, as an fp8 P V (QGMMA) would use it: scaled\n"
+          "// by 256 into e4m3's normal range (P <= 1; e4m3 normals start at 2^-6), rounded to nearest (3\n"
+          "// mantissa bits), scaled back (exact in bf16). The row sums l keep the unrounded P.\n"
+          "__device__ __forceinline__ float RoundToE4m3(float p) {\n"
+          "  unsigned short pair;\n"
+          "  asm(\"cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;\" : \"=h\"(pair) : \"f\"(0.0f), \"f\"(p * 256.0f));\n"
+          "  u32 halves;\n"
+          "  asm(\"cvt.rn.f16x2.e4m3x2 %0, %1;\" : \"=r\"(halves) : \"h\"(pair));\n"
+          "  float value;\n"
+          "  asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(value) : \"h\"(static_cast<unsigned short>(halves & 0xFFFFu)));\n"
+          "  return value * (1.0f / 256.0f);\n"
+          "}\n\n"
+          "// bf16 A fragments of P for the RS wgmma:"),
+         ("  for (int i = 0; i < kPRegisters; ++i) p[i] = sm90::pack_bf16x2(s[2 * i], s[2 * i + 1]);",
+          "  for (int i = 0; i < kPRegisters; ++i) {\n"
+          "    p[i] = sm90::pack_bf16x2(RoundToE4m3(s[2 * i]), RoundToE4m3(s[2 * i + 1]));\n"
+          "  }")]
+
+# What each margin decoy does (the same at every head dim).
+MARGIN_WHAT = {
+    "null_o_zeros.cu": ("null O: every element of O is written as 0 (P V still runs and is thrown "
+                        "away); LSE is the correct log-sum-exp.", NULL_O),
+    "lse_constant.cu": ("null LSE: O is correct, LSE a data-independent guess, ln(number of visible "
+                        "keys) + 1/2, its expected value for N(0, 1) inputs (the strongest constant).",
+                        LSE_CONSTANT),
+    "skip_keys_1pct.cu": ("reduced work: the last S/100 keys of every head are dropped (key blocks "
+                          "past S - S/100 never loaded, the last ones masked at it), 1 % of the "
+                          "keys.", skip_keys(100)),
+    "p_fp8.cu": ("lower precision: P rounded to fp8 e4m3 (scaled by 256) before the P V wgmma, as "
+                 "a kernel using fp8 for P V would; everything else bf16 / fp32.", P_FP8),
+}
+
+# Why that verdict, per (decoy, D, causal): the simulated figures (min-max over the trials of
+# every correctness workload; "fail" = elements outside all-close 1e-2 / 1e-2).
+MARGIN_WHY = {
+    ("null_o_zeros.cu", 64, False): "84-95 % of the O elements fail all-close; relative norm 1.",
+    ("null_o_zeros.cu", 64, True): "89-96 % of the O elements fail all-close; relative norm 1.",
+    ("null_o_zeros.cu", 256, False): "84-94 % of the O elements fail all-close; relative norm 1.",
+    ("null_o_zeros.cu", 256, True): "89-96 % of the O elements fail all-close; relative norm 1.",
+    ("lse_constant.cu", 64, False): "38-70 % of the LSE rows fail all-close (relative norm "
+                                    "0.013-0.029).",
+    ("lse_constant.cu", 64, True): "50-84 % of the LSE rows fail all-close (relative norm "
+                                   "0.021-0.061).",
+    ("lse_constant.cu", 256, False): "16-64 % of the LSE rows fail all-close (relative norm "
+                                     "0.008-0.024: on medium under 0.009, all-close rejects).",
+    ("lse_constant.cu", 256, True): "34-81 % of the LSE rows fail all-close (relative norm "
+                                    "0.017-0.059).",
+    ("skip_keys_1pct.cu", 64, False): "4-17 % of the O elements fail all-close, O relative norm "
+                                      "0.065-0.098: both rules reject.",
+    ("skip_keys_1pct.cu", 64, True): "only queries past S - S/100 lose keys, each at most 1 %: O "
+                                     "relative norm 0.0005-0.007, UNDER the 0.009 bound; all-close "
+                                     "rejects, 3-136 O elements per trial on odd_blocks and medium "
+                                     "(none in 4 of 18 simulated small trials).",
+    ("skip_keys_1pct.cu", 256, False): "5-16 % of the O elements fail all-close, O relative norm "
+                                       "0.070-0.100: both rules reject.",
+    ("skip_keys_1pct.cu", 256, True): "only queries past S - S/100 lose keys: O relative norm "
+                                      "0.0018-0.014, mostly under the 0.009 bound; all-close "
+                                      "rejects, 37-570 O elements per trial.",
+    ("p_fp8.cu", 64, False): "O relative norm 0.0215-0.024, 2.4-2.7x the 0.009 bound (cuDNN's "
+                             "own error against fp64 is 0.0022); all-close alone would pass it "
+                             "on odd_blocks and medium (17-23 elements fail on small).",
+    ("p_fp8.cu", 64, True): "O relative norm 0.0155-0.020, 1.7-2.2x the 0.009 bound; 0.2-1.9 % "
+                            "of the O elements fail all-close.",
+    ("p_fp8.cu", 256, False): "O relative norm 0.0213-0.024, 2.4-2.7x the 0.009 bound; all-close "
+                              "alone would pass it on odd_blocks and medium (37-57 elements fail "
+                              "on small).",
+    ("p_fp8.cu", 256, True): "O relative norm 0.0163-0.0195, 1.8-2.2x the 0.009 bound; 0.2-1.8 % "
+                             "of the O elements fail all-close.",
+}
+
+
+def margin_decoy(text, name, d, causal):
+    what, subs = MARGIN_WHAT[name]
+    for old, new in subs:
+        assert text.count(old) == 1, (name, old)
+        text = text.replace(old, new)
+    why = MARGIN_WHY[(name, d, causal)]
+    header = ("// DECOY (expected verdict: wrong_result, PREDICTED: not yet run on the GPU).\n"
+              "//\n"
+              f"// What it does: {what}\n"
+              "//\n"
+              "// Why that verdict (an fp64 model of this kernel's roundings against the solution's, every\n"
+              f"// correctness trial; tools/attention-dev/fwd_gen_headdim.py): {why}")
+    marker = "// Reference solution for "
+    assert text.count(marker) == 1
+    return text.replace(marker, header + "\n//\n// Derived from the reference solution for ", 1)
+
+
+# (task, D, causal, file, mutation: None for the sm_90a solution, "sm100" for the sm_100a one,
+# "margin" for a margin decoy)
 SOURCES = [
     ("mha_with_lse_d64", 64, False, "solutions/sm90a_fa_wgmma_tma.cu", None),
     ("mha_with_lse_d64_causal", 64, True, "solutions/sm90a_fa_wgmma_tma.cu", None),
@@ -155,7 +302,11 @@ SOURCES = [
     ("mha_with_lse_d256_causal", 256, True, "decoys/scale_from_d128.cu", SCALE_D128),
     ("mha_with_lse_d256", 256, False, "decoys/o_first_128_columns.cu", O_128_COLUMNS),
     ("mha_with_lse_d256_causal", 256, True, "decoys/mask_last_block_only.cu", MASK_LAST_ONLY),
-]
+] + [(task, d, causal, "decoys/" + name, "margin")
+     for task, d, causal in (("mha_with_lse_d64", 64, False), ("mha_with_lse_d64_causal", 64, True),
+                             ("mha_with_lse_d256", 256, False),
+                             ("mha_with_lse_d256_causal", 256, True))
+     for name in ("null_o_zeros.cu", "lse_constant.cu", "skip_keys_1pct.cu", "p_fp8.cu")]
 
 
 def clang_format(text, path):
@@ -175,7 +326,9 @@ def expected_files():
             text = render_sm100(task, d, causal)
         else:
             text = render(task, d, causal)
-            if mutation:
+            if mutation == "margin":
+                text = margin_decoy(text, os.path.basename(path), d, causal)
+            elif mutation:
                 text = mutate(text, *mutation)
         full = os.path.join(ROOT, "tasks", task, path)
         files[full] = clang_format(text, full)

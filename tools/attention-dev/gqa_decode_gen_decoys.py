@@ -182,6 +182,75 @@ DECOYS["token_wgmma"] = derive(
       "__device__ __forceinline__ u32 Bf16Bits(")])
 
 
+# ---- Tolerance-margin decoys (issue 11): null outputs, 1 % of the tokens skipped, P in fp8. The
+# expected verdicts are PREDICTED, not yet run on the GPU: an fp64 model of the solution's
+# arithmetic (16-page splits, per-page running max, P^T in bf16, the split combine, O in bf16)
+# standing in for cuDNN, N(0, 1) inputs, lengths drawn as the task's length_ladder, every trial of
+# the three correctness workloads (docs/task-authoring.md, "The paged GQA decode task").
+
+DECOYS["null_o_zeros"] = derive(
+    "null_o_zeros",
+    "null O: every element of O is written as 0 (the splits' P V still runs and is thrown away); "
+    "LSE is right. Predicted wrong_result: 82-97 % of the O elements fail all-close, relative "
+    "norm 1.",
+    [("  const float inverse = 1.0f / sum;\n"
+      "  O[static_cast<long long>(bh) * (kHeadDim / 2) + j] =\n"
+      "      sm90::pack_bf16x2(o0 * inverse, o1 * inverse);\n",
+      "  // THE DEFECT: O is written as zeros; the combined P V is thrown away (LSE is right).\n"
+      "  (void)o0;\n"
+      "  (void)o1;\n"
+      "  O[static_cast<long long>(bh) * (kHeadDim / 2) + j] = 0u;\n")])
+
+DECOYS["null_v_mean"] = derive(
+    "null_v_mean",
+    "null: the query is ignored (every logit 0), so O is the plain mean of the sequence's values "
+    "and LSE = ln(seq_lens[b]), a function of the length alone. Predicted wrong_result: O "
+    "relative norm 0.74-0.81 (77-95 % of the elements fail all-close), every LSE row fails.",
+    [("  const float scale_log2 = scale * kLog2e;\n",
+      "  // THE DEFECT: the logits are not computed into the softmax: every token weighs 1, so O is\n"
+      "  // the mean of V over the sequence and LSE = ln(length).\n"
+      "  (void)scale;\n"
+      "  const float scale_log2 = 0.0f;\n"),
+     ("constexpr float kLog2e = 1.4426950408889634f;\n", "")])
+
+DECOYS["skip_tokens_1pct"] = derive(
+    "skip_tokens_1pct",
+    "reduced work: the last seq_lens[b] / 100 tokens of every sequence are left out (the split "
+    "and combine kernels both see the shortened length). Predicted wrong_result: on 'small' "
+    "(lengths <= 128) at most one token goes and a trial may pass, but 'ragged' (O relative norm "
+    "0.044-0.052, 533-1092 elements outside all-close) and 'group8' (0.094-0.11) fail.",
+    [("  const int length = seq_lens[b];\n",
+      "  // THE DEFECT: the last 1 % of the sequence's tokens are not attended.\n"
+      "  const int length = seq_lens[b] - seq_lens[b] / 100;\n"),
+     ("  const int pages = (seq_lens[b] + kPageSize - 1) / kPageSize;\n",
+      "  // THE DEFECT: the same shortened length, so the split count agrees with the split kernel.\n"
+      "  const int length = seq_lens[b] - seq_lens[b] / 100;\n"
+      "  const int pages = (length + kPageSize - 1) / kPageSize;\n")])
+
+DECOYS["p_fp8"] = derive(
+    "p_fp8",
+    "lower precision: P rounded to fp8 e4m3 (scaled by 256) before the P V wgmma, as an fp8 P V "
+    "would use it; l keeps the unrounded P. Predicted wrong_result: O relative norm 0.017-0.024, "
+    "1.9-2.6x the 0.009 bound (all-close alone fails 9-88 elements on 'small' and 'ragged', none "
+    "on 'group8').",
+    [("          static_cast<unsigned short>(Bf16Bits(p[j]));\n",
+      "          static_cast<unsigned short>(Bf16Bits(RoundToE4m3(p[j])));\n"),
+     ("__device__ __forceinline__ u32 Bf16Bits(",
+      "// THE DEFECT: P is rounded to fp8 e4m3 before P V: scaled by 256 into e4m3's normal range\n"
+      "// (P <= 1; e4m3 normals start at 2^-6), rounded to nearest (3 mantissa bits), scaled back\n"
+      "// (exact in bf16).\n"
+      "__device__ __forceinline__ float RoundToE4m3(float p) {\n"
+      "  unsigned short pair;\n"
+      "  asm(\"cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;\" : \"=h\"(pair) : \"f\"(0.0f), \"f\"(p * 256.0f));\n"
+      "  u32 halves;\n"
+      "  asm(\"cvt.rn.f16x2.e4m3x2 %0, %1;\" : \"=r\"(halves) : \"h\"(pair));\n"
+      "  float value;\n"
+      "  asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(value) : \"h\"(static_cast<unsigned short>(halves & 0xFFFFu)));\n"
+      "  return value * (1.0f / 256.0f);\n"
+      "}\n\n"
+      "__device__ __forceinline__ u32 Bf16Bits(")])
+
+
 def main():
     check = "--check" in sys.argv[1:]
     stale = []
