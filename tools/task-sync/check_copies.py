@@ -14,6 +14,8 @@ This check (CI: tests/tools, task_copies_in_sync) keeps them honest:
 3. A helper defined in both template headers has the same code in both, unless DIFFERENT_BY_DESIGN
    names it with the reason.
 Comment-only lines and blank lines are ignored: they describe the file they are in.
+A whole source that is another with a few lines changed (most GEMM decoys) is held by a patch
+instead: check_derived.py.
 """
 import glob
 import os
