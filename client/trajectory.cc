@@ -600,6 +600,8 @@ absl::StatusOr<Verdict> VerdictFromWire(const v1::Verdict& wire) {
     verdict.target_work.share_of_executed = work.share_of_executed();
     verdict.target_work.min_share_of_task = work.min_share_of_task();
     verdict.target_work.min_share_of_executed = work.min_share_of_executed();
+    verdict.target_work.other_work_over_task = work.other_work_over_task();
+    verdict.target_work.max_other_work_over_task = work.max_other_work_over_task();
     verdict.target_work.path_checked = work.path_checked();
     verdict.target_work.path_agrees = work.path_agrees();
     verdict.target_work.figures =

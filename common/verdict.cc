@@ -146,6 +146,8 @@ nlohmann::json ToJson(const TargetWork& w) {
                         {"share_of_executed", w.share_of_executed},
                         {"min_share_of_task", w.min_share_of_task},
                         {"min_share_of_executed", w.min_share_of_executed},
+                        {"other_work_over_task", w.other_work_over_task},
+                        {"max_other_work_over_task", w.max_other_work_over_task},
                         {"path_checked", w.path_checked},
                         {"path_agrees", w.path_agrees},
                         {"figures", w.figures}};
@@ -165,6 +167,9 @@ absl::StatusOr<TargetWork> TargetWorkFromJson(const nlohmann::json& json) {
   RETURN_IF_ERROR(ReadField(json, kContext, "min_share_of_task", w.min_share_of_task, false));
   RETURN_IF_ERROR(
       ReadField(json, kContext, "min_share_of_executed", w.min_share_of_executed, false));
+  RETURN_IF_ERROR(ReadField(json, kContext, "other_work_over_task", w.other_work_over_task, false));
+  RETURN_IF_ERROR(
+      ReadField(json, kContext, "max_other_work_over_task", w.max_other_work_over_task, false));
   RETURN_IF_ERROR(ReadField(json, kContext, "path_checked", w.path_checked, false));
   RETURN_IF_ERROR(ReadField(json, kContext, "path_agrees", w.path_agrees, false));
   if (auto it = json.find("figures"); it != json.end()) w.figures = *it;

@@ -71,6 +71,10 @@ struct TargetWork {
   double share_of_executed = 0;
   double min_share_of_task = 0;  // The task's thresholds (task.json min_work_share).
   double min_share_of_executed = 0;
+  // Multiply-add FLOPs the kernel executed on other units / the task's FLOPs, and its bound
+  // ((1 - min_share_of_executed) / min_share_of_executed; work_share.h JudgeTargetWork says why).
+  double other_work_over_task = 0;
+  double max_other_work_over_task = 0;
   bool path_checked = false;  // The instrumented run's target work compared with the counters'.
   bool path_agrees = false;
   nlohmann::json figures;  // work_share.h ToJson of the share and the path agreement.

@@ -58,6 +58,8 @@ v1::Verdict ToWire(const Verdict& verdict) {
   wire_work->set_share_of_executed(work.share_of_executed);
   wire_work->set_min_share_of_task(work.min_share_of_task);
   wire_work->set_min_share_of_executed(work.min_share_of_executed);
+  wire_work->set_other_work_over_task(work.other_work_over_task);
+  wire_work->set_max_other_work_over_task(work.max_other_work_over_task);
   wire_work->set_path_checked(work.path_checked);
   wire_work->set_path_agrees(work.path_agrees);
   wire_work->set_figures_json(work.figures.is_null() ? "{}" : work.figures.dump());

@@ -170,6 +170,32 @@ class Record {
   std::optional<gpu::DeviceDescription> device_;
 };
 
+// The strong check's evidence, gathered by two stages: the instrumented runs' target work
+// (TargetStage) and the timed path's counters (TimingStage; nullopt until collected, the reason
+// says why not). Judge() relates them (work_share.h).
+struct StrongCheckEvidence {
+  std::optional<gpu::ProfiledWork> profiled;
+  std::optional<gpu::WorkShare> work_share;
+  std::vector<std::map<std::string, double>> counted_metrics;
+  double counted_median_ms = 0;  // The counted launches' median time (0: none).
+  double timed_median_ms = 0;    // The timed samples' median.
+  std::string counters_reason = "the timing stage did not run";
+
+  // The work share against the arch's thresholds, and the profiled path against the timed one.
+  gpu::TargetWorkJudgement Judge(const ArchSpec& arch, DType operands) const {
+    gpu::PathAgreement path;
+    path.reason = "the instrumented run's target work is not known (no SASS map)";
+    if (work_share.has_value() && profiled.has_value()) {
+      auto set = gpu::WorkCountersFor(arch.arch, operands);
+      if (set.ok()) path = gpu::CompareProfiledWithTimed(*profiled, *set, counted_metrics);
+      gpu::CheckCountedLaunchTimes(counted_median_ms, timed_median_ms, &path);
+    } else if (!work_share.has_value()) {
+      path.reason = "the timed path's counters were not collected";
+    }
+    return gpu::JudgeTargetWork(arch, work_share, counters_reason, path);
+  }
+};
+
 // One evaluation: its workspace, its processes and what the stages learned.
 struct Evaluation {
   Evaluation(Workspace& w, const StageCallback& on_stage) : workspace(w), record(w, on_stage) {}
@@ -207,14 +233,7 @@ struct Evaluation {
   // What the trials showed, for the derived watchdogs (DeriveWatchdogs).
   evaluation::WatchdogInputs watchdog_inputs;
   evaluation::Watchdogs watchdogs;
-  // The strong check's evidence: the instrumented runs' target work, and the timed path's
-  // counters (nullopt until the timing stage collected them; the reason says why not).
-  std::optional<gpu::ProfiledWork> profiled;
-  std::optional<gpu::WorkShare> work_share;
-  std::vector<std::map<std::string, double>> counted_metrics;
-  double counted_median_ms = 0;  // The counted launches' median time (0: none).
-  double timed_median_ms = 0;    // The timed samples' median.
-  std::string counters_reason = "the timing stage did not run";
+  StrongCheckEvidence evidence;
 };
 
 // ------------------------------------------------------------------ comparisons
@@ -421,11 +440,12 @@ std::optional<gpu::CompileEvent> CachedCompile(const Workspace& ws, const std::s
 void StoreCompile(const Workspace& ws, const gpu::CompileEvent& event) {
   CompileCache* cache = ws.options().compile_cache.get();
   if (cache == nullptr || event.outcome != gpu::CompileOutcome::kCompiled ||
-      !event.compiled.has_value() || !event.report.is_object()) {
+      !event.compiled.has_value()) {
     return;
   }
-  const std::string nvrtc = event.report.value("nvrtc_version", std::string());
-  const std::string ptxas = event.report.value("ptxas_version", std::string());
+  const gpu::ModuleIdentity& identity = event.compiled->identity;
+  const std::string& nvrtc = identity.nvrtc_version;
+  const std::string& ptxas = identity.ptxas_version;
   if (ptxas.empty()) return;
   cache->SetToolchain(nvrtc, ptxas);
   auto cubin = gpu::ReadFileBytes(event.compiled->module.cubin_path);
@@ -437,9 +457,8 @@ void StoreCompile(const Workspace& ws, const gpu::CompileEvent& event) {
   // evaluation goes on with the module it has.
   cache
       ->Put(CompileKey(ws, nvrtc, ptxas),
-            {gpu::ToJson(stored).dump(), *std::move(cubin), *std::move(ptx),
-             event.report.value("cubin_sha256", std::string()),
-             event.report.value("ptx_sha256", std::string())})
+            {gpu::ToJson(stored).dump(), *std::move(cubin), *std::move(ptx), identity.cubin_sha256,
+             identity.ptx_sha256})
       .IgnoreError();
 }
 
@@ -515,15 +534,7 @@ StageResult CompileStage(Evaluation& e) {
   // ring is dynamic: 197,696 B for the reference GEMM).
   {
     json launches = json::array();
-    const auto timed = e.module.resolved_plans.find(ws.task().TimedWorkload().name);
-    if (timed != e.module.resolved_plans.end() && timed->is_object()) {
-      for (const json& l : timed->value("launches", json::array())) {
-        launches.push_back({{"kernel", l.value("kernel", std::string())},
-                            {"grid", l.value("grid", json::array())},
-                            {"block", l.value("block", json::array())},
-                            {"dynamic_shared_bytes", l.value("dynamic_shared_bytes", int64_t{0})}});
-      }
-    }
+    for (const gpu::LaunchGeometry& l : e.module.timed_launches) launches.push_back(gpu::ToJson(l));
     detail["launches"] = std::move(launches);
   }
   if (!ws.request().compile_only) {
@@ -559,10 +570,7 @@ std::string AwaitDevice(Evaluation& e) {
     if (e.reference != nullptr) ready = e.reference->Await<gpu::ReadyEvent>(120, "GPU start-up");
   }
   if (e.reference == nullptr || !ready.ok()) {
-    std::string why = ready.failure.is_object() && ready.failure.contains("message") &&
-                              ready.failure["message"].is_string()
-                          ? ready.failure["message"].get<std::string>()
-                          : ready.message;
+    std::string why = ready.event_message.empty() ? ready.message : ready.event_message;
     e.reference.reset();
     return why;
   }
@@ -658,12 +666,14 @@ struct TrialFailure {
   std::string message;
 };
 
-// Judges one trial's event against its reference; nullopt: it passed. `trial` gets the record.
+// Judges one trial's event against its reference; nullopt: it passed. `trial` gets the record,
+// `reference_seconds` the reference process's time for this trial (the watchdogs' basis).
 absl::StatusOr<std::optional<TrialFailure>> JudgeTrial(Evaluation& e, const Trial& t, size_t k,
                                                        const gpu::TrialEvent& event,
                                                        double candidate_wait, double w0,
-                                                       json* trial) {
+                                                       json* trial, double* reference_seconds) {
   ASSIGN_OR_RETURN(gpu::ReferenceEvent ref, e.reference->Reference(t.workload, t.seed));
+  *reference_seconds = ref.seconds;
   const double reference_wait = Now() - w0 - candidate_wait;
   *trial = {{"workload", t.workload},
             {"seed", U64(t.seed)},
@@ -709,18 +719,41 @@ absl::StatusOr<std::optional<TrialFailure>> JudgeTrial(Evaluation& e, const Tria
                       cmp.max_rel_error, cmp.matched_ratio, first)});
 }
 
+// The timing and instrumentation watchdogs, from what the correctness trials showed on the
+// timed workload (evaluation::DeriveWatchdogs); recorded in the audit report.
+void DeriveLaterWatchdogs(Evaluation& e) {
+  e.watchdog_inputs.loop = e.options().timing;
+  // The loop's counted launches: counted_per_config for each single-pass configuration (at
+  // most 8 for the work-share metrics on GH100, cuptiProfilerHostGetNumOfPasses), one more for
+  // the target's, and never fewer than counted_min_total.
+  const gpu::TimingLoopOptions& loop_options = e.options().timing;
+  e.watchdog_inputs.counted_samples =
+      loop_options.counted_per_config == 0 && loop_options.counted_min_total == 0
+          ? 0
+          : std::max(loop_options.counted_min_total, 8 * loop_options.counted_per_config + 1);
+  e.watchdogs = evaluation::DeriveWatchdogs(e.watchdog_inputs, e.options());
+  e.record.report()["watchdogs"] = {
+      {"timing_seconds", e.watchdogs.timing_seconds},
+      {"instrument_seconds", e.watchdogs.instrument_seconds},
+      {"instrument_fresh_seconds", e.watchdogs.instrument_fresh_seconds},
+      {"basis", e.watchdogs.basis}};
+}
+
+// The verdict when no usable GPU of the task's arch is here: compiled, runtime unverified.
+Verdict SkipRuntimeStages(Evaluation& e) {
+  e.reference.reset();
+  e.record.verdict().runtime_unverified = true;
+  e.record.report()["runtime_skipped"] = e.unavailable_reason;
+  return e.record.Finish(
+      VerdictClass::kCompiled,
+      absl::StrCat("compiled; correctness, target-instruction and timing stages were SKIPPED: ",
+                   e.unavailable_reason));
+}
+
 StageResult CorrectnessStage(Evaluation& e) {
   double t0 = Now();
   e.unavailable_reason = AwaitDevice(e);
-  if (!e.unavailable_reason.empty()) {
-    e.reference.reset();
-    e.record.verdict().runtime_unverified = true;
-    e.record.report()["runtime_skipped"] = e.unavailable_reason;
-    return std::optional<Verdict>(e.record.Finish(
-        VerdictClass::kCompiled,
-        absl::StrCat("compiled; correctness, target-instruction and timing stages were SKIPPED: ",
-                     e.unavailable_reason)));
-  }
+  if (!e.unavailable_reason.empty()) return std::optional<Verdict>(SkipRuntimeStages(e));
   const std::vector<Trial> trials = PlanTrials(e);
   for (const Trial& t : trials) RETURN_IF_ERROR(e.reference->Request(t.workload, t.seed));
   // The instrumented run's reference, queued now so it is ready when needed.
@@ -776,12 +809,12 @@ StageResult CorrectnessStage(Evaluation& e) {
     }
     e.record.AddKernelSeconds(step.event.kernel_ms / 1000);
     json trial;
+    double reference_s = 0;
     ASSIGN_OR_RETURN(std::optional<TrialFailure> failure,
-                     JudgeTrial(e, t, k, step.event, Now() - w0, w0, &trial));
+                     JudgeTrial(e, t, k, step.event, Now() - w0, w0, &trial, &reference_s));
     if (t.workload == timed) {
       evaluation::WatchdogInputs& in = e.watchdog_inputs;
       in.trial_kernel_ms = std::max(in.trial_kernel_ms, step.event.kernel_ms);
-      const double reference_s = trial["seconds"].value("reference_process", 0.0);
       in.reference_ms = std::max(in.reference_ms, reference_s * 1000);
     }
     results.push_back(trial);
@@ -792,21 +825,7 @@ StageResult CorrectnessStage(Evaluation& e) {
     }
   }
   e.record.verdict().correct = true;
-  e.watchdog_inputs.loop = e.options().timing;
-  // The loop's counted launches: counted_per_config for each single-pass configuration (at
-  // most 8 for the work-share metrics on GH100, cuptiProfilerHostGetNumOfPasses), one more for
-  // the target's, and never fewer than counted_min_total.
-  const gpu::TimingLoopOptions& loop_options = e.options().timing;
-  e.watchdog_inputs.counted_samples =
-      loop_options.counted_per_config == 0 && loop_options.counted_min_total == 0
-          ? 0
-          : std::max(loop_options.counted_min_total, 8 * loop_options.counted_per_config + 1);
-  e.watchdogs = evaluation::DeriveWatchdogs(e.watchdog_inputs, e.options());
-  e.record.report()["watchdogs"] = {
-      {"timing_seconds", e.watchdogs.timing_seconds},
-      {"instrument_seconds", e.watchdogs.instrument_seconds},
-      {"instrument_fresh_seconds", e.watchdogs.instrument_fresh_seconds},
-      {"basis", e.watchdogs.basis}};
+  DeriveLaterWatchdogs(e);
   e.record.Report(Stage::kCorrectness, true,
                   absl::StrFormat("%d trials on %d workloads within tolerance", results.size(),
                                   e.task().workloads.size()),
@@ -953,12 +972,14 @@ StageResult TargetStage(Evaluation& e) {
   // The profiled side of the path cross-check (the timed side comes from the timing stage).
   const std::string matrix_family = gpu::MatrixFamilyOf(e.workspace.request().arch);
   if (sass_map.available && !matrix_family.empty()) {
-    e.profiled = gpu::ProfiledWorkFromRuns(sass_map, runs, matrix_family, e.task().OperandType());
-    detail["profiled_work"] = {{"target_flops", e.profiled->target_flops},
-                               {"target_warp_insts", e.profiled->target_warp_insts},
-                               {"bulk_copy_warp_insts", e.profiled->bulk_copy_warp_insts},
-                               {"tma_pipe_other_warp_insts", e.profiled->tma_pipe_other_warp_insts},
-                               {"flops_known", e.profiled->flops_known}};
+    e.evidence.profiled =
+        gpu::ProfiledWorkFromRuns(sass_map, runs, matrix_family, e.task().OperandType());
+    detail["profiled_work"] = {
+        {"target_flops", e.evidence.profiled->target_flops},
+        {"target_warp_insts", e.evidence.profiled->target_warp_insts},
+        {"bulk_copy_warp_insts", e.evidence.profiled->bulk_copy_warp_insts},
+        {"tma_pipe_other_warp_insts", e.evidence.profiled->tma_pipe_other_warp_insts},
+        {"flops_known", e.evidence.profiled->flops_known}};
   }
   detail["runs"] = run_details;
   json sass_summary = gpu::ToJson(sass_map);
@@ -1020,35 +1041,36 @@ namespace {
 void TimedWorkShare(Evaluation& e, const gpu::TimingMeasurement& result) {
   const gpu::CountedSamples& counters = result.counters;
   if (!counters.collected) {
-    e.counters_reason = counters.not_collected_reason.empty()
-                            ? "the timing process collected no counted samples"
-                            : counters.not_collected_reason;
+    e.evidence.counters_reason = counters.not_collected_reason.empty()
+                                     ? "the timing process collected no counted samples"
+                                     : counters.not_collected_reason;
     return;
   }
-  e.counted_metrics.clear();
+  e.evidence.counted_metrics.clear();
   for (const gpu::CountedSample& sample : counters.samples) {
-    e.counted_metrics.push_back(sample.metrics);
+    e.evidence.counted_metrics.push_back(sample.metrics);
   }
-  e.timed_median_ms = result.candidate.median_ms;
-  e.counted_median_ms = result.counted_ms.empty() ? 0 : gpu::Quantile(result.counted_ms, 0.5);
+  e.evidence.timed_median_ms = result.candidate.median_ms;
+  e.evidence.counted_median_ms =
+      result.counted_ms.empty() ? 0 : gpu::Quantile(result.counted_ms, 0.5);
   const Task& task = e.task();
   const Workload& timed = task.TimedWorkload();
   auto set = gpu::WorkCountersFor(e.workspace.request().arch, task.OperandType());
   auto flops = EvalRealExpr(task.flops_expr, timed.axes);
   auto bytes = EvalRealExpr(task.min_bytes_expr, timed.axes);
   if (!set.ok() || !flops.ok() || !bytes.ok()) {
-    e.counters_reason = absl::StrCat(
+    e.evidence.counters_reason = absl::StrCat(
         "no work-share formula: ",
         !set.ok() ? set.status().message()
                   : (!flops.ok() ? flops.status().message() : bytes.status().message()));
     return;
   }
-  auto share = gpu::ComputeWorkShare(*set, e.counted_metrics, *flops, *bytes);
+  auto share = gpu::ComputeWorkShare(*set, e.evidence.counted_metrics, *flops, *bytes);
   if (!share.ok()) {
-    e.counters_reason = std::string(share.status().message());
+    e.evidence.counters_reason = std::string(share.status().message());
     return;
   }
-  e.work_share = *std::move(share);
+  e.evidence.work_share = *std::move(share);
 }
 
 // The outputs of the timed launches, checked against fresh references of their secret seeds;
@@ -1118,10 +1140,10 @@ absl::StatusOr<std::string> JudgeSketches(Evaluation& e, const gpu::TimeCommand&
   return compared->pass ? std::string() : absl::StrCat("the sketch of ", compared->reason);
 }
 
-StageResult TimingStage(Evaluation& e) {
-  double t0 = Now();
-  const Task& task = e.task();
-  const Workload& timed = task.TimedWorkload();
+// The timing loop's command, its secret seeds and the worker's cached baseline choice; the
+// references of the checked samples are queued with the reference process meanwhile.
+absl::StatusOr<gpu::TimeCommand> TimingCommand(Evaluation& e, const std::string& baseline_key) {
+  const Workload& timed = e.task().TimedWorkload();
   const gpu::TimingLoopOptions& loop = e.options().timing;
   gpu::TimeCommand cmd{timed.name,
                        e.workspace.SecretSeed("timing/candidate", 0),
@@ -1135,9 +1157,6 @@ StageResult TimingStage(Evaluation& e) {
                        std::nullopt};
   // The fair baseline: the worker's earlier choice for the same key goes along, so that only
   // the first evaluation of a (task, workload, GPU model, operation) measures the candidates.
-  const std::string baseline_key =
-      gpu::BaselineChoiceKey(task.JudgingHash(), timed.name, timed.axes, e.device.name,
-                             task.baseline_library, task.baseline_operation);
   if (loop.baseline_selection == gpu::BaselineSelection::kFastest) {
     cmd.cached_baseline = gpu::BaselineChoiceCache::Process().Find(baseline_key);
   }
@@ -1149,6 +1168,36 @@ StageResult TimingStage(Evaluation& e) {
     RETURN_IF_ERROR(
         e.reference->Request(timed.name, gpu::SampleSeed(cmd.candidate_seed_base, index)));
   }
+  return cmd;
+}
+
+// The timing stage's one-line summary: both medians, the speedup and how the baseline was chosen.
+std::string TimingSummary(const Task& task, const gpu::TimingMeasurement& result,
+                          const gpu::BaselineChoice& choice, double speedup) {
+  std::string summary = absl::StrFormat(
+      "candidate %.4f ms, %s %.4f ms (median of %d interleaved samples each): speedup %.3f",
+      result.candidate.median_ms, task.baseline_library, result.baseline.median_ms,
+      result.candidate.n, speedup);
+  if (choice.selection == gpu::BaselineSelection::kFastest) {
+    absl::StrAppend(
+        &summary, "; baseline: the library's candidate #", choice.chosen,
+        choice.measured
+            ? absl::StrFormat(", fastest of %d (%.4f ms against the first choice's "
+                              "%.4f ms)",
+                              choice.candidates.size(), choice.chosen_ms, choice.first_ms)
+            : std::string(", this worker's earlier choice"));
+  }
+  return summary;
+}
+
+StageResult TimingStage(Evaluation& e) {
+  double t0 = Now();
+  const Task& task = e.task();
+  const Workload& timed = task.TimedWorkload();
+  const std::string baseline_key =
+      gpu::BaselineChoiceKey(task.JudgingHash(), timed.name, timed.axes, e.device.name,
+                             task.baseline_library, task.baseline_operation);
+  ASSIGN_OR_RETURN(const gpu::TimeCommand cmd, TimingCommand(e, baseline_key));
   RETURN_IF_ERROR(e.candidate->Send(cmd));
   // Derived from the trials: a kernel that hangs only in the timing loop ends here in seconds.
   Step<gpu::TimingEvent> step =
@@ -1189,18 +1238,7 @@ StageResult TimingStage(Evaluation& e) {
   detail["roofline_floor_ms"] = floor_ms;
   if (flops.ok()) detail["candidate_tflops"] = *flops / (candidate_ms * 1e-3) / 1e12;
   if (flops.ok()) detail["baseline_tflops"] = *flops / (baseline_ms * 1e-3) / 1e12;
-  std::string summary = absl::StrFormat(
-      "candidate %.4f ms, %s %.4f ms (median of %d interleaved samples each): speedup %.3f",
-      candidate_ms, task.baseline_library, baseline_ms, result.candidate.n, verdict.speedup);
-  if (choice.selection == gpu::BaselineSelection::kFastest) {
-    absl::StrAppend(
-        &summary, "; baseline: the library's candidate #", choice.chosen,
-        choice.measured
-            ? absl::StrFormat(", fastest of %d (%.4f ms against the first choice's "
-                              "%.4f ms)",
-                              choice.candidates.size(), choice.chosen_ms, choice.first_ms)
-            : std::string(", this worker's earlier choice"));
-  }
+  const std::string summary = TimingSummary(task, result, choice, verdict.speedup);
   if (!wrong.empty()) {
     verdict.correct = false;
     e.record.Report(Stage::kTiming, false, summary, detail, Now() - t0);
@@ -1242,18 +1280,8 @@ Verdict Conclude(Evaluation& e) {
                          : ""));
   }
   // The strong check: work share on the timed path and the profiled path = the timed path.
-  const ArchSpec& arch = *e.task().FindArch(e.workspace.request().arch);
-  gpu::PathAgreement path;
-  path.reason = "the instrumented run's target work is not known (no SASS map)";
-  std::optional<gpu::WorkShare> share = e.work_share;
-  if (share.has_value() && e.profiled.has_value()) {
-    auto set = gpu::WorkCountersFor(e.workspace.request().arch, e.task().OperandType());
-    if (set.ok()) path = gpu::CompareProfiledWithTimed(*e.profiled, *set, e.counted_metrics);
-    gpu::CheckCountedLaunchTimes(e.counted_median_ms, e.timed_median_ms, &path);
-  } else if (!share.has_value()) {
-    path.reason = "the timed path's counters were not collected";
-  }
-  gpu::TargetWorkJudgement judged = gpu::JudgeTargetWork(arch, share, e.counters_reason, path);
+  const gpu::TargetWorkJudgement judged =
+      e.evidence.Judge(*e.task().FindArch(e.workspace.request().arch), e.task().OperandType());
   verdict.target_work = judged.work;
   std::string sampling_note;
   if (verdict.sampling.has_value() && !verdict.sampling->note.empty()) {
@@ -1273,6 +1301,7 @@ Verdict Conclude(Evaluation& e) {
                             verdict.speedup, library)
           : "correct, target instructions executed (timing not run)";
   if (!judged.feedback.empty()) absl::StrAppend(&message, "; ", judged.feedback);
+  if (!judged.summary.empty()) absl::StrAppend(&message, "; ", judged.summary);
   return e.record.Finish(VerdictClass::kPass, absl::StrCat(message, sampling_note));
 }
 

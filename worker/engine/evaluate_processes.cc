@@ -290,6 +290,7 @@ Step<json> EvaluatorProcess::AwaitJson(gpu::EventKind expected, double timeout_s
         r.outcome = fault.ok() ? Outcome::kFault : Outcome::kInfrastructure;
         r.message =
             fault.ok() ? fault->message : absl::StrCat(what, ": ", fault.status().message());
+        if (fault.ok()) r.event_message = fault->message;
         r.failure = std::move(event);
         SandboxExit e = s.Wait();
         r.failure["output_tail"] = Trim(e.output_tail, 4000);
@@ -300,6 +301,7 @@ Step<json> EvaluatorProcess::AwaitJson(gpu::EventKind expected, double timeout_s
         r.outcome = invalid.ok() ? Outcome::kPlanInvalid : Outcome::kInfrastructure;
         r.message =
             invalid.ok() ? invalid->message : absl::StrCat(what, ": ", invalid.status().message());
+        if (invalid.ok()) r.event_message = invalid->message;
         r.failure = std::move(event);
         return r;
       }
@@ -309,6 +311,7 @@ Step<json> EvaluatorProcess::AwaitJson(gpu::EventKind expected, double timeout_s
         r.message = error.ok() ? absl::StrCat(what, ": ", std::string(gpu::NameOf(error->kind)),
                                               ": ", error->message)
                                : absl::StrCat(what, ": ", error.status().message());
+        if (error.ok()) r.event_message = error->message;
         r.failure = std::move(event);
         return r;
       }

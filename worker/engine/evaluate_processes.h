@@ -49,6 +49,9 @@ struct Step {
   nlohmann::json failure;  // Otherwise, for the report: the fault, plan_invalid or error
                            // event (with the output tail), or the process's exit.
   std::string message;     // Otherwise.
+  // The fault, plan_invalid or error event's own message, without the supervisor's context
+  // ("" for other failures): what a caller quotes when the event itself says why.
+  std::string event_message;
   bool ok() const { return outcome == Outcome::kOk; }
 };
 

@@ -1,4 +1,5 @@
 // compile: NVRTC + ptxas, then the launch plan validated for every workload. No GPU.
+#include "common/sha256.h"
 #include "common/status.h"
 #include "worker/engine/compile.h"
 #include "worker/evaluator/evaluator.h"
@@ -52,11 +53,18 @@ int CompileMode(const gpu::CompileRequest& request) {
     Emit(event);
     return kExitOk;
   }
-  gpu::CompiledModule compiled{module, result->cubin.size(), {}, nlohmann::json::object()};
-  for (const auto& [name, plan] : *plans) compiled.resolved_plans[name] = ToJson(plan);
+  gpu::CompiledModule compiled;
+  compiled.module = module;
+  compiled.cubin_bytes = result->cubin.size();
   for (const ResolvedLaunch& l : plans->at(task->TimedWorkload().name).launches) {
     compiled.launch_kernels.push_back(l.kernel);
+    compiled.timed_launches.push_back({l.kernel,
+                                       {l.grid.begin(), l.grid.end()},
+                                       {l.block.begin(), l.block.end()},
+                                       l.dynamic_shared_bytes});
   }
+  compiled.identity = {Sha256Hex(result->cubin), Sha256Hex(result->ptx), result->nvrtc_version,
+                       result->ptxas_version};
   event.outcome = gpu::CompileOutcome::kCompiled;
   event.compiled = std::move(compiled);
   event.seconds = Now() - t0;

@@ -1207,17 +1207,52 @@ struct SassMapEvent {
 };
 
 // What a successful compile hands on: the module and the plan's kernels.
+// One launch of the timed workload as the plan resolved it (plan.h ResolvedLaunch), for the
+// compile stage's report: ptxas reports static shared memory only, and a TMA pipeline's ring is
+// dynamic (197,696 B for the reference GEMM).
+struct LaunchGeometry {
+  std::string kernel;
+  std::vector<uint32_t> grid;   // x, y, z.
+  std::vector<uint32_t> block;  // x, y, z.
+  int64_t dynamic_shared_bytes = 0;
+  template <typename Self, typename V>
+  static void Fields(Self& m, V& v) {
+    v("kernel", m.kernel);
+    v("grid", m.grid);
+    v("block", m.block);
+    v("dynamic_shared_bytes", m.dynamic_shared_bytes);
+  }
+};
+
+// What the module is and which toolchain made it (compile.h CompileResult): the compile cache
+// keys an entry by the versions and refuses bytes that no longer hash to the SHA-256s.
+struct ModuleIdentity {
+  std::string cubin_sha256;
+  std::string ptx_sha256;
+  std::string nvrtc_version;
+  std::string ptxas_version;
+  template <typename Self, typename V>
+  static void Fields(Self& m, V& v) {
+    v("cubin_sha256", m.cubin_sha256);
+    v("ptx_sha256", m.ptx_sha256);
+    v("nvrtc_version", m.nvrtc_version);
+    v("ptxas_version", m.ptxas_version);
+  }
+};
+
 struct CompiledModule {
   ModulePaths module;
   uint64_t cubin_bytes = 0;
-  std::vector<std::string> launch_kernels;  // The timed workload's launches, in order.
-  nlohmann::json resolved_plans;            // Workload -> plan.h ToJson(ResolvedPlan).
+  std::vector<std::string> launch_kernels;     // The timed workload's launches, in order.
+  std::vector<LaunchGeometry> timed_launches;  // The same launches, resolved.
+  ModuleIdentity identity;
   template <typename Self, typename V>
   static void Fields(Self& m, V& v) {
     v("module", m.module);
     v("cubin_bytes", m.cubin_bytes);
     v("launch_kernels", m.launch_kernels);
-    v("resolved_plans", m.resolved_plans);
+    v("timed_launches", m.timed_launches);
+    v("identity", m.identity);
   }
 };
 

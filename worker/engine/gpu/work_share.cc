@@ -247,6 +247,8 @@ absl::StatusOr<WorkShare> ComputeWorkShare(
   m.share_of_task = task_flops > 0 ? m.target_flops / task_flops : 0;
   const double executed = m.tensor_flops + m.scalar_flops;
   m.share_of_executed = executed > 0 ? m.target_flops / executed : 0;
+  m.other_work_over_task =
+      task_flops > 0 ? std::max(0.0, executed - m.target_flops) / task_flops : 0;
   ASSIGN_OR_RETURN(double tensor_insts, mean(set.tensor_warp_insts));
   ASSIGN_OR_RETURN(double target_insts, mean(set.target_matrix_warp_insts));
   m.other_tensor_warp_insts = std::max(0.0, tensor_insts - target_insts);
@@ -404,6 +406,11 @@ TargetWorkJudgement JudgeTargetWork(const ArchSpec& arch, const std::optional<Wo
   }
   w.min_share_of_task = arch.min_work_share->share_of_task;
   w.min_share_of_executed = arch.min_work_share->share_of_executed;
+  // The work elsewhere that share_of_executed would allow had the family done exactly the
+  // task's FLOPs: other <= task * (1 - s) / s. Equivalently, share_of_executed with the target
+  // credited for at most the task's FLOPs; padding beyond the task buys nothing.
+  w.max_other_work_over_task =
+      w.min_share_of_executed > 0 ? (1 - w.min_share_of_executed) / w.min_share_of_executed : 0;
   w.path_checked = path.checked;
   w.path_agrees = path.agrees;
   nlohmann::json figures = {{"path_agreement", ToJson(path)}};
@@ -420,6 +427,7 @@ TargetWorkJudgement JudgeTargetWork(const ArchSpec& arch, const std::optional<Wo
   const MatrixWorkShare& m = share->matrix;
   w.share_of_task = m.share_of_task;
   w.share_of_executed = m.share_of_executed;
+  w.other_work_over_task = m.other_work_over_task;
   figures["work_share"] = ToJson(*share);
   figures["bulk_copy_bytes_over_task_min_bytes"] =
       share->bulk_copy.task_min_bytes > 0
@@ -439,7 +447,8 @@ TargetWorkJudgement JudgeTargetWork(const ArchSpec& arch, const std::optional<Wo
   }
   const bool task_ok = m.share_of_task >= w.min_share_of_task;
   const bool executed_ok = m.share_of_executed >= w.min_share_of_executed;
-  if (!task_ok || !executed_ok) {
+  const bool other_ok = m.other_work_over_task <= w.max_other_work_over_task;
+  if (!task_ok || !executed_ok || !other_ok) {
     w.strong_check = StrongCheck::kMade;
     std::vector<std::string> where;
     const double other_total = m.tensor_flops + m.scalar_flops - m.target_flops;
@@ -453,7 +462,13 @@ TargetWorkJudgement JudgeTargetWork(const ArchSpec& arch, const std::optional<Wo
         Percent(w.min_share_of_task), "); ", Percent(1 - m.share_of_executed),
         " of the executed multiply-add work ran on other units (threshold: at most ",
         Percent(1 - w.min_share_of_executed), " elsewhere)",
-        where.empty() ? std::string() : absl::StrCat(": ", absl::StrJoin(where, ", ")));
+        where.empty() ? std::string() : absl::StrCat(": ", absl::StrJoin(where, ", ")),
+        other_ok
+            ? std::string()
+            : absl::StrCat("; the work done on other units is ", Percent(m.other_work_over_task),
+                           " of the task's FLOPs (threshold: at most ",
+                           Percent(w.max_other_work_over_task),
+                           "): target instructions beside it do not make up for it"));
     w.reason = j.feedback;
     return j;
   }
@@ -466,6 +481,8 @@ TargetWorkJudgement JudgeTargetWork(const ArchSpec& arch, const std::optional<Wo
     return j;
   }
   w.strong_check = StrongCheck::kMade;
+  j.summary = absl::StrCat(family, " did ", Percent(m.share_of_task), " of the task's FLOPs and ",
+                           Percent(m.share_of_executed), " of the executed multiply-add work");
   return j;
 }
 
@@ -479,6 +496,7 @@ nlohmann::json ToJson(const WorkShare& s) {
             {"task_flops", s.matrix.task_flops},
             {"share_of_task", s.matrix.share_of_task},
             {"share_of_executed", s.matrix.share_of_executed},
+            {"other_work_over_task", s.matrix.other_work_over_task},
             {"other_tensor_warp_insts", s.matrix.other_tensor_warp_insts},
             {"other_units", s.matrix.other_units}}},
           {"bulk_copy",

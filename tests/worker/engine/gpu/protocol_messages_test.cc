@@ -299,8 +299,22 @@ TEST_CASE("events round-trip with their nested parts", "[protocol]") {
   compiled.outcome = CompileOutcome::kCompiled;
   compiled.report = json{{"ok", true}};
   compiled.ptx_families = {{"wgmma", 4}};
-  compiled.compiled = CompiledModule{{"/w/module.cubin", "/w/module.ptx"}, 4096, {"gemm"}, {}};
-  CHECK(RoundTrip(compiled).compiled->launch_kernels == std::vector<std::string>{"gemm"});
+  compiled.compiled = CompiledModule{{"/w/module.cubin", "/w/module.ptx"},
+                                     4096,
+                                     {"gemm"},
+                                     {{"gemm", {56, 64, 1}, {384, 1, 1}, 197696}},
+                                     {"c0ffee", "beef", "13.0.48", "ptxas 13.0.48"}};
+  const CompileEvent back = RoundTrip(compiled);
+  CHECK(back.compiled->launch_kernels == std::vector<std::string>{"gemm"});
+  REQUIRE(back.compiled->timed_launches.size() == 1);
+  CHECK(back.compiled->timed_launches[0].grid == std::vector<uint32_t>{56, 64, 1});
+  CHECK(back.compiled->timed_launches[0].dynamic_shared_bytes == 197696);
+  CHECK(back.compiled->identity.cubin_sha256 == "c0ffee");
+  CHECK(back.compiled->identity.ptxas_version == "ptxas 13.0.48");
+  // The toolchain and hashes are required: a compile event without them is refused by name.
+  json no_identity = ToJson(compiled);
+  no_identity["compiled"].erase("identity");
+  CHECK(!FromJson<CompileEvent>(no_identity).ok());
   CompileEvent invalid;
   invalid.outcome = CompileOutcome::kPlanInvalid;
   invalid.plan_error = "launches[0].grid: empty";

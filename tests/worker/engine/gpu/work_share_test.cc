@@ -247,6 +247,12 @@ TEST_CASE("judging: the honest GEMM meets both thresholds", "[work_share][judge]
   CHECK(j.work.min_share_of_task == 0.9);
   CHECK(j.feedback.empty());
   CHECK(j.work.figures["work_share"]["matrix"]["share_of_executed"].get<double>() > 0.999);
+  // The passing verdict's message names the shares.
+  CHECK(j.summary ==
+        "wgmma did 100.0 % of the task's FLOPs and 100.0 % of the executed "
+        "multiply-add work");
+  CHECK(j.work.other_work_over_task == Approx(4.0e7 / kGemmFlops));
+  CHECK(j.work.max_other_work_over_task == Approx(0.1 / 0.9));
 }
 
 TEST_CASE("judging: a token wgmma is target_work_insufficient with figures and units",
@@ -275,6 +281,45 @@ TEST_CASE("judging: a token wgmma is target_work_insufficient with figures and u
         std::string::npos);
   CHECK(j.feedback.find("bf16_dst_fp32 tensor (not the target)") != std::string::npos);
   CHECK(j.work.reason == j.feedback);
+}
+
+TEST_CASE("judging: wgmma padded onto unused data cannot dilute a GEMM done elsewhere",
+          "[work_share][judge]") {
+  // The padding attack on share_of_executed alone: C from mma.sync (1x the task's FLOPs on the
+  // legacy bf16 path) beside 10x the task's FLOPs of wgmma into a scratch sink. share_of_task
+  // 10 and share_of_executed 0.909 both clear 0.9; the work done elsewhere is still the whole
+  // task (decoy padded_unused_wgmma).
+  auto set = WorkCountersFor("sm_90a", DType::kBF16);
+  REQUIRE(set.ok());
+  for (const double padding : {10.0, 100.0}) {
+    auto share = ComputeWorkShare(
+        *set,
+        Samples(*set, {{set->target_matrix_flops, padding * kGemmFlops},
+                       {"sm__ops_path_tensor_src_bf16_dst_fp32.sum", (padding + 1) * kGemmFlops}}),
+        kGemmFlops, kGemmMinBytes);
+    REQUIRE(share.ok());
+    CHECK(share->matrix.share_of_task == Approx(padding));
+    CHECK(share->matrix.share_of_executed > 0.9);
+    CHECK(share->matrix.other_work_over_task == Approx(1.0));
+    TargetWorkJudgement j = JudgeTargetWork(Hopper(), *share, "", Agreeing());
+    CHECK(j.verdict_class == VerdictClass::kTargetWorkInsufficient);
+    CHECK(j.work.other_work_over_task == Approx(1.0));
+    INFO(j.feedback);
+    CHECK(j.feedback.find("the work done on other units is 100.0 % of the task's FLOPs "
+                          "(threshold: at most 11.1 %)") != std::string::npos);
+    CHECK(j.summary.empty());
+  }
+  // The honest solution with the most work elsewhere on the H200 (the GQA decode, run 9:
+  // share of task 1.008, of executed 0.962, elsewhere 0.040 of the task) still passes.
+  auto honest = ComputeWorkShare(
+      *set,
+      Samples(*set, {{set->target_matrix_flops, 1.008 * kGemmFlops},
+                     {"sm__ops_path_tensor_src_bf16_dst_fp32.sum", 1.008 * kGemmFlops},
+                     {"sm__thread_inst_executed_pipe_fma_pred_on.sum", 0.02 * kGemmFlops}}),
+      kGemmFlops, kGemmMinBytes);
+  REQUIRE(honest.ok());
+  CHECK(honest->matrix.other_work_over_task == Approx(0.04));
+  CHECK(JudgeTargetWork(Hopper(), *honest, "", Agreeing()).verdict_class == VerdictClass::kPass);
 }
 
 TEST_CASE("judging: full-size wgmma on unused data fails the executed share only",
