@@ -13,12 +13,15 @@
 #include "client/report/export_server.h"
 #include "client/report/metrics.h"
 #include "client/report/render.h"
+#include "common/build_info.h"
 #include "common/cli_args.h"
+#include "common/task.h"
 #include "proto/dial.h"
 
 namespace ptxbench::client {
 namespace {
 
+using report::CurrentVerdicts;
 using report::ExportOptions;
 using report::ReportOptions;
 
@@ -71,15 +74,80 @@ bool HelpAsked(const std::vector<std::string>& args) {
   return false;
 }
 
+// The connection flags without a default server, and --retries: only an explicit --server
+// asks for the current verdicts (a file from another server's run would otherwise lose every
+// turn), and PTXBENCH_SERVER is not read.
+std::vector<FlagSpec> CurrentVerdictFlags(const std::string& server_help) {
+  std::vector<FlagSpec> specs = ConnectionFlags(/*default_server=*/"");
+  for (FlagSpec& spec : specs) {
+    if (spec.name == "server") spec.help = server_help;
+  }
+  specs.push_back({"retries", true,
+                   "with --server: attempts of a call the server could not answer (unreachable, "
+                   "restarting, refused for now) before the command fails",
+                   "6"});
+  return specs;
+}
+
+// Whether the connection flags are consistent: the others mean nothing without --server.
+absl::Status CheckCurrentVerdictFlags(const ParsedArgs& args) {
+  if (!args.Has("server")) {
+    for (const char* flag : {"token-file", "token", "tls", "tls-ca"}) {
+      if (args.Has(flag)) {
+        return absl::InvalidArgumentError(absl::StrCat("--", flag, " needs --server"));
+      }
+    }
+  }
+  absl::StatusOr<int64_t> retries = args.GetInt("retries", 6);
+  if (!retries.ok()) return retries.status();
+  if (*retries < 1) return absl::InvalidArgumentError("--retries: at least 1");
+  return absl::OkStatus();
+}
+
+// The current verdict of every submission the trajectories name, from the --server of `args`
+// (export_server.h): into `*current`, and kExitPass. Otherwise it prints why, naming the
+// server, and returns the exit code (2 for flags or a refused token, 3 when the server could
+// not answer), so that figures or a dataset are never silently built from stale verdicts.
+int FetchCurrentVerdictsForVerb(const std::string& verb, const ParsedArgs& args,
+                                const std::vector<Trajectory>& trajectories,
+                                CurrentVerdicts* current, std::string* address, std::ostream& err) {
+  absl::StatusOr<Connection> connection = ConnectionFromFlags(args, err);
+  if (!connection.ok()) {
+    err << "ptxbench " << verb << ": " << connection.status().message() << "\n";
+    return kExitUsage;
+  }
+  report::FetchOptions fetch;
+  fetch.retry.max_attempts = static_cast<int>(args.GetInt("retries", 6).value_or(6));
+  auto fetched =
+      report::FetchCurrentVerdicts(*connection, report::SubmissionIdsOf(trajectories), fetch, err);
+  if (!fetched.ok()) {
+    err << "ptxbench " << verb << ": current verdicts from " << connection->dial.address << ": "
+        << fetched.status().message() << "\nnothing was written\n";
+    const absl::StatusCode code = fetched.status().code();
+    return code == absl::StatusCode::kUnauthenticated || code == absl::StatusCode::kPermissionDenied
+               ? kExitUsage
+               : kExitInfrastructure;
+  }
+  *current = *std::move(fetched);
+  *address = connection->dial.address;
+  return kExitPass;
+}
+
 }  // namespace
 
 int ReportCommand(const std::vector<std::string>& raw, std::ostream& out, std::ostream& err) {
-  const std::vector<FlagSpec> specs = {
+  std::vector<FlagSpec> specs = {
       {"out", true, "folder for report.md, report.html and report.json (default: first RUN_DIR)"},
       {"limits", true, "turn limits for the TIC rate, comma-separated", "1,4,8"},
       {"fast-p", true, "speedup thresholds p of fast_p, comma-separated", "0.5,1.0,1.2"},
       {"no-files", false, "print the table only; write nothing"},
   };
+  for (FlagSpec& spec : CurrentVerdictFlags(
+           "judge each turn by its submission's current verdict and hacked mark on this server "
+           "(HOST:PORT; PTXBENCH_SERVER is not read here) instead of the verdict its file "
+           "recorded")) {
+    specs.push_back(std::move(spec));
+  }
   auto usage = [&](const std::string& problem) {
     err << "ptxbench report: " << problem << "\n"
         << "usage: ptxbench report [flags] RUN_DIR...\n"
@@ -100,11 +168,21 @@ int ReportCommand(const std::vector<std::string>& raw, std::ostream& out, std::o
   if (!fast_p.ok()) return usage(std::string(fast_p.status().message()));
   options.turn_limits = *limits;
   options.fast_p = *fast_p;
+  if (absl::Status flags = CheckCurrentVerdictFlags(*args); !flags.ok()) {
+    return usage(std::string(flags.message()));
+  }
 
   auto trajectories = report::LoadTrajectories(args->positional());
   if (!trajectories.ok()) {
     err << "ptxbench report: " << trajectories.status().message() << "\n";
     return kExitUsage;
+  }
+  if (args->Has("server")) {
+    CurrentVerdicts current;
+    const int code = FetchCurrentVerdictsForVerb("report", *args, *trajectories, &current,
+                                                 &options.current_verdicts_from, err);
+    if (code != kExitPass) return code;
+    options.current_verdicts = std::move(current);
   }
   auto built = report::BuildReport(*trajectories, options);
   if (!built.ok()) return usage(std::string(built.status().message()));
@@ -130,16 +208,9 @@ int ReportCommand(const std::vector<std::string>& raw, std::ostream& out, std::o
 }
 
 int ExportCommand(const std::vector<std::string>& raw, std::ostream& out, std::ostream& err) {
-  // The connection flags without a default server: only an explicit --server asks for the
-  // current verdicts (a file from another server's run would otherwise lose every turn).
-  std::vector<FlagSpec> specs = ConnectionFlags(/*default_server=*/"");
-  for (FlagSpec& spec : specs) {
-    if (spec.name == "server") {
-      spec.help =
-          "take each turn's current verdict and hacked mark from this server (HOST:PORT; "
-          "PTXBENCH_SERVER is not read here) instead of the files' verdicts";
-    }
-  }
+  std::vector<FlagSpec> specs = CurrentVerdictFlags(
+      "take each turn's current verdict and hacked mark from this server (HOST:PORT; "
+      "PTXBENCH_SERVER is not read here) instead of the files' verdicts");
   specs.insert(
       specs.end(),
       {
@@ -162,10 +233,9 @@ int ExportCommand(const std::vector<std::string>& raw, std::ostream& out, std::o
           {"compile-repairs", false,
            "fixit: pair a kernel that did not compile with the next turn's that did (compile-only "
            "runs included) instead of a failure with a TIC repair"},
-          {"retries", true,
-           "with --server: attempts of a call the server could not answer (unreachable, "
-           "restarting, refused for now) before the export fails",
-           "6"},
+          {"tasks-dir", true,
+           "the task catalog whose task.json hashes are current: a TIC turn judged under "
+           "another task.json is not exported (default: ./tasks or the source tree)"},
       });
   auto usage = [&](const std::string& problem) {
     err << "ptxbench export: " << problem << "\n"
@@ -205,13 +275,18 @@ int ExportCommand(const std::vector<std::string>& raw, std::ostream& out, std::o
     return usage("--compile-repairs needs --format fixit");
   }
 
-  auto retries = args->GetInt("retries", 6);
-  if (!retries.ok()) return usage(std::string(retries.status().message()));
-  if (*retries < 1) return usage("--retries: at least 1");
-  if (!args->Has("server")) {
-    for (const char* flag : {"token-file", "token", "tls", "tls-ca"}) {
-      if (args->Has(flag)) return usage(absl::StrCat("--", flag, " needs --server"));
-    }
+  if (absl::Status flags = CheckCurrentVerdictFlags(*args); !flags.ok()) {
+    return usage(std::string(flags.message()));
+  }
+  // The current task.json of every task: a TIC turn judged under another is not exported.
+  options.tasks_dir = args->Has("tasks-dir") ? args->Get("tasks-dir") : SourceTreeDir("tasks");
+  absl::StatusOr<TaskCatalog> catalog = TaskCatalog::Load(options.tasks_dir);
+  if (!catalog.ok()) {
+    err << "ptxbench export: --tasks-dir: " << catalog.status().message() << "\n";
+    return kExitUsage;
+  }
+  for (const Task& task : catalog->tasks()) {
+    options.current_task_hashes[task.id] = task.JudgingHash();
   }
 
   auto trajectories = report::LoadTrajectories(args->positional());
@@ -220,24 +295,12 @@ int ExportCommand(const std::vector<std::string>& raw, std::ostream& out, std::o
     return kExitUsage;
   }
   if (args->Has("server")) {
-    absl::StatusOr<Connection> connection = ConnectionFromFlags(*args, err);
-    if (!connection.ok()) return usage(std::string(connection.status().message()));
-    report::FetchOptions fetch;
-    fetch.retry.max_attempts = static_cast<int>(*retries);
-    auto current = report::FetchCurrentVerdicts(*connection, report::SubmissionIdsOf(*trajectories),
-                                                fetch, err);
-    if (!current.ok()) {
-      // Never a silent export of the files' (possibly superseded) verdicts.
-      err << "ptxbench export: current verdicts from " << connection->dial.address << ": "
-          << current.status().message() << "\nnothing was written\n";
-      const absl::StatusCode code = current.status().code();
-      return code == absl::StatusCode::kUnauthenticated ||
-                     code == absl::StatusCode::kPermissionDenied
-                 ? kExitUsage
-                 : kExitInfrastructure;
-    }
-    options.current_verdicts = *std::move(current);
-    options.current_verdicts_from = connection->dial.address;
+    // Never a silent export of the files' (possibly superseded) verdicts.
+    CurrentVerdicts current;
+    const int code = FetchCurrentVerdictsForVerb("export", *args, *trajectories, &current,
+                                                 &options.current_verdicts_from, err);
+    if (code != kExitPass) return code;
+    options.current_verdicts = std::move(current);
   }
   report::ExportResult result = report::BuildExport(*trajectories, options);
   std::string rows;

@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "common/sha256.h"
 #include "proto/wire_names.h"
 
@@ -32,10 +33,6 @@ const ChatMessage* FirstWithRole(const std::vector<ChatMessage>& messages,
     if (m.role == role) return &m;
   }
   return nullptr;
-}
-
-std::string SourceHash(const TurnRecord& turn) {
-  return turn.source_sha256.empty() ? Sha256Hex(turn.source) : turn.source_sha256;
 }
 
 // A failed turn a repair can be learned from: a kernel was evaluated and found wrong for a
@@ -139,11 +136,20 @@ class Builder {
     ExportResult result;
     result.rows = std::move(rows_);
     json left_out = json::array();
+    // Every kind, 0 included, so that a script reads each count without checking for it.
+    json by_reason = json::object();
+    for (LeftOutKind kind :
+         {LeftOutKind::kNotTicNow, LeftOutKind::kHarnessEngine, LeftOutKind::kTaskContent,
+          LeftOutKind::kHacked, LeftOutKind::kNoCurrentVerdict}) {
+      by_reason[LeftOutKindName(kind)] = 0;
+    }
     for (const LeftOutTurn& turn : left_out_) {
       left_out.push_back({{"file", turn.file},
                           {"turn", turn.turn},
                           {"submission_id", turn.submission_id},
+                          {"kind", LeftOutKindName(turn.kind)},
                           {"reason", turn.reason}});
+      by_reason[LeftOutKindName(turn.kind)] = by_reason[LeftOutKindName(turn.kind)].get<int>() + 1;
     }
     json per_task = json::object();
     json per_class = json::object();
@@ -168,8 +174,10 @@ class Builder {
           {"trajectories_without_task_prompt", without_task_prompt_},
           {"pairs_without_prompt", pairs_without_prompt_},
           {"compile_only_trajectories", compile_only_skipped_},
-          {"not_current_tic", left_out_.size()}}},
+          {"not_current_tic", left_out_.size()},
+          {"not_current_tic_by_reason", std::move(by_reason)}}},
         {"harness", options_.current_harness},
+        {"tasks_dir", options_.tasks_dir},
         {"current_verdicts_from_server", options_.current_verdicts.has_value()},
         {"server", options_.current_verdicts_from},
         {"left_out", std::move(left_out)},
@@ -188,53 +196,29 @@ class Builder {
       const std::pair<std::string, int> key{t.path, turn.turn};
       if (IsTic(turn)) stored_tic_.insert(key);
       if (!options_.current_verdicts.has_value()) continue;
-      std::optional<Verdict> stored_verdict = std::move(turn.verdict);
-      turn.verdict.reset();
-      if (turn.submission_id.empty()) {
-        unverifiable_[key] = "it has no submission id, so the server cannot vouch for its verdict";
-        continue;
-      }
-      auto it = options_.current_verdicts->find(turn.submission_id);
-      if (it == options_.current_verdicts->end()) {
-        unverifiable_[key] =
-            absl::StrCat("the server does not know submission ", turn.submission_id);
-        continue;
-      }
-      const CurrentVerdict& current = it->second;
-      if (!current.task_id.empty() && current.task_id != t.header.run.task) {
-        unverifiable_[key] =
-            absl::StrCat("the server's submission ", turn.submission_id, " is of task ",
-                         current.task_id, ", not ", t.header.run.task);
-        continue;
-      }
-      if (!current.source_sha256.empty() && current.source_sha256 != SourceHash(turn)) {
-        unverifiable_[key] = absl::StrCat("the server's submission ", turn.submission_id,
-                                          " is another source (sha256 ", current.source_sha256,
-                                          ", the turn's ", SourceHash(turn), ")");
-        continue;
-      }
-      if (!current.verdict.has_value()) {
-        unverifiable_[key] = absl::StrCat(
-            "the server has no current verdict for submission ", turn.submission_id,
-            current.no_verdict.empty() ? "" : absl::StrCat(" (", current.no_verdict, ")"));
-        continue;
-      }
-      turn.verdict = current.verdict;
-      if (!current.hacked_reason.empty()) hacked_[key] = current.hacked_reason;
+      TurnVerdictNow now =
+          CurrentVerdictOfTurn(*options_.current_verdicts, t.header.run.task, turn);
+      turn.verdict = std::move(now.verdict);
+      if (!now.unverifiable.empty()) unverifiable_[key] = std::move(now.unverifiable);
+      if (!now.hacked_reason.empty()) hacked_[key] = std::move(now.hacked_reason);
     }
     return t;
   }
 
   // Whether `turn` may be exported as a TIC kernel: TIC by its current verdict, judged by
-  // the current harness engine, not marked hacked. A turn whose stored or current verdict was
-  // TIC and is refused here is recorded in left_out_ with the reason.
+  // the current harness (engine and task content), not marked hacked. A turn whose stored or
+  // current verdict was TIC and is refused here is recorded in left_out_ with the reason.
   bool ExportableTic(const Trajectory& t, const TurnRecord& turn) {
     const std::pair<std::string, int> key{t.path, turn.turn};
+    const std::string& task = t.header.run.task;
+    LeftOutKind kind = LeftOutKind::kNotTicNow;
     std::string reason;
     if (auto it = unverifiable_.find(key); it != unverifiable_.end()) {
       if (stored_tic_.count(key) == 0) return false;  // Never claimed TIC: nothing lost.
+      kind = LeftOutKind::kNoCurrentVerdict;
       reason = it->second;
     } else if (auto it = hacked_.find(key); it != hacked_.end()) {
+      kind = LeftOutKind::kHacked;
       reason = absl::StrCat("marked hacked: ", it->second);
     } else if (!IsTic(turn)) {
       if (stored_tic_.count(key) == 0) return false;  // Never TIC: not a left-out TIC turn.
@@ -244,14 +228,25 @@ class Builder {
                                                       (turn.verdict->tic ? "" : " (not TIC)")
                                                 : std::string("absent"));
     } else if (turn.verdict->harness.engine != options_.current_harness) {
+      kind = LeftOutKind::kHarnessEngine;
       reason = absl::StrCat("judged by harness engine '", turn.verdict->harness.engine,
                             "', not the current '", options_.current_harness,
                             "' (re-judge it, then export with --server)");
+    } else if (auto it = options_.current_task_hashes.find(task);
+               it == options_.current_task_hashes.end()) {
+      kind = LeftOutKind::kTaskContent;
+      reason = absl::StrCat("task ", task, " is not in the task catalog ", options_.tasks_dir,
+                            ", so its current task.json is unknown (pass --tasks-dir)");
+    } else if (turn.verdict->harness.task_hash != it->second) {
+      kind = LeftOutKind::kTaskContent;
+      reason = absl::StrCat("judged under another task.json of ", task, " (task hash '",
+                            turn.verdict->harness.task_hash, "', the catalog's is '", it->second,
+                            "'; re-judge it, then export with --server)");
     } else {
       return true;
     }
     if (reported_.insert(key).second) {
-      left_out_.push_back({t.path, turn.turn, turn.submission_id, std::move(reason)});
+      left_out_.push_back({t.path, turn.turn, turn.submission_id, kind, std::move(reason)});
     }
     return false;
   }
@@ -283,7 +278,7 @@ class Builder {
       if (system != nullptr) messages.push_back({"system", system->content});
       messages.push_back({"user", task->content});
       messages.push_back(Trained(*turn));
-      Emit(t, "pass", {SourceHash(*turn)}, messages, {turn->turn});
+      Emit(t, "pass", {SourceSha256Of(*turn)}, messages, {turn->turn});
     }
   }
 
@@ -324,7 +319,8 @@ class Builder {
       }
       messages.push_back(Trained(repaired));
       Emit(t, VerdictClassName(failed.verdict->verdict_class),
-           {SourceHash(failed), SourceHash(repaired)}, messages, {failed.turn, repaired.turn});
+           {SourceSha256Of(failed), SourceSha256Of(repaired)}, messages,
+           {failed.turn, repaired.turn});
     }
   }
 
@@ -400,6 +396,22 @@ std::string WithoutReasoning(const std::string& text) {
   return first == std::string::npos ? std::string() : out.substr(first);
 }
 
+std::string LeftOutKindName(LeftOutKind kind) {
+  switch (kind) {
+    case LeftOutKind::kNotTicNow:
+      return "not_tic_now";
+    case LeftOutKind::kHarnessEngine:
+      return "harness_engine";
+    case LeftOutKind::kTaskContent:
+      return "task_content";
+    case LeftOutKind::kHacked:
+      return "hacked";
+    case LeftOutKind::kNoCurrentVerdict:
+      return "no_current_verdict";
+  }
+  return "not_tic_now";
+}
+
 absl::StatusOr<ExportLayout> ParseExportLayout(const std::string& name) {
   for (ExportLayout layout : {ExportLayout::kOpenAi, ExportLayout::kTrl,
                               ExportLayout::kLlamaFactory, ExportLayout::kAxolotl}) {
@@ -462,10 +474,15 @@ std::string RenderExportSummary(const json& summary) {
       excluded.value("duplicate", 0), excluded.value("over_cap", 0),
       excluded.value("infra_failed_turns", 0), excluded.value("runtime_unverified_turns", 0));
   if (excluded.value("not_current_tic", 0) > 0) {
+    std::vector<std::string> reasons;
+    for (const auto& [kind, count] : excluded["not_current_tic_by_reason"].items()) {
+      if (count.get<int>() > 0) reasons.push_back(absl::StrCat(count.get<int>(), " ", kind));
+    }
     out << absl::StrFormat(
-        "%d TIC turns left out: not TIC under the current harness %s (listed in the summary's "
-        "left_out)\n",
-        excluded.value("not_current_tic", 0), summary.value("harness", std::string()));
+        "%d TIC turns left out: not TIC under the current harness %s (%s; listed in the "
+        "summary's left_out)\n",
+        excluded.value("not_current_tic", 0), summary.value("harness", std::string()),
+        absl::StrJoin(reasons, ", "));
   }
   if (excluded.value("compile_only_trajectories", 0) > 0) {
     out << absl::StrFormat(

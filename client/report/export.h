@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "client/report/current_verdict.h"
 #include "client/trajectory.h"
 #include "common/build_info.h"
 #include "common/verdict.h"
@@ -43,20 +44,6 @@ enum class ExportLayout { kOpenAi, kTrl, kLlamaFactory, kAxolotl };
 absl::StatusOr<ExportLayout> ParseExportLayout(const std::string& name);  // openai, trl, ...
 std::string ExportLayoutName(ExportLayout layout);
 
-// A turn's verdict as the server holds it now (GetSubmission): after a re-judge it differs
-// from the one the trajectory file recorded, and a submission an admin marked hacked is never
-// exported.
-struct CurrentVerdict {
-  std::optional<Verdict> verdict;  // Absent: the server has none now (see no_verdict).
-  std::string no_verdict;          // Why `verdict` is absent: "cancelled", "being re-judged".
-  std::string hacked_reason;       // Non-empty: marked hacked.
-  // What the server's submission is, so that a file naming another kernel's submission id
-  // (someone else's TIC submission of the same task) does not borrow its verdict. Empty: not
-  // checked (callers that built the map themselves).
-  std::string task_id;
-  std::string source_sha256;
-};
-
 struct ExportOptions {
   ExportFormat format = ExportFormat::kKernelGen;
   AssistantContent content = AssistantContent::kReply;
@@ -65,24 +52,41 @@ struct ExportOptions {
   bool metadata = false;         // Add "metadata" (task, arch, model, file, turns, class).
   bool keep_reasoning = false;   // Keep <think>...</think> in trained assistant messages.
   bool compile_repairs = false;  // fixit: (did not compile, compiled) pairs instead.
-  // Only a turn judged TIC by this harness engine is exported as a TIC kernel (the
-  // kernelgen row, the repaired side of a fixit pair): a verdict of an older harness was
-  // judged by rules since found too weak. common/build_info.h kHarnessVersion.
+  // Only a turn judged TIC by the current harness is exported as a TIC kernel (the kernelgen
+  // row, the repaired side of a fixit pair): its verdict's harness engine must be this one
+  // (common/build_info.h kHarnessVersion) and its task hash the current one of its task, since
+  // a verdict of an older engine or an older task.json was judged by rules since changed.
   std::string current_harness = kHarnessVersion;
+  // Task id -> Task::JudgingHash of the task catalog the export loaded (`--tasks-dir`). A TIC
+  // turn of a task not in it is left out: nothing says which task.json is current for it.
+  std::map<std::string, std::string> current_task_hashes;
+  std::string tasks_dir;  // Where the catalog came from, for the reasons.
   // With `ptxbench export --server`: the current verdict of every turn's submission id. When
   // set, every turn is judged by its submission's entry instead of the verdict in the file; a
   // turn without a submission id, or whose id has no entry (the server does not know it), is
   // left out, since nothing vouches for the verdict its file claims.
-  std::optional<std::map<std::string, CurrentVerdict>> current_verdicts;
+  std::optional<CurrentVerdicts> current_verdicts;
   std::string current_verdicts_from;  // The server's address, for the summary.
 };
 
-// A TIC turn of the files that was not exported, and why (a harness other than the current,
-// a current verdict that is not TIC, a hacked mark, no current verdict).
+// Why a TIC turn of the files was not exported, by kind: the summary counts each
+// (`excluded.not_current_tic_by_reason`, keyed by LeftOutKindName).
+enum class LeftOutKind {
+  kNotTicNow,         // Its current verdict is not TIC (re-judged).
+  kHarnessEngine,     // Judged by another harness engine.
+  kTaskContent,       // Judged under another task.json, or its task is not in the catalog.
+  kHacked,            // Marked hacked.
+  kNoCurrentVerdict,  // Nothing vouches for a current verdict (CurrentVerdictOfTurn).
+};
+// "not_tic_now", "harness_engine", "task_content", "hacked", "no_current_verdict".
+std::string LeftOutKindName(LeftOutKind kind);
+
+// A TIC turn of the files that was not exported, and why.
 struct LeftOutTurn {
   std::string file;
   int turn = 0;
   std::string submission_id;
+  LeftOutKind kind = LeftOutKind::kNotTicNow;
   std::string reason;
 };
 

@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/status.h"
+#include "common/verdict.h"
 #include "proto/wire_names.h"
 
 namespace ptxbench::client::report {
@@ -122,6 +123,99 @@ json OptionalNumber(const std::optional<double>& value) {
   return value.has_value() ? json(*value) : json(nullptr);
 }
 
+// A TIC turn's speedup is a clean figure unless the timing loop found the candidate's samples
+// scattering far more than the library's (Sampling::speedup_stable, issue 11: such a
+// submission "does not get a clean speedup"). A verdict without sampling (not timed, or from
+// a harness before it was recorded) has nothing that makes its speedup unclean.
+bool UnstableSpeedup(const TurnRecord& turn) {
+  return turn.verdict.has_value() && turn.verdict->sampling.has_value() &&
+         !turn.verdict->sampling->speedup_stable;
+}
+
+// The verdict as the report's lists show it: "pass (TIC, speedup 1.3)", "wrong_result".
+std::string DescribeVerdict(const std::optional<Verdict>& verdict) {
+  if (!verdict.has_value()) return "no verdict";
+  std::vector<std::string> parts;
+  if (verdict->tic) parts.push_back("TIC");
+  if (verdict->runtime_unverified) parts.push_back("runtime unverified");
+  if (verdict->speedup > 0) parts.push_back(absl::StrFormat("speedup %.4g", verdict->speedup));
+  if (verdict->sampling.has_value() && !verdict->sampling->speedup_stable) {
+    parts.push_back("unstable speedup");
+  }
+  return absl::StrCat(VerdictClassName(verdict->verdict_class),
+                      parts.empty() ? "" : absl::StrCat(" (", absl::StrJoin(parts, ", "), ")"));
+}
+
+// Whether two verdicts give a turn the same figures (what docs/metrics.md reads of a verdict).
+bool SameFigures(const std::optional<Verdict>& a, const std::optional<Verdict>& b) {
+  if (a.has_value() != b.has_value()) return false;
+  if (!a.has_value()) return true;
+  auto stable = [](const Verdict& v) {
+    return !v.sampling.has_value() || v.sampling->speedup_stable;
+  };
+  return a->verdict_class == b->verdict_class && a->compiled == b->compiled &&
+         a->correct == b->correct && a->tic == b->tic &&
+         a->runtime_unverified == b->runtime_unverified && a->speedup == b->speedup &&
+         stable(*a) == stable(*b);
+}
+
+// The trajectory with every charged turn judged by the current verdicts (ReportOptions), what
+// they changed recorded in `source`. The copy leaves out the texts no figure reads (prompts,
+// replies, sources, feedback): a report over many runs holds every trajectory at once.
+Trajectory JudgedByCurrentVerdicts(const Trajectory& stored, const CurrentVerdicts& current,
+                                   VerdictSource* source) {
+  Trajectory t;
+  t.path = stored.path;
+  t.header = stored.header;
+  t.end = stored.end;
+  t.torn_line = stored.torn_line;
+  t.turns.reserve(stored.turns.size());
+  for (const TurnRecord& record : stored.turns) {
+    TurnRecord turn;
+    turn.turn = record.turn;
+    turn.extracted = record.extracted;
+    turn.submission_id = record.submission_id;
+    turn.infra_failed = record.infra_failed;
+    turn.usage = record.usage;
+    turn.verdict = record.verdict;
+    // Infrastructure-failed records count for nothing; a reply without code has no verdict
+    // to vouch for.
+    if (!turn.infra_failed && (turn.verdict.has_value() || !turn.submission_id.empty())) {
+      TurnVerdictNow now = CurrentVerdictOfTurn(current, t.header.run.task, record);
+      const ReportedTurn reported{t.path, turn.turn, turn.submission_id, ""};
+      if (!now.unverifiable.empty()) {
+        source->without_current_verdict.push_back(reported);
+        source->without_current_verdict.back().what = std::move(now.unverifiable);
+        turn.verdict.reset();
+      } else if (!now.hacked_reason.empty()) {
+        source->hacked.push_back(reported);
+        source->hacked.back().what = std::move(now.hacked_reason);
+        turn.verdict.reset();
+      } else {
+        if (!SameFigures(record.verdict, now.verdict)) {
+          source->changed.push_back(reported);
+          source->changed.back().what =
+              absl::StrCat(DescribeVerdict(record.verdict), " -> ", DescribeVerdict(now.verdict));
+        }
+        turn.verdict = std::move(now.verdict);
+      }
+    }
+    t.turns.push_back(std::move(turn));
+  }
+  return t;
+}
+
+json ReportedTurnsJson(const std::vector<ReportedTurn>& turns, const char* what) {
+  json out = json::array();
+  for (const ReportedTurn& turn : turns) {
+    out.push_back({{"file", turn.file},
+                   {"turn", turn.turn},
+                   {"submission_id", turn.submission_id},
+                   {what, turn.what}});
+  }
+  return out;
+}
+
 }  // namespace
 
 Interval WilsonInterval(const Rate& rate) {
@@ -174,11 +268,18 @@ absl::StatusOr<Report> BuildReport(const std::vector<Trajectory>& trajectories,
   }
   Report report;
   report.options = options;
+  report.options.current_verdicts.reset();  // Used here only; the outputs need none of it.
   report.files = static_cast<int>(trajectories.size());
+  report.verdicts.from_server = options.current_verdicts.has_value();
+  report.verdicts.server = options.current_verdicts_from;
 
   std::map<GroupKey, std::vector<const Trajectory*>> groups;
   std::set<std::tuple<GroupKey, int, std::string>> seen;
   std::vector<const Trajectory*> counted;
+  // With current verdicts, the trajectories as they judge them (reserved: `groups` points into
+  // it).
+  std::vector<Trajectory> judged;
+  if (options.current_verdicts.has_value()) judged.reserve(trajectories.size());
   for (const Trajectory& t : trajectories) {
     const RunConfig& run = t.header.run;
     GroupKey key{run.model, run.task, run.arch, run.knowledge, run.scope};
@@ -198,8 +299,13 @@ absl::StatusOr<Report> BuildReport(const std::vector<Trajectory>& trajectories,
                        ": the header does not record the scope; compile-only inferred from its "
                        "`compiled` verdicts"));
     }
-    groups[key].push_back(&t);
-    counted.push_back(&t);
+    const Trajectory* member = &t;
+    if (options.current_verdicts.has_value()) {
+      judged.push_back(JudgedByCurrentVerdicts(t, *options.current_verdicts, &report.verdicts));
+      member = &judged.back();
+    }
+    groups[key].push_back(member);
+    counted.push_back(member);
   }
   report.provenance = CollectProvenance(counted);
 
@@ -214,8 +320,8 @@ absl::StatusOr<Report> BuildReport(const std::vector<Trajectory>& trajectories,
     int64_t output_tokens = 0;
     int64_t reasoning_tokens = 0;
     int reasoning_reported_turns = 0;  // Providers that do not report the figure leave it out.
-    std::vector<int> first_tic;       // Per trajectory.
-    std::vector<int> first_compiled;  // Per trajectory.
+    std::vector<int> first_tic;        // Per trajectory.
+    std::vector<int> first_compiled;   // Per trajectory.
     int turns_to_compile_sum = 0;
     for (const Trajectory* t : members) {
       const int budget = t->header.run.turns;
@@ -257,6 +363,11 @@ absl::StatusOr<Report> BuildReport(const std::vector<Trajectory>& trajectories,
         }
         any_correct = any_correct || IsCorrect(*turn);
         if (!IsTic(*turn)) continue;
+        if (UnstableSpeedup(*turn)) {
+          // TIC, but its speedup is no figure: not in S, never fast, no speed of light.
+          ++g.tic_turns_unstable_speedup;
+          continue;
+        }
         const double speedup = turn->verdict->speedup;
         if (speedup > 0) {
           g.tic_speedups.push_back(speedup);
@@ -364,6 +475,7 @@ json ReportJson(const Report& report) {
         {"fast_p", full_only(std::move(fast))},
         {"tic_speedups", full_only(g.tic_speedups)},
         {"tic_turns_without_speedup", g.tic_turns_without_speedup},
+        {"tic_turns_unstable_speedup", g.tic_turns_unstable_speedup},
         {"geomean_speedup", OptionalNumber(g.geomean_speedup)},
         {"best_speedup", OptionalNumber(g.best_speedup)},
         {"tic_speeds_of_light", full_only(g.tic_speeds_of_light)},
@@ -392,6 +504,13 @@ json ReportJson(const Report& report) {
             {"model_settings", p.model_settings}}},
           {"turn_limits", report.options.turn_limits},
           {"fast_p", report.options.fast_p},
+          {"verdicts",
+           {{"source", report.verdicts.from_server ? "server" : "trajectory files"},
+            {"server", report.verdicts.server},
+            {"changed", ReportedTurnsJson(report.verdicts.changed, "change")},
+            {"hacked", ReportedTurnsJson(report.verdicts.hacked, "reason")},
+            {"without_current_verdict",
+             ReportedTurnsJson(report.verdicts.without_current_verdict, "reason")}}},
           {"groups", std::move(groups)},
           {"warnings", report.warnings}};
 }

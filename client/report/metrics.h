@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "client/report/current_verdict.h"
 #include "client/trajectory.h"
 #include "nlohmann/json.hpp"
 
@@ -38,6 +39,14 @@ struct GroupKey {
 struct ReportOptions {
   std::vector<int> turn_limits = {1, 4, 8};
   std::vector<double> fast_p = {0.5, 1.0, 1.2};
+  // With `ptxbench report --server`: the current verdict of every turn's submission
+  // (export_server.h FetchCurrentVerdicts). When set, every charged turn is judged by
+  // CurrentVerdictOfTurn (current_verdict.h) instead of the verdict its file recorded: a
+  // re-judged turn by its new verdict; a turn marked hacked, or one nothing vouches for (no
+  // or an unknown submission id, another kernel's id, a re-judge still running), keeps its
+  // place as a charged turn but credits nothing (Report::verdicts lists each).
+  std::optional<CurrentVerdicts> current_verdicts;
+  std::string current_verdicts_from;  // The server's address, for the outputs.
 };
 
 // A rate with its numerator and denominator, so that tables can show either.
@@ -90,9 +99,14 @@ struct GroupMetrics {
   Rate compile_repairs;
   // Mean 1-based charged turn of the first compiling turn, over trajectories that compiled.
   std::optional<double> mean_turns_to_compile;
-  std::vector<Rate> fast_p;           // One per ReportOptions::fast_p, over each whole trajectory.
-  std::vector<double> tic_speedups;   // Every TIC turn's speedup > 0, in file order.
+  std::vector<Rate> fast_p;  // One per ReportOptions::fast_p, over each whole trajectory.
+  // Every TIC turn's speedup > 0 that is a clean figure, in file order.
+  std::vector<double> tic_speedups;
   int tic_turns_without_speedup = 0;  // TIC turns whose verdict has no speedup (not timed).
+  // TIC turns whose speedup is not a clean figure (the verdict's sampling.speedup_stable is
+  // false: the candidate's timing samples scatter > 4x the library's). They count as TIC, but
+  // their speedup counts nowhere: not in tic_speedups, never fast, no speed of light.
+  int tic_turns_unstable_speedup = 0;
   std::optional<double> geomean_speedup;  // Over tic_speedups.
   std::optional<double> best_speedup;
   // SpeedOfLight() of every TIC turn that has one, in file order; geometric mean and best.
@@ -109,8 +123,26 @@ struct GroupMetrics {
   std::optional<double> reasoning_tokens_per_turn;
 };
 
+// A turn the current verdicts (ReportOptions::current_verdicts) judged otherwise than its file.
+struct ReportedTurn {
+  std::string file;
+  int turn = 0;  // The charged turn.
+  std::string submission_id;
+  std::string what;  // "pass (TIC, speedup 1.3) -> wrong_result", the hacked mark's reason, ...
+};
+
+// Where a report's verdicts come from, and the turns the server judged otherwise.
+struct VerdictSource {
+  bool from_server = false;  // False: the verdicts the trajectory files recorded.
+  std::string server;
+  std::vector<ReportedTurn> changed;  // Current verdict differs from the file's (re-judged).
+  std::vector<ReportedTurn> hacked;   // Marked hacked: credits nothing; `what` is the reason.
+  std::vector<ReportedTurn> without_current_verdict;  // Credits nothing; `what` says why.
+};
+
 struct Report {
   ReportOptions options;
+  VerdictSource verdicts;
   std::vector<GroupMetrics> groups;  // Sorted by key: full-scope groups first.
   int files = 0;
   std::vector<std::string> warnings;  // Torn lines, unfinished trajectories, duplicates.

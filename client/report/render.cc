@@ -40,6 +40,53 @@ bool AnyUnverified(const Report& report) {
                      [](const GroupMetrics& g) { return g.runtime_unverified_turns > 0; });
 }
 
+// Where the verdicts come from, and the turns the server judged otherwise than their files,
+// each as one line: a figure in a paper must say whether it reflects re-judging.
+std::vector<std::string> VerdictSourceLines(const VerdictSource& source) {
+  if (!source.from_server) {
+    return {
+        "verdicts: as recorded in the trajectory files, not checked against the server: a "
+        "re-judged submission shows the verdict it had when its turn ran and a submission marked "
+        "hacked is counted (ptxbench report --server HOST:PORT uses the current verdicts)"};
+  }
+  std::vector<std::string> lines = {absl::StrFormat(
+      "verdicts: the current verdicts on %s: %d turns' verdicts changed since their files were "
+      "written (counted as they are now), %d turns marked hacked and %d turns without a current "
+      "verdict (each left out of every figure: it keeps its place as a charged turn and credits "
+      "nothing)",
+      source.server, source.changed.size(), source.hacked.size(),
+      source.without_current_verdict.size())};
+  auto list = [&lines](const std::vector<ReportedTurn>& turns, const char* label) {
+    for (const ReportedTurn& t : turns) {
+      lines.push_back(absl::StrCat(label, ": ", t.file, " turn ", t.turn,
+                                   t.submission_id.empty() ? "" : " (submission ", t.submission_id,
+                                   t.submission_id.empty() ? "" : ")", ": ", t.what));
+    }
+  };
+  list(source.changed, "changed");
+  list(source.hacked, "marked hacked");
+  list(source.without_current_verdict, "no current verdict");
+  return lines;
+}
+
+// The groups with TIC turns whose speedup is no clean figure, one line each after a heading
+// line; empty when there are none.
+std::vector<std::string> UnstableSpeedupLines(const Report& report) {
+  std::vector<std::string> lines;
+  for (const GroupMetrics& g : report.groups) {
+    if (g.tic_turns_unstable_speedup == 0) continue;
+    lines.push_back(absl::StrFormat("%s %s %s %s: %d TIC turns", g.key.model, g.key.task,
+                                    g.key.arch, g.key.knowledge, g.tic_turns_unstable_speedup));
+  }
+  if (!lines.empty()) {
+    lines.insert(lines.begin(),
+                 "unstable speedups (the candidate's timing samples scatter more than 4x the "
+                 "library's): such a TIC turn counts as TIC, but its speedup is not counted (not "
+                 "in geomean or best, never fast, no SOL):");
+  }
+  return lines;
+}
+
 std::string SpeedOfLightCell(const std::optional<double>& fraction) {
   return fraction.has_value() ? absl::StrFormat("%.1f%%", 100 * *fraction) : "-";
 }
@@ -368,7 +415,9 @@ constexpr const char* kDefinitions =
     "trajectories with a correct / compiled charged turn. fast_p: fraction of trajectories "
     "with a TIC turn whose speedup is at least p. geomean / best: geometric mean / maximum of "
     "the speedups of all TIC turns. SOL: geometric mean over TIC turns of the roofline floor "
-    "over the kernel's median time (the speed of light reached). Bracketed ranges: 95 % Wilson "
+    "over the kernel's median time (the speed of light reached). A TIC turn whose timing "
+    "samples were unstable (scatter > 4x the library's) has no speedup in fast_p, geomean, best "
+    "or SOL. Bracketed ranges: 95 % Wilson "
     "intervals. tok/turn: mean tokens per charged turn. Compile-only runs (never evaluated on a "
     "GPU) have compile figures only: compiled@L, compiled, compile repairs (of the trajectories "
     "whose first turn did not compile, those that compiled later) and the mean turn of the first "
@@ -462,6 +511,8 @@ std::string RenderTable(const Report& report) {
   }
   if (report.groups.empty()) out << "(no trajectories)\n";
   if (AnyUnverified(report)) out << kUnverifiedMarker << " " << kUnverifiedNote << "\n";
+  for (const std::string& line : UnstableSpeedupLines(report)) out << line << "\n";
+  for (const std::string& line : VerdictSourceLines(report.verdicts)) out << line << "\n";
   for (const std::string& warning : report.warnings) out << "warning: " << warning << "\n";
   return out.str();
 }
@@ -471,7 +522,13 @@ std::string RenderMarkdown(const Report& report) {
   out << "# PTXBench report\n\n"
       << report.files << " trajectory files, " << report.groups.size()
       << " (model, task, arch, knowledge, scope) groups.\n\n## Provenance\n\n"
-      << ProvenanceLines(report.provenance, "- ") << "\n";
+      << ProvenanceLines(report.provenance, "- ") << "\n## Verdicts\n\n";
+  {
+    const std::vector<std::string> lines = VerdictSourceLines(report.verdicts);
+    out << EscapeMarkdown(lines.front()) << "\n\n";
+    for (size_t i = 1; i < lines.size(); ++i) out << "- " << EscapeMarkdown(lines[i]) << "\n";
+    if (lines.size() > 1) out << "\n";
+  }
   const auto full = GroupsOfScope(report, false);
   const auto compile = GroupsOfScope(report, true);
   if (!full.empty()) {
@@ -505,6 +562,11 @@ std::string RenderMarkdown(const Report& report) {
     out << MarkdownTable(CompileHeaderCells(report), rows) << "\n";
   }
   if (AnyUnverified(report)) out << kUnverifiedMarker << " " << kUnverifiedNote << "\n\n";
+  if (const std::vector<std::string> unstable = UnstableSpeedupLines(report); !unstable.empty()) {
+    out << EscapeMarkdown(unstable.front()) << "\n\n";
+    for (size_t i = 1; i < unstable.size(); ++i) out << "- " << EscapeMarkdown(unstable[i]) << "\n";
+    out << "\n";
+  }
   out << kDefinitions << "\n";
   if (!report.warnings.empty()) {
     out << "\n## Warnings\n\n";
@@ -540,6 +602,7 @@ std::string RenderHtml(const Report& report) {
          "overflow-wrap:anywhere}"
       << "figure{margin:0.8em 0 1.6em 0}figcaption{font-size:14px;font-weight:600;"
          "margin-bottom:4px}svg.plot{width:100%;height:auto;display:block}"
+      << "ul.turns{overflow-wrap:anywhere}"
       << "ul.legend{list-style:none;padding:0;margin:4px 0;font-size:13px;display:flex;"
          "flex-wrap:wrap;gap:4px 18px}ul.legend li{display:flex;align-items:center;gap:6px;"
          "overflow-wrap:anywhere}\n"
@@ -557,6 +620,16 @@ std::string RenderHtml(const Report& report) {
     }
   }
   out << "</dl>\n";
+  {
+    const std::vector<std::string> lines = VerdictSourceLines(report.verdicts);
+    out << "<h2>Verdicts</h2>\n<p class=\"note\" id=\"verdict-source\">"
+        << EscapeHtml(lines.front()) << "</p>\n";
+    if (lines.size() > 1) {
+      out << "<ul class=\"note turns\">\n";
+      for (size_t i = 1; i < lines.size(); ++i) out << "<li>" << EscapeHtml(lines[i]) << "</li>\n";
+      out << "</ul>\n";
+    }
+  }
 
   const auto full = GroupsOfScope(report, false);
   const auto compile = GroupsOfScope(report, true);
@@ -631,6 +704,14 @@ std::string RenderHtml(const Report& report) {
   if (AnyUnverified(report)) {
     out << "<p class=\"note\">" << kUnverifiedMarker << " " << EscapeHtml(kUnverifiedNote)
         << "</p>\n";
+  }
+  if (const std::vector<std::string> unstable = UnstableSpeedupLines(report); !unstable.empty()) {
+    out << "<p class=\"note\" id=\"unstable-speedups\">" << EscapeHtml(unstable.front())
+        << "</p>\n<ul class=\"note\">\n";
+    for (size_t i = 1; i < unstable.size(); ++i) {
+      out << "<li>" << EscapeHtml(unstable[i]) << "</li>\n";
+    }
+    out << "</ul>\n";
   }
   out << "<p class=\"note\">" << EscapeHtml(kDefinitions) << "</p>\n";
 

@@ -19,10 +19,12 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "client/report/commands.h"
 #include "client/report/metrics.h"
 #include "client/trajectory.h"
 #include "common/build_info.h"
+#include "common/task.h"
 #include "tests/support/status_testing.h"
 #include "tests/support/temp_files.h"
 
@@ -36,17 +38,47 @@ using ::ptxbench::testing::ScopedTempDir;
 using ::ptxbench::testing::ValueOrFail;
 using json = nlohmann::json;
 
-std::string FixtureDir() {
+std::string SourceDir() {
   const char* dir = std::getenv("PTXBENCH_SOURCE_DIR");
-  return std::string(dir != nullptr ? dir : PTXBENCH_SOURCE_DIR_DEFAULT) +
-         "/tests/client/testdata/report";
+  return dir != nullptr ? dir : PTXBENCH_SOURCE_DIR_DEFAULT;
+}
+
+// The task catalog the exports below take as current: the source tree's.
+std::string TasksDir() { return SourceDir() + "/tasks"; }
+
+// Task::JudgingHash of a task of TasksDir(), as `ptxbench export` computes it.
+std::string CurrentTaskHash(const std::string& task_id) {
+  return ValueOrFail(LoadTask(TasksDir() + "/" + task_id)).JudgingHash();
+}
+
+// The hand-written fixture with every verdict's harness task_hash (written there as
+// "fixture") set to its task's current hash: the fixture's verdicts were judged by the current
+// harness, engine and task content. One copy per process, removed at exit.
+std::string FixtureDir() {
+  static const ScopedTempDir* const copy = [] {
+    auto* dir = new ScopedTempDir("ptxbench-export-fixture-");
+    fs::copy(SourceDir() + "/tests/client/testdata/report", dir->path(),
+             fs::copy_options::recursive);
+    for (const auto& entry : fs::recursive_directory_iterator(dir->path())) {
+      if (entry.path().extension() != ".jsonl") continue;
+      // <model>/<task>/<arch>/<knowledge>/traj-NN.jsonl
+      const std::string task = entry.path().parent_path().parent_path().parent_path().filename();
+      std::string text = ReadWholeFile(entry.path().string());
+      text = absl::StrReplaceAll(
+          text, {{R"("task_hash":"fixture")",
+                  absl::StrCat(R"("task_hash":")", CurrentTaskHash(task), R"(")")}});
+      std::ofstream(entry.path(), std::ios::binary | std::ios::trunc) << text;
+    }
+    return dir;
+  }();
+  return copy->path();
 }
 
 // Runs `ptxbench export` and returns its rows, each parsed (a line that is not JSON fails).
 std::vector<json> Export(const std::vector<std::string>& flags, const std::string& dir,
                          json* summary, std::string* printed = nullptr) {
   std::vector<std::string> args = flags;
-  args.insert(args.end(), {"--out", dir + "/rows.jsonl", FixtureDir()});
+  args.insert(args.end(), {"--tasks-dir", TasksDir(), "--out", dir + "/rows.jsonl", FixtureDir()});
   std::ostringstream out;
   std::ostringstream err;
   const int code = ExportCommand(args, out, err);
@@ -311,9 +343,10 @@ TEST_CASE("every layout follows its trainer's schema and carries the same prompt
     for (const std::string layout : {"openai", "trl", "llama-factory", "axolotl"}) {
       INFO(format << " " << layout);
       ScopedTempDir dir("ptxbench-export-");
-      const std::vector<std::string> args = {"--format",  format,  "--layout",
-                                             layout,      "--out", dir.path() + "/rows.jsonl",
-                                             FixtureDir()};
+      const std::vector<std::string> args = {
+          "--format",    format,     "--layout", layout,
+          "--tasks-dir", TasksDir(), "--out",    dir.path() + "/rows.jsonl",
+          FixtureDir()};
       std::ostringstream out;
       std::ostringstream err;
       REQUIRE(ExportCommand(args, out, err) == 0);
@@ -369,7 +402,9 @@ class RunDir {
       verdict.correct = verdict.tic = turns[i].first == VerdictClass::kPass;
       verdict.target_executed = verdict.tic;
       verdict.speedup = verdict.tic ? 1.1 : 0;
-      verdict.harness.engine = kHarnessVersion;  // Judged by the current harness.
+      // Judged by the current harness: its engine and the task's current task.json.
+      verdict.harness.engine = kHarnessVersion;
+      verdict.harness.task_hash = CurrentTaskHash(header.run.task);
       turn.verdict = verdict;
       turn.feedback = absl::StrCat("verdict ", VerdictClassName(turns[i].first));
       REQUIRE(writer.AppendTurn(turn).ok());
@@ -388,7 +423,8 @@ std::vector<json> ExportRun(const std::vector<std::string>& flags, const std::st
                             json* summary, std::string* printed = nullptr) {
   ScopedTempDir out_dir("ptxbench-export-out-");
   std::vector<std::string> args = flags;
-  args.insert(args.end(), {"--out", out_dir.path() + "/rows.jsonl", run});
+  args.insert(args.end(),
+              {"--tasks-dir", TasksDir(), "--out", out_dir.path() + "/rows.jsonl", run});
   std::ostringstream out;
   std::ostringstream err;
   INFO(err.str());
@@ -471,34 +507,98 @@ TEST_CASE("export refuses bad flags and malformed files with a clear message") {
   CHECK_THAT(err.str(), Contains(broken + ":1: missing field 'run'"));
 }
 
+// A copy of the current fixture whose first TIC turn of the file `relative` has its verdict's
+// harness `field` ("engine" or "task_hash") set to `value`.
+std::string FixtureWithOneHarnessChanged(const std::string& dir, const std::string& relative,
+                                         const std::string& field, const std::string& value) {
+  const std::string copy = dir + "/report";
+  fs::copy(FixtureDir(), copy, fs::copy_options::recursive);
+  std::string file = copy + "/" + relative;
+  std::string text = ReadWholeFile(file);
+  const size_t pass = text.find(R"("verdict_class":"pass")");
+  REQUIRE(pass != std::string::npos);
+  const size_t begin = text.rfind(absl::StrCat("\"", field, "\":\""), pass);
+  REQUIRE(begin != std::string::npos);
+  const size_t value_begin = begin + field.size() + 4;
+  text.replace(value_begin, text.find('"', value_begin) - value_begin, value);
+  std::ofstream(file, std::ios::binary | std::ios::trunc) << text;
+  return file;
+}
+
 // A copy of the fixture where the first TIC turn of one trajectory was judged by an older
 // harness: that kernel must not become a training row, and it is named on stderr.
 TEST_CASE("a TIC turn of an older harness is left out and named") {
   ScopedTempDir dir("ptxbench-export-harness-");
-  const std::string copy = dir.path() + "/report";
-  fs::copy(FixtureDir(), copy, fs::copy_options::recursive);
-  const std::string file = copy + "/openai_model-a/gemm_n7168_k5120/sm_90a/templates/traj-00.jsonl";
-  std::string text = ReadWholeFile(file);
-  const std::string pass =
-      R"("verdict":{"harness":{"engine":"0.2.0","task_hash":"fixture"},"verdict_class":"pass")";
-  const size_t at = text.find(pass);
-  REQUIRE(at != std::string::npos);
-  text.replace(
-      at, pass.size(),
-      R"("verdict":{"harness":{"engine":"0.1.0","task_hash":"fixture"},"verdict_class":"pass")");
-  std::ofstream(file, std::ios::trunc) << text;
+  const std::string file = FixtureWithOneHarnessChanged(
+      dir.path(), "openai_model-a/gemm_n7168_k5120/sm_90a/templates/traj-00.jsonl", "engine",
+      "0.1.0");
 
   std::ostringstream out;
   std::ostringstream err;
-  REQUIRE(ExportCommand({"--format", "kernelgen", "--out", dir.path() + "/rows.jsonl", copy}, out,
-                        err) == 0);
+  REQUIRE(ExportCommand({"--format", "kernelgen", "--tasks-dir", TasksDir(), "--out",
+                         dir.path() + "/rows.jsonl", dir.path() + "/report"},
+                        out, err) == 0);
   const json summary = json::parse(ReadWholeFile(dir.path() + "/rows.summary.json"));
   CHECK(summary["excluded"]["not_current_tic"] == 1);
+  CHECK(summary["excluded"]["not_current_tic_by_reason"]["harness_engine"] == 1);
+  CHECK(summary["excluded"]["not_current_tic_by_reason"]["task_content"] == 0);
   REQUIRE(summary["left_out"].size() == 1);
+  CHECK(summary["left_out"][0]["kind"] == "harness_engine");
   CHECK_THAT(summary["left_out"][0]["reason"].get<std::string>(),
              Contains("harness engine '0.1.0', not the current '0.2.0'"));
   CHECK_THAT(err.str(), Contains("left out: " + file));
   CHECK_THAT(out.str(), Contains("1 TIC turns left out"));
+  CHECK_THAT(out.str(), Contains("1 harness_engine"));
+}
+
+// The harness is the engine and the task's content: a TIC turn judged by the current engine
+// but under an older task.json (another tolerance, other workloads) is not current-harness TIC.
+TEST_CASE("a TIC turn judged under another task.json is left out and counted by reason") {
+  ScopedTempDir dir("ptxbench-export-task-hash-");
+  const std::string old_hash(64, 'a');
+  const std::string file = FixtureWithOneHarnessChanged(
+      dir.path(), "openai_model-a/gemm_n7168_k5120/sm_90a/templates/traj-00.jsonl", "task_hash",
+      old_hash);
+  std::ostringstream out;
+  std::ostringstream err;
+  REQUIRE(ExportCommand({"--format", "kernelgen", "--tasks-dir", TasksDir(), "--out",
+                         dir.path() + "/rows.jsonl", dir.path() + "/report"},
+                        out, err) == 0);
+  json summary = json::parse(ReadWholeFile(dir.path() + "/rows.summary.json"));
+  CHECK(summary["excluded"]["not_current_tic"] == 1);
+  CHECK(summary["excluded"]["not_current_tic_by_reason"]["task_content"] == 1);
+  CHECK(summary["tasks_dir"] == TasksDir());
+  REQUIRE(summary["left_out"].size() == 1);
+  CHECK(summary["left_out"][0]["file"] == file);
+  CHECK(summary["left_out"][0]["kind"] == "task_content");
+  CHECK_THAT(summary["left_out"][0]["reason"].get<std::string>(),
+             Contains("judged under another task.json of gemm_n7168_k5120 (task hash '" + old_hash +
+                      "', the catalog's is '" + CurrentTaskHash("gemm_n7168_k5120") + "'"));
+  CHECK_THAT(err.str(), Contains("left out: " + file + " turn 2"));
+  CHECK_THAT(out.str(), Contains("1 task_content"));
+  // That kernel alone is missing from the rows of the current fixture.
+  ScopedTempDir current("ptxbench-export-task-hash-current-");
+  json current_summary;
+  Export({"--format", "kernelgen"}, current.path(), &current_summary);
+  CHECK(current_summary["excluded"]["not_current_tic"] == 0);
+  CHECK(current_summary["rows"].get<int>() == summary["rows"].get<int>() + 1);
+
+  // A catalog without the run's tasks: none of their TIC turns is current, each says why.
+  auto trajectories = ValueOrFail(LoadTrajectories({FixtureDir()}));
+  ExportOptions options;
+  options.tasks_dir = "/elsewhere/tasks";
+  options.current_task_hashes = {{"gemm_n7168_k5120", CurrentTaskHash("gemm_n7168_k5120")}};
+  ExportResult result = BuildExport(trajectories, options);
+  REQUIRE_FALSE(result.left_out.empty());
+  for (const LeftOutTurn& turn : result.left_out) {
+    INFO(turn.file);
+    CHECK(turn.file.find("mha_with_lse_d128") != std::string::npos);
+    CHECK(turn.kind == LeftOutKind::kTaskContent);
+    CHECK_THAT(turn.reason, Contains("task mha_with_lse_d128 is not in the task catalog "
+                                     "/elsewhere/tasks"));
+  }
+  CHECK(result.summary["excluded"]["not_current_tic_by_reason"]["task_content"] ==
+        result.left_out.size());
 }
 
 // The server's current verdicts (what --server fetches) replace the files': a turn re-judged
@@ -506,8 +606,12 @@ TEST_CASE("a TIC turn of an older harness is left out and named") {
 TEST_CASE("current verdicts from the server decide which turns are exported") {
   auto trajectories = ValueOrFail(LoadTrajectories({FixtureDir()}));
   ExportOptions options;
+  for (const char* task : {"gemm_n7168_k5120", "mha_with_lse_d128"}) {
+    options.current_task_hashes[task] = CurrentTaskHash(task);
+  }
   ExportResult stored = BuildExport(trajectories, options);
   REQUIRE(stored.left_out.empty());
+  REQUIRE_FALSE(stored.rows.empty());
 
   // Give every turn a submission id, and the server the stored verdicts, except three.
   std::map<std::string, CurrentVerdict> current;
@@ -533,6 +637,10 @@ TEST_CASE("current verdicts from the server decide which turns are exported") {
   CHECK_THAT(reasons[tic_ids[0]], Contains("current verdict is wrong_result"));
   CHECK_THAT(reasons[tic_ids[1]], Contains("marked hacked: reads the reference output"));
   CHECK_THAT(reasons[tic_ids[2]], Contains("the server does not know submission " + tic_ids[2]));
+  const json& by_reason = result.summary["excluded"]["not_current_tic_by_reason"];
+  CHECK(by_reason["not_tic_now"] == 1);
+  CHECK(by_reason["hacked"] == 1);
+  CHECK(by_reason["no_current_verdict"] == 1);
   CHECK(result.summary["current_verdicts_from_server"] == true);
   CHECK(result.rows.size() <= stored.rows.size());
   for (const nlohmann::ordered_json& row : result.rows) {

@@ -379,6 +379,80 @@ TEST_CASE("Speed of light: roofline floor over the median, only where it can be 
   CHECK(json["groups"][0]["correct_rate"]["wilson95"].size() == 2);
 }
 
+TurnRecord WithSampling(TurnRecord turn, bool speedup_stable) {
+  Sampling sampling;
+  sampling.stop_reason = speedup_stable ? "converged" : "sample_cap";
+  sampling.converged = speedup_stable;
+  sampling.speedup_stable = speedup_stable;
+  sampling.candidate_scatter = speedup_stable ? 0.004 : 0.2;
+  sampling.baseline_scatter = 0.003;
+  turn.verdict->sampling = sampling;
+  return turn;
+}
+
+TEST_CASE("An unstable speedup counts as TIC but as no speedup") {
+  // traj 0: 0.8 stable at turn 1 (speed of light 0.5 / 0.8), 2.5 unstable at turn 2 (its
+  // timing stage would give 0.2 / 0.3); traj 1: 3.0 unstable only; traj 2: 1.3 from a harness
+  // before verdicts carried sampling (nothing makes it unclean).
+  std::vector<Trajectory> trajectories = {
+      Made("openai:m", 0, v1::EVALUATION_SCOPE_FULL,
+           {WithSampling(Turn(1, VerdictClass::kPass, 0.8, std::pair{0.5, 0.8}), true),
+            WithSampling(Turn(2, VerdictClass::kPass, 2.5, std::pair{0.2, 0.3}), false)}),
+      Made("openai:m", 1, v1::EVALUATION_SCOPE_FULL,
+           {WithSampling(Turn(1, VerdictClass::kPass, 3.0), false)}),
+      Made("openai:m", 2, v1::EVALUATION_SCOPE_FULL, {Turn(1, VerdictClass::kPass, 1.3)}),
+  };
+  const Report report = ValueOrFail(BuildReport(trajectories, ReportOptions{}));
+  REQUIRE(report.groups.size() == 1);
+  const GroupMetrics& g = report.groups[0];
+  CheckRate(g.tic_at_limit[0], 3, 3);  // TIC stays TIC.
+  CHECK(g.tic_speedups == std::vector<double>{0.8, 1.3});
+  CHECK(g.tic_turns_unstable_speedup == 2);
+  CHECK(*g.geomean_speedup == Approx(std::sqrt(0.8 * 1.3)).epsilon(1e-12));
+  CHECK(*g.best_speedup == 1.3);
+  // fast_p: traj 0 is fast at 0.5 only (its 2.5 does not count), traj 1 never (its 3.0 does
+  // not count), traj 2 at every p (1.3). Counted, the unstable ones would make 1.0 and 1.2 3/3.
+  CheckRate(g.fast_p[0], 2, 3);
+  CheckRate(g.fast_p[1], 1, 3);
+  CheckRate(g.fast_p[2], 1, 3);
+  CHECK(g.tic_speeds_of_light == std::vector<double>{0.625});
+
+  const nlohmann::json json = ReportJson(report);
+  CHECK(json["groups"][0]["tic_turns_unstable_speedup"] == 2);
+  CHECK(json["groups"][0]["tic_speedups"] == nlohmann::json::array({0.8, 1.3}));
+  const std::string line = "openai:m gemm_n7168_k5120 sm_90a none: 2 TIC turns";
+  const std::string table = RenderTable(report);
+  CHECK_THAT(table, Contains("unstable speedups"));
+  CHECK_THAT(table, Contains(line));
+  CHECK_THAT(RenderMarkdown(report), Contains(line));
+  CHECK_THAT(RenderHtml(report), Contains("id=\"unstable-speedups\""));
+  // Without unstable speedups, no such note.
+  trajectories.erase(trajectories.begin(), trajectories.begin() + 2);
+  CHECK(RenderTable(ValueOrFail(BuildReport(trajectories, ReportOptions{})))
+            .find("unstable speedups") == std::string::npos);
+}
+
+TEST_CASE("Without --server the report says it shows the verdicts the files recorded") {
+  const Report report = FixtureReport();
+  CHECK_FALSE(report.verdicts.from_server);
+  const std::string note =
+      "verdicts: as recorded in the trajectory files, not checked against the server";
+  CHECK_THAT(RenderTable(report), Contains(note));
+  const std::string markdown = RenderMarkdown(report);
+  CHECK_THAT(markdown, Contains("## Verdicts"));
+  CHECK_THAT(markdown, Contains(note));
+  CHECK_THAT(RenderHtml(report), Contains("id=\"verdict-source\">" + note));
+  CHECK(ReportJson(report)["verdicts"]["source"] == "trajectory files");
+
+  std::ostringstream out;
+  std::ostringstream err;
+  REQUIRE(ReportCommand({"--no-files", FixtureDir()}, out, err) == 0);
+  CHECK_THAT(out.str(), Contains(note));
+  // The connection flags mean nothing without --server.
+  CHECK(ReportCommand({"--no-files", "--token-file", "/nonexistent", FixtureDir()}, out, err) == 2);
+  CHECK_THAT(err.str(), Contains("--token-file needs --server"));
+}
+
 TEST_CASE("Compile-only runs are a group of their own with compile figures only") {
   std::vector<Trajectory> trajectories = {
       // The same model, task, arch and knowledge in full scope: never mixed with the others.

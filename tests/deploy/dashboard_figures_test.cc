@@ -12,8 +12,9 @@
 // The run holds what could make the two disagree: TIC first at turns 1, 3, 6; TIC turns below
 // the target speedup (the trajectory goes on); a reply without code (a charged turn the server
 // never sees); an evaluation lost to infrastructure failures and retried as the same turn; a
-// correct kernel that is not TIC; two knowledge levels of one model; a compile-only run of the
-// same task, which must stay out of the full-scope figures.
+// correct kernel that is not TIC; a TIC turn whose speedup is unstable (TIC, but no speedup);
+// two knowledge levels of one model; a compile-only run of the same task, which must stay out
+// of the full-scope figures.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
@@ -113,6 +114,16 @@ v1::Verdict VerdictFor(const json& marker, bool compile_job) {
   const double speedup = marker.value("speedup", 1.0);
   const double candidate_ms = 0.8;
   verdict.set_speedup(speedup);
+  // The timing loop's sampling; "unstable": the candidate's samples scattered far more than the
+  // library's, so the speedup is no clean figure (stored as protobuf JSON, which leaves the
+  // false flag out).
+  const bool stable = !marker.value("unstable", false);
+  v1::Sampling* sampling = verdict.mutable_sampling();
+  sampling->set_stop_reason(stable ? "converged" : "sample_cap");
+  sampling->set_converged(stable);
+  sampling->set_speedup_stable(stable);
+  sampling->set_candidate_scatter(stable ? 0.004 : 0.2);
+  sampling->set_baseline_scatter(0.003);
   *verdict.add_stages() = Stage(v1::STAGE_TIMING, true,
                                 {{"roofline_floor_ms", marker.value("sol", 0.5) * candidate_ms},
                                  {"timing",
@@ -190,6 +201,11 @@ void WriteReplay(const std::string& dir, const std::string& knowledge,
 
 json Pass(double speedup, double sol) {
   return {{"class", "pass"}, {"speedup", speedup}, {"sol", sol}};
+}
+json UnstablePass(double speedup, double sol) {
+  json marker = Pass(speedup, sol);
+  marker["unstable"] = true;
+  return marker;
 }
 json Class(const std::string& name) { return {{"class", name}}; }
 
@@ -366,6 +382,9 @@ TEST_CASE("the leaderboard's SQL gives ptxbench report's figures for the same ru
                    Class("wrong_result"), Class("wrong_result"), Pass(1.2, 0.6)},
                   {Pass(0.6, 0.2), Pass(0.9, 0.35)},
                   {Class("target_not_executed")},
+                  // TIC at turn 1 with 0.7 stable, then 1.5 unstable (the run stops there: the
+                  // client's target is met), so fast_1.2 must not count it.
+                  {Pass(0.7, 0.25), UnstablePass(1.5, 0.8)},
               });
   const std::string compile_replay = run.dir() + "/model-b-compile";
   WriteReplay(compile_replay, "",
@@ -378,7 +397,7 @@ TEST_CASE("the leaderboard's SQL gives ptxbench report's figures for the same ru
   const std::string compile_out = run.dir() + "/run-compile-only";
   run.Run(model_a, "none", full_out, 4, false);
   run.Run(model_a, "templates", full_out, 2, false);
-  run.Run(model_b, "none", full_out, 3, false);
+  run.Run(model_b, "none", full_out, 4, false);
   run.Run(compile_replay, "none", compile_out, 3, true);
 
   const json report = run.Report({full_out, compile_out});
@@ -517,6 +536,16 @@ TEST_CASE("the leaderboard's SQL gives ptxbench report's figures for the same ru
       CHECK(g["tic_speedups"] == json::array({0.8, 1.3, 1.1, 1.05}));
       CHECK(g["infra_failed_turns"] == 0);  // The lost evaluation was retried within its turn.
     }
+    // model-b / none: TIC speedups 1.2, 0.6, 0.9, 0.7; the unstable 1.5 counts as TIC but as
+    // no speedup, so fast_1.2 is 1/4 (only 1.2, inclusive) and the best is 1.2.
+    for (const json& g : report["groups"]) {
+      if (g["model"] != "replay:" + model_b || g["scope"] != "full") continue;
+      CHECK(g["tic_speedups"] == json::array({1.2, 0.6, 0.9, 0.7}));
+      CHECK(g["tic_turns_unstable_speedup"] == 1);
+      CHECK(g["fast_p"]["fast_1.2"]["hits"] == 1);
+      CHECK(g["best_speedup"] == 1.2);
+    }
+    CHECK(run.Sql("SELECT count(*) FROM verdicts WHERE NOT speedup_stable").rows[0][0] == "1");
     // The server saw the infrastructure failure and kept it out of the figures.
     CHECK(run.Sql("SELECT count(*) FROM verdicts WHERE verdict_class = 'infrastructure_failure'")
               .rows[0][0] == "1");

@@ -3,6 +3,7 @@
 // case): a round's life from re-queue to the superseding verdict, the fence against an old
 // round's lease, the filters, the views that skip hacked submissions, and the audit trail.
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -334,6 +335,14 @@ TEST_CASE_METHOD(PgFixture, "0009's down migration refuses to drop rounds and ma
   Submit(*store);
   JudgeRound(*store, worker, Verdict(v1::VERDICT_CLASS_PASS, "0.1.0", 2));
   REQUIRE(ValueOrFail(store->Rejudge(ForTasks({kTask}))).submission_ids.size() == 1);
+  // The migrations after 0009 (0010_compile_artifacts, 0011_unstable_speedups, ...) hold
+  // nothing of the round and revert first; then 0009 refuses.
+  int after_0009 = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(MigrationsDir())) {
+    const std::string name = entry.path().filename().string();
+    if (absl::EndsWith(name, ".up.sql") && std::stoi(name.substr(0, 4)) > 9) ++after_0009;
+  }
+  if (after_0009 > 0) REQUIRE_OK(store->MigrateDown(MigrationsDir(), after_0009));
   absl::Status down = store->MigrateDown(MigrationsDir(), 1);
   REQUIRE_FALSE(down.ok());
   REQUIRE(absl::StrContains(down.message(), "re-judged or hacked"));
