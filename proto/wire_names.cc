@@ -75,6 +75,12 @@ constexpr NamedValue<v1::VerdictClass> kVerdictClasses[] = {
     {v1::VERDICT_CLASS_PROFILED_PATH_DIFFERS, "profiled_path_differs"}};
 constexpr NamedValue<v1::FailureKind> kFailureKinds[] = {
     {v1::FAILURE_KIND_KERNEL, "kernel"}, {v1::FAILURE_KIND_INFRASTRUCTURE, "infrastructure"}};
+constexpr NamedValue<v1::ArtifactOutcome> kArtifactOutcomes[] = {
+    {v1::ARTIFACT_OUTCOME_NONE, "none"},
+    {v1::ARTIFACT_OUTCOME_USED, "used"},
+    {v1::ARTIFACT_OUTCOME_VERIFIED_MATCH, "verified_match"},
+    {v1::ARTIFACT_OUTCOME_MISMATCH, "mismatch"},
+    {v1::ARTIFACT_OUTCOME_REFUSED, "refused"}};
 
 }  // namespace
 
@@ -129,5 +135,11 @@ absl::StatusOr<v1::VerdictClass> ParseVerdictClass(const std::string& name) {
   return ValueOf(kVerdictClasses, name, "verdict class");
 }
 std::string FailureKindName(v1::FailureKind kind) { return NameOf(kFailureKinds, kind); }
+std::string ArtifactOutcomeName(v1::ArtifactOutcome outcome) {
+  return NameOf(kArtifactOutcomes, outcome);
+}
+absl::StatusOr<v1::ArtifactOutcome> ParseArtifactOutcome(const std::string& name) {
+  return ValueOf(kArtifactOutcomes, name, "artifact outcome");
+}
 
 }  // namespace ptxbench::wire

@@ -37,6 +37,8 @@ absl::StatusOr<v1::Stage> ParseStage(const std::string& name);
 std::string VerdictClassName(v1::VerdictClass verdict_class);
 absl::StatusOr<v1::VerdictClass> ParseVerdictClass(const std::string& name);
 std::string FailureKindName(v1::FailureKind kind);
+std::string ArtifactOutcomeName(v1::ArtifactOutcome outcome);
+absl::StatusOr<v1::ArtifactOutcome> ParseArtifactOutcome(const std::string& name);
 
 }  // namespace ptxbench::wire
 

@@ -133,6 +133,8 @@ struct Metrics::Families {
   prometheus::Family<prometheus::Counter>* submissions;
   prometheus::Family<prometheus::Counter>* verdicts;
   prometheus::Histogram* lease_latency;
+  prometheus::Family<prometheus::Counter>* artifact_reports;
+  prometheus::Counter* distrusted_workers;
 };
 
 Metrics::Metrics(Sources sources)
@@ -158,6 +160,21 @@ Metrics::Metrics(Sources sources)
            .Help("Time to take one job from the queue for a worker with a free slot.")
            .Register(*registry_)
            .Add({}, LatencyBuckets());
+  families_->artifact_reports =
+      &prometheus::BuildCounter()
+           .Name("ptxbench_compile_artifact_reports_total")
+           .Help(
+               "What GPU workers did with the compile artifacts their evaluate jobs carried, "
+               "by outcome (used, verified_match, mismatch, refused, none).")
+           .Register(*registry_);
+  families_->distrusted_workers =
+      &prometheus::BuildCounter()
+           .Name("ptxbench_workers_distrusted_total")
+           .Help(
+               "Workers marked distrusted because a GPU worker's own compile did not match "
+               "their compile artifact.")
+           .Register(*registry_)
+           .Add({});
 }
 
 Metrics::~Metrics() { StopExposer(); }
@@ -237,5 +254,11 @@ void Metrics::RecordVerdict(const std::string& tenant, const std::string& model,
 }
 
 void Metrics::RecordLeaseLatency(double seconds) { families_->lease_latency->Observe(seconds); }
+
+void Metrics::RecordArtifactReport(const std::string& outcome) {
+  families_->artifact_reports->Add({{"outcome", NormalizedLabel(outcome)}}).Increment();
+}
+
+void Metrics::RecordWorkerDistrusted() { families_->distrusted_workers->Increment(); }
 
 }  // namespace ptxbench::server

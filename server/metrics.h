@@ -55,6 +55,10 @@ class Metrics {
   void RecordVerdict(const std::string& tenant, const std::string& model, const std::string& task,
                      const std::string& arch, const std::string& verdict_class);
   void RecordLeaseLatency(double seconds);
+  // A GPU worker's report on a compile artifact (wire::ArtifactOutcomeName), and a worker
+  // distrusted after a mismatch (docs/architecture.md, "Compile artifact reuse").
+  void RecordArtifactReport(const std::string& outcome);
+  void RecordWorkerDistrusted();
 
  private:
   class ScrapeCollectable;

@@ -213,7 +213,34 @@ v1::LeasedJob LeasedJobFromRow(const store::LeasedJobRow& row, int lease_seconds
     job.clear_launch_plan();
   }
   job.set_lease_seconds(lease_seconds);
+  if (row.artifact.has_value()) {
+    const store::CompileArtifactRow& a = *row.artifact;
+    v1::CompileArtifact* artifact = job.mutable_artifact();
+    artifact->set_cubin(a.cubin);
+    artifact->set_ptx(a.ptx);
+    artifact->set_cubin_sha256(a.cubin_sha256);
+    artifact->set_ptx_sha256(a.ptx_sha256);
+    artifact->set_compile_event_json(a.compile_event_json);
+    artifact->set_nvrtc_version(a.nvrtc_version);
+    artifact->set_ptxas_version(a.ptxas_version);
+    artifact->set_harness_version(a.harness_version);
+    artifact->set_producer_job_id(a.producer_job_id);
+    artifact->set_producer_worker_id(a.producer_worker_id);
+  }
   return job;
+}
+
+store::CompileArtifactRow CompileArtifactToRow(const v1::CompileArtifact& artifact) {
+  store::CompileArtifactRow row;
+  row.cubin = artifact.cubin();
+  row.ptx = artifact.ptx();
+  row.cubin_sha256 = artifact.cubin_sha256();
+  row.ptx_sha256 = artifact.ptx_sha256();
+  row.compile_event_json = artifact.compile_event_json();
+  row.nvrtc_version = artifact.nvrtc_version();
+  row.ptxas_version = artifact.ptxas_version();
+  row.harness_version = artifact.harness_version();
+  return row;
 }
 
 store::LeaseRef LeaseRefFromProto(const v1::JobLease& lease) {

@@ -70,6 +70,8 @@ v1::Worker WorkerFromRow(const store::WorkerRow& row);
 v1::Tenant TenantFromRow(const store::TenantRow& row);
 v1::QueueDepth QueueDepthFromRow(const store::QueueDepthRow& row);
 v1::LeasedJob LeasedJobFromRow(const store::LeasedJobRow& row, int lease_seconds);
+// A worker's artifact -> the stored row (the producer is the store's to set).
+store::CompileArtifactRow CompileArtifactToRow(const v1::CompileArtifact& artifact);
 store::LeaseRef LeaseRefFromProto(const v1::JobLease& lease);
 v1::JobLease LeaseRefToProto(const store::LeaseRef& lease);
 

@@ -5,9 +5,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/launch_plan.h"
+#include "common/sha256.h"
 #include "common/status.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/wire_format_lite.h"
+#include "proto/wire_limits.h"
 #include "server/api/convert.h"
 
 namespace ptxbench::api {
@@ -259,6 +261,54 @@ absl::Status ValidateVerdict(const v1::Verdict& verdict, const std::string& fiel
     RETURN_IF_ERROR(ValidateStageResult(verdict.stages(i), Indexed(field + ".stages", i)));
   }
   return absl::OkStatus();
+}
+
+absl::Status ValidateCompileArtifact(const v1::CompileArtifact& artifact,
+                                     const std::string& field) {
+  const size_t module_bytes = artifact.cubin().size() + artifact.ptx().size();
+  if (module_bytes > wire::kMaxArtifactModuleBytes) {
+    return Invalid(field, absl::StrCat("cubin and ptx are ", module_bytes,
+                                       " bytes together, at most ", wire::kMaxArtifactModuleBytes));
+  }
+  if (artifact.cubin().empty()) return Invalid(field + ".cubin", "required");
+  if (artifact.ptx().empty()) return Invalid(field + ".ptx", "required");
+  RETURN_IF_ERROR(ValidateRequiredText(artifact.compile_event_json(), field + ".compile_event_json",
+                                       wire::kMaxArtifactEventBytes));
+  // The server keeps only bytes that are what they claim to be; the GPU worker checks again
+  // before it uses them (the database is not trusted more than the wire).
+  if (Sha256Hex(artifact.cubin()) != artifact.cubin_sha256()) {
+    return Invalid(
+        field + ".cubin_sha256",
+        absl::StrCat("'", artifact.cubin_sha256().substr(0, 64), "' is not the sha256 of cubin (",
+                     artifact.cubin().size(), " bytes; 64 lower-case hex digits expected)"));
+  }
+  if (Sha256Hex(artifact.ptx()) != artifact.ptx_sha256()) {
+    return Invalid(
+        field + ".ptx_sha256",
+        absl::StrCat("'", artifact.ptx_sha256().substr(0, 64), "' is not the sha256 of ptx (",
+                     artifact.ptx().size(), " bytes; 64 lower-case hex digits expected)"));
+  }
+  RETURN_IF_ERROR(
+      ValidateRequiredText(artifact.nvrtc_version(), field + ".nvrtc_version", kMaxShortTextBytes));
+  RETURN_IF_ERROR(
+      ValidateRequiredText(artifact.ptxas_version(), field + ".ptxas_version", kMaxShortTextBytes));
+  RETURN_IF_ERROR(ValidateRequiredText(artifact.harness_version(), field + ".harness_version",
+                                       kMaxShortTextBytes));
+  if (!artifact.producer_job_id().empty()) {
+    return Invalid(field + ".producer_job_id", "set by the server; must be empty");
+  }
+  if (!artifact.producer_worker_id().empty()) {
+    return Invalid(field + ".producer_worker_id", "set by the server; must be empty");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateArtifactUse(const v1::ArtifactUse& use, const std::string& field) {
+  if (use.outcome() == v1::ARTIFACT_OUTCOME_UNSPECIFIED ||
+      !v1::ArtifactOutcome_IsValid(use.outcome())) {
+    return Invalid(field + ".outcome", absl::StrCat("required, got ", use.outcome()));
+  }
+  return ValidateOptionalText(use.detail(), field + ".detail", kMaxMessageBytes);
 }
 
 absl::Status ValidateTenantName(const std::string& name, const std::string& field) {

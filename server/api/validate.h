@@ -61,6 +61,11 @@ absl::Status ValidateWorkerIdentity(const v1::WorkerIdentity& identity, const st
 absl::Status ValidateJobLease(const v1::JobLease& lease, const std::string& field);
 absl::Status ValidateStageResult(const v1::StageResult& result, const std::string& field);
 absl::Status ValidateVerdict(const v1::Verdict& verdict, const std::string& field);
+// A compile job's artifact (worker.proto CompileArtifact): within proto/wire_limits.h's sizes,
+// its bytes hashing to its SHA-256s, its versions named, the server's own fields empty.
+absl::Status ValidateCompileArtifact(const v1::CompileArtifact& artifact, const std::string& field);
+// An evaluate job's report on its artifact: a known outcome, a bounded detail.
+absl::Status ValidateArtifactUse(const v1::ArtifactUse& use, const std::string& field);
 
 // Tenant names are [a-z0-9_-]{1,64} (admin.proto).
 absl::Status ValidateTenantName(const std::string& name, const std::string& field);

@@ -14,6 +14,7 @@
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/status.h"
 #include "ptxbench/v1/worker.grpc.pb.h"
 #include "server/api/convert.h"
@@ -339,25 +340,42 @@ class WorkerServiceImpl final : public GuardedService<v1::WorkerService> {
     RETURN_IF_ERROR(ValidateVerdict(request.verdict(), "verdict"));
     v1::Verdict bounded = request.verdict();
     RETURN_IF_ERROR(BoundVerdict(&bounded));
-    ASSIGN_OR_RETURN(store::VerdictRow verdict, VerdictToRow(bounded));
+    store::JobCompletion completion;
+    ASSIGN_OR_RETURN(completion.verdict, VerdictToRow(bounded));
+    if (request.has_artifact()) {
+      RETURN_IF_ERROR(ValidateCompileArtifact(request.artifact(), "artifact"));
+      completion.artifact = CompileArtifactToRow(request.artifact());
+    }
+    if (request.has_artifact_use()) {
+      RETURN_IF_ERROR(ValidateArtifactUse(request.artifact_use(), "artifact_use"));
+      completion.artifact_use = store::ArtifactUseReport{request.artifact_use().outcome(),
+                                                         request.artifact_use().detail()};
+    }
     const store::LeaseRef lease = LeaseRefFromProto(request.lease());
     RETURN_IF_ERROR(CheckLeaseOwner(caller, lease));
-    std::optional<store::FinishedSubmission> finished;
     // Under the fence, before anything is stored: could this job have produced this result?
     // (result_check.h.) A refusal requeues the job and is recorded in its audit row.
     const v1::Verdict& wire_verdict = request.verdict();
-    absl::Status status =
-        ctx_->store->CompleteJob(lease, verdict, &finished, [&](const store::CompletingJob& job) {
-          const Task* task = ctx_->catalog->Find(job.task_id);
-          if (task != nullptr && task->version_hash != job.task_version_hash) task = nullptr;
-          return CheckResult(job, wire_verdict, task);
-        });
+    completion.check = [&](const store::CompletingJob& job) {
+      const Task* task = ctx_->catalog->Find(job.task_id);
+      if (task != nullptr && task->version_hash != job.task_version_hash) task = nullptr;
+      return CheckResult(job, wire_verdict, task);
+    };
+    // A distrusted producer's verdicts are re-judged against the catalog's tasks, as an admin's
+    // re-judge is.
+    completion.current_task_version = [this](const std::string& task_id) {
+      const Task* task = ctx_->catalog->Find(task_id);
+      return task != nullptr ? task->version_hash : std::string();
+    };
+    absl::StatusOr<store::CompletionResult> result = ctx_->store->CompleteJob(lease, completion);
+    const absl::Status& status = result.status();
     // Whether completed or lost, the job no longer holds one of this worker's slots.
     auto held = ctx_->jobs->Released(lease.job_id);
     ctx_->leases->WakeWorker(lease.worker_id);
     ctx_->event_changes->Notify();
     // A compile job of a full-scope submission that compiled enqueues its evaluate job.
-    if (status.ok() && held.has_value() && held->kind == v1::JOB_KIND_COMPILE && verdict.compiled) {
+    if (status.ok() && held.has_value() && held->kind == v1::JOB_KIND_COMPILE &&
+        completion.verdict.compiled) {
       ctx_->leases->JobsAvailable(ArchName(held->arch));
     }
     if (store::IsCommitOutcomeUnknown(status)) return ResultOutcomeUnknown(status, lease);
@@ -369,10 +387,41 @@ class WorkerServiceImpl final : public GuardedService<v1::WorkerService> {
       if (absl::IsInvalidArgument(status)) ctx_->leases->JobsAvailable("");
       return status;
     }
-    spdlog::info("job completed job_id={} worker_id={} attempt={} verdict={}", lease.job_id,
-                 lease.worker_id, lease.attempt, VerdictClassName(verdict.verdict_class));
-    if (finished.has_value()) RecordVerdict(*finished);
+    spdlog::info("job completed job_id={} worker_id={} attempt={} verdict={} artifact_stored={}",
+                 lease.job_id, lease.worker_id, lease.attempt,
+                 VerdictClassName(completion.verdict.verdict_class), result->artifact_stored);
+    if (completion.artifact_use.has_value())
+      RecordArtifactUse(lease, *completion.artifact_use, *result);
+    if (result->finished.has_value()) RecordVerdict(*result->finished);
     return absl::OkStatus();
+  }
+
+  // An evaluate job's report on its compile artifact: counted, and a distrust and the re-judge
+  // it caused logged and the re-judged submissions' jobs announced.
+  void RecordArtifactUse(const store::LeaseRef& lease, const store::ArtifactUseReport& use,
+                         const store::CompletionResult& result) {
+    ctx_->metrics->RecordArtifactReport(wire::ArtifactOutcomeName(use.outcome));
+    if (!result.distrusted_worker_id.empty()) {
+      ctx_->metrics->RecordWorkerDistrusted();
+      spdlog::warn(
+          "compile artifact mismatch: worker distrusted producer_worker_id={} "
+          "reporter_worker_id={} job_id={} detail={}",
+          result.distrusted_worker_id, lease.worker_id, lease.job_id, LogQuoted(use.detail, 500));
+    }
+    if (!result.rejudged_submission_ids.empty()) {
+      ctx_->leases->JobsAvailable("");
+      spdlog::warn(
+          "re-judging {} submissions whose verdicts used a distrusted worker's compile "
+          "artifact submission_ids={}",
+          result.rejudged_submission_ids.size(),
+          LogQuoted(absl::StrJoin(result.rejudged_submission_ids, ","), 4000));
+    }
+    if (!result.not_rejudged_submission_ids.empty()) {
+      spdlog::error(
+          "not re-judged (task no longer in the catalog): submissions whose verdicts "
+          "used a distrusted worker's compile artifact submission_ids={}",
+          LogQuoted(absl::StrJoin(result.not_rejudged_submission_ids, ","), 4000));
+    }
   }
 
   absl::Status DoFail(RpcScope& rpc, const v1::FailRequest& request, v1::FailResponse* response) {

@@ -640,6 +640,69 @@ std::vector<NamedStatement> BuildStatements() {
                infrastructure_attempts, last_error,
                (extract(epoch FROM created_at) * 1000000)::bigint AS created_us, round
         FROM jobs WHERE submission_id = $1::uuid ORDER BY round, created_at, kind)sql"},
+      // ---- Compile artifacts and distrusted workers (migrations/0010_compile_artifacts) ----
+      // CompleteJob of a compile job that compiled a full-scope submission, after the fence
+      // and in its transaction: the artifact belongs to the job's round (copied from the
+      // job, never given), so a re-judge round, which has its own compile job, gets its own.
+      // The bytes arrive as binary parameters (bytea); their digests were checked by the API.
+      {kInsertCompileArtifact, R"sql(
+        INSERT INTO compile_artifacts (submission_id, round, job_id, worker_id, cubin, ptx,
+                                       compile_event, cubin_sha256, ptx_sha256, nvrtc_version,
+                                       ptxas_version, harness_version)
+        SELECT j.submission_id, j.round, j.id, $2::uuid, $3, $4, $5, $6, $7, $8, $9, $10
+        FROM jobs j WHERE j.id = $1::uuid)sql"},
+      // After LeaseJob handed out an evaluate job: the artifact of that job's round, unless
+      // its producer is distrusted or the bytes were released. A second statement rather than
+      // a join in lease_job, whose plan is tuned for the queue (and most leases are compile
+      // jobs); a primary-key probe, ~120 KiB of bytea for the reference GEMM.
+      {kCompileArtifactOfJob, R"sql(
+        SELECT a.job_id::text AS producer_job_id, a.worker_id::text AS producer_worker_id,
+               a.cubin, a.ptx, a.compile_event, a.cubin_sha256, a.ptx_sha256, a.nvrtc_version,
+               a.ptxas_version, a.harness_version
+        FROM jobs j
+        JOIN compile_artifacts a ON a.submission_id = j.submission_id AND a.round = j.round
+        JOIN workers w ON w.id = a.worker_id
+        WHERE j.id = $1::uuid AND a.released_at IS NULL AND w.distrusted_at IS NULL)sql"},
+      // CompleteJob of an evaluate job, after the fence: the GPU worker's report on the
+      // artifact of its round. The producer is read from the stored artifact, never taken
+      // from the reporter; no row back means no artifact of this round was ever stored.
+      {kRecordArtifactUse, R"sql(
+        INSERT INTO artifact_uses (job_id, submission_id, round, producer_worker_id,
+                                   reporter_worker_id, outcome, detail)
+        SELECT j.id, a.submission_id, a.round, a.worker_id, $2::uuid, $3, $4
+        FROM jobs j
+        JOIN compile_artifacts a ON a.submission_id = j.submission_id AND a.round = j.round
+        WHERE j.id = $1::uuid
+        RETURNING producer_worker_id::text AS producer_worker_id)sql"},
+      // The round's evaluate job has its result: nobody needs the bytes again (a retry of the
+      // job would, but a completed job is not retried). The row stays as evidence.
+      {kReleaseCompileArtifact, R"sql(
+        UPDATE compile_artifacts a
+        SET cubin = NULL, ptx = NULL, compile_event = NULL, released_at = now()
+        FROM jobs j
+        WHERE j.id = $1::uuid AND a.submission_id = j.submission_id AND a.round = j.round
+          AND a.released_at IS NULL)sql"},
+      // The first mark stands, like mark_hacked: a later mismatch of the same producer
+      // changes nothing here (no row back). The audit trigger of 0010 records the mark.
+      {kDistrustWorker, R"sql(
+        UPDATE workers
+        SET distrusted_at = now(), distrust_reason = $2, distrust_detail = $3::jsonb
+        WHERE id = $1::uuid AND distrusted_at IS NULL
+        RETURNING id::text)sql"},
+      // The finished submissions whose current verdict came from an evaluate job that used an
+      // artifact of $1 without verifying it, when $1 is distrusted: they are re-judged (the
+      // caller runs rejudge in the same transaction). Verdicts that verified or refused its
+      // artifact rest on the GPU worker's own compile and stand. It runs after every artifact
+      // report; the EXISTS does not depend on the rows, so PostgreSQL checks it once first
+      // (a one-time filter) and reads nothing else while $1 is trusted.
+      {kVerdictsFromDistrustedArtifacts, R"sql(
+        SELECT s.id::text AS id, s.task_id
+        FROM artifact_uses u
+        JOIN verdicts v ON v.submission_id = u.submission_id AND v.job_id = u.job_id
+        JOIN submissions s ON s.id = v.submission_id
+        WHERE u.producer_worker_id = $1::uuid AND u.outcome = 'used' AND s.state = 'finished'
+          AND EXISTS (SELECT 1 FROM workers w WHERE w.id = $1::uuid AND w.distrusted_at IS NOT NULL)
+        ORDER BY s.seq)sql"},
       // ---- Re-judging and hacked marks (migrations/0009_rejudge) ----
       // One statement opens a new round for every matching finished submission: FOR UPDATE
       // takes each submission's lock first (the protocol), the UPDATE sends it back to

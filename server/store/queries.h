@@ -84,6 +84,14 @@ inline constexpr char kQueueDepths[] = "queue_depths";
 inline constexpr char kListJobs[] = "list_jobs";
 inline constexpr char kListAuditLog[] = "list_audit_log";
 
+// Compile artifacts and distrusted workers (migrations/0010_compile_artifacts).
+inline constexpr char kInsertCompileArtifact[] = "insert_compile_artifact";
+inline constexpr char kCompileArtifactOfJob[] = "compile_artifact_of_job";
+inline constexpr char kRecordArtifactUse[] = "record_artifact_use";
+inline constexpr char kReleaseCompileArtifact[] = "release_compile_artifact";
+inline constexpr char kDistrustWorker[] = "distrust_worker";
+inline constexpr char kVerdictsFromDistrustedArtifacts[] = "verdicts_from_distrusted_artifacts";
+
 // Re-judging and hacked marks.
 inline constexpr char kRejudge[] = "rejudge";
 inline constexpr char kMarkHacked[] = "mark_hacked";

@@ -118,6 +118,7 @@ std::string Text(v1::SubmissionState value) { return wire::SubmissionStateName(v
 std::string Text(v1::WorkerState value) { return wire::WorkerStateName(value); }
 std::string Text(v1::Stage value) { return wire::StageName(value); }
 std::string Text(v1::VerdictClass value) { return wire::VerdictClassName(value); }
+std::string Text(v1::ArtifactOutcome value) { return wire::ArtifactOutcomeName(value); }
 std::string Text(JobState value) { return NameIn(kJobStateNames, value); }
 std::string Text(EventKind value) { return NameIn(kEventKindNames, value); }
 std::string Text(AuditEntity value) { return NameIn(kAuditEntityNames, value); }
@@ -410,6 +411,98 @@ std::string JsonArray(const std::vector<std::string>& items) {
   return absl::StrCat("[", absl::StrJoin(quoted, ","), "]");
 }
 
+// The filter of a re-judge checked (INVALID_ARGUMENT naming the field), and its task version
+// hashes as the JSON object kRejudge reads ($5).
+absl::StatusOr<std::string> CheckedRejudgeHashes(const RejudgeFilter& filter) {
+  if (filter.task_ids.empty()) {
+    return absl::InvalidArgumentError("task_ids: name at least one task to re-judge");
+  }
+  std::string hashes = "{";
+  for (const std::string& task_id : filter.task_ids) {
+    if (task_id.empty()) return absl::InvalidArgumentError("task_ids: a task id is empty");
+    auto hash = filter.task_version_hashes.find(task_id);
+    if (hash == filter.task_version_hashes.end() || hash->second.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("task_version_hashes: no current version hash for task '", task_id, "'"));
+    }
+    absl::StrAppend(&hashes, hashes.size() > 1 ? ", " : "", JsonString(task_id), ": ",
+                    JsonString(hash->second));
+  }
+  hashes += "}";
+  if (!filter.harness_older_than.empty() && !IsDottedVersion(filter.harness_older_than)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("harness_older_than '", filter.harness_older_than,
+                     "' is not a dotted numeric version such as 0.9.1"));
+  }
+  for (const std::string& id : filter.submission_ids) {
+    RETURN_IF_ERROR(CheckUuid("submission_ids", id));
+  }
+  return hashes;
+}
+
+// Opens the new judging rounds of a checked filter in the caller's transaction; the ids
+// re-queued, in arrival order.
+std::vector<std::string> RejudgeIn(pqxx::work& tx, const RejudgeFilter& filter,
+                                   const std::string& hashes) {
+  for (const std::string& task_id : filter.task_ids) {
+    tx.exec_prepared(q::kUpsertTask, task_id, filter.task_version_hashes.at(task_id));
+  }
+  std::vector<std::string> ids;
+  for (const pqxx::row& row :
+       tx.exec_prepared(q::kRejudge, JsonArray(filter.task_ids), filter.harness_older_than,
+                        JsonArray(filter.submission_ids), filter.reason, hashes)) {
+    ids.push_back(row["id"].as<std::string>());
+  }
+  return ids;
+}
+
+bool IsSha256Hex(const std::string& text) {
+  return text.size() == 64 && std::all_of(text.begin(), text.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
+// A compile artifact the store can keep: its digests well-formed and its versions named (the
+// API checked that the bytes hash to the digests).
+absl::Status CheckArtifactRow(const CompileArtifactRow& artifact, const VerdictRow& verdict) {
+  if (verdict.verdict_class != v1::VERDICT_CLASS_COMPILED) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("artifact: only a compile job whose verdict is compiled carries one (the "
+                     "verdict is ",
+                     Text(verdict.verdict_class), ")"));
+  }
+  if (!IsSha256Hex(artifact.cubin_sha256)) {
+    return absl::InvalidArgumentError("artifact.cubin_sha256: not 64 lower-case hex digits");
+  }
+  if (!IsSha256Hex(artifact.ptx_sha256)) {
+    return absl::InvalidArgumentError("artifact.ptx_sha256: not 64 lower-case hex digits");
+  }
+  for (const auto& [field, value] :
+       {std::pair<const char*, const std::string*>{"nvrtc_version", &artifact.nvrtc_version},
+        {"ptxas_version", &artifact.ptxas_version},
+        {"harness_version", &artifact.harness_version},
+        {"compile_event_json", &artifact.compile_event_json}}) {
+    if (value->empty())
+      return absl::InvalidArgumentError(absl::StrCat("artifact.", field, ": empty"));
+  }
+  return absl::OkStatus();
+}
+
+CompileArtifactRow CompileArtifactFromRow(const pqxx::row& row) {
+  CompileArtifactRow out;
+  out.cubin = pqxx::binarystring(row["cubin"]).str();
+  out.ptx = pqxx::binarystring(row["ptx"]).str();
+  out.compile_event_json = row["compile_event"].as<std::string>();
+  out.cubin_sha256 = row["cubin_sha256"].as<std::string>();
+  out.ptx_sha256 = row["ptx_sha256"].as<std::string>();
+  out.nvrtc_version = row["nvrtc_version"].as<std::string>();
+  out.ptxas_version = row["ptxas_version"].as<std::string>();
+  out.harness_version = row["harness_version"].as<std::string>();
+  out.producer_job_id = row["producer_job_id"].as<std::string>();
+  out.producer_worker_id = row["producer_worker_id"].as<std::string>();
+  return out;
+}
+
 WorkerRow WorkerFromRow(const pqxx::row& row) {
   WorkerRow out;
   out.worker_id = row["worker_id"].as<std::string>();
@@ -607,6 +700,67 @@ class Store::Impl {
     RETURN_IF_ERROR(
         FinishWithVerdict(tx, submission_id, job_id, verdict, v1::SUBMISSION_STATE_FINISHED));
     return false;
+  }
+
+  // An evaluate job's completion, for the artifact of its round (CompleteJob): the worker's
+  // report recorded, the bytes released, the producer distrusted on a MISMATCH, and while the
+  // producer is distrusted the verdicts that used its artifacts unverified re-judged.
+  // `use_outcome`: the report's stored name, empty without a report.
+  absl::Status SettleArtifact(pqxx::work& tx, const LeaseRef& lease,
+                              const std::string& submission_id, const JobCompletion& completion,
+                              const std::string& use_outcome, CompletionResult* result) {
+    std::string producer;
+    if (completion.artifact_use.has_value()) {
+      const ArtifactUseReport& use = *completion.artifact_use;
+      pqxx::result recorded = tx.exec_prepared(q::kRecordArtifactUse, lease.job_id, lease.worker_id,
+                                               use_outcome, use.detail);
+      if (!recorded.empty()) {
+        producer = recorded[0]["producer_worker_id"].as<std::string>();
+      } else if (use.outcome != v1::ARTIFACT_OUTCOME_NONE) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("artifact_use: reports ", use_outcome,
+                         ", but no compile artifact of this job's judging round was stored"));
+      }
+    }
+    tx.exec_prepared(q::kReleaseCompileArtifact, lease.job_id);
+    if (producer.empty()) return absl::OkStatus();
+    if (completion.artifact_use->outcome == v1::ARTIFACT_OUTCOME_MISMATCH) {
+      const std::string reason =
+          absl::StrCat("its compile artifact failed verification: worker ", lease.worker_id,
+                       " compiled submission ", submission_id, " itself (evaluate job ",
+                       lease.job_id, ") and got another module");
+      const std::string detail =
+          absl::StrCat("{\"evaluate_job_id\": ", JsonString(lease.job_id),
+                       ", \"submission_id\": ", JsonString(submission_id),
+                       ", \"reporter_worker_id\": ", JsonString(lease.worker_id),
+                       ", \"report\": ", JsonString(completion.artifact_use->detail), "}");
+      if (!tx.exec_prepared(q::kDistrustWorker, producer, reason, detail).empty()) {
+        result->distrusted_worker_id = producer;
+      }
+    }
+    pqxx::result tainted = tx.exec_prepared(q::kVerdictsFromDistrustedArtifacts, producer);
+    if (tainted.empty() || !completion.current_task_version) return absl::OkStatus();
+    RejudgeFilter filter;
+    filter.reason = absl::StrCat("the compile artifacts of worker ", producer,
+                                 " are distrusted; verdicts that used one unverified are judged "
+                                 "again");
+    for (const pqxx::row& row : tainted) {
+      const std::string id = row["id"].as<std::string>();
+      const std::string task_id = row["task_id"].as<std::string>();
+      const std::string hash = completion.current_task_version(task_id);
+      if (hash.empty()) {
+        result->not_rejudged_submission_ids.push_back(id);
+        continue;
+      }
+      if (filter.task_version_hashes.emplace(task_id, hash).second) {
+        filter.task_ids.push_back(task_id);
+      }
+      filter.submission_ids.push_back(id);
+    }
+    if (filter.submission_ids.empty()) return absl::OkStatus();
+    ASSIGN_OR_RETURN(const std::string hashes, CheckedRejudgeHashes(filter));
+    result->rejudged_submission_ids = RejudgeIn(tx, filter, hashes);
+    return absl::OkStatus();
   }
 
  private:
@@ -1154,6 +1308,17 @@ absl::StatusOr<std::optional<LeasedJobRow>> Store::LeaseJob(const std::string& w
     leased.lease_expires_at = TimeFromMicros(row["expires_us"]);
     return absl::OkStatus();
   }));
+  if (!job.has_value() || job->kind != v1::JOB_KIND_EVALUATE) return job;
+  // The artifact of the job's round, read after the lease (queries.cc, compile_artifact_of_job).
+  // Only an optimisation: when it cannot be read the job goes out without it and its worker
+  // compiles, rather than the lease being lost with the error.
+  absl::Status read = impl_->AutoCommit("CompileArtifactOfJob", [&](pqxx::nontransaction& tx) {
+    job->artifact.reset();
+    pqxx::result rows = tx.exec_prepared(q::kCompileArtifactOfJob, job->lease.job_id);
+    if (!rows.empty()) job->artifact = CompileArtifactFromRow(rows[0]);
+    return absl::OkStatus();
+  });
+  if (!read.ok()) job->artifact.reset();
   return job;
 }
 
@@ -1239,40 +1404,10 @@ absl::Status Store::ReportStage(const LeaseRef& lease, v1::Stage stage,
 
 absl::StatusOr<RejudgeResult> Store::Rejudge(const RejudgeFilter& filter,
                                              const std::string& actor) {
-  if (filter.task_ids.empty()) {
-    return absl::InvalidArgumentError("task_ids: name at least one task to re-judge");
-  }
-  std::string hashes = "{";
-  for (const std::string& task_id : filter.task_ids) {
-    if (task_id.empty()) return absl::InvalidArgumentError("task_ids: a task id is empty");
-    auto hash = filter.task_version_hashes.find(task_id);
-    if (hash == filter.task_version_hashes.end() || hash->second.empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("task_version_hashes: no current version hash for task '", task_id, "'"));
-    }
-    absl::StrAppend(&hashes, hashes.size() > 1 ? ", " : "", JsonString(task_id), ": ",
-                    JsonString(hash->second));
-  }
-  hashes += "}";
-  if (!filter.harness_older_than.empty() && !IsDottedVersion(filter.harness_older_than)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("harness_older_than '", filter.harness_older_than,
-                     "' is not a dotted numeric version such as 0.9.1"));
-  }
-  for (const std::string& id : filter.submission_ids) {
-    RETURN_IF_ERROR(CheckUuid("submission_ids", id));
-  }
+  ASSIGN_OR_RETURN(const std::string hashes, CheckedRejudgeHashes(filter));
   RejudgeResult result;
   RETURN_IF_ERROR(impl_->Transact("Rejudge", Actor(actor, "admin"), [&](pqxx::work& tx) {
-    result = RejudgeResult();
-    for (const std::string& task_id : filter.task_ids) {
-      tx.exec_prepared(q::kUpsertTask, task_id, filter.task_version_hashes.at(task_id));
-    }
-    for (const pqxx::row& row :
-         tx.exec_prepared(q::kRejudge, JsonArray(filter.task_ids), filter.harness_older_than,
-                          JsonArray(filter.submission_ids), filter.reason, hashes)) {
-      result.submission_ids.push_back(row["id"].as<std::string>());
-    }
+    result.submission_ids = RejudgeIn(tx, filter, hashes);
     return absl::OkStatus();
   }));
   return result;
@@ -1350,6 +1485,18 @@ absl::Status Store::CompleteJob(const LeaseRef& lease, const VerdictRow& verdict
 absl::Status Store::CompleteJob(const LeaseRef& lease, const VerdictRow& verdict,
                                 std::optional<FinishedSubmission>* finished,
                                 const ResultCheck& check) {
+  if (finished != nullptr) finished->reset();
+  JobCompletion completion;
+  completion.verdict = verdict;
+  completion.check = check;
+  ASSIGN_OR_RETURN(CompletionResult result, CompleteJob(lease, completion));
+  if (finished != nullptr) *finished = std::move(result.finished);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<CompletionResult> Store::CompleteJob(const LeaseRef& lease,
+                                                    const JobCompletion& completion) {
+  const VerdictRow& verdict = completion.verdict;
   RETURN_IF_ERROR(CheckLeaseRef(lease));
   if (verdict.verdict_class == v1::VERDICT_CLASS_INFRASTRUCTURE_FAILURE) {
     return absl::InvalidArgumentError(
@@ -1365,10 +1512,19 @@ absl::Status Store::CompleteJob(const LeaseRef& lease, const VerdictRow& verdict
     return absl::InvalidArgumentError(
         absl::StrCat("speedup must be a finite number >= 0 (got ", verdict.speedup, ")"));
   }
+  if (completion.artifact.has_value()) {
+    RETURN_IF_ERROR(CheckArtifactRow(*completion.artifact, verdict));
+  }
+  std::string use_outcome;  // The report's stored name; empty without a report.
+  if (completion.artifact_use.has_value()) {
+    ASSIGN_OR_RETURN(use_outcome,
+                     RequireText("artifact_use.outcome", completion.artifact_use->outcome));
+  }
   absl::Status refusal;  // Set when `check` refused the result.
+  CompletionResult result;
   // No actor for Transact: kLockSubmissionOfJob, the first statement, sets it.
   absl::Status completed = impl_->Transact("CompleteJob", "", [&](pqxx::work& tx) {
-    if (finished != nullptr) finished->reset();
+    result = CompletionResult();
     refusal = absl::OkStatus();
     // Lock, fence and mark the job done in one statement (queries.cc); a refusal below
     // rolls the whole transaction back.
@@ -1379,14 +1535,14 @@ absl::Status Store::CompleteJob(const LeaseRef& lease, const VerdictRow& verdict
     const std::string submission_id = locked[0]["submission_id"].as<std::string>();
     const v1::JobKind kind = EnumColumn<v1::JobKind>(locked[0], "kind");
     const v1::EvaluationScope scope = EnumColumn<v1::EvaluationScope>(locked[0], "scope");
-    if (check) {
+    if (completion.check) {
       CompletingJob job;
       job.kind = kind;
       job.scope = scope;
       job.task_id = locked[0]["task_id"].as<std::string>();
       job.task_version_hash = locked[0]["task_version_hash"].as<std::string>();
       job.arch = EnumColumn<v1::Arch>(locked[0], "arch");
-      refusal = check(job);
+      refusal = completion.check(job);
       if (!refusal.ok()) return refusal;  // Rolls back the job's 'done'.
     }
     const bool compiled_class = verdict.verdict_class == v1::VERDICT_CLASS_COMPILED;
@@ -1394,19 +1550,40 @@ absl::Status Store::CompleteJob(const LeaseRef& lease, const VerdictRow& verdict
       return absl::InvalidArgumentError(
           "an evaluate job cannot end with verdict class compiled: it runs every stage");
     }
+    if (completion.artifact.has_value() && kind != v1::JOB_KIND_COMPILE) {
+      return absl::InvalidArgumentError(
+          "artifact: only a compile job's completion carries one; this is an evaluate job");
+    }
+    if (completion.artifact_use.has_value() && kind != v1::JOB_KIND_EVALUATE) {
+      return absl::InvalidArgumentError(
+          "artifact_use: only an evaluate job's completion carries one; this is a compile job");
+    }
     if (kind == v1::JOB_KIND_COMPILE && compiled_class && scope == v1::EVALUATION_SCOPE_FULL) {
       // The compile stage passed on a CPU; the rest needs a GPU of the submission's arch.
       tx.exec_prepared1(q::kInsertJob, submission_id, Text(v1::JOB_KIND_EVALUATE));
+      if (completion.artifact.has_value()) {
+        const CompileArtifactRow& a = *completion.artifact;
+        tx.exec_prepared0(q::kInsertCompileArtifact, lease.job_id, lease.worker_id,
+                          pqxx::binarystring(a.cubin), pqxx::binarystring(a.ptx),
+                          a.compile_event_json, a.cubin_sha256, a.ptx_sha256, a.nvrtc_version,
+                          a.ptxas_version, a.harness_version);
+        result.artifact_stored = true;
+      }
       return absl::OkStatus();
     }
     try {
-      return impl_->FinishWithVerdict(tx, submission_id, lease.job_id, verdict,
-                                      v1::SUBMISSION_STATE_FINISHED, finished);
+      RETURN_IF_ERROR(impl_->FinishWithVerdict(tx, submission_id, lease.job_id, verdict,
+                                               v1::SUBMISSION_STATE_FINISHED, &result.finished));
     } catch (const pqxx::data_exception& e) {
       return absl::InvalidArgumentError(absl::StrCat("verdict_json is not valid JSON: ", e.what()));
     }
+    if (kind != v1::JOB_KIND_EVALUATE) return absl::OkStatus();
+    return impl_->SettleArtifact(tx, lease, submission_id, completion, use_outcome, &result);
   });
-  if (refusal.ok()) return completed;
+  if (refusal.ok()) {
+    RETURN_IF_ERROR(completed);
+    return result;
+  }
   // The result cannot be right: nothing of it was stored. The job runs again (elsewhere, if
   // other workers are free) and the reason stays in its audit row (last_error).
   const std::string reason = absl::StrCat("result refused: ", refusal.message());

@@ -275,6 +275,29 @@ struct LeaseRef {
   int attempt = 0;
 };
 
+// A compile job's module (migrations/0010_compile_artifacts): stored with that job's
+// completion, handed out with the lease of the same round's evaluate job (docs/architecture.md,
+// "Compile artifact reuse").
+struct CompileArtifactRow {
+  std::string cubin;
+  std::string ptx;
+  std::string cubin_sha256;  // 64 lower-case hex digits.
+  std::string ptx_sha256;
+  std::string compile_event_json;
+  std::string nvrtc_version;
+  std::string ptxas_version;
+  std::string harness_version;
+  // Read back only (the store sets them from the job): the compile job and its worker.
+  std::string producer_job_id;
+  std::string producer_worker_id;
+};
+
+// What the GPU worker of an evaluate job did with the artifact its lease carried.
+struct ArtifactUseReport {
+  v1::ArtifactOutcome outcome = v1::ARTIFACT_OUTCOME_UNSPECIFIED;
+  std::string detail;
+};
+
 struct LeasedJobRow {
   LeaseRef lease;
   v1::JobKind kind = v1::JOB_KIND_UNSPECIFIED;
@@ -286,6 +309,9 @@ struct LeasedJobRow {
   std::string source;
   std::string launch_plan_json;  // As stored (JSONB: same content, normalized spacing).
   absl::Time lease_expires_at;
+  // Evaluate jobs: the compile of the job's round, unless none was stored, its bytes were
+  // released or its producer is distrusted.
+  std::optional<CompileArtifactRow> artifact;
 };
 
 struct HeartbeatResult {
@@ -344,6 +370,36 @@ struct CompletingJob {
 // OK to store the result; otherwise why the result cannot be right for that job
 // (INVALID_ARGUMENT, e.g. "a compile job cannot report a speedup").
 using ResultCheck = std::function<absl::Status(const CompletingJob& job)>;
+
+// A job's result, with what it carries beside its verdict (Store::CompleteJob).
+struct JobCompletion {
+  VerdictRow verdict;
+  ResultCheck check;  // Empty: none.
+  // A compile job whose verdict is COMPILED: its module, for the evaluate job. Stored only
+  // when the completion enqueues that job (full scope).
+  std::optional<CompileArtifactRow> artifact;
+  // An evaluate job whose lease carried an artifact: what its worker did with it.
+  std::optional<ArtifactUseReport> artifact_use;
+  // The catalog's current version hash of a task, "" when the catalog has none: the verdicts a
+  // distrusted producer's artifacts made are re-judged against the tasks as they are now (as
+  // Rejudge does; workers hold only the current task files). Unset: no re-judge.
+  std::function<std::string(const std::string& task_id)> current_task_version;
+};
+
+// What a completion did beside storing its verdict.
+struct CompletionResult {
+  std::optional<FinishedSubmission> finished;  // When it finished its submission.
+  bool artifact_stored = false;
+  // The producer this completion's MISMATCH report marked distrusted (empty: none, or it was
+  // distrusted before).
+  std::string distrusted_worker_id;
+  // When the artifact's producer is distrusted (now or before): the finished submissions whose
+  // current verdict came from an evaluate job that used one of its artifacts unverified, this
+  // completion's own included, re-judged in the same transaction; and those that could not be
+  // (their task is no longer in the catalog), for the operator.
+  std::vector<std::string> rejudged_submission_ids;
+  std::vector<std::string> not_rejudged_submission_ids;
+};
 
 class Store {
  public:
@@ -475,6 +531,18 @@ class Store {
   // reason, and the call returns INVALID_ARGUMENT "result refused: <reason>".
   absl::Status CompleteJob(const LeaseRef& lease, const VerdictRow& verdict,
                            std::optional<FinishedSubmission>* finished, const ResultCheck& check);
+  // The same with a compile artifact or an artifact report (migrations/0010_compile_artifacts),
+  // in the same transaction under the same fence. A compile job's artifact is stored for its
+  // round's evaluate job; an evaluate job's report is recorded against the artifact of its round
+  // and the artifact's bytes are released. A MISMATCH marks the artifact's producer distrusted
+  // (audited; none of its artifacts is handed out again) and, whenever the producer is
+  // distrusted, the verdicts that used its artifacts unverified are re-judged (a new judging
+  // round, as Rejudge opens, reason naming the producer). INVALID_ARGUMENT naming the field: an
+  // artifact from an evaluate job or with another verdict class than COMPILED, a digest that is
+  // not 64 lower-case hex digits, an empty version; a report from a compile job, or one other
+  // than NONE when no artifact of the job's round was stored.
+  absl::StatusOr<CompletionResult> CompleteJob(const LeaseRef& lease,
+                                               const JobCompletion& completion);
   // kind KERNEL: the submission finishes with a kernel verdict and is never retried: the
   // `kernel_verdict_class` given (one of COMPILE_ERROR, PLAN_INVALID, RUNTIME_ERROR, TIMEOUT,
   // WRONG_RESULT, TARGET_NOT_EXECUTED, INPUT_MUTATED, IMPOSSIBLE_TIME), or by default

@@ -399,12 +399,16 @@ grpc::Status FakeWorker::ReportStage(const v1::LeasedJob& job, v1::Stage stage, 
 }
 
 grpc::Status FakeWorker::Complete(const v1::LeasedJob& job, const v1::Verdict& verdict) {
+  v1::CompleteRequest request;
+  *request.mutable_verdict() = verdict;
+  return Complete(job, std::move(request));
+}
+
+grpc::Status FakeWorker::Complete(const v1::LeasedJob& job, v1::CompleteRequest request) {
   grpc::ClientContext context;
   WithDeadline(&context);
   Authorize(&context, token_);
-  v1::CompleteRequest request;
   *request.mutable_lease() = LeaseOf(job, worker_id_);
-  *request.mutable_verdict() = verdict;
   v1::CompleteResponse response;
   auto status = stub_->Complete(&context, request, &response);
   std::lock_guard<std::mutex> lock(mu_);

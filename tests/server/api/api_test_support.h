@@ -118,6 +118,9 @@ class FakeWorker {
 
   grpc::Status ReportStage(const v1::LeasedJob& job, v1::Stage stage, bool ok);
   grpc::Status Complete(const v1::LeasedJob& job, const v1::Verdict& verdict);
+  // The same with the rest of `request` as given (a compile artifact, an artifact report); its
+  // lease is filled in.
+  grpc::Status Complete(const v1::LeasedJob& job, v1::CompleteRequest request);
   grpc::Status Fail(const v1::LeasedJob& job, v1::FailureKind kind, bool* will_retry);
   grpc::Status Heartbeat(const std::vector<v1::LeasedJob>& held, v1::HeartbeatResponse* response);
   static v1::JobLease LeaseOf(const v1::LeasedJob& job, const std::string& worker_id);

@@ -12,6 +12,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/sha256.h"
 #include "server/store/database.h"
 #include "tests/server/api/api_test_support.h"
 #include "tests/support/status_testing.h"
@@ -580,6 +581,192 @@ TEST_CASE("a graceful stop answers a Submit stuck on the store UNAVAILABLE withi
   CHECK(stuck.error_code() == grpc::StatusCode::UNAVAILABLE);
   CHECK(absl::Now() - stopping < absl::Seconds(8));
   locker.join();
+}
+
+// ---------------------------------------------------------------- compile artifacts (issue 16)
+
+// A module as a compile-only worker sends one: bytes, their digests, the versions.
+v1::CompileArtifact TestArtifact(const std::string& tag) {
+  v1::CompileArtifact artifact;
+  artifact.set_cubin(std::string({'\x7f', 'E', 'L', 'F', '\x02', '\x01', '\x00', '\xff'}) + tag);
+  artifact.set_ptx(absl::StrCat(".version 8.7\n.target sm_90a\n// ", tag, "\n"));
+  artifact.set_cubin_sha256(Sha256Hex(artifact.cubin()));
+  artifact.set_ptx_sha256(Sha256Hex(artifact.ptx()));
+  artifact.set_compile_event_json(R"({"outcome": "compiled"})");
+  artifact.set_nvrtc_version("13.0.48");
+  artifact.set_ptxas_version("V13.0.48");
+  artifact.set_harness_version("0.3.0");
+  return artifact;
+}
+
+v1::CompleteRequest CompiledWith(const v1::CompileArtifact& artifact) {
+  v1::CompleteRequest request;
+  *request.mutable_verdict() = MakeVerdict(v1::VERDICT_CLASS_COMPILED);
+  *request.mutable_artifact() = artifact;
+  return request;
+}
+
+v1::CompleteRequest PassedWith(v1::ArtifactOutcome outcome) {
+  v1::CompleteRequest request;
+  *request.mutable_verdict() = MakeVerdict(v1::VERDICT_CLASS_PASS);
+  request.mutable_artifact_use()->set_outcome(outcome);
+  request.mutable_artifact_use()->set_detail("fake GPU worker");
+  return request;
+}
+
+std::string Sql(TestServer& server, const std::string& sql) {
+  auto value = server.database().Scalar(sql);
+  INFO(sql << ": " << value.status().ToString());
+  REQUIRE(value.ok());
+  return value->value_or("NULL");
+}
+
+TEST_CASE(
+    "a compile job's artifact reaches its evaluate job; a mismatch distrusts the producer and "
+    "re-queues what used its artifacts",
+    "[api][flow][artifact]") {
+  TestServerOptions options;
+  options.metrics = true;
+  TestServer server(options);
+  const std::string vendor = server.CreateToken("acme", v1::ROLE_VENDOR);
+  const std::string fleet = server.CreateToken("fleet", v1::ROLE_WORKER);
+  FakeWorker producer(server.channel(), fleet, v1::ARCH_UNSPECIFIED, "", /*compile_only=*/true);
+  FakeWorker gpu(server.channel(), fleet, v1::ARCH_SM_90A, "GPU-artifacts");
+  REQUIRE(producer.Register().ok());
+  REQUIRE(gpu.Register().ok());
+  const std::string used = SubmitOk(server, vendor, ValidSubmit(/*full=*/true));
+  const std::string caught = SubmitOk(server, vendor, ValidSubmit(/*full=*/true));
+  producer.OpenLease(2);
+  std::map<std::string, v1::LeasedJob> compiles;  // By submission.
+  for (int i = 0; i < 2; ++i) {
+    auto job = producer.NextJob(absl::Seconds(15));
+    REQUIRE(job.has_value());
+    REQUIRE(job->kind() == v1::JOB_KIND_COMPILE);
+    REQUIRE(producer.Complete(*job, CompiledWith(TestArtifact(job->submission_id()))).ok());
+    compiles[job->submission_id()] = *job;
+  }
+
+  gpu.OpenLease(1);
+  auto first = gpu.NextJob(absl::Seconds(15));
+  REQUIRE(first.has_value());
+  REQUIRE(first->kind() == v1::JOB_KIND_EVALUATE);
+  REQUIRE(first->submission_id() == used);
+  REQUIRE(first->has_artifact());
+  const v1::CompileArtifact sent = TestArtifact(used);
+  CHECK(first->artifact().cubin() == sent.cubin());
+  CHECK(first->artifact().ptx() == sent.ptx());
+  CHECK(first->artifact().cubin_sha256() == sent.cubin_sha256());
+  CHECK(first->artifact().compile_event_json() == sent.compile_event_json());
+  CHECK(first->artifact().harness_version() == sent.harness_version());
+  CHECK(first->artifact().producer_job_id() == compiles[used].job_id());
+  CHECK(first->artifact().producer_worker_id() == producer.worker_id());
+  REQUIRE(gpu.Complete(*first, PassedWith(v1::ARTIFACT_OUTCOME_USED)).ok());
+
+  auto second = gpu.NextJob(absl::Seconds(15));
+  REQUIRE(second.has_value());
+  REQUIRE(second->submission_id() == caught);
+  REQUIRE(second->has_artifact());
+  // Only the producer leases from here on, so that it takes the re-judge's compile job.
+  gpu.CloseLease();
+  REQUIRE(gpu.Complete(*second, PassedWith(v1::ARTIFACT_OUTCOME_MISMATCH)).ok());
+
+  // Distrusted, audited with the reporter as the actor, counted.
+  CHECK(Sql(server, "SELECT distrusted_at IS NOT NULL FROM workers WHERE id = '" +
+                        producer.worker_id() + "'") == "t");
+  CHECK(Sql(server, "SELECT actor FROM audit_log WHERE entity = 'worker' AND entity_id = '" +
+                        producer.worker_id() + "' AND detail ->> 'distrusted' = 'true'") ==
+        "worker:" + gpu.worker_id());
+  const std::string metrics = HttpGet(server.server().metrics_port(), "/metrics");
+  CHECK(absl::StrContains(metrics, "ptxbench_compile_artifact_reports_total{outcome=\"used\"} 1"));
+  CHECK(absl::StrContains(metrics,
+                          "ptxbench_compile_artifact_reports_total{outcome=\"mismatch\"} 1"));
+  CHECK(absl::StrContains(metrics, "ptxbench_workers_distrusted_total 1"));
+  // The verdict that used the producer's artifact unverified is judged again; the one the GPU
+  // worker compiled itself stands.
+  // (Queued, or already running: the producer's open stream may have taken its compile job.)
+  CHECK(Sql(server,
+            "SELECT state IN ('queued', 'running') AND judging_round = 1 FROM submissions "
+            "WHERE id = '" +
+                used + "'") == "t");
+  CHECK(Sql(server, "SELECT state || ' ' || judging_round FROM submissions WHERE id = '" + caught +
+                        "'") == "finished 0");
+
+  // The re-judge's compile, by the distrusted producer: its artifact is not handed out.
+  auto recompile = producer.NextJob(absl::Seconds(15));
+  REQUIRE(recompile.has_value());
+  REQUIRE(recompile->submission_id() == used);
+  REQUIRE(producer.Complete(*recompile, CompiledWith(TestArtifact("round 1"))).ok());
+  gpu.OpenLease(1);
+  auto again = gpu.NextJob(absl::Seconds(15));
+  REQUIRE(again.has_value());
+  CHECK(again->submission_id() == used);
+  CHECK(again->kind() == v1::JOB_KIND_EVALUATE);
+  CHECK_FALSE(again->has_artifact());
+}
+
+TEST_CASE("bad compile artifacts and reports are refused, naming the field",
+          "[api][flow][artifact]") {
+  TestServer server;
+  const std::string vendor = server.CreateToken("acme", v1::ROLE_VENDOR);
+  const std::string fleet = server.CreateToken("fleet", v1::ROLE_WORKER);
+  FakeWorker producer(server.channel(), fleet, v1::ARCH_UNSPECIFIED, "", /*compile_only=*/true);
+  REQUIRE(producer.Register().ok());
+  SubmitOk(server, vendor, ValidSubmit(/*full=*/true));
+  producer.OpenLease(1);
+  auto job = producer.NextJob(absl::Seconds(15));
+  REQUIRE(job.has_value());
+  const auto refused = [&](const v1::LeasedJob& leased, const v1::CompleteRequest& request,
+                           const std::string& field) {
+    const grpc::Status status = producer.Complete(leased, request);
+    INFO(status.error_message());
+    CHECK(status.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+    CHECK(absl::StartsWith(status.error_message(), field + ":"));
+  };
+  v1::CompileArtifact bad = TestArtifact("x");
+  bad.set_cubin_sha256(Sha256Hex("something else"));
+  refused(*job, CompiledWith(bad), "artifact.cubin_sha256");
+  bad = TestArtifact("x");
+  bad.set_ptx(bad.ptx() + " ");
+  refused(*job, CompiledWith(bad), "artifact.ptx_sha256");
+  // Over 1 MiB of cubin and PTX (proto/wire_limits.h), though the request is under its 4 MiB.
+  bad = TestArtifact("x");
+  bad.set_cubin(std::string(size_t{1} << 20, '\x01'));
+  bad.set_cubin_sha256(Sha256Hex(bad.cubin()));
+  refused(*job, CompiledWith(bad), "artifact");
+  bad = TestArtifact("x");
+  bad.set_producer_worker_id(producer.worker_id());
+  refused(*job, CompiledWith(bad), "artifact.producer_worker_id");
+  bad = TestArtifact("x");
+  bad.clear_nvrtc_version();
+  refused(*job, CompiledWith(bad), "artifact.nvrtc_version");
+  // An artifact beside a verdict that did not compile.
+  v1::CompleteRequest error = CompiledWith(TestArtifact("x"));
+  *error.mutable_verdict() = MakeVerdict(v1::VERDICT_CLASS_COMPILE_ERROR);
+  refused(*job, error, "artifact");
+  // A report from a compile job, and a report without an outcome.
+  v1::CompleteRequest report = PassedWith(v1::ARTIFACT_OUTCOME_USED);
+  *report.mutable_verdict() = MakeVerdict(v1::VERDICT_CLASS_COMPILED);
+  refused(*job, report, "artifact_use");
+  report.mutable_artifact_use()->set_outcome(v1::ARTIFACT_OUTCOME_UNSPECIFIED);
+  refused(*job, report, "artifact_use.outcome");
+  // None of those was stored or requeued the job: its holder completes it.
+  REQUIRE(producer.Complete(*job, CompiledWith(TestArtifact("x"))).ok());
+  CHECK(Sql(server, "SELECT count(*) FROM compile_artifacts") == "1");
+
+  // An evaluate job cannot send an artifact.
+  FakeWorker gpu(server.channel(), fleet, v1::ARCH_SM_90A, "GPU-refusals");
+  REQUIRE(gpu.Register().ok());
+  producer.CloseLease();
+  gpu.OpenLease(1);
+  auto evaluate = gpu.NextJob(absl::Seconds(15));
+  REQUIRE(evaluate.has_value());
+  REQUIRE(evaluate->kind() == v1::JOB_KIND_EVALUATE);
+  v1::CompleteRequest with_artifact = PassedWith(v1::ARTIFACT_OUTCOME_USED);
+  *with_artifact.mutable_artifact() = TestArtifact("y");
+  grpc::Status status = gpu.Complete(*evaluate, with_artifact);
+  CHECK(status.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  CHECK(absl::StartsWith(status.error_message(), "artifact:"));
+  REQUIRE(gpu.Complete(*evaluate, PassedWith(v1::ARTIFACT_OUTCOME_USED)).ok());
 }
 
 }  // namespace
