@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -413,10 +414,30 @@ std::string CompileKey(const Workspace& ws, const std::string& nvrtc, const std:
   return CompileCacheKey(inputs);
 }
 
+// A compile this stage did not run: its event, with the module written into the compile
+// directory as the compiler would have written it, and the module's bytes.
+struct ReadyCompile {
+  gpu::CompileEvent event;
+  engine::CachedCompile module;
+};
+
+// `module` (verified by its caller) written into `dir`; nullopt when it cannot be.
+std::optional<ReadyCompile> WriteModule(engine::CachedCompile module, const std::string& dir) {
+  auto event = gpu::FromJson<gpu::CompileEvent>(json::parse(module.event_json, nullptr, false));
+  if (!event.ok() || !event->compiled.has_value()) return std::nullopt;
+  gpu::ModulePaths paths{dir + "/module.cubin", dir + "/module.ptx"};
+  if (!gpu::WriteFileBytes(paths.cubin_path, module.cubin).ok() ||
+      !gpu::WriteFileBytes(paths.ptx_path, module.ptx).ok()) {
+    return std::nullopt;
+  }
+  event->compiled->module = paths;
+  return ReadyCompile{*std::move(event), std::move(module)};
+}
+
 // A compile of the same inputs with this worker's toolchain, from the compile cache
-// (compile_cache.h): its verified module written into `dir` as the compiler would have.
-std::optional<gpu::CompileEvent> CachedCompile(const Workspace& ws, const std::string& dir,
-                                               std::string* key) {
+// (compile_cache.h), written into `dir`.
+std::optional<ReadyCompile> CachedCompile(const Workspace& ws, const std::string& dir,
+                                          std::string* key) {
   CompileCache* cache = ws.options().compile_cache.get();
   if (cache == nullptr) return std::nullopt;
   const auto [nvrtc, ptxas] = cache->Toolchain();
@@ -424,20 +445,29 @@ std::optional<gpu::CompileEvent> CachedCompile(const Workspace& ws, const std::s
   *key = CompileKey(ws, nvrtc, ptxas);
   std::optional<engine::CachedCompile> entry = cache->Get(*key);
   if (!entry.has_value()) return std::nullopt;
-  auto event = gpu::FromJson<gpu::CompileEvent>(json::parse(entry->event_json, nullptr, false));
-  if (!event.ok() || !event->compiled.has_value()) return std::nullopt;
-  gpu::ModulePaths module{dir + "/module.cubin", dir + "/module.ptx"};
-  if (!gpu::WriteFileBytes(module.cubin_path, entry->cubin).ok() ||
-      !gpu::WriteFileBytes(module.ptx_path, entry->ptx).ok()) {
+  return WriteModule(*std::move(entry), dir);
+}
+
+// A successful compile's module as the compile cache and a compile artifact keep it: the event
+// with its module paths cleared, and the bytes read back from the compile directory.
+std::optional<engine::CachedCompile> ReadCompiledModule(const gpu::CompileEvent& event) {
+  if (event.outcome != gpu::CompileOutcome::kCompiled || !event.compiled.has_value()) {
     return std::nullopt;
   }
-  event->compiled->module = module;
-  return *std::move(event);
+  auto cubin = gpu::ReadFileBytes(event.compiled->module.cubin_path);
+  auto ptx = gpu::ReadFileBytes(event.compiled->module.ptx_path);
+  if (!cubin.ok() || !ptx.ok()) return std::nullopt;
+  gpu::CompileEvent stored = event;
+  stored.compiled->module = {};
+  const gpu::ModuleIdentity& identity = event.compiled->identity;
+  return engine::CachedCompile{gpu::ToJson(stored).dump(), *std::move(cubin), *std::move(ptx),
+                               identity.cubin_sha256, identity.ptx_sha256};
 }
 
 // Keeps a successful compile for the next evaluation of the same inputs on this worker, keyed
 // by the toolchain versions the compile itself reported.
-void StoreCompile(const Workspace& ws, const gpu::CompileEvent& event) {
+void StoreCompile(const Workspace& ws, const gpu::CompileEvent& event,
+                  const std::optional<engine::CachedCompile>& module) {
   CompileCache* cache = ws.options().compile_cache.get();
   if (cache == nullptr || event.outcome != gpu::CompileOutcome::kCompiled ||
       !event.compiled.has_value()) {
@@ -448,18 +478,46 @@ void StoreCompile(const Workspace& ws, const gpu::CompileEvent& event) {
   const std::string& ptxas = identity.ptxas_version;
   if (ptxas.empty()) return;
   cache->SetToolchain(nvrtc, ptxas);
-  auto cubin = gpu::ReadFileBytes(event.compiled->module.cubin_path);
-  auto ptx = gpu::ReadFileBytes(event.compiled->module.ptx_path);
-  if (!cubin.ok() || !ptx.ok()) return;
-  gpu::CompileEvent stored = event;
-  stored.compiled->module = {};
+  if (!module.has_value()) return;
   // A refusal (bytes that do not hash to the report's SHA-256) is logged by the cache; the
   // evaluation goes on with the module it has.
-  cache
-      ->Put(CompileKey(ws, nvrtc, ptxas),
-            {gpu::ToJson(stored).dump(), *std::move(cubin), *std::move(ptx), identity.cubin_sha256,
-             identity.ptx_sha256})
-      .IgnoreError();
+  cache->Put(CompileKey(ws, nvrtc, ptxas), *module).IgnoreError();
+}
+
+// What a compile artifact is checked against: the toolchain of this worker's latest real
+// compile (empty before the first) and its harness.
+Toolchain OwnToolchain(const Workspace& ws) {
+  Toolchain own;
+  own.harness_version = kHarnessVersion;
+  if (const CompileCache* cache = ws.options().compile_cache.get(); cache != nullptr) {
+    std::tie(own.nvrtc_version, own.ptxas_version) = cache->Toolchain();
+  }
+  return own;
+}
+
+// This worker's own compile as an artifact for another worker.
+CompileArtifact ArtifactOf(const engine::CachedCompile& module,
+                           const gpu::ModuleIdentity& identity) {
+  CompileArtifact artifact;
+  artifact.cubin = module.cubin;
+  artifact.ptx = module.ptx;
+  artifact.cubin_sha256 = module.cubin_sha256;
+  artifact.ptx_sha256 = module.ptx_sha256;
+  artifact.compile_event_json = module.event_json;
+  artifact.nvrtc_version = identity.nvrtc_version;
+  artifact.ptxas_version = identity.ptxas_version;
+  artifact.harness_version = kHarnessVersion;
+  return artifact;
+}
+
+// The audit record of what the compile stage did with an offered artifact.
+json ArtifactRecord(const CompileArtifact& offered, const ArtifactUse& use) {
+  return {{"outcome", ArtifactOutcomeName(use.outcome)},
+          {"detail", use.detail},
+          {"producer_job_id", offered.producer_job_id},
+          {"producer_worker_id", offered.producer_worker_id},
+          {"cubin_sha256", offered.cubin_sha256},
+          {"ptx_sha256", offered.ptx_sha256}};
 }
 
 StageResult CompileStage(Evaluation& e) {
@@ -467,10 +525,29 @@ StageResult CompileStage(Evaluation& e) {
   Workspace& ws = e.workspace;
   ASSIGN_OR_RETURN(std::string dir, ws.NewSandboxDir("compile-"));
   std::string cache_key;
-  std::optional<gpu::CompileEvent> cached = CachedCompile(ws, dir, &cache_key);
+  std::optional<ReadyCompile> ready = CachedCompile(ws, dir, &cache_key);
+  const bool cache_hit = ready.has_value();
+  // Another worker's compile of this submission (compile_artifact.h): used for this job only,
+  // never put into the compile cache, where any later job of the same inputs would find it (a
+  // re-judge round opened because its producer was distrusted included). This worker's own
+  // compile, cached or run now (verify), is compared with it instead.
+  ArtifactExchange* exchange = ws.request().artifacts;
+  const CompileArtifact* offered =
+      exchange != nullptr && exchange->offered.has_value() ? &*exchange->offered : nullptr;
+  const absl::Status acceptable =
+      offered != nullptr ? CheckArtifact(*offered, OwnToolchain(ws)) : absl::OkStatus();
+  bool from_artifact = false;
+  if (offered != nullptr && acceptable.ok() && !ready.has_value() && !exchange->verify) {
+    ready = WriteModule({offered->compile_event_json, offered->cubin, offered->ptx,
+                         offered->cubin_sha256, offered->ptx_sha256},
+                        dir);
+    from_artifact = ready.has_value();
+  }
+  std::optional<engine::CachedCompile> own_module;  // This worker's own compile's bytes.
+  if (cache_hit) own_module = ready->module;
   std::optional<evaluation::EvaluatorProcess> compiler;
-  json isolation = {{"compile_cache", "hit"}};
-  if (!cached.has_value()) {
+  json isolation = {{"compile_cache", from_artifact ? "artifact" : "hit"}};
+  if (!ready.has_value()) {
     ASSIGN_OR_RETURN(std::string path,
                      ws.WriteRequest(dir, gpu::ToJson(gpu::CompileRequest{ws.submission(), dir})));
     ASSIGN_OR_RETURN(auto sandbox, ws.Spawn(gpu::EvaluatorMode::kCompile, path, dir,
@@ -485,15 +562,29 @@ StageResult CompileStage(Evaluation& e) {
     e.candidate = CandidateProcess::StartEarly(ws);
   }
   Verdict& verdict = e.record.verdict();
-  if (cached.has_value()) {
+  if (from_artifact) {
+    e.record.AddProcess({{"mode", "compile"},
+                         {"compile_cache", "artifact"},
+                         {"producer_job_id", offered->producer_job_id},
+                         {"producer_worker_id", offered->producer_worker_id}});
+    e.compile = std::move(ready->event);
+  } else if (cache_hit) {
     e.record.AddProcess({{"mode", "compile"}, {"compile_cache", "hit"}, {"key", cache_key}});
-    e.compile = *std::move(cached);
+    e.compile = std::move(ready->event);
   } else {
     Step<gpu::CompileEvent> step = compiler->Await<gpu::CompileEvent>(-1, "compile");
     SandboxExit exit = compiler->sandbox().Wait();
     e.record.AddProcess(
         {{"mode", "compile"}, {"seconds", exit.wall_seconds}, {"isolation", isolation}});
     if (step.outcome == Outcome::kTimeout) {
+      if (offered != nullptr) {
+        exchange->use = acceptable.ok() ? ArtifactUse{ArtifactOutcome::kNone,
+                                                      "not compared: this worker's own compile "
+                                                      "timed out"}
+                                        : ArtifactUse{ArtifactOutcome::kRefused,
+                                                      std::string(acceptable.message())};
+        e.record.report()["compile_artifact"] = ArtifactRecord(*offered, exchange->use);
+      }
       verdict.compiled = false;
       e.record.Report(Stage::kCompile, false, "compile timed out", {{"message", step.message}},
                       Now() - t0);
@@ -505,12 +596,34 @@ StageResult CompileStage(Evaluation& e) {
       return absl::InternalError(absl::StrCat("compile stage failed: ", step.message));
     }
     e.compile = std::move(step.event);
-    StoreCompile(ws, e.compile);
+    // The bytes, read back only for whoever keeps them: the cache or another worker.
+    if (ws.options().compile_cache != nullptr || exchange != nullptr) {
+      own_module = ReadCompiledModule(e.compile);
+    }
+    StoreCompile(ws, e.compile, own_module);
   }
   json detail = e.compile.report;
   detail["isolation"] = isolation;
-  detail["compile_cache"] = {{"hit", !cache_key.empty() && !compiler.has_value()},
-                             {"key", cache_key}};
+  detail["compile_cache"] = {{"hit", cache_hit}, {"key", cache_key}};
+  if (offered != nullptr) {
+    if (!acceptable.ok()) {
+      exchange->use = {ArtifactOutcome::kRefused, std::string(acceptable.message())};
+    } else if (from_artifact) {
+      exchange->use = {ArtifactOutcome::kUsed,
+                       absl::StrCat("the compile stage used the module of compile job ",
+                                    offered->producer_job_id, " (worker ",
+                                    offered->producer_worker_id, ") instead of compiling")};
+    } else {
+      exchange->use = CompareWithOwnCompile(*offered, e.compile);
+      if (cache_hit) absl::StrAppend(&exchange->use.detail, " (this worker's compile was cached)");
+    }
+    detail["compile_artifact"] = ArtifactRecord(*offered, exchange->use);
+    e.record.report()["compile_artifact"] = detail["compile_artifact"];
+  }
+  if (exchange != nullptr && !from_artifact && own_module.has_value() &&
+      e.compile.compiled.has_value()) {
+    exchange->produced = ArtifactOf(*own_module, e.compile.compiled->identity);
+  }
   if (e.compile.outcome == gpu::CompileOutcome::kCompileError) {
     const std::string failure = e.compile.failure;
     e.record.Report(Stage::kCompile, false, absl::StrCat("compile error (", failure, ")"), detail,

@@ -29,17 +29,33 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "common/task.h"
 #include "common/verdict.h"
 #include "nlohmann/json.hpp"
+#include "worker/engine/compile_artifact.h"
 #include "worker/engine/compile_cache.h"
 #include "worker/engine/gpu/protocol_messages.h"
 #include "worker/engine/gpu_gate.h"
 
 namespace ptxbench::engine {
+
+// The compile artifacts (compile_artifact.h) one evaluation exchanges with other workers.
+struct ArtifactExchange {
+  // In: another worker's compile of this submission (its evaluate job's lease carried it), and
+  // whether to compile anyway and compare instead of using it (ShouldVerify, drawn by the
+  // caller from its own secret randomness).
+  std::optional<CompileArtifact> offered;
+  bool verify = false;
+  // Out: what the compile stage did with `offered` (kNone when nothing was offered).
+  ArtifactUse use;
+  // Out: this worker's own successful compile of the submission (run now or kept in its
+  // compile cache), never another worker's: what a compile job hands to the server.
+  std::optional<CompileArtifact> produced;
+};
 
 struct EvaluationRequest {
   const Task* task = nullptr;     // Loaded by the caller (LoadTask); must outlive the call.
@@ -48,6 +64,8 @@ struct EvaluationRequest {
   std::string source;
   std::string launch_plan_json;  // Empty: the PTXBENCH_PLAN block of the source.
   bool compile_only = false;
+  // Null: no artifact is offered or wanted. Must outlive the call.
+  ArtifactExchange* artifacts = nullptr;
 };
 
 // The timing loop's rule and checks; sent to the candidate process as they are.
