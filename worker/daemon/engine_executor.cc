@@ -1,6 +1,7 @@
 #include "worker/daemon/engine_executor.h"
 
 #include <spdlog/spdlog.h>
+#include <sys/random.h>
 
 #include <filesystem>
 
@@ -12,18 +13,35 @@
 namespace ptxbench::worker {
 namespace {
 
+// 64 bits from the kernel's random source, which no other worker and no submission can
+// predict: a producer that knew which artifacts are verified would forge only the others. When
+// it fails (it does not on Linux >= 3.17 once the pool is initialised), 0, which ShouldVerify
+// turns into "verify" for any fraction above 0.
+uint64_t SecretDraw() {
+  uint64_t draw = 0;
+  if (getrandom(&draw, sizeof draw, 0) != static_cast<ssize_t>(sizeof draw)) return 0;
+  return draw;
+}
+
 class EngineExecutor : public JobExecutor {
  public:
   EngineExecutor(TaskCatalog catalog, engine::EngineOptions engine_options,
-                 ExecutorIdentity identity)
+                 ExecutorIdentity identity, double verify_fraction)
       : catalog_(std::move(catalog)),
         engine_options_(std::move(engine_options)),
-        identity_(std::move(identity)) {}
+        identity_(std::move(identity)),
+        verify_fraction_(verify_fraction) {}
 
   ExecutorIdentity Identity() const override { return identity_; }
 
   absl::StatusOr<Verdict> Run(const JobSpec& job, const StageCallback& on_stage,
                               const std::atomic<bool>& cancel) override {
+    ASSIGN_OR_RETURN(JobResult result, RunWithArtifacts(job, on_stage, cancel));
+    return std::move(result.verdict);
+  }
+
+  absl::StatusOr<JobResult> RunWithArtifacts(const JobSpec& job, const StageCallback& on_stage,
+                                             const std::atomic<bool>& cancel) override {
     const Task* task = catalog_.Find(job.task_id);
     // A worker whose copy of the task differs from the server's would grade against another
     // definition; that is the deployment's fault, never the kernel's.
@@ -43,8 +61,16 @@ class EngineExecutor : public JobExecutor {
     request.source = job.source;
     request.launch_plan_json = job.launch_plan_json;
     request.compile_only = job.compile_only;
+    // The compile job's module, when the lease carried one (compile_artifact.h): used, or on a
+    // sample drawn from this worker's own randomness compiled again and compared.
+    engine::ArtifactExchange artifacts;
+    artifacts.offered = job.artifact;
+    if (job.artifact.has_value()) {
+      artifacts.verify = engine::ShouldVerify(verify_fraction_, SecretDraw());
+    }
+    request.artifacts = &artifacts;
     absl::StatusOr<Verdict> verdict = engine::Evaluate(request, engine_options_, on_stage, &cancel);
-    if (!verdict.ok()) return verdict;
+    if (!verdict.ok()) return verdict.status();
     verdict->report["harness_version"] = kHarnessVersion;
     verdict->report["task_version_hash"] = task->version_hash;
     verdict->report["worker_identity"] = {
@@ -54,7 +80,13 @@ class EngineExecutor : public JobExecutor {
         {"driver_version", identity_.driver_version},
         {"cuda_version", identity_.cuda_version},
     };
-    return verdict;
+    JobResult result{*std::move(verdict), std::nullopt, std::nullopt};
+    if (job.artifact.has_value()) result.artifact_use = artifacts.use;
+    // Only a compile job's module serves another job: the evaluate job of its round.
+    if (job.compile_only && result.verdict.verdict_class == VerdictClass::kCompiled) {
+      result.artifact = std::move(artifacts.produced);
+    }
+    return result;
   }
 
   CompileCacheCounts CompileCache() const override {
@@ -73,6 +105,7 @@ class EngineExecutor : public JobExecutor {
   TaskCatalog catalog_;
   engine::EngineOptions engine_options_;
   ExecutorIdentity identity_;
+  const double verify_fraction_;
 };
 
 std::string JsonText(const nlohmann::json& json, const char* key) {
@@ -130,8 +163,8 @@ absl::StatusOr<std::unique_ptr<JobExecutor>> CreateEngineExecutor(
   } else {
     engine_options.gpu = -1;
   }
-  return std::unique_ptr<JobExecutor>(
-      new EngineExecutor(*std::move(catalog), engine_options, identity));
+  return std::unique_ptr<JobExecutor>(new EngineExecutor(
+      *std::move(catalog), engine_options, identity, options.artifact_verify_fraction));
 }
 
 }  // namespace ptxbench::worker

@@ -22,6 +22,12 @@ struct EngineExecutorOptions {
   // WorkerOptions::gpu_pipeline: above 1, one GPU gate (worker/engine/gpu_gate.h) shared by
   // every job and the health probe of this executor.
   int gpu_pipeline = 1;
+  // The share of compile artifacts (worker/engine/compile_artifact.h) this GPU worker compiles
+  // again and compares instead of using, drawn from its own randomness: 1 always (a lab that
+  // does not trust its compile-only hosts), 0 never. A producer that forges t artifacts
+  // escapes with probability (1 - fraction)^t; 1/8 costs an eighth of the compile time that
+  // artifacts save and catches a producer forging 20 with probability 0.93.
+  double artifact_verify_fraction = 0.125;
 };
 
 absl::StatusOr<std::unique_ptr<JobExecutor>> CreateEngineExecutor(

@@ -5,10 +5,14 @@
 
 #include <atomic>
 #include <functional>
+#include <optional>
 #include <string>
+#include <utility>
 
 #include "absl/status/statusor.h"
+#include "common/status.h"
 #include "common/verdict.h"
+#include "worker/engine/compile_artifact.h"
 
 namespace ptxbench::worker {
 
@@ -23,6 +27,17 @@ struct JobSpec {
   std::string language;           // "cuda" or "ptx".
   std::string source;
   std::string launch_plan_json;  // Empty when the plan is in the source.
+  // An evaluate job's lease may carry the compile job's module (worker.proto CompileArtifact).
+  std::optional<engine::CompileArtifact> artifact;
+};
+
+// A job's result beside its verdict.
+struct JobResult {
+  Verdict verdict;
+  // A compile job that compiled: its module, for the evaluate job's worker.
+  std::optional<engine::CompileArtifact> artifact;
+  // A job that was offered an artifact: what became of it.
+  std::optional<engine::ArtifactUse> artifact_use;
 };
 
 // What the worker is and runs on, recorded in every verdict for audit.
@@ -49,6 +64,14 @@ class JobExecutor {
   // infrastructure failure and says nothing about it.
   virtual absl::StatusOr<Verdict> Run(const JobSpec& job, const StageCallback& on_stage,
                                       const std::atomic<bool>& cancel) = 0;
+  // Run, with the compile artifacts a job exchanges: the daemon calls this one. An executor
+  // without artifacts (the tests' fakes) keeps this default, which ignores `job.artifact`.
+  virtual absl::StatusOr<JobResult> RunWithArtifacts(const JobSpec& job,
+                                                     const StageCallback& on_stage,
+                                                     const std::atomic<bool>& cancel) {
+    ASSIGN_OR_RETURN(Verdict verdict, Run(job, on_stage, cancel));
+    return JobResult{std::move(verdict), std::nullopt, std::nullopt};
+  }
   // Checks the GPU is usable after a sandbox crash or timeout (a tiny known kernel).
   virtual absl::Status HealthProbe() = 0;
   // Lookups of the worker-local compile cache so far (worker/engine/compile_cache.h), for the

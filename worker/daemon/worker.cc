@@ -18,12 +18,15 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/status.h"
 #include "proto/dial.h"
+#include "proto/wire_limits.h"
 #include "proto/wire_names.h"
 #include "ptxbench/v1/worker.grpc.pb.h"
+#include "worker/daemon/artifact_wire.h"
 #include "worker/daemon/verdict_wire.h"
 
 namespace ptxbench::worker {
@@ -371,7 +374,33 @@ class Worker::Impl {
       (void)google::protobuf::util::MessageToJsonString(job.launch_plan(), &spec.launch_plan_json,
                                                         print);
     }
+    if (job.has_artifact()) spec.artifact = FromWire(job.artifact());
     return spec;
+  }
+
+  // The Complete of a finished job: its verdict, a compile job's module for the evaluate job
+  // when it is within the wire's limits (proto/wire_limits.h; a larger one is left out and the
+  // GPU worker compiles), and what became of an artifact the lease carried.
+  v1::CompleteRequest CompleteRequestOf(const ActiveJob& job, const Verdict& verdict,
+                                        const JobResult& result) const {
+    v1::CompleteRequest request;
+    *request.mutable_lease() = job.lease;
+    *request.mutable_verdict() = ToWire(verdict);
+    if (result.artifact.has_value()) {
+      const engine::CompileArtifact& artifact = *result.artifact;
+      if (artifact.cubin.size() + artifact.ptx.size() <= wire::kMaxArtifactModuleBytes &&
+          artifact.compile_event_json.size() <= wire::kMaxArtifactEventBytes) {
+        *request.mutable_artifact() = ToWire(artifact);
+      } else {
+        spdlog::info("worker {}: job {}: module of {} bytes not sent as an artifact (limit {})",
+                     worker_id_, job.lease.job_id(), artifact.cubin.size() + artifact.ptx.size(),
+                     wire::kMaxArtifactModuleBytes);
+      }
+    }
+    if (result.artifact_use.has_value()) {
+      *request.mutable_artifact_use() = ToWire(*result.artifact_use);
+    }
+    return request;
   }
 
   // Calls `rpc` until it succeeds, fails definitely, or the lease can no longer matter.
@@ -418,7 +447,8 @@ class Worker::Impl {
       });
       MarkLostIfFenced(status, job);
     };
-    absl::StatusOr<Verdict> verdict = executor_->Run(spec, on_stage, job.cancel);
+    absl::StatusOr<JobResult> result = executor_->RunWithArtifacts(spec, on_stage, job.cancel);
+    const absl::Status& run_status = result.status();
     if (job.lost || job.cancel) {
       spdlog::info("worker {}: job {} stopped ({}); reporting nothing", worker_id_, spec.job_id,
                    job.lost ? "lease lost" : "cancelled");
@@ -426,13 +456,13 @@ class Worker::Impl {
       return;
     }
     bool probe = false;
-    if (!verdict.ok()) {
+    if (!run_status.ok()) {
       spdlog::error("worker {}: job {} infrastructure failure: {}", worker_id_, spec.job_id,
-                    std::string(verdict.status().message()));
+                    std::string(run_status.message()));
       v1::FailRequest request;
       *request.mutable_lease() = job.lease;
       request.set_kind(v1::FAILURE_KIND_INFRASTRUCTURE);
-      request.set_reason(std::string(verdict.status().message()));
+      request.set_reason(std::string(run_status.message()));
       v1::FailResponse response;
       grpc::Status status = CallWithRetry(job, [&](grpc::ClientContext& context) {
         return stub_->Fail(&context, request, &response);
@@ -444,20 +474,30 @@ class Worker::Impl {
       metrics_.jobs.Add({{"kind", kind}, {"outcome", "infrastructure_failure"}}).Increment();
       probe = !options_.compile_only;
     } else {
-      Verdict complete = *verdict;
+      Verdict complete = result->verdict;
       complete.report["worker"] = {
           {"worker_id", worker_id_},
           {"hostname", options_.hostname},
           {"job_id", spec.job_id},
           {"attempt", spec.attempt},
       };
-      v1::CompleteRequest request;
-      *request.mutable_lease() = job.lease;
-      *request.mutable_verdict() = ToWire(complete);
+      v1::CompleteRequest request = CompleteRequestOf(job, complete, *result);
       v1::CompleteResponse response;
       grpc::Status status = CallWithRetry(job, [&](grpc::ClientContext& context) {
         return stub_->Complete(&context, request, &response);
       });
+      // A server that refuses the artifact (validate.h names the field first) still takes the
+      // verdict: the evaluate job then compiles, where a lost Complete would cost the job's lease
+      // and a retry.
+      if (status.error_code() == grpc::StatusCode::INVALID_ARGUMENT && request.has_artifact() &&
+          absl::StartsWith(status.error_message(), "artifact")) {
+        spdlog::warn("worker {}: job {}: artifact refused ({}); completing without it", worker_id_,
+                     spec.job_id, status.error_message());
+        request.clear_artifact();
+        status = CallWithRetry(job, [&](grpc::ClientContext& context) {
+          return stub_->Complete(&context, request, &response);
+        });
+      }
       if (!status.ok()) {
         spdlog::warn("worker {}: completing job {}: {}", worker_id_, spec.job_id,
                      status.error_message());
@@ -471,8 +511,13 @@ class Worker::Impl {
         metrics_.gpu_gate_wait.Observe((*gate)["wait_seconds"].get<double>());
       }
       UpdateCompileCacheMetrics();
-      spdlog::info("worker {}: job {} (submission {}) finished: {}", worker_id_, spec.job_id,
-                   spec.submission_id, outcome);
+      spdlog::info("worker {}: job {} (submission {}) finished: {}{}", worker_id_, spec.job_id,
+                   spec.submission_id, outcome,
+                   result->artifact_use.has_value()
+                       ? absl::StrCat("; compile artifact ",
+                                      engine::ArtifactOutcomeName(result->artifact_use->outcome),
+                                      ": ", result->artifact_use->detail)
+                       : std::string());
       probe = !options_.compile_only && (complete.verdict_class == VerdictClass::kTimeout ||
                                          complete.verdict_class == VerdictClass::kRuntimeError);
     }

@@ -47,6 +47,12 @@ const std::vector<FlagSpec>& Flags() {
          "library's own first choice) or fastest (the fastest of its top candidates, chosen "
          "once per task on this worker, the default; docs/measurement.md, \"A fair baseline\")",
          "fastest"},
+        {"artifact-verify-fraction", true,
+         "share of the compile-only workers' compile artifacts this GPU worker compiles again "
+         "and compares instead of using, drawn at random: 1 always (compile-only hosts not "
+         "trusted), 0 never (a forged artifact is then never caught; docs/architecture.md, "
+         "\"Compile artifact reuse\")",
+         "0.125"},
         {"hostname", true, "name recorded in verdicts (default: the host name)"},
         {"version", false, "print the harness version, commit and CUDA toolkit and exit"},
         {"help", false, "print this help and exit"},
@@ -99,6 +105,19 @@ absl::StatusOr<WorkerConfig> ParseWorkerFlags(const std::vector<std::string>& ra
         absl::StrCat("--baseline: '", baseline, "' is not one of first_heuristic, fastest"));
   }
   executor.baseline_selection = *selection;
+  ASSIGN_OR_RETURN(executor.artifact_verify_fraction,
+                   args.GetDouble("artifact-verify-fraction", executor.artifact_verify_fraction));
+  if (!(executor.artifact_verify_fraction >= 0 && executor.artifact_verify_fraction <= 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--artifact-verify-fraction: a share from 0 to 1, got ",
+                     args.Get("artifact-verify-fraction")));
+  }
+  if (executor.artifact_verify_fraction == 0 && !options.compile_only) {
+    warnings << "ptxbench-worker: --artifact-verify-fraction 0: compile artifacts of other "
+                "workers are used without ever being compiled again, so a compile-only worker "
+                "that forges one is never caught (docs/architecture.md, \"Compile artifact "
+                "reuse\")\n";
+  }
   executor.gpu = options.gpu;
   executor.compile_only = options.compile_only;
   executor.gpu_pipeline = options.gpu_pipeline;
