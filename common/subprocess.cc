@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,6 +17,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 
 namespace ptxbench {
@@ -305,6 +308,19 @@ absl::StatusOr<SubprocessResult> RunSubprocess(const SubprocessOptions& options)
     result.term_signal = WTERMSIG(wait_status);
   }
   return result;
+}
+
+std::optional<std::string> FindInPath(const std::string& name, const std::string& path_list) {
+  if (name.empty() || name.find('/') != std::string::npos) return std::nullopt;
+  for (absl::string_view dir : absl::StrSplit(path_list, ':', absl::SkipEmpty())) {
+    const std::string candidate = absl::StrCat(dir, "/", name);
+    struct stat info {};
+    if (stat(candidate.c_str(), &info) == 0 && S_ISREG(info.st_mode) &&
+        access(candidate.c_str(), X_OK) == 0) {
+      return candidate;
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace ptxbench

@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -73,6 +74,12 @@ struct SubprocessResult {
   size_t stderr_dropped_bytes = 0;
   uint64_t peak_rss_bytes = 0;  // The child's ru_maxrss (wait4), not its children's.
 };
+
+// The first regular, executable file named `name` in the colon-separated folders of
+// `path_list` (a PATH value; an empty entry is skipped rather than meaning the working
+// folder), or nullopt. RunSubprocess never searches PATH itself: a caller that runs a program
+// found there (nvidia-smi, nvdisasm) looks it up with this, in one place, and then runs a path.
+std::optional<std::string> FindInPath(const std::string& name, const std::string& path_list);
 
 // Runs the child to its end (or the deadline). A program that does not exist is kNotFound
 // naming it, one that cannot be executed kPermissionDenied; bad options kInvalidArgument;

@@ -8,14 +8,18 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <ostream>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/time/time.h"
 #include "common/build_info.h"
 #include "common/files.h"
+#include "common/subprocess.h"
 
 namespace ptxbench::client::run {
 namespace {
@@ -131,12 +135,26 @@ void WaitForEarlierStack(const std::string& data_dir, std::chrono::seconds timeo
   close(fd);  // Releases the lock if it was taken.
 }
 
-bool GpuPresent() {
-  // `nvidia-smi -L` lists the GPUs the driver sees; it is absent or fails on machines without.
-  return std::system("nvidia-smi -L >/dev/null 2>&1") == 0;
-}
-
 }  // namespace
+
+bool GpuPresent() {
+  const char* path = std::getenv("PATH");
+  const std::optional<std::string> nvidia_smi =
+      FindInPath("nvidia-smi", path != nullptr ? path : "/usr/bin:/bin");
+  if (!nvidia_smi.has_value()) return false;
+  SubprocessOptions command;
+  command.argv = {*nvidia_smi, "-L"};
+  // It needs only to find the driver's NVML library; nothing else of the user's environment
+  // (a model API key, the server's token) reaches it.
+  command.environment.inherit = {"PATH", "LD_LIBRARY_PATH"};
+  command.max_stdout_bytes = 64 << 10;  // One line per GPU; read only for its exit code.
+  command.max_stderr_bytes = 64 << 10;
+  // It answers in well under a second; a driver that hangs (a GPU fallen off the bus) must not
+  // hang `ptxbench run`: no answer in time reads as no GPU.
+  command.deadline = absl::Seconds(10);
+  const absl::StatusOr<SubprocessResult> ran = RunSubprocess(command);
+  return ran.ok() && !ran->timed_out && ran->exit_code == 0;
+}
 
 absl::StatusOr<std::unique_ptr<EmbeddedStack>> EmbeddedStack::Start(const StackOptions& in) {
   std::unique_ptr<EmbeddedStack> stack(new EmbeddedStack(in));

@@ -60,6 +60,10 @@ class EmbeddedStack {
   std::string gpu_note_;
 };
 
+// Whether `nvidia-smi -L` (found in $PATH, run without a shell, its environment only PATH and
+// LD_LIBRARY_PATH, 10 s at most) lists a GPU: it is absent or fails on machines without.
+bool GpuPresent();
+
 }  // namespace ptxbench::client::run
 
 #endif  // PTXBENCH_CLIENT_RUN_EMBEDDED_STACK_H_

@@ -14,7 +14,6 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <optional>
 #include <string>
 #include <system_error>
@@ -31,6 +30,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/files.h"
+#include "common/random.h"
 #include "common/status.h"
 #include "common/subprocess.h"
 #include "server/embedded_pg/trusted_dir.h"
@@ -131,19 +131,10 @@ absl::StatusOr<int> PickFreeLoopbackPort() {
   return ntohs(address.sin_port);
 }
 
-// 48 hex digits from /dev/urandom: only [0-9a-f], so it is safe inside a SQL literal.
+// 48 hex digits: only [0-9a-f], so it is safe inside a SQL literal.
 absl::StatusOr<std::string> NewPassword() {
-  std::ifstream random("/dev/urandom", std::ios::binary);
-  unsigned char bytes[24];
-  if (!random.read(reinterpret_cast<char*>(bytes), sizeof(bytes))) {
-    return absl::InternalError("cannot read /dev/urandom for the database password");
-  }
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string password;
-  for (unsigned char byte : bytes) {
-    password += kHex[byte >> 4];
-    password += kHex[byte & 15];
-  }
+  absl::StatusOr<std::string> password = RandomHex(24);
+  if (!password.ok()) return Annotate(password.status(), "the database password");
   return password;
 }
 

@@ -223,5 +223,29 @@ TEST_CASE("RunSubprocess: working folder and rlimits apply to the child") {
                           absl::StrCat("working folder ", dir.path(), "/missing")));
 }
 
+TEST_CASE("FindInPath: the first executable regular file of that name, in PATH's order") {
+  const testing::ScopedTempDir dir;
+  for (const char* sub : {"a", "b", "c"}) {
+    REQUIRE(mkdir((dir.path() + "/" + sub).c_str(), 0755) == 0);
+  }
+  auto write = [&](const std::string& path, mode_t mode) {
+    std::ofstream(path) << "#!/bin/sh\n";
+    REQUIRE(chmod(path.c_str(), mode) == 0);
+  };
+  write(dir.path() + "/a/tool", 0644);                          // Not executable: passed over.
+  REQUIRE(mkdir((dir.path() + "/b/tool").c_str(), 0755) == 0);  // A folder: passed over.
+  write(dir.path() + "/c/tool", 0755);
+  write(dir.path() + "/a/other", 0755);
+  const std::string path_list = absl::StrCat(dir.path(), "/missing::", dir.path(),
+                                             "/a:", dir.path(), "/b:", dir.path(), "/c");
+  CHECK(FindInPath("tool", path_list) == dir.path() + "/c/tool");
+  CHECK(FindInPath("other", path_list) == dir.path() + "/a/other");
+  CHECK_FALSE(FindInPath("absent", path_list).has_value());
+  CHECK_FALSE(FindInPath("tool", "").has_value());
+  // A name with a folder in it is not looked up (it would escape the listed folders).
+  CHECK_FALSE(FindInPath("../c/tool", absl::StrCat(dir.path(), "/a")).has_value());
+  CHECK_FALSE(FindInPath("", path_list).has_value());
+}
+
 }  // namespace
 }  // namespace ptxbench

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <string>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 #include "common/files.h"
@@ -28,6 +29,26 @@ ScopedTempDir::~ScopedTempDir() {
   std::error_code ignored;
   std::filesystem::remove_all(path_, ignored);
 }
+
+namespace {
+
+void SetEnv(const std::string& name, const std::optional<std::string>& value) {
+  if (value.has_value()) {
+    setenv(name.c_str(), value->c_str(), 1);
+  } else {
+    unsetenv(name.c_str());
+  }
+}
+
+}  // namespace
+
+ScopedEnv::ScopedEnv(std::string name, const std::optional<std::string>& value)
+    : name_(std::move(name)) {
+  if (const char* old = std::getenv(name_.c_str())) old_ = old;
+  SetEnv(name_, value);
+}
+
+ScopedEnv::~ScopedEnv() { SetEnv(name_, old_); }
 
 std::string ReadWholeFile(const std::string& path) {
   return ReadFileOrEmpty(path, size_t{1} << 30);

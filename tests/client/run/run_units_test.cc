@@ -1,6 +1,6 @@
 // The parts of `ptxbench run` that need no server: reply extraction, prompts under each
-// context policy, feedback from verdicts, progress lines, and the providers against local
-// HTTP stubs shaped like the real APIs.
+// context policy, feedback from verdicts, progress lines, the providers against local HTTP
+// stubs shaped like the real APIs, and the embedded stack's GPU probe (a fake nvidia-smi).
 #include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
@@ -10,12 +10,14 @@
 #include <fstream>
 #include <optional>
 #include <sstream>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "client/run/embedded_stack.h"
 #include "client/run/extract.h"
 #include "client/run/feedback.h"
 #include "client/run/progress.h"
@@ -24,10 +26,12 @@
 #include "nlohmann/json.hpp"
 #include "tests/client/run/stub_http_server.h"
 #include "tests/support/process.h"
+#include "tests/support/temp_files.h"
 
 namespace ptxbench::client::run {
 namespace {
 
+using ::ptxbench::testing::ScopedEnv;
 using ::ptxbench::testing::StubHttpServer;
 using ::ptxbench::testing::StubRequest;
 using ::ptxbench::testing::StubResponse;
@@ -602,6 +606,41 @@ TEST_CASE("replay provider: files by task, arch, trajectory and turn, then exhau
   options.spec = "replay:" + dir + "/missing";
   CHECK_FALSE(MakeProvider(options).ok());
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("embedded stack: a GPU is present when nvidia-smi -L, found in PATH, succeeds") {
+  const testing::ScopedTempDir dir;
+  const std::string bin = dir.path() + "/bin";
+  std::filesystem::create_directories(bin);
+  const std::string seen_env = dir.path() + "/env.txt";
+  auto fake_nvidia_smi = [&](int exit_code) {
+    const std::string path = bin + "/nvidia-smi";
+    std::ofstream(path) << "#!/bin/sh\n/usr/bin/env > '" << seen_env << "'\necho \"$@\" >> '"
+                        << seen_env << "'\nexit " << exit_code << "\n";
+    std::filesystem::permissions(path, std::filesystem::perms::owner_all);
+  };
+  const ScopedEnv secret("PTXBENCH_TOKEN", "ptxb_secret_of_the_parent");
+  const ScopedEnv api_key("ANTHROPIC_API_KEY", "sk-secret-key");
+
+  SECTION("it lists a GPU") {
+    fake_nvidia_smi(0);
+    const ScopedEnv path("PATH", bin + ":/usr/bin:/bin");
+    CHECK(GpuPresent());
+    const std::string env = testing::ReadWholeFile(seen_env);
+    CHECK(absl::StrContains(env, "PATH=" + bin + ":/usr/bin:/bin\n"));
+    CHECK(absl::StrContains(env, "\n-L\n"));        // Its argument, without a shell in between.
+    CHECK_FALSE(absl::StrContains(env, "secret"));  // Neither the token nor the API key.
+  }
+  SECTION("it fails: no GPU") {
+    fake_nvidia_smi(9);
+    const ScopedEnv path("PATH", bin + ":/usr/bin:/bin");
+    CHECK_FALSE(GpuPresent());
+    CHECK(absl::StrContains(testing::ReadWholeFile(seen_env), "-L"));  // It did run.
+  }
+  SECTION("none in PATH: no GPU") {
+    const ScopedEnv path("PATH", bin);
+    CHECK_FALSE(GpuPresent());
+  }
 }
 
 }  // namespace

@@ -9,7 +9,6 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "common/subprocess.h"
 
@@ -101,12 +100,7 @@ std::optional<std::string> FindNvdisasm() {
   }
   if (executable("/usr/local/cuda/bin/nvdisasm"))
     return std::string("/usr/local/cuda/bin/nvdisasm");
-  if (const char* path = std::getenv("PATH")) {
-    for (absl::string_view dir : absl::StrSplit(path, ':')) {
-      std::string p = absl::StrCat(dir, "/nvdisasm");
-      if (executable(p)) return p;
-    }
-  }
+  if (const char* path = std::getenv("PATH")) return FindInPath("nvdisasm", path);
   return std::nullopt;
 }
 
