@@ -33,6 +33,7 @@
 #include <iostream>
 #include <map>
 #include <mutex>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -43,6 +44,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/cli_args.h"
+#include "common/files.h"
 #include "nlohmann/json.hpp"
 #include "proto/dial.h"
 #include "ptxbench/v1/admin.grpc.pb.h"
@@ -214,7 +216,7 @@ double Quantile(std::vector<double> values, double q) {
 }
 
 double RssMib() {
-  std::ifstream status("/proc/self/status");
+  std::istringstream status(ReadFileOrEmpty("/proc/self/status"));
   std::string line;
   while (std::getline(status, line)) {
     if (absl::StartsWith(line, "VmRSS:")) return std::atof(line.c_str() + 6) / 1024;

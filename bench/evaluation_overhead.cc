@@ -17,11 +17,12 @@
 #include <fstream>
 #include <iostream>
 #include <map>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/files.h"
 #include "common/task.h"
 #include "common/verdict.h"
 #include "nlohmann/json.hpp"
@@ -35,13 +36,6 @@ using json = nlohmann::json;
 
 // The target of issue #3: at most 3 s of overhead per evaluation of the timed GEMM.
 constexpr double kTargetOverheadSeconds = 3.0;
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -139,9 +133,10 @@ int main(int argc, char** argv) {
       }
     }
   }
-  std::string source = Slurp(solution);
-  if (source.empty()) {
-    std::cerr << "evaluation_overhead: no solution source at '" << solution << "'\n";
+  absl::StatusOr<std::string> source = ptxbench::ReadFileToString(solution, "the solution");
+  if (!source.ok() || source->empty()) {
+    std::cerr << "evaluation_overhead: no solution source at '" << solution << "'"
+              << (source.ok() ? "" : absl::StrCat(": ", source.status().message())) << "\n";
     return 2;
   }
   ptxbench::engine::EngineOptions options;
@@ -176,7 +171,7 @@ int main(int argc, char** argv) {
     ptxbench::engine::EvaluationRequest r;
     r.task = &*task;
     r.arch = arch;
-    r.source = source;
+    r.source = *source;
     double t0 = Now();
     auto v = ptxbench::engine::Evaluate(r, options, nullptr);
     double seconds = Now() - t0;

@@ -11,18 +11,16 @@
 //                                (<= 200 MB), plus its peak (VmHWM).
 // The last line of output is one JSON object with every figure.
 #include <grpcpp/grpcpp.h>
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cctype>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <memory>
 #include <mutex>
 #include <sstream>
 #include <string>
@@ -34,11 +32,13 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/cli_args.h"
+#include "common/files.h"
 #include "nlohmann/json.hpp"
 #include "proto/dial.h"
 #include "ptxbench/v1/admin.grpc.pb.h"
 #include "ptxbench/v1/vendor.grpc.pb.h"
 #include "ptxbench/v1/worker.grpc.pb.h"
+#include "tests/support/process.h"
 
 namespace ptxbench::bench {
 namespace {
@@ -49,14 +49,14 @@ constexpr double kTargetRssMb = 200;
 
 // The server this program started: Die stops it, since std::exit runs no destructor of the
 // ServerProcess and an orphaned server would outlive the run.
-pid_t g_server_pid = -1;
+testing::ChildProcess* g_server = nullptr;
+
+// How long the server gets to stop after SIGTERM (it drains its calls and its store pool).
+constexpr absl::Duration kStopGrace = absl::Seconds(60);
 
 [[noreturn]] void Die(const std::string& message) {
   std::cerr << "scheduler_bench: " << message << "\n";
-  if (g_server_pid > 0) {
-    kill(g_server_pid, SIGTERM);
-    waitpid(g_server_pid, nullptr, 0);
-  }
+  if (g_server != nullptr) g_server->Stop(kStopGrace);
   std::exit(1);
 }
 
@@ -64,51 +64,36 @@ void Check(const grpc::Status& status, const std::string& what) {
   if (!status.ok()) Die(absl::StrCat(what, ": ", status.error_message()));
 }
 
+// ptxbench-server as a child process (tests/support/process.h) in this program's process
+// group, so that Ctrl-C stops it with the benchmark; its log in a folder of its own, kept.
 class ServerProcess {
  public:
-  explicit ServerProcess(const std::vector<std::string>& args) {
-    int out[2];
-    if (pipe(out) != 0) Die("pipe");
-    pid_ = fork();
-    if (pid_ < 0) Die("fork");
-    if (pid_ == 0) {
-      dup2(out[1], STDOUT_FILENO);
-      close(out[0]);
-      close(out[1]);
-      std::vector<char*> argv;
-      for (const auto& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
-      argv.push_back(nullptr);
-      execv(argv[0], argv.data());
-      _exit(127);
+  explicit ServerProcess(const std::vector<std::string>& args)
+      : log_path_(testing::MakeTempDir("ptxbench-scheduler-bench-") + "/server.log"),
+        process_(testing::ChildProcess::Start(args, log_path_, {.own_process_group = false})) {
+    if (process_ == nullptr) Die("fork");
+    g_server = process_.get();
+    address_ = testing::WaitForServingAddress(*process_, absl::Minutes(2));
+    if (address_.empty()) {
+      Die(absl::StrCat("the server did not start; its log (", log_path_, "):\n", process_->Log()));
     }
-    close(out[1]);
-    g_server_pid = pid_;
-    FILE* stream = fdopen(out[0], "r");
-    char line[1024];
-    std::string serving;
-    while (fgets(line, sizeof(line), stream) != nullptr) {
-      serving = line;
-      if (absl::StartsWith(serving, "ptxbench-server serving")) break;
-    }
-    fclose(stream);
-    const size_t at = serving.find("grpc=");
-    if (at == std::string::npos) Die("the server did not start (see its log above)");
-    address_ = serving.substr(at + 5, serving.find(' ', at) - at - 5);
   }
   ~ServerProcess() {
-    kill(pid_, SIGTERM);
-    int status = 0;
-    waitpid(pid_, &status, 0);
-    g_server_pid = -1;
+    g_server = nullptr;
+    process_->Stop(kStopGrace);
   }
+  ServerProcess(const ServerProcess&) = delete;
+  ServerProcess& operator=(const ServerProcess&) = delete;
+
   const std::string& address() const { return address_; }
-  pid_t pid() const { return pid_; }
+  const std::string& log_path() const { return log_path_; }
+  pid_t pid() const { return process_->pid(); }
   // VmRSS and VmHWM from /proc, in MiB.
   std::pair<double, double> MemoryMb() const {
-    std::ifstream in(absl::StrCat("/proc/", pid_, "/status"));
+    std::istringstream status(ReadFileOrEmpty(absl::StrCat("/proc/", pid(), "/status")));
     std::string line;
     double rss = 0, hwm = 0;
-    while (std::getline(in, line)) {
+    while (std::getline(status, line)) {
       if (absl::StartsWith(line, "VmRSS:")) rss = std::atof(line.c_str() + 6) / 1024;
       if (absl::StartsWith(line, "VmHWM:")) hwm = std::atof(line.c_str() + 6) / 1024;
     }
@@ -116,14 +101,16 @@ class ServerProcess {
   }
 
  private:
-  pid_t pid_ = -1;
+  std::string log_path_;
+  std::unique_ptr<testing::ChildProcess> process_;
   std::string address_;
 };
 
 // CPU time (user + system) of one process, in clock ticks.
 int64_t CpuTicks(pid_t pid) {
-  std::ifstream in(absl::StrCat("/proc/", pid, "/stat"));
-  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // A process that exits meanwhile reads as "" (common/files.h says why not ifstream).
+  const std::string stat = ReadFileOrEmpty(absl::StrCat("/proc/", pid, "/stat"));
+  if (stat.empty()) return 0;
   // Fields after the command name, which is in parentheses and may hold spaces.
   std::istringstream fields(stat.substr(stat.rfind(')') + 2));
   std::string field;
@@ -141,9 +128,8 @@ int64_t PostgresTicks(const std::string& database) {
   for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
     const std::string name = entry.path().filename().string();
     if (name.empty() || !std::isdigit(static_cast<unsigned char>(name[0]))) continue;
-    std::ifstream in(entry.path() / "cmdline");
-    std::string cmdline;
-    std::getline(in, cmdline, '\0');
+    const std::string arguments = ReadFileOrEmpty((entry.path() / "cmdline").string());
+    const std::string cmdline = arguments.substr(0, arguments.find('\0'));
     if (absl::StartsWith(cmdline, "postgres: ") &&
         absl::StrContains(cmdline, absl::StrCat(" ", database, " "))) {
       ticks += CpuTicks(std::atoi(name.c_str()));
@@ -174,7 +160,7 @@ struct CpuSplit {
 // The 1, 5 and 15 minute load averages: the machine is shared, and other work on it shows in
 // every figure.
 std::string LoadAverage() {
-  std::ifstream in("/proc/loadavg");
+  std::istringstream in(ReadFileOrEmpty("/proc/loadavg"));
   std::string one, five, fifteen;
   in >> one >> five >> fifteen;
   return absl::StrCat(one, " ", five, " ", fifteen);
@@ -518,8 +504,9 @@ int Main(int argc, char** argv) {
   }
   nlohmann::json fast_figures;
   if (args->Has("beside")) {
-    std::ifstream in(args->Get("beside"));
-    fast_figures = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    absl::StatusOr<std::string> beside = ReadFileToString(args->Get("beside"), "--beside");
+    if (!beside.ok()) Die(std::string(beside.status().message()));
+    fast_figures = nlohmann::json::parse(*beside, nullptr, /*allow_exceptions=*/false);
     const auto has_object = [&](const char* key) {
       return fast_figures.contains(key) && fast_figures[key].is_object();
     };
@@ -535,8 +522,8 @@ int Main(int argc, char** argv) {
                         "--metrics-listen", "off", "--tasks-dir", args->Get("tasks-dir"),
                         "--migrations-dir", args->Get("migrations-dir"), "--log-level", "warn",
                         "--max-queued", "1000000", "--submissions-per-minute", "10000000"});
-  const std::string address = server.address();
-  std::cerr << "scheduler_bench: server at " << address << "\n";
+  const std::string& address = server.address();
+  std::cerr << "scheduler_bench: server at " << address << " (log: " << server.log_path() << ")\n";
 
   // Tokens, made over the loopback bootstrap: the first admin token ends it.
   auto admin = v1::AdminService::NewStub(NewChannel(address));

@@ -22,11 +22,8 @@
 // fake_evaluator.cc) on a copy of the tasks whose workloads are all the task's smallest one:
 // the figures are the service's overhead only, and say so.
 // The last line of output is one JSON object with every figure.
-#include <fcntl.h>
 #include <grpcpp/grpcpp.h>
-#include <signal.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -35,8 +32,8 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -46,10 +43,12 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/cli_args.h"
+#include "common/files.h"
 #include "common/task.h"
 #include "nlohmann/json.hpp"
 #include "proto/dial.h"
 #include "ptxbench/v1/vendor.grpc.pb.h"
+#include "tests/support/process.h"
 
 namespace ptxbench::bench {
 namespace {
@@ -63,83 +62,57 @@ constexpr double kTargetCadenceRatio = 1.1;
 
 // The children this program started, newest last: Die stops them (workers before the server),
 // since std::exit runs no destructor and orphans would outlive the run.
-std::vector<pid_t>& Children() {
-  static auto* children = new std::vector<pid_t>();
+std::vector<testing::ChildProcess*>& Children() {
+  static auto* children = new std::vector<testing::ChildProcess*>();
   return *children;
 }
 
+// How long a server or worker gets to stop after SIGTERM (a worker drains its job first).
+constexpr absl::Duration kStopGrace = absl::Seconds(30);
+
 [[noreturn]] void Die(const std::string& message) {
   std::cerr << "service_bench: " << message << "\n";
-  for (auto it = Children().rbegin(); it != Children().rend(); ++it) {
-    kill(*it, SIGTERM);
-    waitpid(*it, nullptr, 0);
-  }
+  for (auto it = Children().rbegin(); it != Children().rend(); ++it) (*it)->Stop(kStopGrace);
   std::exit(1);
 }
 
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+// The file's text; dies naming it when it cannot be read.
+std::string ReadOrDie(const std::string& path, const std::string& what) {
+  absl::StatusOr<std::string> text = ReadFileToString(path, what);
+  if (!text.ok()) Die(std::string(text.status().message()));
+  return *std::move(text);
 }
 
-// A child process whose stdout and stderr go to one log file; SIGTERM, then SIGKILL, on exit.
+// A server or worker (tests/support/process.h) in this program's process group, so that
+// Ctrl-C stops it with the benchmark; SIGTERM, then SIGKILL, when it goes.
 class Child {
  public:
-  Child(const std::vector<std::string>& args, const std::string& log) : log_(log) {
-    pid_ = fork();
-    if (pid_ < 0) Die("fork");
-    if (pid_ == 0) {
-      const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      if (fd < 0) _exit(126);
-      dup2(fd, STDOUT_FILENO);
-      dup2(fd, STDERR_FILENO);
-      std::vector<char*> argv;
-      argv.reserve(args.size() + 1);
-      for (const auto& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
-      argv.push_back(nullptr);
-      execv(argv[0], argv.data());
-      _exit(127);
-    }
-    Children().push_back(pid_);
+  Child(const std::vector<std::string>& args, const std::string& log)
+      : process_(testing::ChildProcess::Start(args, log, {.own_process_group = false})) {
+    if (process_ == nullptr) Die("fork");
+    Children().push_back(process_.get());
   }
   ~Child() {
-    if (pid_ <= 0) return;
-    std::erase(Children(), pid_);
-    kill(pid_, SIGTERM);
-    for (int i = 0; i < 300; ++i) {
-      if (waitpid(pid_, nullptr, WNOHANG) == pid_) return;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    kill(pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
+    std::erase(Children(), process_.get());
+    process_->Stop(kStopGrace);
   }
   Child(const Child&) = delete;
   Child& operator=(const Child&) = delete;
 
+  testing::ChildProcess& process() { return *process_; }
+
   // The first log line holding `needle`; dies when the process exits or the wait runs out.
   std::string WaitForLine(const std::string& needle, absl::Duration limit) {
-    const absl::Time deadline = absl::Now() + limit;
-    while (absl::Now() < deadline) {
-      std::istringstream lines(Slurp(log_));
-      std::string line;
-      while (std::getline(lines, line)) {
-        if (absl::StrContains(line, needle)) return line;
-      }
-      if (waitpid(pid_, nullptr, WNOHANG) == pid_) {
-        std::erase(Children(), pid_);
-        pid_ = -1;
-        Die(absl::StrCat("a child exited before '", needle, "'; its log (", log_, "):\n",
-                         Slurp(log_)));
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    Die(absl::StrCat("no '", needle, "' within ", absl::FormatDuration(limit), " in ", log_, ":\n",
-                     Slurp(log_)));
+    std::optional<std::string> line = process_->WaitForLogLine(needle, limit);
+    if (line.has_value()) return *std::move(line);
+    const std::string why =
+        process_->ended() ? absl::StrCat("a child exited before '", needle, "'")
+                          : absl::StrCat("no '", needle, "' within ", absl::FormatDuration(limit));
+    Die(absl::StrCat(why, "; its log (", process_->log_path(), "):\n", process_->Log()));
   }
 
  private:
-  pid_t pid_ = -1;
-  std::string log_;
+  std::unique_ptr<testing::ChildProcess> process_;
 };
 
 double Seconds(const google::protobuf::Timestamp& t) {
@@ -162,7 +135,7 @@ std::string ShrunkTasks(const std::string& tasks_dir, const std::string& work_di
   for (const auto& entry : fs::directory_iterator(copy)) {
     const std::string path = entry.path().string() + "/task.json";
     if (!fs::exists(path)) continue;
-    json task = json::parse(Slurp(path));
+    json task = json::parse(ReadOrDie(path, "task.json"));
     const json* smallest = nullptr;
     double smallest_size = 0;
     for (const json& workload : task["workloads"]) {
@@ -195,8 +168,8 @@ Source ReferenceSolution(const TaskCatalog& catalog, const std::string& task_id)
   if (task == nullptr) Die(absl::StrCat("no task ", task_id, " in the tasks folder"));
   for (const SourceRef& ref : task->solutions) {
     if (ref.arch == "sm_90a" && ref.expect == "pass" && ref.scope == "full") {
-      const std::string text = Slurp(task->dir + "/" + ref.path);
-      if (text.empty()) Die(absl::StrCat(task->dir, "/", ref.path, " is empty or unreadable"));
+      const std::string text = ReadOrDie(task->dir + "/" + ref.path, "the reference solution");
+      if (text.empty()) Die(absl::StrCat(task->dir, "/", ref.path, " is empty"));
       return {task_id, ref.path, text};
     }
   }
@@ -537,9 +510,11 @@ int Main(int argc, char** argv) {
   if (args->Has("pg-bin-dir"))
     server_args.insert(server_args.end(), {"--pg-bin-dir", args->Get("pg-bin-dir")});
   Child server(server_args, work_dir + "/server.log");
-  const std::string line = server.WaitForLine("ptxbench-server serving grpc=", absl::Minutes(3));
-  const size_t at = line.find("grpc=") + 5;
-  const std::string address = line.substr(at, line.find(' ', at) - at);
+  const std::string address = testing::WaitForServingAddress(server.process(), absl::Minutes(3));
+  if (address.empty()) {
+    Die(absl::StrCat("the server did not start; its log (", work_dir, "/server.log):\n",
+                     server.process().Log()));
+  }
   std::cerr << "service_bench: server at " << address << "\n";
 
   std::vector<std::string> gpu_args = {worker_binary, "--gpu",   "0",          "--server",  address,

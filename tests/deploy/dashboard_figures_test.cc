@@ -138,8 +138,7 @@ v1::Verdict VerdictFor(const json& marker, bool compile_job) {
 class MarkerGpuWorker {
  public:
   explicit MarkerGpuWorker(const std::string& address)
-      : worker_(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()), "",
-                v1::ARCH_SM_90A, "GPU-marker") {
+      : worker_(api_test::DialTestServer(address), "", v1::ARCH_SM_90A, "GPU-marker") {
     REQUIRE(worker_.Register().ok());
     worker_.StartHeartbeats(absl::Seconds(5));
     worker_.OpenLease(2);
@@ -242,11 +241,9 @@ class DashboardRun {
                              kSource + "/tasks", "--migrations-dir", kSource + "/migrations"},
                             dir_ + "/server.log");
     REQUIRE(server_ != nullptr);
-    auto line = server_->WaitForLogLine("ptxbench-server serving grpc=", absl::Seconds(60));
+    address_ = WaitForServingAddress(*server_, absl::Seconds(60));
     INFO(server_->Log());
-    REQUIRE(line.has_value());
-    const size_t at = line->find("grpc=") + 5;
-    address_ = line->substr(at, line->find(' ', at) - at);
+    REQUIRE_FALSE(address_.empty());
   }
   ~DashboardRun() { std::filesystem::remove_all(dir_); }
 

@@ -114,8 +114,7 @@ class ChaosStack {
     workers_.clear();  // SIGKILLed and reaped.
     if (server_ != nullptr) {
       // A graceful stop stops the embedded postmaster too.
-      server_->Signal(SIGTERM);
-      if (!server_->Wait(absl::Seconds(30)).has_value()) server_->Signal(SIGKILL);
+      server_->Stop(absl::Seconds(30));
     }
     if (auto pid = PostmasterPid(); pid.has_value()) kill(*pid, SIGKILL);
   }
@@ -128,11 +127,9 @@ class ChaosStack {
          "--submissions-per-minute", "100000", "--max-queued", "100000"},
         absl::StrCat(dir_, "/server-", ++server_starts_, ".log"));
     REQUIRE(server_ != nullptr);
-    auto line = server_->WaitForLogLine("ptxbench-server serving grpc=", absl::Seconds(90));
+    address_ = WaitForServingAddress(*server_, absl::Seconds(90));
     INFO(server_->Log());
-    REQUIRE(line.has_value());
-    const size_t at = line->find("grpc=") + 5;
-    address_ = line->substr(at, line->find(' ', at) - at);
+    REQUIRE_FALSE(address_.empty());
   }
 
   std::unique_ptr<ChildProcess> StartWorker(int n) {

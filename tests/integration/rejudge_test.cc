@@ -127,7 +127,7 @@ std::unique_ptr<server::Server> StartServer(const std::string& database_url,
 // Loopback bootstrap (no token exists): the test is the operator, admin of tenant "local".
 struct Stubs {
   explicit Stubs(const std::string& address)
-      : channel(grpc::CreateChannel(address, grpc::InsecureChannelCredentials())),
+      : channel(api_test::DialTestServer(address)),
         submissions(v1::SubmissionService::NewStub(channel)),
         admin(v1::AdminService::NewStub(channel)) {}
   std::shared_ptr<grpc::Channel> channel;

@@ -67,11 +67,9 @@ class Stack {
                              kSource + "/tasks", "--migrations-dir", kSource + "/migrations"},
                             dir_ + "/server.log");
     REQUIRE(server_ != nullptr);
-    auto line = server_->WaitForLogLine("ptxbench-server serving grpc=", absl::Seconds(60));
+    address_ = WaitForServingAddress(*server_, absl::Seconds(60));
     INFO(server_->Log());
-    REQUIRE(line.has_value());
-    const size_t at = line->find("grpc=") + 5;
-    address_ = line->substr(at, line->find(' ', at) - at);
+    REQUIRE_FALSE(address_.empty());
     worker_ =
         ChildProcess::Start({kBin + "/ptxbench-worker", "--compile-only", "--server", address_,
                              "--tasks-dir", kSource + "/tasks", "--hostname", "run-test-worker"},
@@ -361,8 +359,7 @@ TEST_CASE("run: a client killed mid-run resumes with the same command, finished 
 class ScriptedGpuWorker {
  public:
   ScriptedGpuWorker(const std::string& address, std::vector<v1::VerdictClass> script)
-      : worker_(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()), "",
-                v1::ARCH_SM_90A, "GPU-scripted"),
+      : worker_(api_test::DialTestServer(address), "", v1::ARCH_SM_90A, "GPU-scripted"),
         script_(std::move(script)) {
     REQUIRE(worker_.Register().ok());
     worker_.OpenLease(1);

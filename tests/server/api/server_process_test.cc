@@ -2,87 +2,58 @@
 // verdict recorded before the crash is neither lost nor recorded twice after the restart.
 #include <signal.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <catch2/catch.hpp>
-#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
-#include "absl/strings/match.h"
-#include "absl/strings/str_cat.h"
 #include "tests/server/api/api_test_support.h"
+#include "tests/support/process.h"
 
 namespace ptxbench::api_test {
 namespace {
 
-// ptxbench-server started with fork/exec; its stdout's "serving grpc=HOST:PORT" line tells
-// the port it bound (it listens on port 0).
+using ::ptxbench::testing::ChildProcess;
+using ::ptxbench::testing::MakeTempDir;
+using ::ptxbench::testing::WaitForServingAddress;
+
+// The ptxbench-server binary as a child process (tests/support/process.h); its log's
+// "serving grpc=HOST:PORT" line tells the port it bound (it listens on port 0).
 class ServerProcess {
  public:
-  explicit ServerProcess(const std::string& database_url) {
-    int out[2];
-    REQUIRE(pipe(out) == 0);
-    const std::vector<std::string> args = {PTXBENCH_SERVER_BINARY,
-                                           "serve",
-                                           "--database-url",
-                                           database_url,
-                                           "--listen",
-                                           "127.0.0.1:0",
-                                           "--metrics-listen",
-                                           "off",
-                                           "--tasks-dir",
-                                           TestTasksDir(),
-                                           "--migrations-dir",
-                                           SourceDir() + "/migrations",
-                                           "--log-level",
-                                           "warn"};
-    pid_ = fork();
-    REQUIRE(pid_ >= 0);
-    if (pid_ == 0) {
-      dup2(out[1], STDOUT_FILENO);
-      close(out[0]);
-      close(out[1]);
-      std::vector<char*> argv;
-      for (const auto& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
-      argv.push_back(nullptr);
-      execv(argv[0], argv.data());
-      _exit(127);
-    }
-    close(out[1]);
-    FILE* stream = fdopen(out[0], "r");
-    REQUIRE(stream != nullptr);
-    char line[1024];
-    std::string serving;
-    while (fgets(line, sizeof(line), stream) != nullptr) {
-      serving = line;
-      if (absl::StartsWith(serving, "ptxbench-server serving")) break;
-    }
-    fclose(stream);
-    INFO("server said: " << serving);
-    const size_t at = serving.find("grpc=");
-    REQUIRE(at != std::string::npos);
-    address_ = serving.substr(at + 5, serving.find(' ', at) - at - 5);
+  explicit ServerProcess(const std::string& database_url) : dir_(MakeTempDir("ptxbench-proc-")) {
+    process_ = ChildProcess::Start(
+        {PTXBENCH_SERVER_BINARY, "serve", "--database-url", database_url, "--listen", "127.0.0.1:0",
+         "--metrics-listen", "off", "--tasks-dir", TestTasksDir(), "--migrations-dir",
+         SourceDir() + "/migrations", "--log-level", "warn"},
+        dir_ + "/server.log");
+    REQUIRE(process_ != nullptr);
+    address_ = WaitForServingAddress(*process_, absl::Seconds(60));
+    INFO("server log: " << process_->Log());
+    REQUIRE_FALSE(address_.empty());
     channel_ = DialTestServer(address_);
   }
-
   ~ServerProcess() {
-    if (pid_ > 0) Kill(SIGKILL);
+    process_.reset();  // SIGKILLs a server still running.
+    std::filesystem::remove_all(dir_);
   }
 
   // Sends `signal` and reaps the process; returns its wait status.
   int Kill(int signal) {
-    kill(pid_, signal);
-    int status = 0;
-    waitpid(pid_, &status, 0);
-    pid_ = -1;
-    return status;
+    process_->Signal(signal);
+    const std::optional<int> status = process_->Wait(absl::Seconds(30));
+    REQUIRE(status.has_value());
+    return *status;
   }
 
   std::shared_ptr<grpc::Channel> channel() const { return channel_; }
 
  private:
-  pid_t pid_ = -1;
+  std::string dir_;
+  std::unique_ptr<ChildProcess> process_;
   std::string address_;
   std::shared_ptr<grpc::Channel> channel_;
 };

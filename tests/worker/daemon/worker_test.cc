@@ -77,8 +77,7 @@ std::unique_ptr<server::Server> StartServer(const std::string& database_url,
 
 // Submits a compile-only job (loopback bootstrap: no token) and returns its id.
 std::string Submit(const std::string& address) {
-  auto stub = v1::SubmissionService::NewStub(
-      grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  auto stub = v1::SubmissionService::NewStub(api_test::DialTestServer(address));
   grpc::ClientContext context;
   api_test::WithDeadline(&context, absl::Seconds(10));
   v1::SubmitResponse response;
@@ -91,8 +90,7 @@ std::string Submit(const std::string& address) {
 // Polls until the submission has a verdict; returns its class (UNSPECIFIED on timeout).
 v1::VerdictClass AwaitVerdict(const std::string& address, const std::string& id,
                               absl::Duration limit) {
-  auto stub = v1::SubmissionService::NewStub(
-      grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  auto stub = v1::SubmissionService::NewStub(api_test::DialTestServer(address));
   const absl::Time deadline = absl::Now() + limit;
   while (absl::Now() < deadline) {
     grpc::ClientContext context;
