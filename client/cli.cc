@@ -4,12 +4,12 @@
 #include <map>
 
 #include "client/command_support.h"
+#include "client/eval_command.h"
 #include "client/report/commands.h"
 #include "client/run/run_command.h"
 #include "client/submission_commands.h"
 #include "client/suite_command.h"
 #include "common/build_info.h"
-#include "worker/engine/gpu/local_eval.h"
 
 namespace ptxbench::client {
 namespace {
@@ -37,11 +37,9 @@ const char kUsage[] =
 
 int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   static const auto* commands = new std::map<std::string, Command>{
-      {"submit", SubmitCommand}, {"watch", WatchCommand},
-      {"cancel", CancelCommand}, {"tasks", TasksCommand},
-      {"suite", SuiteCommand},   {"eval", ::ptxbench::engine::RunLocalEval},
-      {"report", ReportCommand}, {"export", ExportCommand},
-      {"run", run::RunCommand},
+      {"submit", SubmitCommand}, {"watch", WatchCommand},   {"cancel", CancelCommand},
+      {"tasks", TasksCommand},   {"suite", SuiteCommand},   {"eval", EvalCommand},
+      {"report", ReportCommand}, {"export", ExportCommand}, {"run", run::RunCommand},
   };
   if (args.empty() || args[0] == "help" || args[0] == "--help" || args[0] == "-h") {
     // `ptxbench help VERB` is `ptxbench VERB --help`.

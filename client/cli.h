@@ -7,14 +7,11 @@
 #include <string>
 #include <vector>
 
+#include "client/exit_codes.h"
+
 namespace ptxbench::client {
 
-// Exit codes shared by every verb, so scripts can tell a failing kernel from a broken setup.
-inline constexpr int kExitPass = 0;            // The verdict passed (or the command succeeded).
-inline constexpr int kExitVerdictFailed = 1;   // A verdict exists and it is not a pass.
-inline constexpr int kExitUsage = 2;           // Bad flags or input; nothing was sent.
-inline constexpr int kExitInfrastructure = 3;  // Server unreachable, RPC error, no verdict.
-
+// Runs one command line (without the program name); returns its exit code (exit_codes.h).
 int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
 }  // namespace ptxbench::client

@@ -6,15 +6,16 @@
 
 #include <algorithm>
 #include <cctype>
-#include <fstream>
 #include <random>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
-#include "client/cli.h"
+#include "client/exit_codes.h"
 #include "common/files.h"
+#include "common/random.h"
 
 namespace ptxbench::client {
 namespace {
@@ -170,17 +171,13 @@ grpc::Status CallWithRetries(const std::function<grpc::Status(grpc::ClientContex
 }
 
 std::string NewIdempotencyKey() {
-  unsigned char bytes[16] = {0};
-  std::ifstream urandom("/dev/urandom", std::ios::binary);
-  urandom.read(reinterpret_cast<char*>(bytes), sizeof(bytes));
-  if (!urandom) {
-    // No /dev/urandom (a strange chroot): the random device is the fallback, still unique
-    // enough for one client's retries.
-    std::random_device device;
-    for (unsigned char& b : bytes) b = static_cast<unsigned char>(device());
-  }
+  absl::StatusOr<std::string> hex = RandomHex(16);
+  if (hex.ok()) return "ptxbench-" + *hex;
+  // No getrandom(2) (a kernel before 3.17): the random device is the fallback, still unique
+  // enough for one client's retries.
+  std::random_device device;
   std::string key = "ptxbench-";
-  for (unsigned char b : bytes) absl::StrAppendFormat(&key, "%02x", b);
+  for (int i = 0; i < 16; ++i) absl::StrAppendFormat(&key, "%02x", device() & 0xff);
   return key;
 }
 
@@ -198,6 +195,16 @@ absl::StatusOr<std::string> ReadInputFile(const std::string& path, std::string_v
   if (path == "-")
     return ReadFdToString(STDIN_FILENO, "standard input", what, {.allow_pipes = true});
   return ReadFileToString(path, what, {.allow_pipes = true});
+}
+
+absl::StatusOr<std::string> SourceLanguage(const std::string& language_flag,
+                                           const std::string& source_path) {
+  if (language_flag.empty()) return absl::EndsWith(source_path, ".ptx") ? "ptx" : "cuda";
+  if (language_flag != "cuda" && language_flag != "ptx") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--language: '", language_flag, "' is not cuda or ptx"));
+  }
+  return language_flag;
 }
 
 std::string ToJson(const google::protobuf::Message& message) {

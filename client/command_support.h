@@ -100,6 +100,12 @@ bool IsSubmissionId(const std::string& id);
 absl::StatusOr<std::string> ReadInputFile(const std::string& path, std::string_view what);
 std::string ToJson(const google::protobuf::Message& message);
 
+// The language of the source at `source_path`: `language_flag` ("cuda" or "ptx") when given,
+// else from the file name (".ptx": ptx, anything else cuda). INVALID_ARGUMENT "--language:
+// 'x' is not cuda or ptx" otherwise.
+absl::StatusOr<std::string> SourceLanguage(const std::string& language_flag,
+                                           const std::string& source_path);
+
 }  // namespace ptxbench::client
 
 #endif  // PTXBENCH_CLIENT_COMMAND_SUPPORT_H_

@@ -9,9 +9,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "client/cli.h"
 #include "client/command_support.h"
 #include "client/enums.h"
+#include "client/exit_codes.h"
 #include "common/cli_args.h"
 #include "ptxbench/v1/vendor.grpc.pb.h"
 
@@ -190,11 +190,8 @@ int SubmitCommand(const std::vector<std::string>& raw, std::ostream& out, std::o
     err << "ptxbench submit: " << source.status().message() << "\n";
     return kExitUsage;
   }
-  std::string language = args->Get("language");
-  if (language.empty()) language = absl::EndsWith(path, ".ptx") ? "ptx" : "cuda";
-  if (language != "cuda" && language != "ptx") {
-    return UsageError(verb, absl::StrCat("--language: '", language, "' is not cuda or ptx"), err);
-  }
+  absl::StatusOr<std::string> language = SourceLanguage(args->Get("language"), path);
+  if (!language.ok()) return UsageError(verb, std::string(language.status().message()), err);
   if (args->Has("plan")) {
     auto plan_text = ReadInputFile(args->Get("plan"), "--plan");
     if (!plan_text.ok()) {
@@ -210,7 +207,7 @@ int SubmitCommand(const std::vector<std::string>& raw, std::ostream& out, std::o
   }
   request.set_arch(*arch);
   request.set_knowledge_level(*knowledge);
-  request.set_language(language == "ptx" ? v1::SOURCE_LANGUAGE_PTX : v1::SOURCE_LANGUAGE_CUDA);
+  request.set_language(*language == "ptx" ? v1::SOURCE_LANGUAGE_PTX : v1::SOURCE_LANGUAGE_CUDA);
   request.set_source(*source);
   request.set_model(args->Get("model"));
   request.set_session_id(args->Get("session"));

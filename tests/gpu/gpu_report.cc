@@ -37,24 +37,18 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "client/eval_command.h"
+#include "common/files.h"
 #include "common/task.h"
 #include "common/verdict.h"
 #include "nlohmann/json.hpp"
 #include "worker/engine/evaluate.h"
-#include "worker/engine/gpu/local_eval.h"
 #include "worker/engine/gpu/protocol_messages.h"
 
 namespace {
 
 using json = nlohmann::json;
 using ptxbench::Verdict;
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -308,9 +302,15 @@ int main(int argc, char** argv) {
   std::set<std::string> done_in_part;
   bool extras_in_part = false;
   if (!resume_path.empty()) {
+    absl::StatusOr<std::string> text =
+        ptxbench::ReadFileToString(resume_path, "--resume", {.max_bytes = size_t{1} << 30});
+    if (!text.ok()) {
+      std::cerr << text.status().message() << "\n";
+      return 2;
+    }
     json part;
     try {
-      part = json::parse(Slurp(resume_path));
+      part = json::parse(*text);
     } catch (const json::exception& e) {
       std::cerr << "--resume " << resume_path << ": not a gpu-report JSON (" << e.what() << ")\n";
       return 2;
@@ -424,7 +424,8 @@ int main(int argc, char** argv) {
           ++not_reached;
           continue;
         }
-        auto [v, seconds] = evaluate_task(t, ref.arch, Slurp(t.dir + "/" + ref.path), "");
+        auto [v, seconds] =
+            evaluate_task(t, ref.arch, ptxbench::ReadFileOrEmpty(t.dir + "/" + ref.path), "");
         json row = {{"task", t.id}, {"path", ref.path}, {"arch", ref.arch}, {"expect", ref.expect}};
         if (!v.ok()) {
           row["error"] = std::string(v.status().message());
@@ -505,7 +506,7 @@ int main(int argc, char** argv) {
     std::cerr << "no sm_90a solution expected to pass\n";
     return 2;
   }
-  std::string source = Slurp(task->dir + "/" + main_solution->path);
+  std::string source = ptxbench::ReadFileOrEmpty(task->dir + "/" + main_solution->path);
 
   // 2. Two-kernel plan.
   {
@@ -529,7 +530,7 @@ int main(int argc, char** argv) {
   {
     std::ostringstream out, err;
     double t0 = Now();
-    int rc = ptxbench::engine::RunLocalEval(
+    int rc = ptxbench::client::EvalCommand(
         {"--task", task_id, "--tasks-dir", tasks_dir, task->dir + "/" + main_solution->path}, out,
         err);
     report["local_mode"] = {

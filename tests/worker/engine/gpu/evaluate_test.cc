@@ -24,9 +24,9 @@
 
 #include "common/build_info.h"
 #include "common/task.h"
+#include "tests/support/temp_files.h"
 #include "worker/engine/evaluate_processes.h"
 #include "worker/engine/gpu/baseline_choice.h"
-#include "worker/engine/gpu/local_eval.h"
 #include "worker/engine/gpu/protocol_messages.h"
 #include "worker/engine/gpu_gate.h"
 
@@ -36,13 +36,6 @@ namespace {
 std::string SourceDir() {
   const char* env = std::getenv("PTXBENCH_SOURCE_DIR");
   return env ? env : PTXBENCH_SOURCE_DIR_DEFAULT;
-}
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 const Task& Gemm() {
@@ -67,7 +60,7 @@ Verdict Run(const std::string& relative_source, bool compile_only,
   EvaluationRequest r;
   r.task = &Gemm();
   r.arch = "sm_90a";
-  r.source = Slurp(Gemm().dir + "/" + relative_source);
+  r.source = testing::ReadWholeFile(Gemm().dir + "/" + relative_source);
   REQUIRE(!r.source.empty());
   r.compile_only = compile_only;
   auto verdict = Evaluate(r, Options(), [&](const StageReport& s) { stages->push_back(s); });
@@ -152,39 +145,6 @@ TEST_CASE("the roofline floor uses the device's peak rates", "[evaluate]") {
 }  // namespace
 }  // namespace ptxbench::engine
 
-namespace ptxbench::engine {
-namespace {
-
-TEST_CASE("local mode: usage errors, compile-only, and the skipped runtime stages", "[evaluate]") {
-  const char* env = std::getenv("PTXBENCH_EVALUATOR");
-  std::string evaluator = env && *env ? env : PTXBENCH_EVALUATOR_PATH;
-  setenv("PTXBENCH_EVALUATOR", evaluator.c_str(), 1);
-  std::string tasks = SourceDir() + "/tasks";
-  std::string source = tasks + "/gemm_n7168_k5120/solutions/sm90a_wgmma_tma.cu";
-  std::ostringstream out, err;
-  CHECK(RunLocalEval({"--task", "gemm_n7168_k5120"}, out, err) == 2);
-  CHECK(RunLocalEval({"--task", "no_such_task", "--tasks-dir", tasks, source}, out, err) == 2);
-  CHECK(RunLocalEval({"--bogus"}, out, err) == 2);
-  std::ostringstream compiled;
-  CHECK(RunLocalEval({"--task", "gemm_n7168_k5120", "--tasks-dir", tasks, "--compile-only", source},
-                     compiled, err) == 0);
-  CHECK(compiled.str().find("verdict: compiled") != std::string::npos);
-  std::ostringstream json_out;
-  int rc = RunLocalEval({"--task", "gemm_n7168_k5120", "--tasks-dir", tasks, "--json", source},
-                        json_out, err);
-  auto verdict = nlohmann::json::parse(json_out.str(), nullptr, false);
-  REQUIRE_FALSE(verdict.is_discarded());
-  if (verdict.dump().find("SKIPPED") != std::string::npos) {
-    CHECK(rc == 1);  // Not a pass: nothing ran on a GPU.
-    CHECK(verdict.dump().find("runtime") != std::string::npos);
-  } else {
-    CHECK(rc == (verdict.dump().find("\"pass\"") != std::string::npos ? 0 : 1));
-  }
-}
-
-}  // namespace
-}  // namespace ptxbench::engine
-
 // ---------------------------------------------------------------------------------------------
 // The supervisor end to end with fake GPU modes (fake_evaluator.cc): stage order, references,
 // comparisons, SASS map, target analysis, timing checks and every failure path, without a GPU.
@@ -215,7 +175,7 @@ struct FakeSetup {
         "cp -r '" + SourceDir() + "/tasks' '" + tasks + "' && chmod -R a+rX '" + dir + "'";
     REQUIRE(std::system(copy.c_str()) == 0);
     std::string path = tasks + "/gemm_n7168_k5120/task.json";
-    auto j = nlohmann::json::parse(Slurp(path));
+    auto j = nlohmann::json::parse(testing::ReadWholeFile(path));
     for (auto& w : j["workloads"]) {
       w["axes"] = {{"M", w.value("timed", false) ? 256 : 128}, {"N", 192}, {"K", 64}};
     }
@@ -238,7 +198,7 @@ absl::StatusOr<Verdict> RunFake(const std::string& behaviour, std::vector<StageR
   EvaluationRequest r;
   r.task = &*task;
   r.arch = "sm_90a";
-  r.source = Slurp(task->dir + "/" + source);
+  r.source = testing::ReadWholeFile(task->dir + "/" + source);
   EngineOptions o;
   o.evaluator_path = Fake().dir + "/fake-evaluator-" + behaviour;
   o.secret = secret;
@@ -760,7 +720,7 @@ class GpuTrace {
   std::vector<GpuInterval> Intervals() const {
     std::vector<GpuInterval> out;
     std::map<std::string, GpuInterval> open;
-    std::istringstream in(Slurp(path_));
+    std::istringstream in(testing::ReadWholeFile(path_));
     std::string pid, mode, edge, key;
     int64_t ns = 0;
     while (in >> pid >> mode >> edge >> ns >> key) {
@@ -813,7 +773,7 @@ void RunTimedFake(const std::string& behaviour, uint64_t secret,
   EvaluationRequest r;
   r.task = &*task;
   r.arch = "sm_90a";
-  r.source = Slurp(task->dir + "/solutions/sm90a_wgmma_tma.cu");
+  r.source = testing::ReadWholeFile(task->dir + "/solutions/sm90a_wgmma_tma.cu");
   EngineOptions o;
   o.evaluator_path = Fake().dir + "/fake-evaluator-" + behaviour;
   o.secret = secret;

@@ -11,21 +11,13 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 #include <thread>
 
+#include "tests/support/temp_files.h"
 #include "worker/engine/gpu/protocol.h"
 
 namespace ptxbench::engine {
 namespace {
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 struct TempDir {
   std::string path;
@@ -132,12 +124,12 @@ TEST_CASE("the watchdog kills the whole process group", "[sandbox]") {
   CHECK(e.timed_out);
   CHECK(e.signal == SIGKILL);
   CHECK(seconds < 5);
-  std::string pid_text = Slurp(dir.path + "/child.pid");
+  std::string pid_text = testing::ReadWholeFile(dir.path + "/child.pid");
   REQUIRE(!pid_text.empty());
   int child = std::atoi(pid_text.c_str());
   // Dead: gone, or a zombie waiting for init to reap it.
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  std::string stat = Slurp("/proc/" + std::to_string(child) + "/stat");
+  std::string stat = testing::ReadWholeFile("/proc/" + std::to_string(child) + "/stat");
   bool dead = stat.empty() || stat.find(") Z") != std::string::npos;
   CHECK(dead);
 }
@@ -158,25 +150,25 @@ TEST_CASE("the environment is minimal and the private directory is home", "[sand
   REQUIRE(s.ok());
   SandboxExit e = (*s)->Wait();
   REQUIRE(e.exit_code == 0);
-  std::string env = Slurp(dir.path + "/env.txt");
+  std::string env = testing::ReadWholeFile(dir.path + "/env.txt");
   CHECK(env.find("do-not-leak") == std::string::npos);
   CHECK(env.find("PTXBENCH_COMPILE_JAIL=allow-unjailed\n") != std::string::npos);
   CHECK(env.find("HOME=" + dir.path) != std::string::npos);
   CHECK(env.find("TMPDIR=" + dir.path) != std::string::npos);
-  CHECK(Slurp(dir.path + "/pwd.txt") == dir.path + "\n");
-  CHECK(Slurp(dir.path + "/nofile.txt") == "512\n");
-  CHECK(Slurp(dir.path + "/core.txt") == "0\n");
+  CHECK(testing::ReadWholeFile(dir.path + "/pwd.txt") == dir.path + "\n");
+  CHECK(testing::ReadWholeFile(dir.path + "/nofile.txt") == "512\n");
+  CHECK(testing::ReadWholeFile(dir.path + "/core.txt") == "0\n");
   const SandboxIsolation& iso = (*s)->isolation();
   char own_ns[128] = {0};
   REQUIRE(readlink("/proc/self/ns/net", own_ns, sizeof own_ns - 1) > 0);
   if (iso.network_isolated) {
-    CHECK(Slurp(dir.path + "/netns.txt") != std::string(own_ns) + "\n");
+    CHECK(testing::ReadWholeFile(dir.path + "/netns.txt") != std::string(own_ns) + "\n");
   } else {
     WARN("network namespace not permitted here: " << iso.network_method);
   }
   if (geteuid() == 0) {
     CHECK(iso.privileges_dropped);
-    CHECK(Slurp(dir.path + "/uid.txt") == "65534\n");
+    CHECK(testing::ReadWholeFile(dir.path + "/uid.txt") == "65534\n");
     CHECK(iso.uid == 65534);
   } else {
     CHECK_FALSE(iso.privileges_dropped);
