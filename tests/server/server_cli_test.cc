@@ -1,13 +1,24 @@
-// ptxbench-server's maintenance verbs (server_cli.h), in process, against a real PostgreSQL
-// and a real server on loopback: what the binary runs, without forking it.
+// ptxbench-server's command line (server_cli.h), in process, against a real PostgreSQL and a
+// real server on loopback: what the binary runs, without forking it. Each verb's flags and
+// option checks, its output and exit code, the serve loop's signal wait, and the maintenance
+// verbs' typed requests.
 #include "server/server_cli.h"
 
+#include <pthread.h>
+#include <signal.h>
+
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <future>
+#include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/build_info.h"
 #include "server/api/auth.h"
 #include "server/api/tokens.h"
 #include "server/store/store.h"
@@ -222,6 +233,225 @@ TEST_CASE("rejudge and mark-hacked act on the store a running server serves", "[
   REQUIRE_STATUS(RunMarkHacked(options, mark), absl::StatusCode::kAlreadyExists);
   mark.unmark = true;
   REQUIRE_FALSE(ValueOrFail(RunMarkHacked(options, mark)).hacked.has_value());
+}
+
+// The flags of `verb` parsed from `args`; FAILs the test when they do not parse.
+ParsedArgs VerbArgs(const std::string& verb, const std::vector<std::string>& args) {
+  const std::vector<FlagSpec> specs = ValueOrFail(ServerVerbFlags(verb));
+  return ValueOrFail(ParseArgs(args, specs));
+}
+
+struct VerbRun {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+VerbRun RunVerb(const std::string& verb, const std::vector<std::string>& args) {
+  const ParsedArgs parsed = VerbArgs(verb, args);
+  std::ostringstream out, err;
+  VerbRun run;
+  run.exit_code = RunServerVerb(verb, parsed, out, err);
+  run.out = out.str();
+  run.err = err.str();
+  return run;
+}
+
+TEST_CASE("each verb has its flags and --help; an unknown verb is named", "[server][cli]") {
+  for (const char* verb : {"serve", "migrate", "token", "rejudge", "mark-hacked", "health"}) {
+    INFO(verb);
+    const std::vector<FlagSpec> specs = ValueOrFail(ServerVerbFlags(verb));
+    CHECK(VerbArgs(verb, {"--help"}).GetBool("help"));
+    CHECK(absl::StrContains(FlagHelp(specs), "--help"));
+  }
+  CHECK(absl::StrContains(FlagHelp(ValueOrFail(ServerVerbFlags("serve"))), "--store-pool-size"));
+  CHECK(absl::StrContains(FlagHelp(ValueOrFail(ServerVerbFlags("token"))), "--role"));
+  absl::StatusOr<std::vector<FlagSpec>> unknown = ServerVerbFlags("bogus");
+  REQUIRE(absl::IsInvalidArgument(unknown.status()));
+  CHECK(unknown.status().message() == "unknown command 'bogus'");
+  // A serve flag is not a maintenance verb's.
+  CHECK_FALSE(ParseArgs({"--store-pool-size", "4"}, ValueOrFail(ServerVerbFlags("migrate"))).ok());
+
+  std::ostringstream out, err;
+  CHECK(RunServerVerb("bogus", ParsedArgs(), out, err) == 2);
+  CHECK(absl::StartsWith(err.str(), "ptxbench-server: unknown command 'bogus'\n"));
+  CHECK(out.str().empty());
+}
+
+TEST_CASE("serve's options: defaults, and every bad value names its flag", "[server][cli]") {
+  const ServerOptions defaults;
+  const ServerOptions options = ValueOrFail(ServerOptionsFromFlags(VerbArgs("serve", {}), true));
+  CHECK(options.listen == defaults.listen);
+  CHECK(options.store_pool_size == defaults.store_pool_size);
+  CHECK(options.lease_seconds == defaults.lease_seconds);
+  CHECK(options.migrations_dir == SourceTreeDir("migrations"));
+  CHECK(options.tasks_dir == SourceTreeDir("tasks"));
+
+  const ServerOptions set = ValueOrFail(ServerOptionsFromFlags(
+      VerbArgs("serve", {"--listen", "0.0.0.0:7000", "--metrics-listen", "off", "--store-pool-size",
+                         "256", "--lease-seconds", "30", "--submissions-per-minute", "5",
+                         "--max-queued", "7", "--tls-cert", "c.pem", "--tls-key", "k.pem"}),
+      true));
+  CHECK(set.listen == "0.0.0.0:7000");
+  CHECK(set.metrics_listen.empty());  // "off": no /metrics endpoint.
+  CHECK(set.store_pool_size == 256);
+  CHECK(set.lease_seconds == 30);
+  CHECK(set.limits.submissions_per_minute == 5);
+  CHECK(set.limits.max_queued == 7);
+  CHECK(set.tls.cert_file == "c.pem");
+  CHECK(set.tls.key_file == "k.pem");
+
+  const std::vector<std::pair<std::vector<std::string>, std::string>> bad = {
+      {{"--store-pool-size", "0"}, "--store-pool-size: 1 to 256, got 0"},
+      {{"--store-pool-size", "257"}, "--store-pool-size: 1 to 256, got 257"},
+      {{"--store-pool-size", "many"}, "--store-pool-size: 'many' is not an integer"},
+      {{"--submissions-per-minute", "0"}, "--submissions-per-minute: 1 to 2147483647, got 0"},
+      {{"--max-queued", "-1"}, "--max-queued: 1 to 2147483647, got -1"},
+      {{"--lease-seconds", "4294967356"}, "--lease-seconds: 1 to 2147483647, got 4294967356"},
+  };
+  for (const auto& [args, message] : bad) {
+    absl::StatusOr<ServerOptions> refused = ServerOptionsFromFlags(VerbArgs("serve", args), true);
+    INFO(refused.status().ToString());
+    REQUIRE(absl::IsInvalidArgument(refused.status()));
+    CHECK(refused.status().message() == message);
+  }
+  // The maintenance verbs read only the store's flags.
+  const ServerOptions store_only = ValueOrFail(ServerOptionsFromFlags(
+      VerbArgs("migrate", {"--database-url", "postgresql://x/y", "--migrations-dir", "/m"}),
+      false));
+  CHECK(store_only.database_url == "postgresql://x/y");
+  CHECK(store_only.migrations_dir == "/m");
+}
+
+TEST_CASE("serve with a bad option says which flag and exits 2 before starting anything",
+          "[server][cli]") {
+  const VerbRun run = RunVerb("serve", {"--store-pool-size", "0", "--listen", "127.0.0.1:0"});
+  CHECK(run.exit_code == 2);
+  CHECK(run.err == "ptxbench-server: --store-pool-size: 1 to 256, got 0\n");
+  CHECK(run.out.empty());
+}
+
+TEST_CASE("the serve loop prints the serving line and stops gracefully at a stop signal",
+          "[server][cli]") {
+  api_test::TestServer server;
+  ServerOptions options;
+  options.listen = "127.0.0.1:0";
+  options.metrics_listen.clear();
+  const std::string line = ServingLine(options, server.server());
+  CHECK(line == absl::StrCat("ptxbench-server serving grpc=127.0.0.1:", server.server().port(),
+                             " metrics=off tasks=", server.server().tasks_loaded(),
+                             " schema_version=", server.server().schema_version()));
+  CHECK(server.address() == absl::StrCat("127.0.0.1:", server.server().port()));
+  options.listen = "0.0.0.0:0";  // Every interface: a client here dials loopback.
+  CHECK(absl::StartsWith(
+      ServingLine(options, server.server()),
+      absl::StrCat("ptxbench-server serving grpc=127.0.0.1:", server.server().port(), " ")));
+
+  // SIGUSR1 stands in for SIGTERM: blocked in the serving thread and sent to it alone, so no
+  // other thread of the test process (gRPC's, which do not block it) can take it.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGUSR1);
+  std::promise<pthread_t> waiting;
+  std::atomic<int> stopped_by{0};
+  std::thread serving([&] {
+    pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+    waiting.set_value(pthread_self());
+    stopped_by = ServeUntilSignal(server.server(), stop_signals);
+  });
+  const pthread_t serving_thread = waiting.get_future().get();
+  api::HealthCheckOptions health;
+  health.address = server.address();
+  health.timeout = absl::Seconds(5);
+  CHECK(ValueOrFail(RunHealth(health)) == "SERVING");  // Serving while the loop waits.
+  CHECK(stopped_by == 0);
+  REQUIRE(pthread_kill(serving_thread, SIGUSR1) == 0);
+  serving.join();
+  CHECK(stopped_by == SIGUSR1);
+  // Stopped: the port no longer serves.
+  absl::StatusOr<std::string> after = RunHealth(health);
+  CHECK((!after.ok() || *after != "SERVING"));
+}
+
+TEST_CASE("migrate prints the schema version; bad arguments are usage errors", "[server][cli]") {
+  auto database = ValueOrFail(testing::TestDatabase::Create(/*migrate=*/false));
+  const std::vector<std::string> store = {"--database-url", database->url(), "--migrations-dir",
+                                          testing::MigrationsDir()};
+  const VerbRun up = RunVerb("migrate", store);
+  INFO(up.err);
+  CHECK(up.exit_code == 0);
+  CHECK(up.out == absl::StrCat("schema version ", MigrationCount(), "\n"));
+
+  std::vector<std::string> sideways = store;
+  sideways.push_back("sideways");
+  const VerbRun bad = RunVerb("migrate", sideways);
+  CHECK(bad.exit_code == 2);
+  CHECK(absl::StartsWith(bad.err,
+                         "ptxbench-server migrate: migrate: expected 'up' or 'down N', got "
+                         "'sideways'\n"));
+  CHECK(absl::StrContains(bad.err, kServerUsage));
+  CHECK(bad.out.empty());
+
+  const VerbRun unreachable =
+      RunVerb("migrate", {"--database-url", "postgresql://ptxbench@127.0.0.1:1/none",
+                          "--migrations-dir", testing::MigrationsDir()});
+  CHECK(unreachable.exit_code == 1);
+  CHECK(absl::StrContains(unreachable.err, "ptxbench-server migrate: "));
+  CHECK(absl::StrContains(unreachable.err, "127.0.0.1:1"));
+}
+
+TEST_CASE("token create prints the secret alone on stdout; its errors exit 2", "[server][cli]") {
+  auto database = ValueOrFail(testing::TestDatabase::Create(/*migrate=*/false));
+  const std::vector<std::string> store = {"--database-url", database->url(), "--migrations-dir",
+                                          testing::MigrationsDir()};
+  auto with = [&](std::vector<std::string> args) {
+    args.insert(args.end(), store.begin(), store.end());
+    return args;
+  };
+  const VerbRun minted = RunVerb("token", with({"create", "--role", "vendor", "--tenant", "acme"}));
+  INFO(minted.err);
+  CHECK(minted.exit_code == 0);
+  CHECK(absl::StartsWith(minted.out, "ptxb_"));
+  CHECK(minted.out.find('\n') == minted.out.size() - 1);  // One line: the secret.
+  CHECK(absl::StrContains(minted.err,
+                          " for tenant acme role vendor (the secret below is shown "
+                          "once):\n"));
+
+  const VerbRun no_role = RunVerb("token", with({"create", "--tenant", "acme"}));
+  CHECK(no_role.exit_code == 2);
+  CHECK(no_role.err ==
+        "ptxbench-server token create: --role admin, vendor or worker is required\n");
+  const VerbRun no_tenant = RunVerb("token", with({"create", "--role", "vendor"}));
+  CHECK(no_tenant.exit_code == 2);  // INVALID_ARGUMENT from the minting rules.
+  CHECK(absl::StartsWith(no_tenant.err, "ptxbench-server token: "));
+  const VerbRun not_create = RunVerb("token", with({"delete", "--role", "worker"}));
+  CHECK(not_create.exit_code == 2);
+  CHECK(not_create.err == kServerUsage);
+  for (const VerbRun& refused : {no_role, no_tenant, not_create}) CHECK(refused.out.empty());
+}
+
+TEST_CASE(
+    "health prints the status and exits 0 only for SERVING; rejudge and mark-hacked "
+    "refuse stray arguments",
+    "[server][cli]") {
+  api_test::TestServer server;
+  const VerbRun serving = RunVerb("health", {"--server", server.address()});
+  CHECK(serving.exit_code == 0);
+  CHECK(serving.out == "SERVING\n");
+  const VerbRun nothing = RunVerb("health", {"--server", "127.0.0.1:1", "--timeout-seconds", "1"});
+  CHECK(nothing.exit_code == 1);
+  CHECK(absl::StartsWith(nothing.err, "ptxbench-server health: "));
+  CHECK(nothing.out.empty());
+  const VerbRun bad_timeout = RunVerb("health", {"--timeout-seconds", "soon"});
+  CHECK(bad_timeout.exit_code == 2);
+  CHECK(bad_timeout.err == "ptxbench-server health: --timeout-seconds: 'soon' is not a number\n");
+
+  const VerbRun rejudge = RunVerb("rejudge", {"--task", api_test::kTaskId, "stray"});
+  CHECK(rejudge.exit_code == 2);
+  CHECK(absl::StartsWith(rejudge.err, "ptxbench-server rejudge: takes no positional arguments\n"));
+  const VerbRun mark = RunVerb("mark-hacked", {"--reason", "r"});
+  CHECK(mark.exit_code == 2);
+  CHECK(absl::StartsWith(mark.err, "ptxbench-server mark-hacked: needs one submission id\n"));
 }
 
 }  // namespace
