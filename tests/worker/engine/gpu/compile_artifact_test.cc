@@ -228,6 +228,17 @@ struct TestWorker {
   }
 };
 
+constexpr char kGemm[] = "gemm_n7168_k5120";
+constexpr char kGemmSource[] = "solutions/sm90a_wgmma_tma.cu";
+
+// The reference GEMM's module, as a compile-only worker produces it.
+CompileArtifact ProducedGemm() {
+  ArtifactExchange exchange;
+  TestWorker().Compile(kGemm, "sm_90a", kGemmSource, &exchange);
+  REQUIRE(exchange.produced.has_value());
+  return *exchange.produced;
+}
+
 // What the compile stage recorded about its compile process (the audit record).
 json CompileProcess(const Verdict& verdict) {
   for (const json& process : verdict.report.value("processes", json::array())) {
@@ -274,20 +285,16 @@ TEST_CASE("two compiles of one source in separate processes give the same module
 }
 
 TEST_CASE("the compile stage uses an accepted artifact instead of compiling", "[artifact]") {
-  ArtifactExchange produced;
-  TestWorker producer;
-  producer.Compile("gemm_n7168_k5120", "sm_90a", "solutions/sm90a_wgmma_tma.cu", &produced);
-  REQUIRE(produced.produced.has_value());
-  produced.produced->producer_job_id = "compile-job";
-  produced.produced->producer_worker_id = "compile-worker";
+  CompileArtifact produced = ProducedGemm();
+  produced.producer_job_id = "compile-job";
+  produced.producer_worker_id = "compile-worker";
 
   TestWorker gpu_worker;
   gpu_worker.WarmUp();
   const int64_t misses = gpu_worker.cache->stats().misses;
   ArtifactExchange exchange;
-  exchange.offered = produced.produced;
-  const Verdict verdict =
-      gpu_worker.Compile("gemm_n7168_k5120", "sm_90a", "solutions/sm90a_wgmma_tma.cu", &exchange);
+  exchange.offered = produced;
+  const Verdict verdict = gpu_worker.Compile(kGemm, "sm_90a", kGemmSource, &exchange);
   CHECK(verdict.verdict_class == VerdictClass::kCompiled);
   INFO(exchange.use.detail);
   CHECK(exchange.use.outcome == ArtifactOutcome::kUsed);
@@ -306,17 +313,14 @@ TEST_CASE("the compile stage uses an accepted artifact instead of compiling", "[
 
 TEST_CASE("a verified artifact is compiled again and compared; a forged one is a mismatch",
           "[artifact]") {
-  ArtifactExchange produced;
-  TestWorker().Compile("gemm_n7168_k5120", "sm_90a", "solutions/sm90a_wgmma_tma.cu", &produced);
-  REQUIRE(produced.produced.has_value());
+  const CompileArtifact produced = ProducedGemm();
   TestWorker gpu_worker;
   gpu_worker.WarmUp();
 
   ArtifactExchange verify;
-  verify.offered = produced.produced;
+  verify.offered = produced;
   verify.verify = true;
-  Verdict verdict =
-      gpu_worker.Compile("gemm_n7168_k5120", "sm_90a", "solutions/sm90a_wgmma_tma.cu", &verify);
+  Verdict verdict = gpu_worker.Compile(kGemm, "sm_90a", kGemmSource, &verify);
   INFO(verify.use.detail);
   CHECK(verify.use.outcome == ArtifactOutcome::kVerifiedMatch);
   CHECK(CompileProcess(verdict).contains("seconds"));  // A real compile ran.
@@ -324,7 +328,7 @@ TEST_CASE("a verified artifact is compiled again and compared; a forged one is a
 
   // A forged module whose digests and event were made to agree with it passes every check but
   // the comparison; the verdict is this worker's own compile's.
-  CompileArtifact forged = *produced.produced;
+  CompileArtifact forged = produced;
   forged.cubin.back() ^= 0x1;
   forged.cubin_sha256 = Sha256Hex(forged.cubin);
   auto event = gpu::FromJson<gpu::CompileEvent>(json::parse(forged.compile_event_json));
@@ -339,8 +343,7 @@ TEST_CASE("a verified artifact is compiled again and compared; a forged one is a
   caught.verify = true;
   // This worker's compile of the source is cached by now: it is what the artifact is compared
   // with, at no cost.
-  verdict =
-      gpu_worker.Compile("gemm_n7168_k5120", "sm_90a", "solutions/sm90a_wgmma_tma.cu", &caught);
+  verdict = gpu_worker.Compile(kGemm, "sm_90a", kGemmSource, &caught);
   INFO(caught.use.detail);
   CHECK(caught.use.outcome == ArtifactOutcome::kMismatch);
   CHECK(verdict.verdict_class == VerdictClass::kCompiled);
@@ -349,15 +352,12 @@ TEST_CASE("a verified artifact is compiled again and compared; a forged one is a
 
 TEST_CASE("an artifact with altered bytes, or offered to a fresh worker, is refused and compiled",
           "[artifact]") {
-  ArtifactExchange produced;
-  TestWorker().Compile("gemm_n7168_k5120", "sm_90a", "solutions/sm90a_wgmma_tma.cu", &produced);
-  REQUIRE(produced.produced.has_value());
+  const CompileArtifact produced = ProducedGemm();
 
   TestWorker fresh;
   ArtifactExchange first;
-  first.offered = produced.produced;
-  Verdict verdict =
-      fresh.Compile("gemm_n7168_k5120", "sm_90a", "solutions/sm90a_wgmma_tma.cu", &first);
+  first.offered = produced;
+  Verdict verdict = fresh.Compile(kGemm, "sm_90a", kGemmSource, &first);
   CHECK(first.use.outcome == ArtifactOutcome::kRefused);
   CHECK(first.use.detail.find("compiled nothing yet") != std::string::npos);
   CHECK(CompileProcess(verdict).contains("seconds"));
@@ -365,10 +365,9 @@ TEST_CASE("an artifact with altered bytes, or offered to a fresh worker, is refu
   TestWorker gpu_worker;
   gpu_worker.WarmUp();
   ArtifactExchange altered;
-  altered.offered = produced.produced;
+  altered.offered = produced;
   altered.offered->cubin[100] ^= 0x40;
-  verdict =
-      gpu_worker.Compile("gemm_n7168_k5120", "sm_90a", "solutions/sm90a_wgmma_tma.cu", &altered);
+  verdict = gpu_worker.Compile(kGemm, "sm_90a", kGemmSource, &altered);
   INFO(altered.use.detail);
   CHECK(altered.use.outcome == ArtifactOutcome::kRefused);
   CHECK(altered.use.detail.find("cubin_sha256") != std::string::npos);
@@ -376,7 +375,7 @@ TEST_CASE("an artifact with altered bytes, or offered to a fresh worker, is refu
   CHECK(CompileProcess(verdict).contains("seconds"));
   // The verdict rests on this worker's own module, which it hands on as its own.
   REQUIRE(altered.produced.has_value());
-  CHECK(altered.produced->cubin == produced.produced->cubin);
+  CHECK(altered.produced->cubin == produced.cubin);
 }
 
 }  // namespace
