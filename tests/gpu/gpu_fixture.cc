@@ -29,6 +29,11 @@ DeviceBuffer Upload(const void* data, size_t bytes) {
   REQUIRE(buffer.ok());
   if (bytes > 0) {
     REQUIRE(cudaMemcpy(buffer->get(), data, bytes, cudaMemcpyHostToDevice) == cudaSuccess);
+    // From pageable memory cudaMemcpy returns once the bytes are staged, possibly before the
+    // DMA lands (CUDA runtime API, "API synchronization behavior"), and the tests' kernels run
+    // on a non-blocking stream that does not wait for it. Seen on an H100 (2026-12-06, run 10):
+    // the GPU compare read stale data in the last 64-row block of a 480 KiB upload.
+    REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
   }
   return std::move(*buffer);
 }

@@ -717,6 +717,10 @@ absl::StatusOr<std::shared_ptr<Plan>> BuildPagedPlan(cudnnHandle_t handle, const
   ASSIGN_OR_RETURN(plan->seq_len_q, DeviceBuffer::Allocate(ones.size() * sizeof(int32_t)));
   PTXBENCH_CUDA_TRY(cudaMemcpy(plan->seq_len_q.get(), ones.data(), ones.size() * sizeof(int32_t),
                                cudaMemcpyHostToDevice));
+  // From pageable memory the copy may still be in flight when cudaMemcpy returns (CUDA runtime
+  // API, "API synchronization behavior"), and cuDNN runs on the caller's non-blocking stream,
+  // which does not wait for it (the GPU compare test read such a copy stale on an H100).
+  PTXBENCH_CUDA_TRY(cudaDeviceSynchronize());
   return plan;
 }
 
