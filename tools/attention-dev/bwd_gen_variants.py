@@ -12,6 +12,9 @@ Hand-written: tasks/mha_bwd_d128/solutions/sm90a_wgmma_tma.cu
 import os
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from decoy_snippets import ROUND_TO_E4M3  # noqa: E402  (one copy of the spliced helper)
+
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 BWD = os.path.join(ROOT, "tasks", "mha_bwd_d128")
 CAUSAL = os.path.join(ROOT, "tasks", "mha_bwd_d128_causal")
@@ -86,16 +89,7 @@ E4M3_HELPER = ("""}  // namespace
 // delta[r] = sum_d""", """// DECOY helper: P rounded to fp8 e4m3 as an fp8 wgmma would take it: scaled by 256 into e4m3's
 // normal range (P <= 1; e4m3 normals start at 2^-6), rounded to nearest (3 mantissa bits),
 // scaled back (exact in bf16).
-__device__ __forceinline__ float RoundToE4m3(float p) {
-  unsigned short pair;
-  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(pair) : "f"(0.0f), "f"(p * 256.0f));
-  u32 halves;
-  asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(halves) : "h"(pair));
-  float value;
-  asm("cvt.f32.f16 %0, %1;" : "=f"(value) : "h"(static_cast<unsigned short>(halves & 0xFFFFu)));
-  return value * (1.0f / 256.0f);
-}
-
+""" + ROUND_TO_E4M3 + """
 }  // namespace
 
 // delta[r] = sum_d""")

@@ -11,6 +11,9 @@ this: tests/tools, task_variants_in_sync).
 import os
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from decoy_snippets import ROUND_TO_E4M3  # noqa: E402  (one copy of the spliced helper)
+
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 BASE = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "fwd_decoy_base.cu.in")).read()
 
@@ -125,16 +128,7 @@ P_FP8 = [("""// bf16 A fragments of P for the RS wgmma:""",
           """// THE DEFECT: P is rounded to fp8 e4m3 before P V, as an fp8 P V (QGMMA) would use it: scaled by
 // 256 into e4m3's normal range (P <= 1; e4m3 normals start at 2^-6), rounded to nearest (3
 // mantissa bits), scaled back (exact in bf16). The row sums l keep the unrounded P.
-__device__ __forceinline__ float RoundToE4m3(float p) {
-  unsigned short pair;
-  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(pair) : "f"(0.0f), "f"(p * 256.0f));
-  u32 halves;
-  asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(halves) : "h"(pair));
-  float value;
-  asm("cvt.f32.f16 %0, %1;" : "=f"(value) : "h"(static_cast<unsigned short>(halves & 0xFFFFu)));
-  return value * (1.0f / 256.0f);
-}
-
+""" + ROUND_TO_E4M3 + """
 // bf16 A fragments of P for the RS wgmma:"""),
          ("  for (int i = 0; i < 32; ++i) p[i] = sm90::pack_bf16x2(s[2 * i], s[2 * i + 1]);",
           """  for (int i = 0; i < 32; ++i) {

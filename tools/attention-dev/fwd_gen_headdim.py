@@ -20,6 +20,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from decoy_snippets import ROUND_TO_E4M3  # noqa: E402  (one copy of the spliced helper)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 TEMPLATE = open(os.path.join(HERE, "fwd_headdim.cu.in")).read()
@@ -200,15 +203,7 @@ P_FP8 = [("// bf16 A fragments of P for the RS wgmma:",
           "// THE DEFECT: P is rounded to fp8 e4m3 before P V, as an fp8 P V (QGMMA) would use it: scaled\n"
           "// by 256 into e4m3's normal range (P <= 1; e4m3 normals start at 2^-6), rounded to nearest (3\n"
           "// mantissa bits), scaled back (exact in bf16). The row sums l keep the unrounded P.\n"
-          "__device__ __forceinline__ float RoundToE4m3(float p) {\n"
-          "  unsigned short pair;\n"
-          "  asm(\"cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;\" : \"=h\"(pair) : \"f\"(0.0f), \"f\"(p * 256.0f));\n"
-          "  u32 halves;\n"
-          "  asm(\"cvt.rn.f16x2.e4m3x2 %0, %1;\" : \"=r\"(halves) : \"h\"(pair));\n"
-          "  float value;\n"
-          "  asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(value) : \"h\"(static_cast<unsigned short>(halves & 0xFFFFu)));\n"
-          "  return value * (1.0f / 256.0f);\n"
-          "}\n\n"
+          + ROUND_TO_E4M3 + "\n"
           "// bf16 A fragments of P for the RS wgmma:"),
          ("  for (int i = 0; i < kPRegisters; ++i) p[i] = sm90::pack_bf16x2(s[2 * i], s[2 * i + 1]);",
           "  for (int i = 0; i < kPRegisters; ++i) {\n"

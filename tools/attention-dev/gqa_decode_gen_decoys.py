@@ -8,6 +8,9 @@ it would write. A dev tool, not part of the product build.
 import os
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from decoy_snippets import ROUND_TO_E4M3  # noqa: E402  (one copy of the spliced helper)
+
 TASK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tasks",
                     "gqa_paged_decode_hq64_hk8_d128")
 BASE = open(os.path.join(TASK, "solutions", "sm90a_wgmma_tma.cu")).read()
@@ -239,15 +242,7 @@ DECOYS["p_fp8"] = derive(
       "// THE DEFECT: P is rounded to fp8 e4m3 before P V: scaled by 256 into e4m3's normal range\n"
       "// (P <= 1; e4m3 normals start at 2^-6), rounded to nearest (3 mantissa bits), scaled back\n"
       "// (exact in bf16).\n"
-      "__device__ __forceinline__ float RoundToE4m3(float p) {\n"
-      "  unsigned short pair;\n"
-      "  asm(\"cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;\" : \"=h\"(pair) : \"f\"(0.0f), \"f\"(p * 256.0f));\n"
-      "  u32 halves;\n"
-      "  asm(\"cvt.rn.f16x2.e4m3x2 %0, %1;\" : \"=r\"(halves) : \"h\"(pair));\n"
-      "  float value;\n"
-      "  asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(value) : \"h\"(static_cast<unsigned short>(halves & 0xFFFFu)));\n"
-      "  return value * (1.0f / 256.0f);\n"
-      "}\n\n"
+      + ROUND_TO_E4M3 + "\n"
       "__device__ __forceinline__ u32 Bf16Bits(")])
 
 
