@@ -1045,7 +1045,7 @@ StageResult InstrumentKernels(Evaluation& e, std::vector<gpu::InstrumentEvent>* 
       summary["isolation"] = isolation;
       const bool covered =
           std::any_of(event.records.begin(), event.records.end(),
-                      [&](const gpu::PcRecord& r) { return r.function == kernel; });
+                      [&kernel = kernel](const gpu::PcRecord& r) { return r.function == kernel; });
       summary["covered"] = covered;
       if (!host_inputs) {
         ASSIGN_OR_RETURN(std::optional<Verdict> done,

@@ -619,9 +619,9 @@ Watchdogs DeriveWatchdogs(const WatchdogInputs& in, const EngineOptions& options
                static_cast<double>(std::min(loop.min_samples, kTimeCapMinPairs)) * pair_s) +
       pair_s;
   const double sampling_s = std::min(static_cast<double>(loop.max_samples) * pair_s, time_capped_s);
-  const double counted_s = static_cast<double>(in.counted_samples) *
-                           (std::max(0.0, in.trial_kernel_ms) + options.counted_sample_host_ms + 2 * pad_ms) /
-                           1000;
+  const double counted_s =
+      static_cast<double>(in.counted_samples) *
+      (std::max(0.0, in.trial_kernel_ms) + options.counted_sample_host_ms + 2 * pad_ms) / 1000;
   const double timing =
       options.timing_setup_floor_seconds + kSlack * (warmup_s + sampling_s + counted_s);
   w.timing_seconds = std::min(options.timing_timeout_seconds, timing);
