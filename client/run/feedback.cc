@@ -223,14 +223,22 @@ void SpeedupSection(const v1::Verdict& verdict, const FeedbackOptions& options, 
   if (stage == nullptr && verdict.speedup() <= 0) return;
   absl::StrAppend(out, "## 5. Speedup\n");
   if (stage != nullptr) absl::StrAppend(out, stage->summary(), "\n");
+  const bool unstable = verdict.has_sampling() && !verdict.sampling().speedup_stable();
   absl::StrAppend(
-      out, absl::StrFormat(
-               "speedup %.3f over the library; the target is %.2f%s\n\n", verdict.speedup(),
-               options.target_speedup,
-               verdict.speedup() >= options.target_speedup ? " (reached)" : " (not reached)"));
+      out, absl::StrFormat("speedup %.3f over the library; the target is %.2f%s\n\n",
+                           verdict.speedup(), options.target_speedup,
+                           SpeedupReachesTarget(verdict, options.target_speedup) ? " (reached)"
+                           : unstable ? " (not counted: the kernel's samples scattered far more "
+                                        "than the library's, so it is not a clean figure)"
+                                      : " (not reached)"));
 }
 
 }  // namespace
+
+bool SpeedupReachesTarget(const v1::Verdict& verdict, double target) {
+  if (verdict.has_sampling() && !verdict.sampling().speedup_stable()) return false;
+  return verdict.speedup() >= target;
+}
 
 std::string VerdictFeedback(const v1::Verdict& verdict, const FeedbackOptions& options) {
   std::string out = absl::StrFormat(

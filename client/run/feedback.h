@@ -19,6 +19,11 @@ struct FeedbackOptions {
 
 std::string VerdictFeedback(const v1::Verdict& verdict, const FeedbackOptions& options);
 
+// Whether the verdict's speedup reaches `target` as a clean figure: a speedup whose samples
+// scattered far more than the library's (sampling.speedup_stable false) counts in no ranking
+// (docs/metrics.md), so it neither ends a trajectory nor is called reached in the feedback.
+bool SpeedupReachesTarget(const v1::Verdict& verdict, double target);
+
 // The server refused the submission itself (INVALID_ARGUMENT: too large, bad UTF-8 ...).
 std::string RejectedSubmissionFeedback(const std::string& reason);
 

@@ -383,7 +383,7 @@ class Runner {
       correct = correct || IsCorrect(record);
       compiled = compiled || IsCompiled(record);
       if (!options_.compile_only && turn_tic && wire_verdict.has_value() &&
-          wire_verdict->speedup() >= options_.target_speedup) {
+          SpeedupReachesTarget(*wire_verdict, options_.target_speedup)) {
         end = TrajectoryEnd{EndReason::kTicReached, "", NowRfc3339()};
         break;
       }

@@ -203,6 +203,32 @@ TEST_CASE("feedback: compile log with resources -> correctness -> target evidenc
   CHECK_FALSE(absl::StrContains(text, "## 2. Runtime error"));
 }
 
+TEST_CASE("feedback: an unstable speedup never reaches the target, a stable one does") {
+  v1::Verdict verdict;
+  verdict.set_verdict_class(v1::VERDICT_CLASS_PASS);
+  verdict.set_compiled(true);
+  verdict.set_correct(true);
+  verdict.set_tic(true);
+  verdict.set_speedup(1.5);
+  *verdict.add_stages() =
+      Stage(v1::STAGE_TIMING, true, "candidate 0.5 ms, cublaslt 0.75 ms", nlohmann::json{});
+  FeedbackOptions options;
+  options.target_speedup = 1.2;
+  // No sampling record (an older verdict): the figure stands.
+  CHECK(SpeedupReachesTarget(verdict, 1.2));
+  verdict.mutable_sampling()->set_speedup_stable(true);
+  CHECK(SpeedupReachesTarget(verdict, 1.2));
+  CHECK_FALSE(SpeedupReachesTarget(verdict, 1.6));
+  CHECK(absl::StrContains(VerdictFeedback(verdict, options), "the target is 1.20 (reached)"));
+  // The samples scattered > 4x the library's: the verdict stays TIC, its speedup counts nowhere.
+  verdict.mutable_sampling()->set_speedup_stable(false);
+  CHECK_FALSE(SpeedupReachesTarget(verdict, 1.2));
+  const std::string text = VerdictFeedback(verdict, options);
+  INFO(text);
+  CHECK(absl::StrContains(text, "the target is 1.20 (not counted: the kernel's samples scattered"));
+  CHECK_FALSE(absl::StrContains(text, "(reached)"));
+}
+
 TEST_CASE("feedback: a runtime error shows the sanitizer report before correctness") {
   v1::Verdict verdict;
   verdict.set_verdict_class(v1::VERDICT_CLASS_RUNTIME_ERROR);
