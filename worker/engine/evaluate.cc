@@ -520,6 +520,81 @@ json ArtifactRecord(const CompileArtifact& offered, const ArtifactUse& use) {
           {"ptx_sha256", offered.ptx_sha256}};
 }
 
+// What this job did with another worker's compile artifact (compile_artifact.h), in the job's
+// exchange and the audit record, and this worker's own compile offered for export.
+void AccountForArtifacts(Evaluation& e, ArtifactExchange* exchange, const absl::Status& acceptable,
+                         bool from_artifact, bool cache_hit,
+                         const std::optional<engine::CachedCompile>& own_module, json* detail) {
+  if (exchange == nullptr) return;
+  const CompileArtifact* offered = exchange->offered.has_value() ? &*exchange->offered : nullptr;
+  if (offered != nullptr) {
+    if (!acceptable.ok()) {
+      exchange->use = {ArtifactOutcome::kRefused, std::string(acceptable.message())};
+    } else if (from_artifact) {
+      exchange->use = {ArtifactOutcome::kUsed,
+                       absl::StrCat("the compile stage used the module of compile job ",
+                                    offered->producer_job_id, " (worker ",
+                                    offered->producer_worker_id, ") instead of compiling")};
+    } else {
+      exchange->use = CompareWithOwnCompile(*offered, e.compile);
+      if (cache_hit) absl::StrAppend(&exchange->use.detail, " (this worker's compile was cached)");
+    }
+    (*detail)["compile_artifact"] = ArtifactRecord(*offered, exchange->use);
+    e.record.report()["compile_artifact"] = (*detail)["compile_artifact"];
+  }
+  if (!from_artifact && own_module.has_value() && e.compile.compiled.has_value()) {
+    exchange->produced = ArtifactOf(*own_module, e.compile.compiled->identity);
+  }
+}
+
+// The compile stage's verdict from the compile event in `e.compile`: a compile error, an invalid
+// plan, or compiled (the SASS map then starts off the critical path; a compile-only job ends).
+StageResult JudgeCompileOutcome(Evaluation& e, json detail, double t0) {
+  Workspace& ws = e.workspace;
+  Verdict& verdict = e.record.verdict();
+  if (e.compile.outcome == gpu::CompileOutcome::kCompileError) {
+    const std::string failure = e.compile.failure;
+    e.record.Report(Stage::kCompile, false, absl::StrCat("compile error (", failure, ")"), detail,
+                    Now() - t0);
+    return std::optional<Verdict>(e.record.Finish(
+        VerdictClass::kCompileError,
+        absl::StrCat("compile error (", failure, "): ", Trim(e.compile.log, 2000))));
+  }
+  verdict.compiled = true;
+  if (e.compile.outcome == gpu::CompileOutcome::kPlanInvalid || !e.compile.compiled.has_value()) {
+    const std::string error = e.compile.plan_error.value_or("");
+    detail["plan_error"] = error;
+    e.record.Report(Stage::kCompile, false, "launch plan invalid", detail, Now() - t0);
+    return std::optional<Verdict>(
+        e.record.Finish(VerdictClass::kPlanInvalid, absl::StrCat("launch plan invalid: ", error)));
+  }
+  e.module = *e.compile.compiled;
+  detail["launch_kernels"] = e.module.launch_kernels;
+  // The timed workload's launches as the plan resolved them, so feedback can report the shared
+  // memory each launch really uses (ptxas reports static shared memory only; a TMA pipeline's
+  // ring is dynamic: 197,696 B for the reference GEMM).
+  {
+    json launches = json::array();
+    for (const gpu::LaunchGeometry& l : e.module.timed_launches) launches.push_back(gpu::ToJson(l));
+    detail["launches"] = std::move(launches);
+  }
+  if (!ws.request().compile_only) {
+    // Off the critical path: TargetStage collects the map.
+    ASSIGN_OR_RETURN(e.sassmap, SassMapProcess::Start(ws, e.module.module));
+    e.record.AddProcess(
+        {{"mode", "sassmap"}, {"event", "spawned"}, {"isolation", e.sassmap->isolation()}});
+  }
+  e.record.Report(Stage::kCompile, true,
+                  absl::StrFormat("compiled (%d-byte cubin) in %.2f s", e.module.cubin_bytes,
+                                  e.compile.seconds),
+                  detail, Now() - t0);
+  if (ws.request().compile_only) {
+    return std::optional<Verdict>(
+        e.record.Finish(VerdictClass::kCompiled, "compiled (compile-only scope)"));
+  }
+  return std::optional<Verdict>();
+}
+
 StageResult CompileStage(Evaluation& e) {
   double t0 = Now();
   Workspace& ws = e.workspace;
@@ -605,66 +680,8 @@ StageResult CompileStage(Evaluation& e) {
   json detail = e.compile.report;
   detail["isolation"] = isolation;
   detail["compile_cache"] = {{"hit", cache_hit}, {"key", cache_key}};
-  if (offered != nullptr) {
-    if (!acceptable.ok()) {
-      exchange->use = {ArtifactOutcome::kRefused, std::string(acceptable.message())};
-    } else if (from_artifact) {
-      exchange->use = {ArtifactOutcome::kUsed,
-                       absl::StrCat("the compile stage used the module of compile job ",
-                                    offered->producer_job_id, " (worker ",
-                                    offered->producer_worker_id, ") instead of compiling")};
-    } else {
-      exchange->use = CompareWithOwnCompile(*offered, e.compile);
-      if (cache_hit) absl::StrAppend(&exchange->use.detail, " (this worker's compile was cached)");
-    }
-    detail["compile_artifact"] = ArtifactRecord(*offered, exchange->use);
-    e.record.report()["compile_artifact"] = detail["compile_artifact"];
-  }
-  if (exchange != nullptr && !from_artifact && own_module.has_value() &&
-      e.compile.compiled.has_value()) {
-    exchange->produced = ArtifactOf(*own_module, e.compile.compiled->identity);
-  }
-  if (e.compile.outcome == gpu::CompileOutcome::kCompileError) {
-    const std::string failure = e.compile.failure;
-    e.record.Report(Stage::kCompile, false, absl::StrCat("compile error (", failure, ")"), detail,
-                    Now() - t0);
-    return std::optional<Verdict>(e.record.Finish(
-        VerdictClass::kCompileError,
-        absl::StrCat("compile error (", failure, "): ", Trim(e.compile.log, 2000))));
-  }
-  verdict.compiled = true;
-  if (e.compile.outcome == gpu::CompileOutcome::kPlanInvalid || !e.compile.compiled.has_value()) {
-    const std::string error = e.compile.plan_error.value_or("");
-    detail["plan_error"] = error;
-    e.record.Report(Stage::kCompile, false, "launch plan invalid", detail, Now() - t0);
-    return std::optional<Verdict>(
-        e.record.Finish(VerdictClass::kPlanInvalid, absl::StrCat("launch plan invalid: ", error)));
-  }
-  e.module = *e.compile.compiled;
-  detail["launch_kernels"] = e.module.launch_kernels;
-  // The timed workload's launches as the plan resolved them, so feedback can report the shared
-  // memory each launch really uses (ptxas reports static shared memory only; a TMA pipeline's
-  // ring is dynamic: 197,696 B for the reference GEMM).
-  {
-    json launches = json::array();
-    for (const gpu::LaunchGeometry& l : e.module.timed_launches) launches.push_back(gpu::ToJson(l));
-    detail["launches"] = std::move(launches);
-  }
-  if (!ws.request().compile_only) {
-    // Off the critical path: TargetStage collects the map.
-    ASSIGN_OR_RETURN(e.sassmap, SassMapProcess::Start(ws, e.module.module));
-    e.record.AddProcess(
-        {{"mode", "sassmap"}, {"event", "spawned"}, {"isolation", e.sassmap->isolation()}});
-  }
-  e.record.Report(Stage::kCompile, true,
-                  absl::StrFormat("compiled (%d-byte cubin) in %.2f s", e.module.cubin_bytes,
-                                  e.compile.seconds),
-                  detail, Now() - t0);
-  if (ws.request().compile_only) {
-    return std::optional<Verdict>(
-        e.record.Finish(VerdictClass::kCompiled, "compiled (compile-only scope)"));
-  }
-  return std::optional<Verdict>();
+  AccountForArtifacts(e, exchange, acceptable, from_artifact, cache_hit, own_module, &detail);
+  return JudgeCompileOutcome(e, std::move(detail), t0);
 }
 
 // ------------------------------------------------------------------ correctness
