@@ -64,7 +64,7 @@ TEST_CASE("every artifact outcome has its wire value", "[artifact]") {
   }
 }
 
-TEST_CASE("--artifact-verify-fraction: 1/8 by default, a share from 0 to 1, a warning at 0",
+TEST_CASE("the flag --artifact-verify-fraction: 1/8 by default, 0 to 1, a warning at 0",
           "[artifact]") {
   std::ostringstream warnings;
   auto config = ParseWorkerFlags({"--server", "127.0.0.1:1"}, warnings);
