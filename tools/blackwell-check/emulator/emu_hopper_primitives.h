@@ -196,8 +196,14 @@ struct WgmmaOp {
     for (u32 i = 0; i < m; ++i) {
       for (u32 kk = 0; kk < k; ++kk) {
         float value;
-        if (a_in_registers) {
-          if (a_type != WgmmaType::kBf16) emu::Fail("RS-form wgmma with fp8 A (not emulated)");
+        if (a_in_registers && a_type == WgmmaType::kE4m3) {
+          // A fragment (m64k32, 8-bit): warp i/16; lane (row%8)*4 + (k%16)/4; register
+          // (row%16)/8 + 2*(k/16); byte k%4 (the lowest byte = the lowest k).
+          const u32 r = i % 16;
+          const u32 thread = (i / 16) * 32 + (r % 8) * 4 + (kk % 16) / 4;
+          const u32 reg = a[thread][r / 8 + 2 * (kk / 16)];
+          value = DecodeE4m3(static_cast<unsigned char>((reg >> (8 * (kk % 4))) & 0xFFu));
+        } else if (a_in_registers) {
           // A fragment (m64k16, 16-bit): warp i/16; lane (row%8)*4 + (k%8)/2; register
           // (row%16)/8 + 2*(k/8); low half = even k.
           const u32 r = i % 16;
@@ -314,10 +320,12 @@ inline void IssueSs(float (&d)[kAccumulators], u64 desc_a, u64 desc_b, int scale
 
 template <u32 kN, int kAccumulators>
 inline void IssueRs(float (&d)[kAccumulators], const u32 (&a)[4], u64 desc_b, int scale_d,
-                    bool trans_b) {
+                    bool trans_b, WgmmaType type = WgmmaType::kBf16) {
   static_assert(kAccumulators * 2 == static_cast<int>(kN), "m64nN has N/2 fp32 per thread");
   WgmmaOp op;
   op.n = kN;
+  op.k = type == WgmmaType::kE4m3 ? 32 : 16;
+  op.a_type = op.b_type = type;
   op.a_in_registers = true;
   op.desc_b = desc_b;
   op.trans_b = trans_b;
