@@ -120,10 +120,19 @@ print(int(plan["launches"][-1]["dynamic_shared_bytes"]))' "${repo_root}/${source
 fp8_forward_workloads=("1 1 128 1.0 0.75 0.015625" "1 2 384 1.25 1.5 0.0234375"
                        "2 2 256 0.875 1.125 0.0625" "1 1 896 1.5 1.25 0.01171875"
                        "1 2 256 0.0625 0.1171875 0.0078125")
-# run_fp8_forward BINARY MODE [model]: status 1 on any failure.
+# The decoys and mutants run on three of them (one tile; three tiles of two heads; the task's
+# range), which is where each is caught or must pass.
+fp8_decoy_workloads=("${fp8_forward_workloads[0]}" "${fp8_forward_workloads[1]}"
+                     "${fp8_forward_workloads[4]}")
+# run_fp8_forward BINARY MODE [model|decoy]: status 1 on any failure.
 run_fp8_forward() {
   local binary="$1" mode="$2" model="${3:-}" w status=0
-  for w in "${fp8_forward_workloads[@]}"; do
+  local workloads=("${fp8_forward_workloads[@]}")
+  if [[ "${model}" == decoy ]]; then
+    workloads=("${fp8_decoy_workloads[@]}")
+    model=""
+  fi
+  for w in "${workloads[@]}"; do
     # shellcheck disable=SC2086  # the workload is a list of numbers
     "${build_dir}/${binary}" "${mode}" ${w} ${model} || status=1
   done
@@ -208,6 +217,80 @@ gqa_decoys=(
   "tasks/gqa_paged_decode_hq64_hk8_d128/decoys/contiguous_pages.cu"
   "tasks/gqa_paged_decode_hq64_hk8_d128/decoys/reads_past_length.cu"
 )
+
+# --fp8-attention-decoys: the fp8 attention forward's own mutants (must fail the emulator) and the
+# task's decoys (tools/attention-dev/fp8_fwd_gen_decoys.py --list: each wrong_result one must fail
+# at least one workload, each other one must pass every workload, its verdict being the GPU's
+# target check). p_e5m2's e5m2 conversion and wgmma are its own PTX, not emulated.
+fp8_mutants=(
+  "  return 16 * (k / 16) + 8 * (e / 2) + 2 * c + e % 2;|  return k;|V^T packed in the natural key order (P's fragment order not matched)"
+  "                            vt_head + static_cast<long long>(j) * kTileBytes, kTileBytes,|                            vt_head, kTileBytes,|every stage reads the head's first V^T tile"
+  "    const float out_scale = *descale_v;|    const float out_scale = *descale_v * 1.0f;|(control: a no-op edit must SURVIVE)"
+)
+if [[ "${targets[0]:-}" == "--fp8-attention-decoys" ]]; then
+  status=0
+  caught=0
+  index=0
+  for mutant in "${fp8_mutants[@]}"; do
+    IFS='|' read -r original replacement what <<<"${mutant}"
+    index=$((index + 1))
+    mutated="${build_dir}/fp8mutant${index}.cu"
+    ORIGINAL="${original}" REPLACEMENT="${replacement}" SRC="${repo_root}/${sources[h128fp8]}" \
+      OUT="${mutated}" python3 -c 'import os; s=open(os.environ["SRC"]).read(); o=os.environ["ORIGINAL"]
+assert s.count(o) == 1, "mutant text not found exactly once: " + o
+open(os.environ["OUT"], "w").write(s.replace(o, os.environ["REPLACEMENT"]))'
+    # build_fp8_forward takes paths relative to the repository: hand it the absolute one.
+    if ! repo_root="" build_fp8_forward "fp8mutant${index}" "${mutated}" \
+      2>"${build_dir}/fp8mutant${index}.build.log"; then
+      echo "MUTANT DID NOT BUILD: ${what}"
+      status=1
+      continue
+    fi
+    if run_fp8_forward "fp8mutant${index}" eager model >"${build_dir}/fp8mutant${index}.log" 2>&1; then
+      if [[ "${what}" == *"must SURVIVE"* ]]; then
+        echo "control survived, as it must: h128fp8: ${what}"
+      else
+        echo "MUTANT SURVIVED (the emulator missed it): h128fp8: ${what}"
+        status=1
+      fi
+    elif [[ "${what}" == *"must SURVIVE"* ]]; then
+      echo "CONTROL FAILED (the emulator rejects a correct kernel): h128fp8: ${what}"
+      status=1
+    else
+      caught=$((caught + 1))
+      echo "mutant caught: h128fp8: ${what}: $(grep -m1 FAIL "${build_dir}/fp8mutant${index}.log" | sed 's/^ *//')"
+    fi
+  done
+  while read -r decoy expect; do
+    [[ "${decoy}" == p_e5m2.cu ]] && continue
+    index=$((index + 1))
+    path="tasks/mha_fp8_with_lse_d128/decoys/${decoy}"
+    if ! build_fp8_forward "fp8decoy${index}" "${path}" 2>"${build_dir}/fp8decoy${index}.build.log"; then
+      echo "DECOY DID NOT BUILD: ${path}"
+      status=1
+      continue
+    fi
+    run_fp8_forward "fp8decoy${index}" eager decoy >"${build_dir}/fp8decoy${index}.log" 2>&1 &&
+      passed=yes || passed=no
+    summary=$(grep "summary" "${build_dir}/fp8decoy${index}.log" | sed 's/^ *summary //' | paste -sd';')
+    if [[ "${expect}" == wrong_result ]]; then
+      if [[ "${passed}" == yes ]]; then
+        echo "DECOY PASSED the emulator (expected wrong_result): ${path}"
+        status=1
+      else
+        caught=$((caught + 1))
+        echo "decoy caught: ${path}: ${summary}"
+      fi
+    elif [[ "${passed}" == yes ]]; then
+      echo "decoy passes the emulator, as it must (its verdict ${expect} is the GPU's): ${path}"
+    else
+      echo "DECOY FAILED the emulator (its output must be right): ${path}: ${summary}"
+      status=1
+    fi
+  done < <(python3 "${repo_root}/tools/attention-dev/fp8_fwd_gen_decoys.py" --list)
+  echo "${caught} fp8 attention mutants and wrong_result decoys caught"
+  exit "${status}"
+fi
 
 if [[ "${targets[0]:-}" == "--mutants" ]]; then
   status=0

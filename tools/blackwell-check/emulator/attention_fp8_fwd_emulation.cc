@@ -221,11 +221,15 @@ int main(int argc, char** argv) {
     if (!(err <= allowed)) lse_ok = false;
   }
   const double rn = RelativeNorm(o_got, o_ref);
-  const bool o_ok = rn <= 0.05;
-  std::printf("  %s O vs fp64 definition: relative norm %.4f (bound 0.05), outside allclose 1e-2 %zu of %zu\n",
+  // The task's provisional rule: all-close 1e-2 / 1e-2 on 99.5 % of the elements, relative norm
+  // 0.05 (here against fp64 rather than the library).
+  const bool o_ok = rn <= 0.05 && outside <= elements / 200;
+  std::printf("  %s O vs fp64 definition: relative norm %.4f (bound 0.05), outside allclose 1e-2 %zu of %zu (bound 0.5 %%)\n",
               o_ok ? "ok  " : "FAIL", rn, outside, elements);
   std::printf("  %s LSE vs fp64 definition: allclose 1e-2 (worst err/allowed %.4f)\n",
               lse_ok ? "ok  " : "FAIL", worst_lse);
+  std::printf("  summary S=%d descales %g/%g/%g: O %.4f %s, LSE %s\n", s, dq, dk, dv, rn,
+              o_ok ? "ok" : "FAIL", lse_ok ? "ok" : "FAIL");
   bool model_ok = true;
   if (model_check) {
     const double rm = RelativeNorm(o_got, o_model);

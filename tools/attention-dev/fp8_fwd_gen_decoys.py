@@ -1,0 +1,368 @@
+#!/usr/bin/env python3
+"""Writes the sm_90a decoys of mha_fp8_with_lse_d128: each is the task's reference solution
+(solutions/sm90a_fp8_fa_wgmma_tma.cu) with exact substitutions (each must apply exactly once), so
+that only the check it was written for can tell it from the solution.
+Run from anywhere; rewrites the decoy files in place. A dev tool, not part of the product build.
+With --check it writes nothing and exits 1 when a decoy differs from what it would write (CI runs
+this: tests/tools, fp8_attention_decoys_in_sync). --list prints "file expect" per decoy.
+
+The figures in the notes come from tools/attention-dev/fp8_fwd_margin_sim.cc (an fp64 model of
+each decoy against the task's rule, with the library modelled as an fp8 P V of its own) and, where
+it can run them, the CPU emulator (tools/blackwell-check/emulate.sh --fp8-attention-decoys).
+"""
+import os
+import sys
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+TASK = "mha_fp8_with_lse_d128"
+SOLUTION = os.path.join(ROOT, "tasks", TASK, "solutions", "sm90a_fp8_fa_wgmma_tma.cu")
+
+SL2 = "    const float sl2 = scale * (*descale_q) * (*descale_k) * kLog2e;"
+OUT_SCALE = "    const float out_scale = *descale_v;"
+LSE_STORE = "      if (lane % 4 == 0) LSE[row] = (m[h] + __log2f(l[h]) - kPScaleLog2) * kLn2;"
+
+DESCALE_IGNORED = [
+    (SL2, """    // THE DEFECT: the descales are not applied (the e4m3 values taken as the real ones).
+    const float sl2 = scale * kLog2e;"""),
+    (OUT_SCALE, "    const float out_scale = 1.0f;")]
+DESCALE_V_TWICE = [(OUT_SCALE, """    // THE DEFECT: descale_v applied twice (once per operand of a product it belongs to once).
+    const float out_scale = (*descale_v) * (*descale_v);""")]
+DESCALE_Q_ONLY = [(SL2, """    // THE DEFECT: only descale_q scales the logits; descale_k is left out.
+    const float sl2 = scale * (*descale_q) * kLog2e;""")]
+DESCALE_HARDCODED = [
+    (SL2, """    // THE DEFECT: the descales hard-coded to 2^-6 (a typical value) instead of read.
+    const float sl2 = scale * 0.015625f * 0.015625f * kLog2e;"""),
+    (OUT_SCALE, "    const float out_scale = 0.015625f;")]
+LSE_LOG2 = [(LSE_STORE, """      // THE DEFECT: the log-sum-exp in base 2 (m and log2 l are in log2 units), not the natural
+      // log the task asks for: every LSE is 1/ln(2) = 1.4427 times too large. O is correct.
+      if (lane % 4 == 0) LSE[row] = m[h] + __log2f(l[h]) - kPScaleLog2;""")]
+LOGITS_IGNORED = [(SL2, """    // THE DEFECT: the logits are never used (every probability equal): O is the mean of the
+    // head's V rows times descale_v, LSE = ln(S). Both GEMMs still run on the tensor cores.
+    const float sl2 = 0.0f * scale * (*descale_q) * (*descale_k);""")]
+P_UNSCALED = [("constexpr float kPScaleLog2 = 8.0f;  // P is rounded to e4m3 as 256 P",
+               """// THE DEFECT: P (<= 1) goes into e4m3 unscaled: e4m3 normals start at 2^-6, so the
+// probabilities below 2^-6 keep 1-2 bits (subnormals, spacing 2^-9) and those below 2^-10 become 0.
+constexpr float kPScaleLog2 = 0.0f;""")]
+P_E5M2 = [
+    ("""      "cvt.rn.satfinite.e4m3x2.f32 lo, %2, %1;\\n\\t"
+      "cvt.rn.satfinite.e4m3x2.f32 hi, %4, %3;\\n\\t\"""",
+     """      "cvt.rn.satfinite.e5m2x2.f32 lo, %2, %1;\\n\\t"
+      "cvt.rn.satfinite.e5m2x2.f32 hi, %4, %3;\\n\\t\""""),
+    ("""      "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+      "{%64, %65, %66, %67}, %68, p, 1, 1;\\n\\t}\"""",
+     """      "wgmma.mma_async.sync.aligned.m64n128k32.f32.e5m2.e4m3 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+      "{%64, %65, %66, %67}, %68, p, 1, 1;\\n\\t}\""""),
+    ("""// Four floats rounded to e4m3 (nearest even, saturating to +-448) in one register, x0 in the
+// low byte.""",
+     """// THE DEFECT: P is rounded to e5m2 (2 mantissa bits), not e4m3 (3), and the P V wgmma reads A
+// as e5m2 (.e5m2.e4m3): a quarter-coarser P than the task allows.
+// Four floats rounded to e5m2 (nearest even, saturating) in one register, x0 in the
+// low byte.""")]
+
+
+def skip_keys(divisor):
+    return [
+        ("""__device__ __forceinline__ void SoftmaxStep(float (&s)[64], float sl2, float (&m)[2], float (&l)[2],
+                                            float (&correction)[2]) {""",
+         f"""__device__ __forceinline__ void SoftmaxStep(float (&s)[64], float sl2, float (&m)[2], float (&l)[2],
+                                            float (&correction)[2], int key0, int key_limit) {{
+  // THE DEFECT: keys at or after key_limit (S - S/{divisor}) are hidden.
+  const int lane = sm90::lane_index();
+#pragma unroll
+  for (int j = 0; j < 16; ++j) {{
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {{
+      if (key0 + 8 * j + 2 * (lane % 4) + (e & 1) >= key_limit) {{
+        s[4 * j + e] = -__int_as_float(0x7f800000);
+      }}
+    }}
+  }}"""),
+        ("  const int num_kv_blocks = S / kBlockN;",
+         f"""  // THE DEFECT: the last S / {divisor} keys of the head are dropped: key blocks past key_limit
+  // are never loaded, and the last block is masked at key_limit.
+  const int key_limit = S - S / {divisor};
+  const int num_kv_blocks = (key_limit + kBlockN - 1) / kBlockN;"""),
+        ("""    SoftmaxStep(s, sl2, m, l, correction);
+    ConvertP(s, p);
+
+    // Steady state""",
+         """    SoftmaxStep(s, sl2, m, l, correction, 0, key_limit);
+    ConvertP(s, p);
+
+    // Steady state"""),
+        ("""      SoftmaxStep(s, sl2, m, l, correction);
+      sm90::wgmma_wait_group<0>();""",
+         """      SoftmaxStep(s, sl2, m, l, correction, next * kBlockN, key_limit);
+      sm90::wgmma_wait_group<0>();""")]
+
+
+# P V (and, for no_wgmma, S = Q K^T too) on the CUDA cores: e4m3 decoded by integer arithmetic,
+# fp32 FMA from the same shared-memory tiles, the results in the accumulator layout the rest of
+# the solution expects. P goes through a per-warpgroup fp32 buffer in shared memory.
+CUDA_CORE_HELPERS = """
+// ---- CUDA-core products of this decoy ----
+// e4m3 -> float without the tensor cores or cvt: sign, 4-bit exponent (bias 7), 3-bit mantissa.
+__device__ __forceinline__ float DecodeE4m3(u32 bits) {
+  const float magnitude = (bits & 0x78u) == 0u
+                              ? static_cast<float>(bits & 7u) * (1.0f / 512.0f)
+                              : __uint_as_float((((bits >> 3) & 15u) + 120u) << 23 | (bits & 7u) << 20);
+  return (bits & 0x80u) != 0u ? -magnitude : magnitude;
+}
+
+// Byte (row, column) of a 128B-swizzled tile of 128-byte rows starting 1024-byte aligned.
+__device__ __forceinline__ u32 TileByte(const unsigned char* tile, int row, int column) {
+  return tile[row * 128 + (((column / 16) ^ (row % 8)) * 16) + column % 16];
+}
+
+// The position of key k (0..31) of a 32-key group in the packed V^T rows (KeyOfPosition's inverse).
+__device__ __forceinline__ int PositionOfKey(int k) {
+  const int r = k % 16;
+  return 16 * (k / 16) + 4 * ((r % 8) / 2) + 2 * (r / 8) + r % 2;
+}
+
+// pv (accumulator layout) = P (fp32, [64 rows][128 keys] in p_smem) * V (the packed V^T tile).
+__device__ __forceinline__ void PVOnCudaCores(float (&pv)[64], const float* p_smem,
+                                              const unsigned char* v_tile) {
+  const int row0 = (sm90::thread_index_in_warpgroup() / 32) * 16 + sm90::lane_index() / 4;
+  const int column0 = 2 * (sm90::lane_index() % 4);
+#pragma unroll 1
+  for (int j = 0; j < 16; ++j) {
+    for (int e = 0; e < 4; ++e) {
+      const int row = row0 + 8 * (e >> 1), column = 8 * j + column0 + (e & 1);
+      float sum = 0.0f;
+      for (int key = 0; key < kBlockN; ++key) {
+        const int position = 32 * (key / 32) + PositionOfKey(key % 32);
+        sum = fmaf(p_smem[row * kBlockN + key], DecodeE4m3(TileByte(v_tile, column, position)), sum);
+      }
+      pv[4 * j + e] = sum;
+    }
+  }
+}
+
+// Writes this thread's 256 P (accumulator layout) to the warpgroup's buffer.
+__device__ __forceinline__ void StoreP(const float (&s)[64], float* p_smem) {
+  const int row0 = (sm90::thread_index_in_warpgroup() / 32) * 16 + sm90::lane_index() / 4;
+  const int column0 = 2 * (sm90::lane_index() % 4);
+#pragma unroll
+  for (int j = 0; j < 16; ++j) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      p_smem[(row0 + 8 * (e >> 1)) * kBlockN + 8 * j + column0 + (e & 1)] = s[4 * j + e];
+    }
+  }
+}
+"""
+QK_ON_CUDA_CORES = """
+// s (accumulator layout) = Q (this warpgroup's 64 rows of the Q tile) * K^T (the K tile).
+__device__ __forceinline__ void QKOnCudaCores(float (&s)[64], const unsigned char* q_tile,
+                                              const unsigned char* k_tile) {
+  const int row0 = (sm90::thread_index_in_warpgroup() / 32) * 16 + sm90::lane_index() / 4;
+  const int column0 = 2 * (sm90::lane_index() % 4);
+#pragma unroll 1
+  for (int j = 0; j < 16; ++j) {
+    for (int e = 0; e < 4; ++e) {
+      const int row = row0 + 8 * (e >> 1), key = 8 * j + column0 + (e & 1);
+      float sum = 0.0f;
+      for (int d = 0; d < kHeadDim; ++d) {
+        sum = fmaf(DecodeE4m3(TileByte(q_tile, row, d)), DecodeE4m3(TileByte(k_tile, key, d)), sum);
+      }
+      s[4 * j + e] = sum;
+    }
+  }
+}
+"""
+
+
+def cuda_core_pv(smem_bytes_old, stages_new, smem_bytes_new, qk_too):
+    subs = [
+        ("constexpr int kStages = 6;",
+         f"""// THE DEFECT's room: two fp32 P buffers (32 KiB each) take three stages' shared memory.
+constexpr int kStages = {stages_new};"""),
+        ("""constexpr u32 kBarrierOffset = kVOffset + kStages * kTileBytes;""",
+         """constexpr u32 kPOffset = kVOffset + kStages * kTileBytes;  // one [64][128] fp32 P per consumer
+constexpr u32 kBarrierOffset = kPOffset + 2 * 64 * 128 * 4;"""),
+        (f'static_assert(kSmemBytes == {smem_bytes_old}, ',
+         f'static_assert(kSmemBytes == {smem_bytes_new}, '),
+        (f'"dynamic_shared_bytes":"{smem_bytes_old}"', f'"dynamic_shared_bytes":"{smem_bytes_new}"'),
+        ("""// e4m3 A fragments of 256 P for the RS wgmma:""",
+         (CUDA_CORE_HELPERS + (QK_ON_CUDA_CORES if qk_too else "")).lstrip("\n") +
+         "\n// e4m3 A fragments of 256 P for the RS wgmma:"),
+        ("""    const u32 v_base = sm90::smem_u32(smem + kVOffset);
+""",
+         """    const u32 v_base = sm90::smem_u32(smem + kVOffset);
+    float* p_smem = reinterpret_cast<float*>(smem + kPOffset) + consumer * 64 * kBlockN;
+    const u32 p_barrier = 1 + consumer;  // named barrier of this warpgroup's 128 threads
+"""),
+        ("""      sm90::mbarrier_wait_parity(&v_full[stage], (j / kStages) & 1);
+      IssuePV(pv, p, v_base + stage * kTileBytes);
+      sm90::wgmma_commit_group();
+      // Groups complete""",
+         """      sm90::mbarrier_wait_parity(&v_full[stage], (j / kStages) & 1);
+      // THE DEFECT: P V on the CUDA cores (fp32 FMA from shared memory), not the tensor cores.
+      PVOnCudaCores(pv, p_smem, smem + kVOffset + stage * kTileBytes);
+      sm90::named_barrier_sync(p_barrier, 128);  // every thread has read P before it is rewritten
+      sm90::wgmma_commit_group();
+      // Groups complete"""),
+        ("""      AccumulateO(o, pv, correction);
+      ConvertP(s, p);""",
+         """      AccumulateO(o, pv, correction);
+      StoreP(s, p_smem);
+      sm90::named_barrier_sync(p_barrier, 128);"""),
+        ("""    SoftmaxStep(s, sl2, m, l, correction);
+    ConvertP(s, p);
+
+    // Steady state""",
+         """    SoftmaxStep(s, sl2, m, l, correction);
+    StoreP(s, p_smem);
+    sm90::named_barrier_sync(p_barrier, 128);
+
+    // Steady state"""),
+        ("""      sm90::mbarrier_wait_parity(&v_full[stage], (j / kStages) & 1);
+      IssuePV(pv, p, v_base + stage * kTileBytes);
+      sm90::wgmma_commit_group();
+      sm90::wgmma_wait_group<0>();""",
+         """      sm90::mbarrier_wait_parity(&v_full[stage], (j / kStages) & 1);
+      PVOnCudaCores(pv, p_smem, smem + kVOffset + stage * kTileBytes);
+      sm90::wgmma_commit_group();
+      sm90::wgmma_wait_group<0>();"""),
+    ]
+    if qk_too:
+        subs += [
+            ("""    IssueQK(s, q_base, k_base);
+    sm90::wgmma_commit_group();""",
+             """    // THE DEFECT: S = Q K^T on the CUDA cores too: no wgmma is ever issued.
+    QKOnCudaCores(s, smem + kQOffset + consumer * 64 * 128, smem + kKOffset);
+    sm90::wgmma_commit_group();"""),
+            ("""      IssueQK(s, q_base, k_base + (next % kStages) * kTileBytes);""",
+             """      QKOnCudaCores(s, smem + kQOffset + consumer * 64 * 128,
+                    smem + kKOffset + (next % kStages) * kTileBytes);"""),
+        ]
+    return subs
+
+
+# (file, expect, what, why, substitutions). The notes in task.json say the same in a line.
+DECOYS = [
+    ("descale_ignored.cu", "wrong_result",
+     ["the descales are ignored: logits scale * Q.K and O = softmax V of the raw e4m3",
+      "values."],
+     ["O is off by the factor 1/descale_v (8.5-1024 for the task's descales) and the logits",
+      "by 1/(descale_q descale_k): relative norm ~10-1000."],
+     DESCALE_IGNORED),
+    ("descale_v_twice.cu", "wrong_result",
+     ["O multiplied by descale_v twice."],
+     ["O is descale_v (2^-10..0.117) times too small: O relative norm 0.88-1."],
+     DESCALE_V_TWICE),
+    ("descale_q_only.cu", "wrong_result",
+     ["the logits scaled by descale_q alone (descale_k left out)."],
+     ["the logits are 1/descale_k (8.5-1024) times too large. With the task's block_scale",
+      "descales the true logits are ~0.01 and the wrong ones often still small: simulated",
+      "(fp8_fwd_margin_sim.cc), 10-28 % of the trials fail the rule and 2 of 20 whole",
+      "evaluations pass (O relative norm 0.003-0.12 against the library). With descales near 1",
+      "every evaluation fails (0.02-2.7)."],
+     DESCALE_Q_ONLY),
+    ("descale_hardcoded.cu", "wrong_result",
+     ["the three descales hard-coded to 2^-6 instead of read from their tensors."],
+     ["the descales are drawn per seed (56 values from 2^-10 to 1.875 * 2^-4); O is scaled by",
+      "2^-6 / descale_v, right only for the draws where descale_v is exactly 2^-6."],
+     DESCALE_HARDCODED),
+    ("lse_log2_base.cu", "wrong_result",
+     ["O correct; LSE written as m + log2(l) (base 2) instead of the natural log."],
+     ["every LSE is 1.4427 times the natural-log value (ln S = 4.85-8.3 here), far outside",
+      "rtol 1e-2."],
+     LSE_LOG2),
+    ("logits_ignored.cu", "wrong_result",
+     ["a null softmax: every probability equal (O = descale_v * the mean of the head's V",
+      "rows, LSE = ln S); both products still run on e4m3 wgmma."],
+     ["it ignores Q and K. With the task's block_scale descales (2^-10..0.117 each) the",
+      "true logits are ~0.01, so uniform attention is within 0-3 % of the right O (O relative",
+      "norm <= 0.031 against the library, LSE within 0.02 of its allowance): simulated, TODAY'S",
+      "RULE PASSES IT in 20 of 20 evaluations, and on the CPU emulator it passes the task-range",
+      "workload. With descales near 1 (logits of O(1)) it fails every trial (O 0.24-1.0)."],
+     LOGITS_IGNORED),
+    ("skip_keys_1pct.cu", "wrong_result",
+     ["drops the last S/100 keys of every head (key blocks past S - S/100 never loaded,",
+      "the last one masked)."],
+     ["simulated, O relative norm 0.078-0.11 against the library (bound 0.05) on every",
+      "workload, every trial fails; with descales near 1 the LSE fails all-close too."],
+     skip_keys(100)),
+    ("p_unscaled.cu", "pass",
+     ["P (<= 1) rounded to e4m3 without a scale, so small probabilities fall into e4m3's",
+      "subnormals or to zero."],
+     ["the definition allows P in e4m3 with any scale, and the probabilities that lose",
+      "bits carry little of O: simulated, the same figures as the solution (task descales:",
+      "O relative norm <= 0.023 against the library; descales near 1: 0.017-0.044 against the",
+      "solution's 0.016-0.044). A control: it must pass, rightly."],
+     P_UNSCALED),
+    ("p_e5m2.cu", "wrong_result",
+     ["P rounded to e5m2 (2 mantissa bits) and the P V wgmma reading A as e5m2."],
+     ["the definition allows e4m3 only. With the task's descales P is ~1 and exact in both",
+      "formats: simulated, TODAY'S RULE PASSES IT (20 of 20). With descales near 1 its O is",
+      "0.023-0.065 from the library against the solution's 0.016-0.044: no relative-norm bound",
+      "separates the two by more than ~1.5x."],
+     P_E5M2),
+    ("pv_on_cuda_cores.cu", "target_work_insufficient",
+     ["S = Q K^T on e4m3 wgmma, P V on the CUDA cores (fp32 FMA from shared memory, P",
+      "through an fp32 buffer): the right output."],
+     ["the fp8 wgmma does half of the task's FLOPs (share of the task ~0.5 < 0.9), and the",
+      "FMA work is ~1x the task's (share of the executed ~0.5)."],
+     cuda_core_pv(214168, 3, 181328, False)),
+    ("no_wgmma.cu", "target_not_executed",
+     ["both products on the CUDA cores (fp32 FMA from the TMA-loaded tiles): the right",
+      "output, TMA but no wgmma at all."],
+     ["the wgmma family never executes (TMA does)."],
+     cuda_core_pv(214168, 3, 181328, True)),
+]
+
+
+def decoy_text(name, expect, what, why, subs):
+    text = open(SOLUTION).read()
+    for old, new in subs:
+        count = text.count(old)
+        if count != 1:
+            sys.exit(f"fp8_fwd_gen_decoys.py: {name}: '{old[:70]}' found {count} times, expected once")
+        text = text.replace(old, new)
+    anchor = f"// Reference solution for {TASK} on sm_90a"
+    if text.count(anchor) != 1:
+        sys.exit("fp8_fwd_gen_decoys.py: the solution's first comment line moved")
+    header = ([f"// DECOY for {TASK} (sm_90a), written for PTXBench.",
+               f"// Expected verdict: {expect}.",
+               "// Generated by tools/attention-dev/fp8_fwd_gen_decoys.py from this task's",
+               "// solutions/sm90a_fp8_fa_wgmma_tma.cu; do not edit.", "//",
+               f"// What it does: {what[0]}"] + ["// " + line for line in what[1:]] +
+              ["//", f"// Why that verdict: {why[0]}"] + ["// " + line for line in why[1:]] +
+              ["//", "// Everything else is the reference solution, whose description follows.", "//"])
+    return text.replace(anchor, "\n".join(header) + "\n" + anchor)
+
+
+def main():
+    if "--list" in sys.argv[1:]:
+        for name, expect, _, _, _ in DECOYS:
+            print(name, expect)
+        return
+    stale = []
+    for name, expect, what, why, subs in DECOYS:
+        path = os.path.join(ROOT, "tasks", TASK, "decoys", name)
+        text = decoy_text(name, expect, what, why, subs)
+        if "--check" in sys.argv[1:]:
+            if not os.path.exists(path) or open(path).read() != text:
+                stale.append(os.path.relpath(path, ROOT))
+            continue
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as out:
+            out.write(text)
+        print(os.path.relpath(path, ROOT))
+    if stale:
+        sys.exit("not what fp8_fwd_gen_decoys.py writes (edit the solution or the generator, then "
+                 "run it): " + ", ".join(stale))
+
+
+if __name__ == "__main__":
+    main()
