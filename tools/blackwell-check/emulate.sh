@@ -9,9 +9,9 @@
 #        tools/blackwell-check/emulate.sh --mutants
 # Targets: fwd, fwd_causal, bwd, bwd_causal, gemm (sm_100a, attention_emulation.cc and
 # gemm_emulation.cc), fp8gemm and gqa (sm_90a, fp8_gemm_emulation.cc, gqa_decode_emulation.cc),
-# gqa100 (sm_100a, gqa_decode_emulation.cc), h128fp8 (sm_90a, the fp8 attention forward,
-# attention_fp8_fwd_emulation.cc; not in the default list: CI runs it as its own test), and the
-# plan-driven attention-forward targets of
+# gqa100 (sm_100a, gqa_decode_emulation.cc), h128fp8 and b128fp8 (sm_90a and sm_100a, the fp8
+# attention forward, attention_fp8_fwd_emulation.cc; not in the default list: CI runs them as a
+# test of their own), and the plan-driven attention-forward targets of
 # every head dim on both arches (attention_fwd_emulation.cc, launch geometry from each
 # solution's own PTXBENCH_PLAN):
 # h64, h64_causal, h128, h128_causal, h256, h256_causal (sm_90a: wgmma, TMA, mbarrier,
@@ -40,6 +40,7 @@ declare -A sources=(
   [gqa]="tasks/gqa_paged_decode_hq64_hk8_d128/solutions/sm90a_wgmma_tma.cu"
   [gqa100]="tasks/gqa_paged_decode_hq64_hk8_d128/solutions/sm100a_tcgen05_tma.cu"
   [h128fp8]="tasks/mha_fp8_with_lse_d128/solutions/sm90a_fp8_fa_wgmma_tma.cu"
+  [b128fp8]="tasks/mha_fp8_with_lse_d128/solutions/sm100a_tcgen05_fp8_fwd.cu"
 )
 # Plan-driven forward targets: the solution; the head dim is the task's (mha_with_lse_d<D>).
 declare -A forward_sources=(
@@ -103,15 +104,19 @@ run_forward() {
 # inline-PTX wrappers (RS e4m3 wgmma, e4m3 packing) are stripped and emulated by the driver; the
 # dynamic shared size is the plan's second launch's. build_fp8_forward BINARY SOURCE
 build_fp8_forward() {
-  local binary="$1" source="$2" smem
+  local binary="$1" source="$2" smem arch_define="-DATTN_SM90" include="${build_dir}/sm90"
+  if grep -q '#include "ptxbench_blackwell.cuh"' "${repo_root}/${source}"; then
+    arch_define="-DATTN_SM100"
+    include="${build_dir}"
+  fi
   python3 "${emulator}/make_header.py" kernel "${repo_root}/${source}" "${build_dir}/${binary}.cc" \
     --strip-asm
   smem=$(python3 -c 'import json, re, sys
 plan = json.loads(re.search(r"/\*\s*PTXBENCH_PLAN(.*?)\*/", open(sys.argv[1]).read(), re.S).group(1))
 print(int(plan["launches"][-1]["dynamic_shared_bytes"]))' "${repo_root}/${source}")
   g++ -std=c++20 -O2 -pthread -Wall -Wno-unknown-pragmas -Wno-psabi \
-    -Wno-deprecated-enum-enum-conversion -I"${build_dir}/sm90" -I"${build_dir}" -I"${emulator}" \
-    "-DFP8_FWD_SMEM_BYTES=${smem}" "-DKERNEL_SOURCE=\"${binary}.cc\"" \
+    -Wno-deprecated-enum-enum-conversion -I"${include}" -I"${build_dir}" -I"${emulator}" \
+    "${arch_define}" "-DFP8_FWD_SMEM_BYTES=${smem}" "-DKERNEL_SOURCE=\"${binary}.cc\"" \
     "${emulator}/attention_fp8_fwd_emulation.cc" -o "${build_dir}/${binary}"
 }
 # (B, H, S) and the three descales (q, k, v): logits of O(1) (descales ~1), the ring of 6 stages
@@ -395,10 +400,10 @@ fi
 
 status=0
 for target in "${targets[@]}"; do
-  if [[ "${target}" == h128fp8 ]]; then
-    build_fp8_forward h128fp8 "${sources[h128fp8]}"
+  if [[ "${target}" == h128fp8 || "${target}" == b128fp8 ]]; then
+    build_fp8_forward "${target}" "${sources[${target}]}"
     for mode in eager lazy; do
-      run_fp8_forward h128fp8 "${mode}" model || status=1
+      run_fp8_forward "${target}" "${mode}" model || status=1
     done
     continue
   fi
@@ -413,7 +418,7 @@ for target in "${targets[@]}"; do
   fi
   source="${sources[${target}]:-}"
   if [[ -z "${source}" ]]; then
-    echo "unknown target ${target} (fwd, fwd_causal, bwd, bwd_causal, gemm, fp8gemm, gqa, gqa100, h128fp8, h64, h64_causal," \
+    echo "unknown target ${target} (fwd, fwd_causal, bwd, bwd_causal, gemm, fp8gemm, gqa, gqa100, h128fp8, b128fp8, h64, h64_causal," \
       "h128, h128_causal, h256, h256_causal, b64, b64_causal, b128, b256, b256_causal)" >&2
     exit 2
   fi

@@ -1,7 +1,9 @@
-// Runs the mha_fp8_with_lse_d128 sm_90a solution (and, with emulate.sh --mutants, its decoys that
-// keep the solution's kernels) on the CPU emulator: the V^T packing launch, then the forward with
-// e4m3 wgmma in both forms (SS for S = Q K^T, RS with an 8-bit register A for O += P V), TMA boxes
-// of one-byte elements, bulk copies of the packed V^T tiles, the descale pointers.
+// Runs a mha_fp8_with_lse_d128 solution on the CPU emulator: the sm_90a one (ATTN_SM90, the
+// default; and, with emulate.sh --fp8-attention-decoys, its decoys) with e4m3 wgmma in both forms
+// (SS for S = Q K^T, RS with an 8-bit register A for O += P V), or the sm_100a one (ATTN_SM100)
+// with tcgen05.mma .kind::f8f6f4 (e4m3, both operands K-major from shared memory); either way the
+// V^T packing launch, TMA boxes of one-byte elements, bulk copies of the packed V^T tiles, the
+// descale pointers.
 //
 // Two comparisons per workload:
 // - against a double-precision reference of the task's definition (decoded e4m3 inputs, exact
@@ -16,8 +18,9 @@
 //
 // usage: attention_fp8_fwd MODE B H S DQ DK DV [model]  (MODE eager|lazy; DQ DK DV the descales;
 // "model" adds the model check, which decoys that change the computation skip).
-// The launch geometry is the plan's (two launches, grid S/128 x B*H, 256 and 384 threads); the
-// dynamic shared size comes from the plan (emulate.sh passes -DFP8_FWD_SMEM_BYTES).
+// The launch geometry is the plans' (two launches: the packing grid S/128 x B*H of 256 threads;
+// the forward S/128 x B*H of 384 threads on sm_90a, B*H x S/128 of 192 on sm_100a); the dynamic
+// shared size comes from the plan (emulate.sh passes -DFP8_FWD_SMEM_BYTES).
 #include <cmath>
 #include <cstring>
 
@@ -29,18 +32,30 @@ struct alignas(16) uint4 {
 };
 inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return {x, y, z, w}; }
 
-// The sm_90a header (emulated), then the source's own inline-PTX wrappers, emulated (make_header.py
+// The arch's header (emulated), then the source's own inline-PTX wrappers, emulated (make_header.py
 // kernel --strip-asm removed their real bodies).
+#if defined(ATTN_SM100)
+#include "ptxbench_blackwell.cuh"
+#else
 #include "ptxbench_hopper.cuh"
+#endif
 
 namespace fp8emu {
+
+inline float DecodeE4m3(unsigned char bits) {
+  const int exponent = (bits >> 3) & 0xF, mantissa = bits & 7;
+  if (exponent == 0xF && mantissa == 7) return NAN;
+  const float v = exponent == 0 ? std::ldexp(static_cast<float>(mantissa), -9)
+                                : std::ldexp(static_cast<float>(mantissa | 8), exponent - 10);
+  return (bits & 0x80) ? -v : v;
+}
 
 // cvt.rn.satfinite.e4m3x2.f32 on one value: nearest even, |x| > 448 saturates to 448, NaN -> NaN.
 inline unsigned char EncodeE4m3(float x) {
   static unsigned char table_init = 0;
   static float table[128];
   if (!table_init) {
-    for (int i = 0; i < 128; ++i) table[i] = ::ptxbench::sm90::DecodeE4m3(static_cast<unsigned char>(i));
+    for (int i = 0; i < 128; ++i) table[i] = DecodeE4m3(static_cast<unsigned char>(i));
     table_init = 1;
   }
   if (std::isnan(x)) return 0x7F;
@@ -61,10 +76,23 @@ inline unsigned char EncodeE4m3(float x) {
 
 namespace {
 
+#if defined(ATTN_SM100)
+inline void bulk_load_g2s(void* smem_dst, const void* gmem_src, unsigned bytes,
+                          unsigned long long* bar) {
+  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem_dst));
+  if (bytes % 16 != 0 || dst % 16 != 0 || reinterpret_cast<uintptr_t>(gmem_src) % 16 != 0) {
+    ::ptxbench_emu::Fail("cp.async.bulk size or addresses not multiples of 16", dst, bytes);
+  }
+  ::ptxbench_emu::CheckSmem(dst, bytes);
+  std::memcpy(::ptxbench_emu::state().smem + dst, gmem_src, bytes);
+  ::ptxbench_emu::MbarrierCompleteTx(bar, bytes);
+}
+#else
 inline void wgmma_m64n128k32_rs_e4m3(float (&d)[64], const unsigned (&a)[4],
                                      unsigned long long desc_b, int scale_d) {
   ::ptxbench::sm90::IssueRs<128>(d, a, desc_b, scale_d, false, ::ptxbench::sm90::WgmmaType::kE4m3);
 }
+#endif
 
 inline unsigned pack_e4m3x4(float x0, float x1, float x2, float x3) {
   return static_cast<unsigned>(fp8emu::EncodeE4m3(x0)) |
@@ -149,13 +177,22 @@ int main(int argc, char** argv) {
   const CUtensorMap tm_k = Map(k.data(), static_cast<unsigned long long>(bh_count) * s);
   const EmuDim3 grid{static_cast<unsigned>(s / 128), static_cast<unsigned>(bh_count), 1};
   emu::Launch([&] { vt_pack_kernel(v.data(), vt.data(), s); }, grid, 256, 0);
+#if defined(ATTN_SM100)
+  emu::Launch(
+      [&] {
+        mha_fp8_fwd_tcgen05(tm_q, tm_k, vt.data(), &dq, &dk, &dv, o.data(), lse.data(), s, scale);
+      },
+      EmuDim3{static_cast<unsigned>(bh_count), static_cast<unsigned>(s / 128), 1}, 192,
+      FP8_FWD_SMEM_BYTES);
+#else
   emu::Launch(
       [&] {
         attn_fwd_fp8_kernel(tm_q, tm_k, vt.data(), &dq, &dk, &dv, o.data(), lse.data(), scale, s);
       },
       grid, 384, FP8_FWD_SMEM_BYTES);
+#endif
 
-  auto dec = [](unsigned char x) { return static_cast<double>(::ptxbench::sm90::DecodeE4m3(x)); };
+  auto dec = [](unsigned char x) { return static_cast<double>(fp8emu::DecodeE4m3(x)); };
   std::vector<double> o_ref(elements), lse_ref(static_cast<size_t>(bh_count) * s);
   std::vector<double> o_model(elements);
   std::vector<double> logits(s);
@@ -194,7 +231,7 @@ int main(int argc, char** argv) {
         for (int j = j0; j < j0 + 128; ++j) {
           const double p = std::exp2(logits[j] / std::log(2.0) - m_new + 8);
           l += p;
-          const double pq = ::ptxbench::sm90::DecodeE4m3(fp8emu::EncodeE4m3(static_cast<float>(p)));
+          const double pq = fp8emu::DecodeE4m3(fp8emu::EncodeE4m3(static_cast<float>(p)));
           for (int c = 0; c < d; ++c) acc[c] += pq * dec(v[base + static_cast<size_t>(j) * d + c]);
         }
         m = m_new;

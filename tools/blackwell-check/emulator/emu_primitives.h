@@ -104,6 +104,17 @@ inline void mma_f16_ss(u32 d_tmem, u64 a_desc, u64 b_desc, u32 idesc, bool accum
   }
 }
 
+// .kind::f8f6f4 with e4m3 operands (the instruction descriptor's formats are checked at
+// execution), K = 32 per instruction.
+inline void mma_f8f6f4_ss(u32 d_tmem, u64 a_desc, u64 b_desc, u32 idesc, bool accumulate) {
+  const emu::PendingMma op{d_tmem, a_desc, b_desc, idesc, accumulate, /*fp8=*/true};
+  if (emu::state().lazy_mma) {
+    emu::pending_mmas.push_back(op);
+  } else {
+    emu::ExecuteMma(op);
+  }
+}
+
 inline void tcgen05_commit(u64* bar) {
   for (const emu::PendingMma& op : emu::pending_mmas) emu::ExecuteMma(op);
   emu::pending_mmas.clear();

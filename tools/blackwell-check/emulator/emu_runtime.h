@@ -110,6 +110,7 @@ struct PendingMma {
   unsigned long long a_desc, b_desc;
   unsigned idesc;
   bool accumulate;
+  bool fp8 = false;  // .kind::f8f6f4 (e4m3 operands, K = 32) instead of .kind::f16
 };
 
 struct State {
@@ -248,7 +249,8 @@ inline void CheckTmemWarpAccess(unsigned taddr, unsigned columns) {
 }
 
 // ---- tcgen05.mma ----
-inline unsigned OperandAddress(unsigned long long desc, bool mn_major, unsigned row, unsigned k) {
+inline unsigned OperandAddress(unsigned long long desc, bool mn_major, unsigned row, unsigned k,
+                               unsigned element_bytes = 2) {
   const unsigned start = static_cast<unsigned>(desc & 0x3FFFu) << 4;
   const unsigned lbo = static_cast<unsigned>((desc >> 16) & 0x3FFFu) << 4;
   const unsigned sbo = static_cast<unsigned>((desc >> 32) & 0x3FFFu) << 4;
@@ -258,12 +260,13 @@ inline unsigned OperandAddress(unsigned long long desc, bool mn_major, unsigned 
   if ((desc >> 61) != 2u) Fail("smem descriptor swizzle is not 128B (not emulated)", desc >> 61);
   unsigned address;
   if (mn_major) {
+    if (element_bytes != 2) Fail("MN-major 8-bit tcgen05 operand (not emulated)");
     address = start + (row % 64) * 2 + (row / 64) * lbo + (k % 8) * 128 + (k / 8) * sbo;
   } else {
-    address = start + (row % 8) * 128 + (row / 8) * sbo + k * 2;
+    address = start + (row % 8) * 128 + (row / 8) * sbo + k * element_bytes;
   }
   address = Swizzle128(address);
-  CheckSmem(address, 2);
+  CheckSmem(address, element_bytes);
   return address;
 }
 
@@ -276,11 +279,26 @@ inline float Bf16At(unsigned address) {
   return value;
 }
 
+// An e4m3 operand byte (fp8 kind): sign, 4-bit exponent (bias 7), 3-bit mantissa; 0x7F/0xFF NaN.
+inline float E4m3At(unsigned address) {
+  const unsigned bits = state().smem[address];
+  const unsigned exponent = (bits >> 3) & 0xFu, mantissa = bits & 7u;
+  if (exponent == 0xFu && mantissa == 7u) return NAN;
+  const float v = exponent == 0 ? std::ldexp(static_cast<float>(mantissa), -9)
+                                : std::ldexp(static_cast<float>(mantissa | 8u),
+                                             static_cast<int>(exponent) - 10);
+  return (bits & 0x80u) ? -v : v;
+}
+
 inline void ExecuteMma(const PendingMma& op) {
   const unsigned idesc = op.idesc;
   if ((idesc & 0xFu) != 0) Fail("idesc sparsity/saturate bits set (not emulated)");
   if (((idesc >> 4) & 3u) != 1u) Fail("idesc D format is not f32");
-  if (((idesc >> 7) & 7u) != 1u || ((idesc >> 10) & 7u) != 1u) Fail("idesc A/B not bf16");
+  // .kind::f16: A/B format 1 = bf16 (f16 not emulated); .kind::f8f6f4: 0 = e4m3 (others not).
+  const unsigned format = op.fp8 ? 0u : 1u;
+  if (((idesc >> 7) & 7u) != format || ((idesc >> 10) & 7u) != format) {
+    Fail(op.fp8 ? "idesc A/B not e4m3" : "idesc A/B not bf16");
+  }
   if (((idesc >> 13) & 3u) != 0u) Fail("idesc negate bits set");
   if (((idesc >> 23) & 1u) != 0u) Fail("idesc reserved bit 23 set");
   const bool a_mn = (idesc >> 15) & 1u;
@@ -292,15 +310,21 @@ inline void ExecuteMma(const PendingMma& op) {
   if ((op.d_tmem >> 16) != 0) Fail("MMA accumulator address has a lane field");
   const unsigned column = op.d_tmem & 0xFFFFu;
   if (column + n > state().tmem_allocated) Fail("MMA accumulator past the allocation", column, n);
-  std::vector<float> a(static_cast<size_t>(m) * 16), b(static_cast<size_t>(n) * 16);
+  const unsigned kk = op.fp8 ? 32 : 16;  // K per instruction: 32 bytes of a swizzled row either way
+  const unsigned bytes = op.fp8 ? 1 : 2;
+  auto element = [&](unsigned long long desc, bool mn, unsigned r, unsigned k) {
+    const unsigned address = OperandAddress(desc, mn, r, k, bytes);
+    return op.fp8 ? E4m3At(address) : Bf16At(address);
+  };
+  std::vector<float> a(static_cast<size_t>(m) * kk), b(static_cast<size_t>(n) * kk);
   for (unsigned r = 0; r < m; ++r)
-    for (unsigned k = 0; k < 16; ++k) a[r * 16 + k] = Bf16At(OperandAddress(op.a_desc, a_mn, r, k));
+    for (unsigned k = 0; k < kk; ++k) a[r * kk + k] = element(op.a_desc, a_mn, r, k);
   for (unsigned r = 0; r < n; ++r)
-    for (unsigned k = 0; k < 16; ++k) b[r * 16 + k] = Bf16At(OperandAddress(op.b_desc, b_mn, r, k));
+    for (unsigned k = 0; k < kk; ++k) b[r * kk + k] = element(op.b_desc, b_mn, r, k);
   for (unsigned i = 0; i < m; ++i) {
     for (unsigned j = 0; j < n; ++j) {
       float sum = 0.0f;
-      for (unsigned k = 0; k < 16; ++k) sum += a[i * 16 + k] * b[j * 16 + k];
+      for (unsigned k = 0; k < kk; ++k) sum += a[i * kk + k] * b[j * kk + k];
       unsigned& cell = state().tmem[i][column + j];
       float previous;
       std::memcpy(&previous, &cell, 4);
