@@ -5,7 +5,7 @@
 // for LSE), over every trial of every workload as the task draws them.
 //
 //   g++ -std=c++20 -O2 -o /tmp/fp8_margin tools/attention-dev/fp8_fwd_margin_sim.cc
-//   /tmp/fp8_margin [--descales task|unit] [--draws N] [--timed-rows R]
+//   /tmp/fp8_margin [--descales task|unit] [--draws N] [--timed-rows R] [--fp64-reference]
 //
 // Inputs: Q, K, V N(0, 1) rounded to e4m3 (nearest even, saturating), as the task's fp8 normal
 // draw; descales (1 + m/8) 2^e, m in 0..7, with e in -10..-4 (`task`: the block_scale kind the
@@ -24,7 +24,8 @@
 //   logits_ignored  every probability equal (O = descale_v mean V, LSE = ln S)
 //   descale_q_only  logits 1/descale_k too large
 //   descale_hardcoded  descales 2^-6 each
-// Prints, per candidate and workload, the O relative norm against the library (min-max over the
+// --fp64-reference compares with the exact definition in fp64 instead of the library model (the
+// figures an fp64 reference rule would see). Prints, per candidate and workload, the O relative norm against the library (min-max over the
 // draws' trials), the lowest O matched ratio, the LSE worst error / allowance, and the share of
 // draws (a draw = every trial of every workload, as one evaluation) that the rule passes.
 #include <algorithm>
@@ -97,7 +98,8 @@ struct Workload {
 // One row of the solution-style online softmax: logits in natural units (already scaled by
 // scale * descales), V rows decoded. Writes O (times out_scale, bf16-rounded) and LSE.
 void ModelRow(const std::vector<double>& logits, const std::vector<double>& v, int s, int key_limit,
-              double p_scale_log2, bool e5m2, int block, double out_scale, double* o, double* lse) {
+              double p_scale_log2, bool e5m2, int block, double out_scale, double* o, double* lse,
+              bool exact = false) {
   const double log2e = 1.0 / std::log(2.0);
   double m = -INFINITY, l = 0;
   std::vector<double> acc(128, 0.0);
@@ -112,14 +114,14 @@ void ModelRow(const std::vector<double>& logits, const std::vector<double>& v, i
     for (int j = j0; j < j1; ++j) {
       const double p = std::exp2(logits[j] * log2e - m_new + p_scale_log2);
       l += p;
-      const double pq = e5m2 ? E5m2(p) : E4m3(p);
+      const double pq = exact ? p : e5m2 ? E5m2(p) : E4m3(p);
       if (pq == 0) continue;
       const double* vr = &v[static_cast<size_t>(j) * 128];
       for (int c = 0; c < 128; ++c) acc[c] += pq * vr[c];
     }
     m = m_new;
   }
-  for (int c = 0; c < 128; ++c) o[c] = Bf16(out_scale * acc[c] / l);
+  for (int c = 0; c < 128; ++c) o[c] = exact ? out_scale * acc[c] / l : Bf16(out_scale * acc[c] / l);
   *lse = (m + std::log2(l) - p_scale_log2) * std::log(2.0);
 }
 
@@ -132,14 +134,16 @@ struct Stats {
 
 int main(int argc, char** argv) {
   std::string descales = "task";
+  bool fp64_reference = false;
   int draws = 10, timed_rows = 48;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--descales" && i + 1 < argc) descales = argv[++i];
     else if (a == "--draws" && i + 1 < argc) draws = std::atoi(argv[++i]);
     else if (a == "--timed-rows" && i + 1 < argc) timed_rows = std::atoi(argv[++i]);
+    else if (a == "--fp64-reference") fp64_reference = true;
     else {
-      std::fprintf(stderr, "usage: %s [--descales task|unit] [--draws N] [--timed-rows R]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--descales task|unit] [--draws N] [--timed-rows R] [--fp64-reference]\n", argv[0]);
       return 2;
     }
   }
@@ -189,7 +193,8 @@ int main(int argc, char** argv) {
               logits[j] = scale * dq * dk * dot;
             }
             double lse_lib;
-            ModelRow(logits, v, s, s, std::log2(448.0), false, s, dv, o_lib.data(), &lse_lib);
+            ModelRow(logits, v, s, s, std::log2(448.0), false, s, dv, o_lib.data(), &lse_lib,
+                     fp64_reference);
             for (int ci = 0; ci < kNumCandidates; ++ci) {
               const Candidate& cand = kCandidates[ci];
               std::vector<double> lg(s);
@@ -244,7 +249,8 @@ int main(int argc, char** argv) {
     for (int ci = 0; ci < kNumCandidates; ++ci) draws_passed[ci] += draw_ok[ci] ? 1 : 0;
   }
   std::printf("descales %s (e in %d..%d), %d draws (a draw = every trial of every workload), "
-              "timed rows sampled %d x 2 heads\n", descales.c_str(), e_lo, e_hi, draws, timed_rows);
+              "timed rows sampled %d x 2 heads, against %s\n", descales.c_str(), e_lo, e_hi, draws,
+              timed_rows, fp64_reference ? "the exact fp64 definition" : "the library model");
   std::printf("%-18s %-11s %-17s %-9s %-10s %-9s %s\n", "candidate", "workload", "O relnorm vs lib",
               "O matched", "LSE worst", "LSE rn", "trials failed");
   for (int ci = 0; ci < kNumCandidates; ++ci) {
