@@ -5,12 +5,13 @@
 // for LSE), over every trial of every workload as the task draws them.
 //
 //   g++ -std=c++20 -O2 -o /tmp/fp8_margin tools/attention-dev/fp8_fwd_margin_sim.cc
-//   /tmp/fp8_margin [--descales task|unit] [--draws N] [--timed-rows R] [--fp64-reference]
+//   /tmp/fp8_margin [--descales task|unit|tensor] [--draws N] [--timed-rows R] [--fp64-reference]
 //
 // Inputs: Q, K, V N(0, 1) rounded to e4m3 (nearest even, saturating), as the task's fp8 normal
 // draw; descales (1 + m/8) 2^e, m in 0..7, with e in -10..-4 (`task`: the block_scale kind the
-// task declares today) or e in -1..0 (`unit`: descales near 1, logits of O(1), the regime fp8
-// attention is used in). The timed workload (S = 4096) is sampled: R query rows of 2 heads per
+// task declared first) or e in -1..0 (`unit`: descales near 1, logits of O(1), the regime fp8
+// attention is used in); or `tensor`: the fp8_normal and tensor_descale kinds (Q, K, V e4m3 of
+// N(0, 64^2), saturated; descales (1 + m/8) 2^-6: dequantized values ~N(0, 1..1.9^2)). The timed workload (S = 4096) is sampled: R query rows of 2 heads per
 // trial; `medium` 128 rows of each of its 8 heads; `small` and `odd_blocks` every row. O is compared after bf16 rounding on both sides.
 //
 // The library is modelled as an fp8 P V of its own: P = exp(s - m) with the exact row maximum,
@@ -143,11 +144,15 @@ int main(int argc, char** argv) {
     else if (a == "--timed-rows" && i + 1 < argc) timed_rows = std::atoi(argv[++i]);
     else if (a == "--fp64-reference") fp64_reference = true;
     else {
-      std::fprintf(stderr, "usage: %s [--descales task|unit] [--draws N] [--timed-rows R] [--fp64-reference]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--descales task|unit|tensor] [--draws N] [--timed-rows R] [--fp64-reference]\n", argv[0]);
       return 2;
     }
   }
-  const int e_lo = descales == "unit" ? -1 : -10, e_hi = descales == "unit" ? 0 : -4;
+  // tensor: the fp8_normal / tensor_descale kinds (e4m3 of N(0, 64^2), descales (1 + m/8) 2^-6).
+  const bool tensor_kinds = descales == "tensor";
+  const double input_sd = tensor_kinds ? 64.0 : 1.0;
+  const int e_lo = descales == "unit" ? -1 : tensor_kinds ? -6 : -10;
+  const int e_hi = descales == "unit" ? 0 : tensor_kinds ? -6 : -4;
   const Workload workloads[] = {{"timed", 1, 2, 4096, 3, timed_rows},
                                 {"small", 1, 2, 128, 3, 0},
                                 {"odd_blocks", 1, 3, 384, 3, 0},
@@ -180,9 +185,9 @@ int main(int argc, char** argv) {
         for (int head = 0; head < heads; ++head) {
           std::vector<double> q(static_cast<size_t>(rows) * 128), k(static_cast<size_t>(s) * 128),
               v(static_cast<size_t>(s) * 128);
-          for (double& x : q) x = E4m3(normal(rng));
-          for (double& x : k) x = E4m3(normal(rng));
-          for (double& x : v) x = E4m3(normal(rng));
+          for (double& x : q) x = E4m3(input_sd * normal(rng));
+          for (double& x : k) x = E4m3(input_sd * normal(rng));
+          for (double& x : v) x = E4m3(input_sd * normal(rng));
           std::vector<double> dots(s), logits(s);
           std::vector<double> o_lib(128), o_c(128);
           for (int i = 0; i < rows; ++i) {

@@ -22,11 +22,11 @@
 // What it does: a null softmax: every probability equal (O = descale_v * the mean of the head's V
 // rows, LSE = ln S); both products still run on e4m3 wgmma.
 //
-// Why that verdict: it ignores Q and K. With the task's block_scale descales (2^-10..0.117 each) the
-// true logits are ~0.01, so uniform attention is within 0-3 % of the right O (O relative
-// norm <= 0.031 against the library, LSE within 0.02 of its allowance): simulated, TODAY'S
-// RULE PASSES IT in 20 of 20 evaluations, and on the CPU emulator it passes the task-range
-// workload. With descales near 1 (logits of O(1)) it fails every trial (O 0.24-1.0).
+// Why that verdict: it ignores Q and K. With the fp8_normal / tensor_descale inputs (logits of O(1)) it
+// fails every simulated trial (O relative norm 0.81-1.0). With block_scale descales (the
+// task's first inputs: 2^-10..0.117 each) the logits are ~0.01, uniform attention is within
+// 3 % of O, and the rule passes it (20 of 20 simulated evaluations; the CPU emulator's
+// task-range workload too).
 //
 // Everything else is the reference solution, whose description follows.
 //

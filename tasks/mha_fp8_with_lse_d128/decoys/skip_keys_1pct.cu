@@ -22,8 +22,9 @@
 // What it does: drops the last S/100 keys of every head (key blocks past S - S/100 never loaded,
 // the last one masked).
 //
-// Why that verdict: simulated, O relative norm 0.078-0.11 against the library (bound 0.05) on every
-// workload, every trial fails; with descales near 1 the LSE fails all-close too.
+// Why that verdict: simulated, O relative norm 0.034-0.18 against the library (bound 0.05; 0.06-0.18 on
+// odd_blocks and medium) and LSE off by up to 15x its all-close allowance with the
+// fp8_normal / tensor_descale inputs; 0.078-0.11 with block_scale descales.
 //
 // Everything else is the reference solution, whose description follows.
 //
