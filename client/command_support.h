@@ -1,7 +1,7 @@
-// What the client's verbs share: one way to declare and parse a verb (its usage line, its
-// flags, --help on stdout with exit 0, a usage error on stderr with exit 2), the connection
-// flags, errors of failed calls in words with a hint and the exit code they deserve, retries
-// of calls a restarting server fails, reading input files and JSON output of messages.
+// What the client's verbs that talk to the server share: the connection of a verb, errors of
+// failed calls in words with a hint and the exit code they deserve, retries of calls a
+// restarting server fails, and JSON output of messages. Declaring and parsing a verb and
+// reading its input files are in client/verb.h, which links no gRPC.
 #ifndef PTXBENCH_CLIENT_COMMAND_SUPPORT_H_
 #define PTXBENCH_CLIENT_COMMAND_SUPPORT_H_
 
@@ -14,6 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "client/verb.h"
 #include "common/cli_args.h"
 #include "proto/dial.h"
 
@@ -27,27 +28,6 @@ class Status;
 }  // namespace grpc
 
 namespace ptxbench::client {
-
-struct Verb {
-  std::string name;             // "submit"
-  std::string arguments;        // After the flags in the usage line: "SOURCE".
-  std::string summary;          // One line: what the verb does.
-  std::vector<FlagSpec> flags;  // The verb's own flags (--help is added).
-  bool connects = false;        // Adds the connection flags (proto/dial.h).
-  std::string default_server = kDefaultServerAddress;  // "" for `run` (no server: own stack).
-};
-
-// "usage: ptxbench VERB [flags] ARGS\nSUMMARY\nflags:\n  --..." for --help and usage errors.
-std::string VerbUsage(const Verb& verb);
-// Whether `args` ask for help (--help or -h before any "--").
-bool WantsHelp(const std::vector<std::string>& args);
-
-// Parses a verb's arguments. nullopt means the verb is done and `*exit_code` says how: 0 after
-// printing --help on `out`, 2 after printing the problem and the usage on `err`.
-std::optional<ParsedArgs> ParseVerb(const Verb& verb, const std::vector<std::string>& args,
-                                    std::ostream& out, std::ostream& err, int* exit_code);
-// Prints "ptxbench VERB: PROBLEM" and the usage on `err`; returns kExitUsage.
-int UsageError(const Verb& verb, const std::string& problem, std::ostream& err);
 
 // The connection of a verb that connects; a bad --token-file or --tls-ca is the error.
 absl::StatusOr<Connection> ConnectionOf(const ParsedArgs& args, std::ostream& err);
@@ -95,16 +75,7 @@ std::string NewIdempotencyKey();
 // Whether `id` is a submission id (a UUID, 8-4-4-4-12 hex digits).
 bool IsSubmissionId(const std::string& id);
 
-// A file named on the command line (`what`: "the source", "--plan"), through common/files'
-// reader; "-" reads standard input.
-absl::StatusOr<std::string> ReadInputFile(const std::string& path, std::string_view what);
 std::string ToJson(const google::protobuf::Message& message);
-
-// The language of the source at `source_path`: `language_flag` ("cuda" or "ptx") when given,
-// else from the file name (".ptx": ptx, anything else cuda). INVALID_ARGUMENT "--language:
-// 'x' is not cuda or ptx" otherwise.
-absl::StatusOr<std::string> SourceLanguage(const std::string& language_flag,
-                                           const std::string& source_path);
 
 }  // namespace ptxbench::client
 
