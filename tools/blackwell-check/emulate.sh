@@ -120,15 +120,17 @@ print(int(plan["launches"][-1]["dynamic_shared_bytes"]))' "${repo_root}/${source
     "${emulator}/attention_fp8_fwd_emulation.cc" -o "${build_dir}/${binary}"
 }
 # (B, H, S) and the three descales (q, k, v): logits of O(1) (descales ~1), the ring of 6 stages
-# wrapping (S = 896: 7 key blocks), and the task's own range (descales of the block_scale draw,
-# 2^-10..1.875 * 2^-4, whose logits are ~0: nearly uniform attention).
+# wrapping (S = 896: 7 key blocks), the block_scale range (2^-10..1.875 * 2^-4, whose logits are
+# ~0: nearly uniform attention), and the fp8_normal / tensor_descale inputs (x64: e4m3 of
+# N(0, 64^2), descales (1 + m/8) 2^-6).
 fp8_forward_workloads=("1 1 128 1.0 0.75 0.015625" "1 2 384 1.25 1.5 0.0234375"
                        "2 2 256 0.875 1.125 0.0625" "1 1 896 1.5 1.25 0.01171875"
-                       "1 2 256 0.0625 0.1171875 0.0078125")
-# The decoys and mutants run on three of them (one tile; three tiles of two heads; the task's
-# range), which is where each is caught or must pass.
-fp8_decoy_workloads=("${fp8_forward_workloads[0]}" "${fp8_forward_workloads[1]}"
-                     "${fp8_forward_workloads[4]}")
+                       "1 2 256 0.0625 0.1171875 0.0078125"
+                       "1 2 256 0.0234375 0.02734375 0.017578125 x64")
+# The decoys run on three of them (three tiles of two heads; the block_scale range; the
+# fp8_normal inputs), which is where each is caught or must pass.
+fp8_decoy_workloads=("${fp8_forward_workloads[1]}" "${fp8_forward_workloads[4]}"
+                     "${fp8_forward_workloads[5]}")
 # run_fp8_forward BINARY MODE [model|decoy]: status 1 on any failure.
 run_fp8_forward() {
   local binary="$1" mode="$2" model="${3:-}" w status=0
