@@ -336,18 +336,27 @@ absl::Status LoadDistribution(const FieldErrors& errors, const json& value,
                                                  "' draws int32 values: the tensor's dtype must "
                                                  "be int32"));
   }
-  if (kind == "normal" || kind == "spiky" || kind == "block_scale") {
+  if (kind == "normal" || kind == "spiky" || kind == "block_scale" || kind == "fp8_normal" ||
+      kind == "tensor_descale") {
     if (object != nullptr) RETURN_IF_ERROR(CheckKeys(errors, *object, field, {"kind"}));
     if (kind == "normal") {
       spec.distribution = Distribution::kNormal;
     } else if (kind == "spiky") {
       spec.distribution = Distribution::kSpiky;
+    } else if (kind == "fp8_normal") {
+      if (spec.dtype != DType::kFP8E4M3) {
+        return errors.Error(kind_field,
+                            "'fp8_normal' draws e4m3 values: the tensor's dtype must be fp8_e4m3");
+      }
+      spec.distribution = Distribution::kFp8Normal;
     } else {
       if (spec.dtype != DType::kFP32) {
-        return errors.Error(kind_field,
-                            "'block_scale' draws fp32 scales: the tensor's dtype must be fp32");
+        return errors.Error(kind_field, absl::StrCat("'", kind,
+                                                     "' draws fp32 scales: the tensor's dtype "
+                                                     "must be fp32"));
       }
-      spec.distribution = Distribution::kBlockScale;
+      spec.distribution =
+          kind == "block_scale" ? Distribution::kBlockScale : Distribution::kTensorDescale;
     }
   } else if (kind == "page_permutation") {
     if (object != nullptr) RETURN_IF_ERROR(CheckKeys(errors, *object, field, {"kind", "pages"}));
@@ -363,6 +372,7 @@ absl::Status LoadDistribution(const FieldErrors& errors, const json& value,
   } else {
     return errors.Error(kind_field, absl::StrCat("'", kind,
                                                  "' is not 'normal', 'spiky', 'block_scale', "
+                                                 "'fp8_normal', 'tensor_descale', "
                                                  "'page_permutation' or 'length_ladder'"));
   }
   return absl::OkStatus();

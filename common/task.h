@@ -33,7 +33,18 @@ enum class TensorRole { kInput, kOutput };
 // 0..7 and e in -10..-4 uniform (worker/engine/gpu/philox.h); fp32 tensors only.
 // kPagePermutation, kLengthLadder: the paged tasks' int32 page table and context lengths, with
 // parameters (IndexDistributionParams); int32 tensors only.
-enum class Distribution { kNormal, kSpiky, kBlockScale, kPagePermutation, kLengthLadder };
+// kFp8Normal: e4m3 values of N(0, 64^2), saturated at 448 (per-tensor-quantized activations);
+// fp8_e4m3 tensors only. kTensorDescale: per-tensor dequantization factors (1 + m/8)·2^-6, m in
+// 0..7; fp32 tensors only. Both built from the bits (worker/engine/gpu/philox.h).
+enum class Distribution {
+  kNormal,
+  kSpiky,
+  kBlockScale,
+  kPagePermutation,
+  kLengthLadder,
+  kFp8Normal,
+  kTensorDescale
+};
 
 // The parameters of the integer distributions, as axis expressions evaluated per workload
 // (task.json: "distribution": {"kind": "page_permutation", "pages": "NP"} or {"kind":

@@ -164,7 +164,14 @@ TEST_CASE("Malformed task files are rejected naming the file and the field") {
          "must be fp32");
   expect([](json& d) { d["tensors"][1]["distribution"] = "uniform"; },
          "field 'tensors[1].distribution': 'uniform' is not 'normal', 'spiky', 'block_scale', "
-         "'page_permutation' or 'length_ladder'");
+         "'fp8_normal', 'tensor_descale', 'page_permutation' or 'length_ladder'");
+  // The fp8 attention task's kinds hold their dtypes (tensor 1 of tiny_add is not fp8 / fp32).
+  expect([](json& d) { d["tensors"][1]["distribution"] = "fp8_normal"; },
+         "field 'tensors[1].distribution': 'fp8_normal' draws e4m3 values: the tensor's dtype "
+         "must be fp8_e4m3");
+  expect([](json& d) { d["tensors"][1]["distribution"] = "tensor_descale"; },
+         "field 'tensors[1].distribution': 'tensor_descale' draws fp32 scales: the tensor's "
+         "dtype must be fp32");
   CHECK(copy.LoadWith([](json& d) { d["tensors"][0]["distribution"] = "block_scale"; }) == "");
   expect(
       [](json& d) { d["tensors"][1]["dtype"] = "bf17"; },
@@ -922,7 +929,8 @@ TEST_CASE("The integer distributions are parsed with their parameters, naming th
   };
   expect([](json& d) { d["tensors"][3]["distribution"]["kind"] = "shuffle"; },
          "field 'tensors[3].distribution.kind': 'shuffle' is not 'normal', 'spiky', "
-         "'block_scale', 'page_permutation' or 'length_ladder'");
+         "'block_scale', 'fp8_normal', 'tensor_descale', 'page_permutation' or "
+         "'length_ladder'");
   expect(
       [](json& d) {
         d["tensors"][3]["distribution"] = {{"pages", "NP"}};

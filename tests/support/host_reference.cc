@@ -47,6 +47,76 @@ float DecodeE4M3(uint8_t code) {
   return (code & 0x80) != 0 ? -magnitude : magnitude;
 }
 
+namespace {
+
+std::vector<float> DecodeScaled(const std::vector<uint8_t>& codes, float descale) {
+  std::vector<float> out(codes.size());
+  for (size_t i = 0; i < codes.size(); ++i) out[i] = DecodeE4M3(codes[i]) * descale;
+  return out;
+}
+
+}  // namespace
+
+void AttentionFp8Forward(const AttentionShape& a, double scale, const std::vector<uint8_t>& q,
+                         const std::vector<uint8_t>& k, const std::vector<uint8_t>& v,
+                         float descale_q, float descale_k, float descale_v, std::vector<double>& o,
+                         std::vector<double>& lse) {
+  AttentionForward(a, scale, DecodeScaled(q, descale_q), DecodeScaled(k, descale_k),
+                   DecodeScaled(v, descale_v), o, lse);
+}
+
+double RoundToE4M3(double x) {
+  if (std::isnan(x)) return x;
+  const double magnitude = std::min(std::abs(x), 448.0);
+  // The grid spacing at |x|: 2^(e-3) for normals (e = floor(log2 |x|) >= -6), 2^-9 below.
+  int exponent = 0;
+  std::frexp(magnitude, &exponent);  // magnitude = f · 2^exponent, f in [0.5, 1).
+  const int e = std::max(exponent - 1, -6);
+  const double step = std::ldexp(1.0, e - 3);
+  const double rounded = std::nearbyint(magnitude / step) * step;  // Ties to even (FE_TONEAREST).
+  return std::copysign(std::min(rounded, 448.0), x);
+}
+
+void AttentionFp8ForwardQuantized(const AttentionShape& a, double scale,
+                                  const std::vector<uint8_t>& q, const std::vector<uint8_t>& k,
+                                  const std::vector<uint8_t>& v, float descale_q, float descale_k,
+                                  float descale_v, double p_scale, bool o_e4m3,
+                                  std::vector<double>& o, std::vector<double>& lse) {
+  const std::vector<float> qf = DecodeScaled(q, descale_q), kf = DecodeScaled(k, descale_k),
+                           vf = DecodeScaled(v, 1.0f);
+  o.assign(a.Elements(), 0);
+  lse.assign(a.Rows(), 0);
+  std::vector<double> logits(static_cast<size_t>(a.s));
+  const size_t d = static_cast<size_t>(a.d);
+  for (size_t bh = 0; bh < static_cast<size_t>(a.b) * a.h; ++bh) {
+    const size_t base = bh * a.s * d;
+    for (size_t i = 0; i < static_cast<size_t>(a.s); ++i) {
+      const size_t keys = a.causal ? i + 1 : static_cast<size_t>(a.s);
+      double max = -std::numeric_limits<double>::infinity();
+      for (size_t j = 0; j < keys; ++j) {
+        double dot = 0;
+        for (size_t x = 0; x < d; ++x) {
+          dot += static_cast<double>(qf[base + i * d + x]) * kf[base + j * d + x];
+        }
+        logits[j] = dot * scale;
+        max = std::max(max, logits[j]);
+      }
+      double sum = 0;
+      for (size_t j = 0; j < keys; ++j) sum += std::exp(logits[j] - max);
+      const double row_lse = max + std::log(sum);
+      lse[bh * a.s + i] = row_lse;
+      double* row = &o[base + i * d];
+      for (size_t j = 0; j < keys; ++j) {
+        const double p = RoundToE4M3(std::exp(logits[j] - row_lse) * p_scale) / p_scale;
+        for (size_t x = 0; x < d; ++x) row[x] += p * vf[base + j * d + x];
+      }
+      for (size_t x = 0; x < d; ++x) {
+        row[x] = (o_e4m3 ? RoundToE4M3(row[x]) : row[x]) * static_cast<double>(descale_v);
+      }
+    }
+  }
+}
+
 void BlockScaledGemm(const BlockScaledGemmShape& s, const std::vector<float>& a,
                      const std::vector<float>& a_scale, const std::vector<float>& b,
                      const std::vector<float>& b_scale, std::vector<double>& c) {

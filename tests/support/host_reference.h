@@ -29,6 +29,31 @@ void AttentionForward(const AttentionShape& a, double scale, const std::vector<f
 // exponent 0 is subnormal (m · 2⁻⁹), no infinities, S.1111.111 the only NaN; largest 448.
 float DecodeE4M3(uint8_t code);
 
+// The fp8 attention forward (mha_fp8_with_lse_d128): Q, K, V as e4m3 codes [B, H, S, D] and the
+// per-tensor descales. S_ij = scale · descale_q · descale_k · Σ_d Q[i][d]·K[j][d], O_i =
+// descale_v · Σ_j softmax_j(S)_ij V[j], LSE_i = ln Σ_j exp(S_ij): the task's definition, P never
+// quantized (the tolerance is set from the library's error against exactly this). The descales
+// are applied to the decoded operands (an e4m3 value times a (1 + m/8)·2^e descale is exact in
+// float), then AttentionForward runs in double.
+void AttentionFp8Forward(const AttentionShape& a, double scale, const std::vector<uint8_t>& q,
+                         const std::vector<uint8_t>& k, const std::vector<uint8_t>& v,
+                         float descale_q, float descale_k, float descale_v, std::vector<double>& o,
+                         std::vector<double>& lse);
+
+// A model of what an fp8 attention library computes on top of the definition: P rounded to
+// e4m3 after scaling by `p_scale` (and dequantized), and O rounded to e4m3 in units of V (O /
+// descale_v) when `o_e4m3`, else kept in double. Everything else in double. For the CPU tests'
+// estimate of the tolerance the library needs (docs/task-authoring.md, "The fp8 attention
+// forward task"); the GPU measures the real figure.
+void AttentionFp8ForwardQuantized(const AttentionShape& a, double scale,
+                                  const std::vector<uint8_t>& q, const std::vector<uint8_t>& k,
+                                  const std::vector<uint8_t>& v, float descale_q, float descale_k,
+                                  float descale_v, double p_scale, bool o_e4m3,
+                                  std::vector<double>& o, std::vector<double>& lse);
+
+// The e4m3 value nearest to `x` (round to nearest, ties to even), saturated at ±448.
+double RoundToE4M3(double x);
+
 // Block-scaled fp8 GEMM shape (DeepSeek-V3 / DeepGEMM style): A [M, K] and B [N, K] row-major
 // (K contiguous, e4m3 decoded to float), A's scales [M, ceil(K/128)] (one per 1 x 128 block of a
 // row), B's scales [ceil(N/128), ceil(K/128)] (one per 128 x 128 block), C [M, N].

@@ -186,5 +186,141 @@ TEST_CASE("allclose fails an element only past both bounds, and every non-finite
   CHECK(RelativeNorm(close, ref) == Approx(1.0 / std::sqrt(1.0 + 10000.0 + 25.0 + 4.0)));
 }
 
+// ---------------------------------------------------------------------------------------------
+// The fp8 attention forward (mha_fp8_with_lse_d128).
+
+// The e4m3 code of a value on the grid (an exhaustive search: the test's own encoder).
+uint8_t EncodeE4M3(double value) {
+  for (int code = 0; code < 256; ++code) {
+    if ((code & 0x7F) == 0x7F) continue;  // NaN.
+    if (static_cast<double>(DecodeE4M3(static_cast<uint8_t>(code))) == value) {
+      return static_cast<uint8_t>(code);
+    }
+  }
+  return 0x7F;
+}
+
+// e4m3 codes of 64·N(0, 1) rounded and saturated: the task's fp8_normal inputs, drawn here with
+// the standard library (the generator's own stream is tested in host_generate_test.cc).
+std::vector<uint8_t> Fp8Normal(size_t count, uint32_t seed) {
+  std::vector<uint8_t> out(count);
+  const std::vector<float> x = Normal(count, seed);
+  for (size_t i = 0; i < count; ++i) out[i] = EncodeE4M3(RoundToE4M3(64.0 * x[i]));
+  return out;
+}
+
+TEST_CASE("e4m3 rounding: every code is a fixed point, midpoints tie to even, saturation at 448") {
+  for (int code = 0; code < 0x7F; ++code) {
+    const double value = DecodeE4M3(static_cast<uint8_t>(code));
+    INFO("code " << code);
+    CHECK(RoundToE4M3(value) == value);
+    CHECK(RoundToE4M3(-value) == -value);
+    if (code + 1 < 0x7F) {
+      const double next = DecodeE4M3(static_cast<uint8_t>(code + 1));
+      const double midpoint = (value + next) / 2;
+      CHECK(RoundToE4M3(midpoint) == ((code & 1) == 0 ? value : next));
+      CHECK(RoundToE4M3(std::nextafter(midpoint, 0.0)) == value);
+      CHECK(RoundToE4M3(std::nextafter(midpoint, 1e9)) == next);
+    }
+  }
+  CHECK(RoundToE4M3(1e6) == 448.0);
+  CHECK(RoundToE4M3(-465.0) == -448.0);
+  CHECK(RoundToE4M3(std::ldexp(1.0, -11)) == 0.0);  // Below half the smallest subnormal 2^-9.
+  CHECK(EncodeE4M3(448.0) == 0x7E);
+  CHECK(EncodeE4M3(-1.0) == 0xB8);
+}
+
+TEST_CASE(
+    "fp8 attention forward: equal keys give descale_v times the mean value, LSE from both "
+    "descales") {
+  AttentionShape a{1, 2, 32, 128, false};
+  const std::vector<uint8_t> q = Fp8Normal(a.Elements(), 11), v = Fp8Normal(a.Elements(), 12);
+  const std::vector<uint8_t> key = Fp8Normal(128, 13);
+  std::vector<uint8_t> k(a.Elements());
+  for (size_t row = 0; row < a.Rows(); ++row) {
+    for (int x = 0; x < a.d; ++x) k[row * a.d + x] = key[x];
+  }
+  const double scale = 1.0 / std::sqrt(128.0);
+  const float descale_q = 1.125f / 64, descale_k = 1.875f / 64, descale_v = 1.5f / 64;
+  std::vector<double> o, lse;
+  AttentionFp8Forward(a, scale, q, k, v, descale_q, descale_k, descale_v, o, lse);
+  for (size_t bh = 0; bh < 2; ++bh) {
+    for (int i = 0; i < a.s; ++i) {
+      double dot = 0;
+      for (int x = 0; x < a.d; ++x) {
+        dot += double(DecodeE4M3(q[(bh * a.s + i) * a.d + x])) * DecodeE4M3(key[x]);
+      }
+      CHECK(lse[bh * a.s + i] ==
+            Approx(scale * descale_q * descale_k * dot + std::log(a.s)).epsilon(1e-12));
+      for (int x = 0; x < a.d; x += 13) {
+        double mean = 0;
+        for (int j = 0; j < a.s; ++j) mean += DecodeE4M3(v[(bh * a.s + j) * a.d + x]);
+        CHECK(o[(bh * a.s + i) * a.d + x] == Approx(descale_v * mean / a.s).margin(1e-12));
+      }
+    }
+  }
+}
+
+TEST_CASE(
+    "fp8 attention forward: only the product descale_q · descale_k matters, O is linear in "
+    "descale_v") {
+  AttentionShape a{1, 1, 64, 128, false};
+  const std::vector<uint8_t> q = Fp8Normal(a.Elements(), 21), k = Fp8Normal(a.Elements(), 22),
+                             v = Fp8Normal(a.Elements(), 23);
+  const double scale = 1.0 / std::sqrt(128.0);
+  std::vector<double> o1, lse1, o2, lse2;
+  AttentionFp8Forward(a, scale, q, k, v, 1.0f / 64, 1.75f / 64, 1.25f / 64, o1, lse1);
+  AttentionFp8Forward(a, scale, q, k, v, 1.75f / 64, 1.0f / 64, 2.5f / 64, o2, lse2);
+  for (size_t i = 0; i < lse1.size(); ++i) CHECK(lse2[i] == Approx(lse1[i]).epsilon(1e-13));
+  for (size_t i = 0; i < o1.size(); ++i) CHECK(o2[i] == Approx(2 * o1[i]).margin(1e-15));
+  // And the descales do matter: the logits of N(0,1)-sized operands (rows of |q|·|k| ~ 128) are
+  // O(1); without them (descales 1) they would be 4096x larger.
+  double lse_spread = 0;
+  for (double x : lse1) lse_spread = std::max(lse_spread, std::abs(x - std::log(a.s)));
+  CHECK(lse_spread > 0.2);
+  CHECK(lse_spread < 20);
+}
+
+// The tolerance estimate of the fp8 attention task (docs/task-authoring.md, "The fp8 attention
+// forward task"): a library that quantizes P to e4m3 (scale 256), without and with an e4m3 O,
+// against the definition, on the task's small workload shape with the largest and smallest
+// descales. Printed; the GPU measures cuDNN's real figures (gpu_runtime_test.cc).
+TEST_CASE("fp8 attention forward: the error of P (and O) in e4m3 against the definition") {
+  const AttentionShape a{1, 2, 384, 128, false};
+  const std::vector<uint8_t> q = Fp8Normal(a.Elements(), 31), k = Fp8Normal(a.Elements(), 32),
+                             v = Fp8Normal(a.Elements(), 33);
+  const double scale = 1.0 / std::sqrt(128.0);
+  for (float descale : {1.0f / 64, 1.875f / 64}) {
+    std::vector<double> o, lse;
+    AttentionFp8Forward(a, scale, q, k, v, descale, descale, descale, o, lse);
+    for (bool o_e4m3 : {false, true}) {
+      std::vector<double> qo, qlse;
+      AttentionFp8ForwardQuantized(a, scale, q, k, v, descale, descale, descale, 256.0, o_e4m3, qo,
+                                   qlse);
+      std::vector<float> got(qo.size());
+      double max_abs = 0, max_ref = 0;
+      for (size_t i = 0; i < qo.size(); ++i) {
+        // bf16 O when not e4m3: the task's output type, rounded as a kernel stores it.
+        got[i] = static_cast<float>(qo[i]);
+        max_abs = std::max(max_abs, std::abs(qo[i] - o[i]));
+        max_ref = std::max(max_ref, std::abs(o[i]));
+      }
+      const double norm = RelativeNorm(got, o);
+      const double matched =
+          1.0 - static_cast<double>(AllCloseFailures(got, o, 1e-2, 1e-2)) / got.size();
+      std::vector<float> lse_got(qlse.begin(), qlse.end());
+      const double lse_norm = RelativeNorm(lse_got, lse);
+      WARN("descale " << descale * 64 << "/64, P e4m3 x256" << (o_e4m3 ? ", O e4m3" : "")
+                      << ": O relative norm " << norm << ", max abs error " << max_abs
+                      << " (max |O| " << max_ref << "), matched at 1e-2/1e-2 " << matched
+                      << "; LSE relative norm " << lse_norm);
+      CHECK(norm > 1e-4);      // Quantizing P is visible...
+      CHECK(norm < 0.05);      // ...but an error of a few percent at most.
+      // LSE comes from the logits, before P is quantized (float's rounding of it only).
+      CHECK(lse_norm < 1e-7);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ptxbench::testing

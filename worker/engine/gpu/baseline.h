@@ -69,12 +69,19 @@ absl::StatusOr<std::vector<std::unique_ptr<Baseline>>> CreateCublasLtFp8BlockSca
 // log). Query head h attends with key/value head h / (HQ / HK); scale 1/sqrt(D).
 inline constexpr char kSdpaPagedDecodeOperation[] = "sdpa_paged_decode_bf16";
 
+// task.json `baseline.operation` of the fp8 attention forward (cuDNN, mha_fp8_with_lse_d128):
+// inputs Q, K, V [B, H, S, D] fp8 e4m3, descale_q, descale_k, descale_v [1] fp32; outputs O
+// [B, H, S, D] bf16 and LSE [B, H, S] fp32 of the dequantized logits scale · descale_q ·
+// descale_k · Q·Kᵀ (scale 1/sqrt(D)), O = descale_v · softmax · V. cuDNN quantizes P to e4m3
+// (scale 256) and, on Hopper, O to e4m3 before a conversion kernel (cudnn_sdpa_baseline.cc).
+inline constexpr char kSdpaFp8ForwardOperation[] = "sdpa_fwd_fp8";
+
 // Implemented in cudnn_sdpa_baseline.cc: "sdpa_fwd_bf16[_causal]" (inputs Q, K, V; outputs O
 // and LSE, the natural-log log-sum-exp of each scaled row) and "sdpa_bwd_bf16[_causal]" (inputs
 // Q, K, V, O, dO, LSE; outputs dQ, dK, dV), all [B, H, S, D] bf16 with LSE [B, H, S] fp32 and
 // scale 1/sqrt(D); and kSdpaPagedDecodeOperation (its own file would have to repeat the backend
-// graph builder, or expose cuDNN's types in a header). Plans are built once per operation and
-// shape in a process.
+// graph builder, or expose cuDNN's types in a header), and kSdpaFp8ForwardOperation. Plans are
+// built once per operation and shape in a process.
 absl::StatusOr<std::unique_ptr<Baseline>> CreateCudnnSdpa(
     const std::string& operation, const std::map<std::string, int64_t>& axes);
 // Candidates of the two libraries (cuBLASLt: the heuristic's ranked results; cuDNN: the

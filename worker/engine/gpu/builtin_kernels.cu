@@ -28,6 +28,11 @@ __device__ __forceinline__ float NormalFromBits(uint32_t a, uint32_t b, float* s
   return r * c;
 }
 
+// fp8_normal's inverse-CDF table (philox.h), in constant memory: the host table is not
+// addressable from device code.
+__constant__ uint32_t kFp8NormalThresholdsDevice[ptxbench::gpu::kFp8NormalCodes - 1] = {
+    PTXBENCH_FP8_NORMAL_THRESHOLDS};
+
 }  // namespace
 
 extern "C" __global__ void ptxbench_generate(void* out, uint64_t count, uint64_t seed,
@@ -49,6 +54,21 @@ extern "C" __global__ void ptxbench_generate(void* out, uint64_t count, uint64_t
       continue;
     }
     ptxbench::gpu::Philox4 r = Philox4x32_10(i, tensor_index, seed);
+    // The fp8 attention task's kinds, from the bits alone (philox.h): e4m3 bytes and fp32
+    // descales; other dtypes are refused at task load.
+    if (distribution == ptxbench::gpu::kDistFp8Normal) {
+      if (dtype == kFP8E4M3) {
+        static_cast<uint8_t*>(out)[i] =
+            ptxbench::gpu::Fp8NormalByte(r.v[2], r.v[3], kFp8NormalThresholdsDevice);
+      }
+      continue;
+    }
+    if (distribution == ptxbench::gpu::kDistTensorDescale) {
+      if (dtype == kFP32) {
+        static_cast<float*>(out)[i] = __uint_as_float(ptxbench::gpu::TensorDescaleBits(r.v[2]));
+      }
+      continue;
+    }
     float spike;
     float x = NormalFromBits(r.v[0], r.v[1], &spike);
     if (distribution == ptxbench::gpu::kDistSpiky &&
@@ -66,6 +86,43 @@ extern "C" __global__ void ptxbench_generate(void* out, uint64_t count, uint64_t
       case kInt32: static_cast<int32_t*>(out)[i] = static_cast<int32_t>(r.v[3] & 0xFF) - 128; break;
       default: break;
     }
+  }
+}
+
+// out[i] = bf16(e4m3 in[i] · scale[0]): the last step of cuDNN's fp8 attention baseline where
+// cuDNN writes O as e4m3 (cudnn_sdpa_baseline.cc, "sdpa_fwd_fp8": on Hopper it cannot write bf16
+// O). One rounding: an e4m3 value times the task's descale (4 significant bits each) is exact in
+// fp32, and bf16 holds its 8 bits exactly. 16 elements per thread step when `count` is a multiple
+// of 16 and the buffers 16-byte aligned (cudaMalloc'd tensors are), else one.
+extern "C" __global__ void __launch_bounds__(256)
+    ptxbench_e4m3_to_bf16_scaled(const uint8_t* in, const float* scale, __nv_bfloat16* out,
+                                 uint64_t count) {
+  const float factor = *scale;
+  const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
+  const uint64_t first = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x;
+  const bool vector = count % 16 == 0 && (reinterpret_cast<uintptr_t>(in) & 15) == 0 &&
+                      (reinterpret_cast<uintptr_t>(out) & 15) == 0;
+  if (!vector) {
+    for (uint64_t i = first; i < count; i += stride) {
+      const __nv_fp8_e4m3 x = *reinterpret_cast<const __nv_fp8_e4m3*>(in + i);
+      out[i] = __float2bfloat16_rn(static_cast<float>(x) * factor);
+    }
+    return;
+  }
+  for (uint64_t v = first; v < count / 16; v += stride) {
+    const uint4 packed = reinterpret_cast<const uint4*>(in)[v];
+    const uint32_t words[4] = {packed.x, packed.y, packed.z, packed.w};
+    __align__(16) __nv_bfloat16 converted[16];
+    for (int w = 0; w < 4; ++w) {
+      for (int b = 0; b < 4; ++b) {
+        __nv_fp8_e4m3 x;
+        x.__x = static_cast<__nv_fp8_storage_t>((words[w] >> (8 * b)) & 0xFF);
+        converted[4 * w + b] = __float2bfloat16_rn(static_cast<float>(x) * factor);
+      }
+    }
+    uint4* target = reinterpret_cast<uint4*>(out + 16 * v);
+    target[0] = reinterpret_cast<const uint4*>(converted)[0];
+    target[1] = reinterpret_cast<const uint4*>(converted)[1];
   }
 }
 

@@ -75,6 +75,19 @@ void HostGenerate(void* out, uint64_t count, int dtype, int distribution, uint64
         continue;
       }
       Philox4 r = Philox4x32_10(i, tensor_index, seed);
+      if (distribution == kDistFp8Normal) {  // fp8 e4m3 only (task.cc checks it).
+        if (dtype == 3) {
+          static_cast<uint8_t*>(out)[i] = Fp8NormalByte(r.v[2], r.v[3], kFp8NormalThresholds);
+        }
+        continue;
+      }
+      if (distribution == kDistTensorDescale) {  // fp32 only.
+        if (dtype == 2) {
+          const uint32_t bits = TensorDescaleBits(r.v[2]);
+          std::memcpy(&static_cast<float*>(out)[i], &bits, 4);
+        }
+        continue;
+      }
       float u1 = (static_cast<float>(r.v[0]) + 1.0f) * 2.3283064365386963e-10f;
       float u2 = static_cast<float>(r.v[1]) * 2.3283064365386963e-10f;
       float radius = std::sqrt(-2.0f * std::log(u1));

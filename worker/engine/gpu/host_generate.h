@@ -1,7 +1,8 @@
 // The input generator of builtin_kernels.cu, on the CPU (multi-threaded). Same counter-based
 // stream and formulas; the float math of the host library differs from the device's in the
-// last bits, so values agree to within a bf16 rounding step, not bit for bit (block_scale and
-// the integer distributions are built from bits alone and agree exactly). Used where no
+// last bits, so values agree to within a bf16 rounding step, not bit for bit (block_scale,
+// fp8_normal, tensor_descale and the integer distributions are built from bits alone and agree
+// exactly). Used where no
 // kernel of ours may run before the submission's (the instrumented run's fallback, see
 // evaluator.cc) and by tests of the stream's statistics.
 #ifndef PTXBENCH_WORKER_ENGINE_GPU_HOST_GENERATE_H_

@@ -29,6 +29,8 @@ inline constexpr int kDistSpiky = 1;
 inline constexpr int kDistBlockScale = 2;
 inline constexpr int kDistPagePermutation = 3;
 inline constexpr int kDistLengthLadder = 4;
+inline constexpr int kDistFp8Normal = 5;
+inline constexpr int kDistTensorDescale = 6;
 // Spiky: N(0,1) + N(0,100)·Bernoulli(0.001), N(mean, variance) notation: the spike has
 // standard deviation 10. The original benchmark's stress distribution for attention backward.
 inline constexpr float kSpikeProbability = 0.001f;
@@ -51,6 +53,71 @@ PTXBENCH_HD uint32_t BlockScaleBits(uint32_t random) {
       static_cast<uint32_t>(kBlockScaleMaxExponent - kBlockScaleMinExponent + 1);
   const int exponent = kBlockScaleMinExponent + static_cast<int>((random >> 3) % exponent_steps);
   return (static_cast<uint32_t>(exponent + 127) << 23) | (mantissa << 20);
+}
+
+// fp8_normal (fp8 e4m3 tensors of the fp8 attention task): the e4m3 rounding of N(0, 64^2)
+// (standard deviation kFp8NormalStddev), saturated at 448, like per-tensor-quantized activations:
+// dequantized with a descale near 1/64 they are ~N(0, 1), and the values use the format's range
+// (a 64-sigma-wide normal puts 99.7 % of them between +-192, and the largest of 10^8 draws near
+// 6 sigma = 384). Drawn by inverse CDF from the bits, not as the e4m3 rounding of a float normal:
+// magnitude code c (0..126, the e4m3 encodings in increasing order; 126 = 448) is the smallest c
+// with r < kFp8NormalThresholds[c], else 126 (the saturated tail), where threshold c is
+// floor(2^32 · P(|X| < b_c)) = floor(2^32 · erf(b_c / (64 √2))) and b_c the midpoint between
+// the values of codes c and c+1 (round-to-nearest's boundary); the sign is another bit. Integer
+// work only, so the device and the host mirror agree bit for bit (the table's own check against
+// std::erf: tests/worker/engine/gpu/host_generate_test.cc). New codes, not a change of the
+// existing streams: kGeneratorVersion stays.
+inline constexpr double kFp8NormalStddev = 64.0;
+inline constexpr int kFp8NormalCodes = 127;  // Finite e4m3 magnitudes: 0 .. 448.
+// The 126 thresholds, as a list a device table (__constant__) and a host table both spell out.
+#define PTXBENCH_FP8_NORMAL_THRESHOLDS                                                           \
+  0x0000CC42u, 0x000264C6u, 0x0003FD4Au, 0x000595CFu, 0x00072E53u, 0x0008C6D7u, 0x000A5F5Cu,     \
+      0x000BF7E0u, 0x000D9064u, 0x000F28E9u, 0x0010C16Du, 0x001259F1u, 0x0013F276u, 0x00158AFAu, \
+      0x0017237Eu, 0x0018BC02u, 0x001B20C9u, 0x001E51D2u, 0x002182DAu, 0x0024B3E3u, 0x0027E4EBu, \
+      0x002B15F4u, 0x002E46FDu, 0x00317805u, 0x00364192u, 0x003CA3A3u, 0x004305B4u, 0x004967C5u, \
+      0x004FC9D6u, 0x00562BE7u, 0x005C8DF7u, 0x0062F008u, 0x006C8321u, 0x00794741u, 0x00860B61u, \
+      0x0092CF81u, 0x009F93A0u, 0x00AC57BEu, 0x00B91BDCu, 0x00C5DFF9u, 0x00D90623u, 0x00F28E58u, \
+      0x010C1689u, 0x01259EB6u, 0x013F26DFu, 0x0158AF02u, 0x01723720u, 0x018BBF39u, 0x01B20B51u, \
+      0x01E51B5Au, 0x02182B45u, 0x024B3B0Eu, 0x027E4AB3u, 0x02B15A2Fu, 0x02E46981u, 0x031778A4u, \
+      0x03640EFBu, 0x03CA2C05u, 0x0430481Cu, 0x04966327u, 0x04FC7D0Du, 0x056295B4u, 0x05C8AD02u, \
+      0x062EC2DEu, 0x06C7E0BAu, 0x0794028Du, 0x08601CCDu, 0x092C2EAFu, 0x09F83765u, 0x0AC43626u, \
+      0x0B902A24u, 0x0C5C1296u, 0x0D8DD7DCu, 0x0F2559BAu, 0x10BC9F1Fu, 0x1253A1B8u, 0x13EA5B35u, \
+      0x1580C54Au, 0x1716D9AEu, 0x18AC921Bu, 0x1B0C6CA6u, 0x1E35694Fu, 0x215C8633u, 0x2481921Cu, \
+      0x27A45C37u, 0x2AC4B41Du, 0x2DE269D8u, 0x30FD4DF2u, 0x359FF47Du, 0x3BC298B3u, 0x41D6BC30u, \
+      0x47DB0003u, 0x4DCE10B4u, 0x53AEA722u, 0x597B8950u, 0x5F338B27u, 0x679DFCDBu, 0x72839B68u, \
+      0x7D03A296u, 0x8717AD46u, 0x90BA6B45u, 0x99E7A53Cu, 0xA29C3C26u, 0xAAD62493u, 0xB6450EDBu, \
+      0xC3D50B43u, 0xCF86A937u, 0xD973DA61u, 0xE1BF9842u, 0xE892FB1Au, 0xEE1A720Bu, 0xF28348E6u, \
+      0xF766DE24u, 0xFB81E978u, 0xFDC82327u, 0xFEF7376Fu, 0xFF8B7942u, 0xFFCF9FC8u, 0xFFED1008u, \
+      0xFFF90322u, 0xFFFE995Au, 0xFFFFDDDFu, 0xFFFFFD72u, 0xFFFFFFD9u, 0xFFFFFFFEu, 0xFFFFFFFFu
+inline constexpr uint32_t kFp8NormalThresholds[kFp8NormalCodes - 1] = {
+    PTXBENCH_FP8_NORMAL_THRESHOLDS};
+
+// The e4m3 byte of fp8_normal from two random words and a threshold table (host: the table
+// above; device: its __constant__ copy in builtin_kernels.cu). Binary search, 7 steps.
+PTXBENCH_HD uint8_t Fp8NormalByte(uint32_t magnitude_bits, uint32_t sign_bits,
+                                  const uint32_t* thresholds) {
+  int low = 0, high = kFp8NormalCodes - 1;  // The answer lies in [low, high].
+  while (low < high) {
+    const int mid = (low + high) / 2;
+    if (magnitude_bits < thresholds[mid]) {
+      high = mid;
+    } else {
+      low = mid + 1;
+    }
+  }
+  // +0 for a zero magnitude: a -0 byte (0x80) would be a legal e4m3 value, but no quantizer
+  // produces it from a value that rounds to zero, and it would be the only negative zero.
+  return low == 0 ? uint8_t{0} : static_cast<uint8_t>(((sign_bits & 1u) << 7) | low);
+}
+
+// tensor_descale (fp32 tensors of the fp8 attention task's per-tensor descales): (1 + m/8) ·
+// 2^-6 with m uniform in 0..7, eight values from 1/64 to 1.875/64, so that fp8_normal values
+// times a descale are ~N(0, 1)-sized, and a kernel cannot hard-code the factor (each seed draws
+// its own). Built from the bits like block_scale; 4 significant bits, so a descale times an e4m3
+// value (4 bits) is exact in fp32.
+inline constexpr int kTensorDescaleExponent = -6;
+PTXBENCH_HD uint32_t TensorDescaleBits(uint32_t random) {
+  return (static_cast<uint32_t>(kTensorDescaleExponent + 127) << 23) | ((random & 7u) << 20);
 }
 
 struct Philox4 {

@@ -65,6 +65,12 @@ absl::StatusOr<std::vector<WorkloadTensor>> ResolveTensors(const Task& task,
       case Distribution::kLengthLadder:
         t.distribution = kDistLengthLadder;
         break;
+      case Distribution::kFp8Normal:
+        t.distribution = kDistFp8Normal;
+        break;
+      case Distribution::kTensorDescale:
+        t.distribution = kDistTensorDescale;
+        break;
     }
     // The integer distributions' parameters (task.cc checked their ranges for every workload of
     // the task; a workload built elsewhere is checked here again).

@@ -196,5 +196,119 @@ TEST_CASE("PermuteIndex is a bijection of every domain size, also odd and tiny o
   CHECK(PermuteIndex(70, 64, 77, 1) == PermuteIndex(6, 64, 77, 1));
 }
 
+// ---------------------------------------------------------------------------------------------
+// fp8_normal and tensor_descale: the fp8 attention task's inputs (philox.h). The device kernel's
+// agreement with the host mirror bit for bit is tests/gpu/gpu_runtime_test.cc ("fp8_normal and
+// tensor_descale on the device equal the host mirror").
+
+// The value of an e4m3 byte (no NaN among the codes drawn here).
+double E4m3Value(uint8_t byte) {
+  const int e = (byte >> 3) & 0xF, m = byte & 7;
+  const double magnitude = e == 0 ? std::ldexp(m, -9) : std::ldexp(8 + m, e - 10);
+  return (byte & 0x80) != 0 ? -magnitude : magnitude;
+}
+
+TEST_CASE("fp8_normal's thresholds are floor(2^32 · erf(b_c / (64 √2))) at the e4m3 midpoints") {
+  for (int c = 0; c + 1 < kFp8NormalCodes; ++c) {
+    INFO("code " << c);
+    const double boundary =
+        (E4m3Value(static_cast<uint8_t>(c)) + E4m3Value(static_cast<uint8_t>(c + 1))) / 2;
+    const double p = std::erf(boundary / (kFp8NormalStddev * std::sqrt(2.0)));
+    const double expected = std::min(std::floor(std::ldexp(p, 32)), 4294967295.0);
+    // One unit of slack: libm's erf may differ from the generator's in the last bit.
+    CHECK(std::abs(static_cast<double>(kFp8NormalThresholds[c]) - expected) <= 1.0);
+    if (c > 0) CHECK(kFp8NormalThresholds[c] >= kFp8NormalThresholds[c - 1]);
+  }
+  // The inverse CDF's ends: the smallest word is +0 (code 0), the largest saturates at 448.
+  CHECK(Fp8NormalByte(0, 1, kFp8NormalThresholds) == 0);
+  CHECK(Fp8NormalByte(0xFFFFFFFFu, 0, kFp8NormalThresholds) == 0x7E);
+  CHECK(Fp8NormalByte(0xFFFFFFFFu, 1, kFp8NormalThresholds) == 0xFE);
+  CHECK(Fp8NormalByte(kFp8NormalThresholds[40], 0, kFp8NormalThresholds) == 41);
+  CHECK(Fp8NormalByte(kFp8NormalThresholds[40] - 1, 0, kFp8NormalThresholds) == 40);
+}
+
+TEST_CASE("fp8_normal draws e4m3 bytes of N(0, 64^2): moments, tails, codes, no -0 or NaN") {
+  constexpr size_t kCount = 1 << 20;
+  std::vector<uint8_t> bytes(kCount);
+  HostGenerate(bytes.data(), kCount, /*dtype=*/3, kDistFp8Normal, 21, 0, /*threads=*/2);
+  double sum = 0, square_sum = 0, largest = 0;
+  size_t beyond_two_sigma = 0;
+  std::map<uint8_t, size_t> histogram;
+  for (uint8_t b : bytes) {
+    REQUIRE(b != 0x80);           // No negative zero.
+    REQUIRE((b & 0x7F) <= 0x7E);  // No NaN: the largest magnitude is 448.
+    const double x = E4m3Value(b);
+    sum += x;
+    square_sum += x * x;
+    largest = std::max(largest, std::abs(x));
+    if (std::abs(x) > 2 * kFp8NormalStddev) ++beyond_two_sigma;
+    ++histogram[b];
+  }
+  const double mean = sum / kCount;
+  const double stddev = std::sqrt(square_sum / kCount - mean * mean);
+  CHECK(std::abs(mean) < 0.5);  // The mean's own sigma: 64 / 1024 = 0.0625.
+  // e4m3 rounding adds ~relative 2^-5 noise (variance + ~0.1 %); the sample's own spread 0.07 %.
+  CHECK(stddev > 63.5);
+  CHECK(stddev < 64.5);
+  CHECK(largest <= 448.0);
+  CHECK(largest >= 256.0);  // 2^20 draws reach ~5 sigma = 320.
+  // |x| > 128 (2 sigma, an e4m3 value; the next one is 144, so the values above 128 are those
+  // of |X| >= 136, the midpoint): P = erfc(136 / (64 √2)) = 3.4 %.
+  const double tail = static_cast<double>(beyond_two_sigma) / kCount;
+  const double tail_expected = std::erfc(136.0 / (kFp8NormalStddev * std::sqrt(2.0)));
+  CHECK(std::abs(tail - tail_expected) < 5 * std::sqrt(tail_expected / kCount));
+  // One code's frequency against its probability mass in the table: 64.0 (1 sigma).
+  uint8_t code = 0;
+  while (E4m3Value(code) != 64.0) ++code;
+  const double mass = (static_cast<double>(kFp8NormalThresholds[code]) -
+                       static_cast<double>(kFp8NormalThresholds[code - 1])) /
+                      4294967296.0 / 2;  // One sign.
+  const double seen = static_cast<double>(histogram[code]) / kCount;
+  CHECK(std::abs(seen - mass) < 5 * std::sqrt(mass / kCount));
+  // Both signs alike.
+  size_t negative = 0;
+  for (uint8_t b : bytes) negative += (b & 0x80) != 0;
+  CHECK(std::abs(static_cast<double>(negative) / kCount - 0.5) < 0.005);
+}
+
+TEST_CASE("tensor_descale draws the 8 values (1 + m/8)·2^-6 uniformly") {
+  constexpr size_t kCount = 1 << 16;
+  std::vector<float> out(kCount);
+  HostGenerate(out.data(), kCount, kFP32, kDistTensorDescale, 3, 4, /*threads=*/2);
+  std::map<float, size_t> histogram;
+  for (float x : out) {
+    uint32_t bits;
+    std::memcpy(&bits, &x, 4);
+    REQUIRE((bits & 0x000FFFFFu) == 0);  // Three mantissa bits at most.
+    ++histogram[x];
+  }
+  REQUIRE(histogram.size() == 8);
+  CHECK(histogram.begin()->first == 1.0f / 64);
+  CHECK(histogram.rbegin()->first == 1.875f / 64);
+  for (const auto& [value, count] : histogram) {
+    INFO(value);
+    CHECK(std::abs(static_cast<double>(count) - kCount / 8.0) < 0.05 * kCount / 8);  // ~7 sigma.
+  }
+}
+
+TEST_CASE("fp8_normal and tensor_descale depend only on (seed, tensor, index)") {
+  auto draw = [](uint64_t seed, uint32_t tensor, int threads) {
+    std::vector<uint8_t> bytes(5000);
+    HostGenerate(bytes.data(), bytes.size(), 3, kDistFp8Normal, seed, tensor, threads);
+    return bytes;
+  };
+  CHECK(draw(1, 0, 1) == draw(1, 0, 3));
+  CHECK(draw(1, 0, 1) != draw(2, 0, 1));
+  CHECK(draw(1, 0, 1) != draw(1, 1, 1));
+  // A one-element descale tensor still changes with the seed (8 values: some seeds agree).
+  std::set<float> seen;
+  for (uint64_t seed = 0; seed < 64; ++seed) {
+    float x = 0;
+    HostGenerate(&x, 1, kFP32, kDistTensorDescale, seed, 3, 1);
+    seen.insert(x);
+  }
+  CHECK(seen.size() == 8);
+}
+
 }  // namespace
 }  // namespace ptxbench::gpu
