@@ -104,22 +104,93 @@ def skip_keys(divisor):
       sm90::wgmma_wait_group<0>();""")]
 
 
-# P V (and, for no_wgmma, S = Q K^T too) on the CUDA cores: e4m3 decoded by integer arithmetic,
-# fp32 FMA from the same shared-memory tiles, the results in the accumulator layout the rest of
-# the solution expects. P goes through a per-warpgroup fp32 buffer in shared memory.
-CUDA_CORE_HELPERS = """
-// ---- CUDA-core products of this decoy ----
-// e4m3 -> float without the tensor cores or cvt: sign, 4-bit exponent (bias 7), 3-bit mantissa.
-__device__ __forceinline__ float DecodeE4m3(u32 bits) {
+# P V (and, for no_wgmma, S = Q K^T too) by warp-level mma.sync instead of wgmma, from the same
+# shared-memory tiles and register fragments; the results land in the accumulator layout the rest
+# of the solution expects (an m16n8 accumulator is one column block of the m64nN one, per warp).
+MMA_SYNC_COMMON = """
+// ---- mma.sync products of this decoy ----
+// 4 bytes at (row, byte) of a 128B-swizzled tile of 128-byte rows starting 1024-byte aligned
+// (4 consecutive bytes never cross a 16-byte chunk when byte % 4 == 0).
+__device__ __forceinline__ u32 TileWord(const unsigned char* tile, int row, int byte) {
+  return *reinterpret_cast<const u32*>(tile + row * 128 + (((byte / 16) ^ (row % 8)) * 16) +
+                                       byte % 16);
+}
+"""
+FP8_MMA_SYNC = """
+// D[16x8] (fp32) += A[16x32] * B[32x8], e4m3 (legacy tensor cores; sm_89+). Fragments: a[0] row
+// g = lane/4, k 4c..4c+3 (c = lane%4); a[1] row g+8; a[2], a[3] the same with k+16; b[0] k
+// 4c..4c+3 of column g, b[1] k+16; d[0..1] row g, columns 2c, 2c+1; d[2..3] row g+8.
+__device__ __forceinline__ void mma_m16n8k32_e4m3(float (&d)[4], const u32 (&a)[4],
+                                                  const u32 (&b)[2]) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%0, %1, %2, %3};"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+// pv (accumulator layout) = P (e4m3 fragments p, keys in V^T's packed order) * V (the packed V^T
+// tile): the RS wgmma's A fragments are, per warp, the m16n8k32 A fragments.
+__device__ __forceinline__ void PVOnMmaSync(float (&pv)[64], const u32 (&p)[16],
+                                            const unsigned char* v_tile) {
+  const int lane = sm90::lane_index();
+#pragma unroll
+  for (int i = 0; i < 64; ++i) pv[i] = 0.0f;
+#pragma unroll
+  for (int t = 0; t < kBlockN / 32; ++t) {
+    const u32(&a)[4] = *reinterpret_cast<const u32(*)[4]>(&p[4 * t]);
+#pragma unroll
+    for (int j = 0; j < 16; ++j) {
+      const int d = 8 * j + lane / 4;
+      const u32 b[2] = {TileWord(v_tile, d, 32 * t + 4 * (lane % 4)),
+                        TileWord(v_tile, d, 32 * t + 16 + 4 * (lane % 4))};
+      mma_m16n8k32_e4m3(*reinterpret_cast<float(*)[4]>(&pv[4 * j]), a, b);
+    }
+  }
+}
+"""
+QK_MMA_SYNC = """
+// s (accumulator layout) = Q (this warpgroup's 64 rows of the Q tile) * K^T (the K tile).
+__device__ __forceinline__ void QKOnMmaSync(float (&s)[64], const unsigned char* q_rows,
+                                            const unsigned char* k_tile) {
+  const int lane = sm90::lane_index();
+  const int row = (sm90::thread_index_in_warpgroup() / 32) * 16 + lane / 4;
+  const int c4 = 4 * (lane % 4);
+#pragma unroll
+  for (int i = 0; i < 64; ++i) s[i] = 0.0f;
+#pragma unroll
+  for (int t = 0; t < kHeadDim / 32; ++t) {
+    const u32 a[4] = {TileWord(q_rows, row, 32 * t + c4), TileWord(q_rows, row + 8, 32 * t + c4),
+                      TileWord(q_rows, row, 32 * t + 16 + c4),
+                      TileWord(q_rows, row + 8, 32 * t + 16 + c4)};
+#pragma unroll
+    for (int j = 0; j < 16; ++j) {
+      const int key = 8 * j + lane / 4;
+      const u32 b[2] = {TileWord(k_tile, key, 32 * t + c4), TileWord(k_tile, key, 32 * t + 16 + c4)};
+      mma_m16n8k32_e4m3(*reinterpret_cast<float(*)[4]>(&s[4 * j]), a, b);
+    }
+  }
+}
+"""
+BF16_MMA_SYNC = """
+// D[16x8] (fp32) += A[16x16] * B[16x8], bf16 (legacy tensor cores). Fragments: a[0] row g =
+// lane/4, k 2c, 2c+1 (c = lane%4, low half the lower k); a[1] row g+8; a[2], a[3] the same with
+// k+8; b[0] k 2c, 2c+1 of column g, b[1] k+8; d as for the fp8 form.
+__device__ __forceinline__ void mma_m16n8k16_bf16(float (&d)[4], const u32 (&a)[4],
+                                                  const u32 (&b)[2]) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%0, %1, %2, %3};"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+// e4m3 -> bf16 bits, exact (sign, 4-bit exponent of bias 7, 3-bit mantissa; no NaN in the data).
+__device__ __forceinline__ u32 E4m3ToBf16Bits(u32 bits) {
   const float magnitude = (bits & 0x78u) == 0u
                               ? static_cast<float>(bits & 7u) * (1.0f / 512.0f)
                               : __uint_as_float((((bits >> 3) & 15u) + 120u) << 23 | (bits & 7u) << 20);
-  return (bits & 0x80u) != 0u ? -magnitude : magnitude;
-}
-
-// Byte (row, column) of a 128B-swizzled tile of 128-byte rows starting 1024-byte aligned.
-__device__ __forceinline__ u32 TileByte(const unsigned char* tile, int row, int column) {
-  return tile[row * 128 + (((column / 16) ^ (row % 8)) * 16) + column % 16];
+  return __float_as_uint((bits & 0x80u) != 0u ? -magnitude : magnitude) >> 16;
 }
 
 // The position of key k (0..31) of a 32-key group in the packed V^T rows (KeyOfPosition's inverse).
@@ -128,122 +199,97 @@ __device__ __forceinline__ int PositionOfKey(int k) {
   return 16 * (k / 16) + 4 * ((r % 8) / 2) + 2 * (r / 8) + r % 2;
 }
 
-// pv (accumulator layout) = P (fp32, [64 rows][128 keys] in p_smem) * V (the packed V^T tile).
-__device__ __forceinline__ void PVOnCudaCores(float (&pv)[64], const float* p_smem,
-                                              const unsigned char* v_tile) {
-  const int row0 = (sm90::thread_index_in_warpgroup() / 32) * 16 + sm90::lane_index() / 4;
-  const int column0 = 2 * (sm90::lane_index() % 4);
-#pragma unroll 1
-  for (int j = 0; j < 16; ++j) {
-    for (int e = 0; e < 4; ++e) {
-      const int row = row0 + 8 * (e >> 1), column = 8 * j + column0 + (e & 1);
-      float sum = 0.0f;
-      for (int key = 0; key < kBlockN; ++key) {
-        const int position = 32 * (key / 32) + PositionOfKey(key % 32);
-        sum = fmaf(p_smem[row * kBlockN + key], DecodeE4m3(TileByte(v_tile, column, position)), sum);
-      }
-      pv[4 * j + e] = sum;
-    }
-  }
+// V (e4m3, the packed V^T tile) at (key, column d), widened to bf16.
+__device__ __forceinline__ u32 VBf16(const unsigned char* v_tile, int key, int d) {
+  const int position = 32 * (key / 32) + PositionOfKey(key % 32);
+  return E4m3ToBf16Bits(v_tile[d * 128 + (((position / 16) ^ (d % 8)) * 16) + position % 16]);
 }
 
-// Writes this thread's 256 P (accumulator layout) to the warpgroup's buffer.
-__device__ __forceinline__ void StoreP(const float (&s)[64], float* p_smem) {
-  const int row0 = (sm90::thread_index_in_warpgroup() / 32) * 16 + sm90::lane_index() / 4;
-  const int column0 = 2 * (sm90::lane_index() % 4);
+// pv (accumulator layout) = P (fp32 accumulator layout, rounded to bf16 here) * V widened to bf16,
+// 8 k-steps of 16 keys in the natural order (the bf16 kernel's P fragments).
+__device__ __forceinline__ void PVOnBf16MmaSync(float (&pv)[64], const float (&s)[64],
+                                                const unsigned char* v_tile) {
+  const int lane = sm90::lane_index();
+  const int c2 = 2 * (lane % 4);
 #pragma unroll
-  for (int j = 0; j < 16; ++j) {
+  for (int i = 0; i < 64; ++i) pv[i] = 0.0f;
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      p_smem[(row0 + 8 * (e >> 1)) * kBlockN + 8 * j + column0 + (e & 1)] = s[4 * j + e];
-    }
-  }
-}
-"""
-QK_ON_CUDA_CORES = """
-// s (accumulator layout) = Q (this warpgroup's 64 rows of the Q tile) * K^T (the K tile).
-__device__ __forceinline__ void QKOnCudaCores(float (&s)[64], const unsigned char* q_tile,
-                                              const unsigned char* k_tile) {
-  const int row0 = (sm90::thread_index_in_warpgroup() / 32) * 16 + sm90::lane_index() / 4;
-  const int column0 = 2 * (sm90::lane_index() % 4);
-#pragma unroll 1
-  for (int j = 0; j < 16; ++j) {
-    for (int e = 0; e < 4; ++e) {
-      const int row = row0 + 8 * (e >> 1), key = 8 * j + column0 + (e & 1);
-      float sum = 0.0f;
-      for (int d = 0; d < kHeadDim; ++d) {
-        sum = fmaf(DecodeE4m3(TileByte(q_tile, row, d)), DecodeE4m3(TileByte(k_tile, key, d)), sum);
-      }
-      s[4 * j + e] = sum;
+  for (int u = 0; u < kBlockN / 16; ++u) {
+    const u32 a[4] = {sm90::pack_bf16x2(s[8 * u + 0], s[8 * u + 1]),
+                      sm90::pack_bf16x2(s[8 * u + 2], s[8 * u + 3]),
+                      sm90::pack_bf16x2(s[8 * u + 4], s[8 * u + 5]),
+                      sm90::pack_bf16x2(s[8 * u + 6], s[8 * u + 7])};
+#pragma unroll
+    for (int j = 0; j < 16; ++j) {
+      const int d = 8 * j + lane / 4;
+      const int key = 16 * u + c2;
+      const u32 b[2] = {VBf16(v_tile, key, d) | VBf16(v_tile, key + 1, d) << 16,
+                        VBf16(v_tile, key + 8, d) | VBf16(v_tile, key + 9, d) << 16};
+      mma_m16n8k16_bf16(*reinterpret_cast<float(*)[4]>(&pv[4 * j]), a, b);
     }
   }
 }
 """
 
-
-def cuda_core_pv(smem_bytes_old, stages_new, smem_bytes_new, qk_too):
-    subs = [
-        ("constexpr int kStages = 6;",
-         f"""// THE DEFECT's room: two fp32 P buffers (32 KiB each) take three stages' shared memory.
-constexpr int kStages = {stages_new};"""),
-        ("""constexpr u32 kBarrierOffset = kVOffset + kStages * kTileBytes;""",
-         """constexpr u32 kPOffset = kVOffset + kStages * kTileBytes;  // one [64][128] fp32 P per consumer
-constexpr u32 kBarrierOffset = kPOffset + 2 * 64 * 128 * 4;"""),
-        (f'static_assert(kSmemBytes == {smem_bytes_old}, ',
-         f'static_assert(kSmemBytes == {smem_bytes_new}, '),
-        (f'"dynamic_shared_bytes":"{smem_bytes_old}"', f'"dynamic_shared_bytes":"{smem_bytes_new}"'),
-        ("""// e4m3 A fragments of 256 P for the RS wgmma:""",
-         (CUDA_CORE_HELPERS + (QK_ON_CUDA_CORES if qk_too else "")).lstrip("\n") +
-         "\n// e4m3 A fragments of 256 P for the RS wgmma:"),
-        ("""    const u32 v_base = sm90::smem_u32(smem + kVOffset);
-""",
-         """    const u32 v_base = sm90::smem_u32(smem + kVOffset);
-    float* p_smem = reinterpret_cast<float*>(smem + kPOffset) + consumer * 64 * kBlockN;
-    const u32 p_barrier = 1 + consumer;  // named barrier of this warpgroup's 128 threads
-"""),
-        ("""      sm90::mbarrier_wait_parity(&v_full[stage], (j / kStages) & 1);
+PV_ISSUE_LOOP = ("""      sm90::mbarrier_wait_parity(&v_full[stage], (j / kStages) & 1);
       IssuePV(pv, p, v_base + stage * kTileBytes);
       sm90::wgmma_commit_group();
-      // Groups complete""",
-         """      sm90::mbarrier_wait_parity(&v_full[stage], (j / kStages) & 1);
-      // THE DEFECT: P V on the CUDA cores (fp32 FMA from shared memory), not the tensor cores.
-      PVOnCudaCores(pv, p_smem, smem + kVOffset + stage * kTileBytes);
-      sm90::named_barrier_sync(p_barrier, 128);  // every thread has read P before it is rewritten
+      // Groups complete""", """      sm90::mbarrier_wait_parity(&v_full[stage], (j / kStages) & 1);
+      // THE DEFECT: P V by mma.sync (@KIND@), not wgmma.
+      @CALL@
       sm90::wgmma_commit_group();
-      // Groups complete"""),
-        ("""      AccumulateO(o, pv, correction);
-      ConvertP(s, p);""",
-         """      AccumulateO(o, pv, correction);
-      StoreP(s, p_smem);
-      sm90::named_barrier_sync(p_barrier, 128);"""),
-        ("""    SoftmaxStep(s, sl2, m, l, correction);
-    ConvertP(s, p);
-
-    // Steady state""",
-         """    SoftmaxStep(s, sl2, m, l, correction);
-    StoreP(s, p_smem);
-    sm90::named_barrier_sync(p_barrier, 128);
-
-    // Steady state"""),
-        ("""      sm90::mbarrier_wait_parity(&v_full[stage], (j / kStages) & 1);
+      // Groups complete""")
+PV_ISSUE_LAST = ("""      sm90::mbarrier_wait_parity(&v_full[stage], (j / kStages) & 1);
       IssuePV(pv, p, v_base + stage * kTileBytes);
       sm90::wgmma_commit_group();
-      sm90::wgmma_wait_group<0>();""",
-         """      sm90::mbarrier_wait_parity(&v_full[stage], (j / kStages) & 1);
-      PVOnCudaCores(pv, p_smem, smem + kVOffset + stage * kTileBytes);
+      sm90::wgmma_wait_group<0>();""", """      sm90::mbarrier_wait_parity(&v_full[stage], (j / kStages) & 1);
+      @CALL@
       sm90::wgmma_commit_group();
-      sm90::wgmma_wait_group<0>();"""),
-    ]
-    if qk_too:
+      sm90::wgmma_wait_group<0>();""")
+HELPERS_ANCHOR = "// e4m3 A fragments of 256 P for the RS wgmma:"
+
+
+def mma_sync_pv(kind):
+    """P V by fp8 (e4m3) or bf16 mma.sync; with kind "fp8+qk", S = Q K^T by fp8 mma.sync too."""
+    if kind == "bf16":
+        call = "PVOnBf16MmaSync(pv, s, smem + kVOffset + stage * kTileBytes);"
+        label = "bf16 m16n8k16: P rounded to bf16, V widened exactly"
+        helpers = MMA_SYNC_COMMON + BF16_MMA_SYNC
+    else:
+        call = "PVOnMmaSync(pv, p, smem + kVOffset + stage * kTileBytes);"
+        label = "e4m3 m16n8k32, the same fragments and rounding as the solution's"
+        helpers = MMA_SYNC_COMMON + FP8_MMA_SYNC + (QK_MMA_SYNC if kind == "fp8+qk" else "")
+    subs = [(HELPERS_ANCHOR, helpers.lstrip("\n") + "\n" + HELPERS_ANCHOR),
+            (PV_ISSUE_LOOP[0], PV_ISSUE_LOOP[1].replace("@KIND@", label).replace("@CALL@", call)),
+            (PV_ISSUE_LAST[0], PV_ISSUE_LAST[1].replace("@CALL@", call))]
+    if kind == "bf16":
+        # P V of block j reads its probabilities from s, so it runs before the next S is issued
+        # into s (the loop's P V slot then issues nothing: an empty wgmma group).
+        subs[1] = ("""      sm90::mbarrier_wait_parity(&k_full[next % kStages], (next / kStages) & 1);
+      IssueQK(s, q_base, k_base + (next % kStages) * kTileBytes);
+      sm90::wgmma_commit_group();
+      sm90::mbarrier_wait_parity(&v_full[stage], (j / kStages) & 1);
+      IssuePV(pv, p, v_base + stage * kTileBytes);
+      sm90::wgmma_commit_group();""",
+                   """      sm90::mbarrier_wait_parity(&k_full[next % kStages], (next / kStages) & 1);
+      sm90::mbarrier_wait_parity(&v_full[stage], (j / kStages) & 1);
+      // THE DEFECT: P V by mma.sync (bf16 m16n8k16: P rounded to bf16, V widened exactly), not
+      // wgmma; it reads the block's probabilities from s, so it runs before the next S.
+      PVOnBf16MmaSync(pv, s, smem + kVOffset + stage * kTileBytes);
+      sm90::wgmma_fence();  // s was read by ordinary code
+      IssueQK(s, q_base, k_base + (next % kStages) * kTileBytes);
+      sm90::wgmma_commit_group();
+      sm90::wgmma_commit_group();""")
+    if kind == "fp8+qk":
         subs += [
             ("""    IssueQK(s, q_base, k_base);
     sm90::wgmma_commit_group();""",
-             """    // THE DEFECT: S = Q K^T on the CUDA cores too: no wgmma is ever issued.
-    QKOnCudaCores(s, smem + kQOffset + consumer * 64 * 128, smem + kKOffset);
+             """    // THE DEFECT: S = Q K^T by mma.sync too: no wgmma is ever issued.
+    QKOnMmaSync(s, smem + kQOffset + consumer * 64 * 128, smem + kKOffset);
     sm90::wgmma_commit_group();"""),
             ("""      IssueQK(s, q_base, k_base + (next % kStages) * kTileBytes);""",
-             """      QKOnCudaCores(s, smem + kQOffset + consumer * 64 * 128,
-                    smem + kKOffset + (next % kStages) * kTileBytes);"""),
+             """      QKOnMmaSync(s, smem + kQOffset + consumer * 64 * 128,
+                  smem + kKOffset + (next % kStages) * kTileBytes);"""),
         ]
     return subs
 
@@ -310,17 +356,27 @@ DECOYS = [
       "that passes the solution with room passes it too (TODAY'S RULE PASSES IT, or fails both).",
       "With block_scale descales P is ~1 and exact in both formats."],
      P_E5M2),
-    ("pv_on_cuda_cores.cu", "target_work_insufficient",
-     ["S = Q K^T on e4m3 wgmma, P V on the CUDA cores (fp32 FMA from shared memory, P",
-      "through an fp32 buffer): the right output."],
-     ["the fp8 wgmma does half of the task's FLOPs (share of the task ~0.5 < 0.9), and the",
-      "FMA work is ~1x the task's (share of the executed ~0.5)."],
-     cuda_core_pv(214168, 3, 181328, False)),
+    ("pv_bf16_mma_sync.cu", "target_work_insufficient",
+     ["S = Q K^T on e4m3 wgmma, P V by bf16 mma.sync (legacy tensor cores: P rounded to",
+      "bf16, V widened exactly): the right output, more precise than the solution's."],
+     ["the fp8 wgmma does half of the task's FLOPs (share of the task ~0.5 < 0.9); the bf16",
+      "HMMA work (~0.5 of the task) is other-unit work above the 0.111 bound."],
+     mma_sync_pv("bf16")),
+    ("pv_fp8_mma_sync.cu", "target_work_insufficient",
+     ["S = Q K^T on e4m3 wgmma, P V by e4m3 mma.sync (m16n8k32, the legacy tensor cores'",
+      "fp8 form) from the same P fragments and V^T tile: the solution's output, bit for bit",
+      "up to accumulation order."],
+     ["QGMMA does half of the task's FLOPs (share ~0.5). GH100's fp8 FLOP counter",
+      "(sm__ops_path_tensor_src_fp8) also counts fp8 mma.sync, so the timed path counts ~1.0 of",
+      "the task while the SASS-side run credits QGMMA sites only (~0.5): TODAY'S CHECKER is",
+      "predicted to report that disagreement as profiled_path_differs (judged before the share),",
+      "not pass; the sound verdict is target_work_insufficient."],
+     mma_sync_pv("fp8")),
     ("no_wgmma.cu", "target_not_executed",
-     ["both products on the CUDA cores (fp32 FMA from the TMA-loaded tiles): the right",
-      "output, TMA but no wgmma at all."],
+     ["both products by e4m3 mma.sync (m16n8k32) from the TMA-loaded tiles: the right",
+      "output, TMA but no wgmma at all (fp8 mma.sync is QMMA-class, not the wgmma family)."],
      ["the wgmma family never executes (TMA does)."],
-     cuda_core_pv(214168, 3, 181328, True)),
+     mma_sync_pv("fp8+qk")),
 ]
 
 

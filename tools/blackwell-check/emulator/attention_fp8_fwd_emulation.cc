@@ -94,6 +94,54 @@ inline void wgmma_m64n128k32_rs_e4m3(float (&d)[64], const unsigned (&a)[4],
                                      unsigned long long desc_b, int scale_d) {
   ::ptxbench::sm90::IssueRs<128>(d, a, desc_b, scale_d, false, ::ptxbench::sm90::WgmmaType::kE4m3);
 }
+
+// mma.sync m16n8k32 (e4m3) and m16n8k16 (bf16), for the decoys that use the legacy tensor cores:
+// every lane publishes its fragments, then computes its own accumulators from the warp's.
+// Fragment layouts as the PTX ISA's mma.m16n8k32 (8-bit) and mma.m16n8k16 (16-bit) figures.
+struct MmaSyncFragments {
+  unsigned a[4];
+  unsigned b[2];
+};
+inline MmaSyncFragments g_mma_sync[1024];
+
+template <bool kFp8>
+inline void MmaSync(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+  namespace emu = ::ptxbench_emu;
+  const unsigned t = emu::thread_idx.x, warp0 = t / 32 * 32, lane = t % 32;
+  for (int i = 0; i < 4; ++i) g_mma_sync[t].a[i] = a[i];
+  for (int i = 0; i < 2; ++i) g_mma_sync[t].b[i] = b[i];
+  emu::WarpSync();
+  const unsigned k_count = kFp8 ? 32 : 16;
+  auto a_at = [&](unsigned row, unsigned k) -> float {
+    if (kFp8) {
+      const unsigned reg = g_mma_sync[warp0 + (row % 8) * 4 + (k % 16) / 4].a[row / 8 + 2 * (k / 16)];
+      return fp8emu::DecodeE4m3(static_cast<unsigned char>(reg >> (8 * (k % 4))));
+    }
+    const unsigned reg = g_mma_sync[warp0 + (row % 8) * 4 + (k % 8) / 2].a[row / 8 + 2 * (k / 8)];
+    return __uint_as_float(((k % 2) ? (reg >> 16) : (reg & 0xFFFFu)) << 16);
+  };
+  auto b_at = [&](unsigned k, unsigned n) -> float {
+    if (kFp8) {
+      const unsigned reg = g_mma_sync[warp0 + n * 4 + (k % 16) / 4].b[k / 16];
+      return fp8emu::DecodeE4m3(static_cast<unsigned char>(reg >> (8 * (k % 4))));
+    }
+    const unsigned reg = g_mma_sync[warp0 + n * 4 + (k % 8) / 2].b[k / 8];
+    return __uint_as_float(((k % 2) ? (reg >> 16) : (reg & 0xFFFFu)) << 16);
+  };
+  for (unsigned e = 0; e < 4; ++e) {
+    const unsigned row = lane / 4 + 8 * (e / 2), col = 2 * (lane % 4) + e % 2;
+    float sum = 0.0f;
+    for (unsigned k = 0; k < k_count; ++k) sum += a_at(row, k) * b_at(k, col);
+    d[e] += sum;
+  }
+  emu::WarpSync();
+}
+inline void mma_m16n8k32_e4m3(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+  MmaSync<true>(d, a, b);
+}
+inline void mma_m16n8k16_bf16(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+  MmaSync<false>(d, a, b);
+}
 #endif
 
 inline unsigned pack_e4m3x4(float x0, float x1, float x2, float x3) {
