@@ -1,8 +1,10 @@
 // Tolerance-margin simulation for mha_fp8_with_lse_d128 (a dev tool, not part of the product
 // build): an fp64 model of the sm_90a solution's roundings and of each decoy that changes the
-// numerics, compared with a model of the library under the task's provisional rule
-// (all-close atol = rtol = 1e-2 on >= 99.5 % of the elements and relative norm <= 0.05, for O and
-// for LSE), over every trial of every workload as the task draws them.
+// numerics, compared with a model of the library under the task's rule (default: task.json's of
+// 2026-12-06, all-close atol 0.05 / rtol 0.1 on >= 99.5 % of the elements, relative norm <= 0.07
+// and every 128-row block's <= 0.1, for O and LSE; --atol --rtol --matched --bound --block-bound
+// change it: the first provisional rule was 1e-2 / 1e-2 / 0.995 / 0.05 / none), over every trial
+// of every workload as the task draws them.
 //
 //   g++ -std=c++20 -O2 -o /tmp/fp8_margin tools/attention-dev/fp8_fwd_margin_sim.cc
 //   /tmp/fp8_margin [--descales task|unit|tensor] [--draws N] [--timed-rows R] [--fp64-reference]
@@ -15,9 +17,14 @@
 // trial; `medium` 128 rows of each of its 8 heads; `small` and `odd_blocks` every row. O is compared after bf16 rounding on both sides.
 //
 // The library is modelled as an fp8 P V of its own: P = exp(s - m) with the exact row maximum,
-// scaled by 448 and rounded to e4m3 (a rounding grid independent of the solution's 256 and
-// per-block maximum, so the two P roundings are uncorrelated: the pessimistic case for an honest
-// kernel). Every candidate:
+// scaled by 448 (--lib-scale: 256, cuDNN's own choice in the baseline) and rounded to e4m3 (448:
+// a rounding grid independent of the solution's 256 and per-block maximum, so the two P roundings
+// are uncorrelated, the pessimistic case for an honest kernel; 256 with the exact row maximum
+// still differs from the solution's per-block maximum wherever the row maximum is not in the
+// first key block). The block rule is applied to 128-row blocks of O (one query tile of a head;
+// the timed workload's sampled rows as one partial block per head) and to LSE as one block (its
+// rows are B*H <= 128 heads here), with task.json's floor: 0.1 x the norm a block of that size
+// has at the output's RMS. Every candidate:
 //   solution        256 P in e4m3, running maximum per 128-key block, row sums of unrounded P
 //   p_unscaled      P (scale 1) in e4m3: probabilities < 2^-6 subnormal, < 2^-10 zero
 //   p_e5m2          256 P in e5m2 (2 mantissa bits)
@@ -127,7 +134,7 @@ void ModelRow(const std::vector<double>& logits, const std::vector<double>& v, i
 }
 
 struct Stats {
-  double rn_min = 1e300, rn_max = 0, matched_min = 1, lse_worst = 0, lse_rn_max = 0;
+  double rn_min = 1e300, rn_max = 0, matched_min = 1, lse_worst = 0, lse_rn_max = 0, block_max = 0;
   int trials = 0, trials_failed = 0;
 };
 
@@ -136,6 +143,8 @@ struct Stats {
 int main(int argc, char** argv) {
   std::string descales = "task";
   bool fp64_reference = false;
+  double atol = 0.05, rtol = 0.1, matched_bound = 0.995, bound = 0.07, block_bound = 0.1;
+  double lib_scale = 448.0;
   int draws = 10, timed_rows = 48;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -143,8 +152,16 @@ int main(int argc, char** argv) {
     else if (a == "--draws" && i + 1 < argc) draws = std::atoi(argv[++i]);
     else if (a == "--timed-rows" && i + 1 < argc) timed_rows = std::atoi(argv[++i]);
     else if (a == "--fp64-reference") fp64_reference = true;
+    else if (a == "--atol" && i + 1 < argc) atol = std::atof(argv[++i]);
+    else if (a == "--rtol" && i + 1 < argc) rtol = std::atof(argv[++i]);
+    else if (a == "--matched" && i + 1 < argc) matched_bound = std::atof(argv[++i]);
+    else if (a == "--bound" && i + 1 < argc) bound = std::atof(argv[++i]);
+    else if (a == "--block-bound" && i + 1 < argc) block_bound = std::atof(argv[++i]);  // 0: none
+    else if (a == "--lib-scale" && i + 1 < argc) lib_scale = std::atof(argv[++i]);
     else {
-      std::fprintf(stderr, "usage: %s [--descales task|unit|tensor] [--draws N] [--timed-rows R] [--fp64-reference]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--descales task|unit|tensor] [--draws N] [--timed-rows R] "
+                   "[--fp64-reference] [--lib-scale 448|256] [--atol A] [--rtol R] [--matched M] "
+                   "[--bound B] [--block-bound BB]\n", argv[0]);
       return 2;
     }
   }
@@ -181,6 +198,10 @@ int main(int argc, char** argv) {
         std::vector<long> outside(kNumCandidates, 0), lse_outside(kNumCandidates, 0);
         std::vector<double> lse_err2(kNumCandidates, 0), lse_ref2(kNumCandidates, 0);
         std::vector<double> lse_worst(kNumCandidates, 0);
+        // Per candidate, per head: the head's rows as one block (128 rows, or the sampled ones).
+        std::vector<std::vector<double>> block_err2(kNumCandidates, std::vector<double>(heads, 0));
+        std::vector<std::vector<double>> block_ref2(kNumCandidates, std::vector<double>(heads, 0));
+        std::vector<std::vector<long>> block_elements(kNumCandidates, std::vector<long>(heads, 0));
         long elements = 0, lse_elements = 0;
         for (int head = 0; head < heads; ++head) {
           std::vector<double> q(static_cast<size_t>(rows) * 128), k(static_cast<size_t>(s) * 128),
@@ -198,7 +219,7 @@ int main(int argc, char** argv) {
               logits[j] = scale * dq * dk * dot;
             }
             double lse_lib;
-            ModelRow(logits, v, s, s, std::log2(448.0), false, s, dv, o_lib.data(), &lse_lib,
+            ModelRow(logits, v, s, s, std::log2(lib_scale), false, s, dv, o_lib.data(), &lse_lib,
                      fp64_reference);
             for (int ci = 0; ci < kNumCandidates; ++ci) {
               const Candidate& cand = kCandidates[ci];
@@ -219,13 +240,18 @@ int main(int argc, char** argv) {
                 const double e = o_c[c] - o_lib[c];
                 err2[ci] += e * e;
                 ref2[ci] += o_lib[c] * o_lib[c];
-                if (!(std::fabs(e) <= 1e-2 || std::fabs(e) <= 1e-2 * std::fabs(o_lib[c]))) ++outside[ci];
+                if (i < 128) {  // the head's first 128-row block (every row at S = 128)
+                  block_err2[ci][head] += e * e;
+                  block_ref2[ci][head] += o_lib[c] * o_lib[c];
+                  block_elements[ci][head] += 1;
+                }
+                if (!(std::fabs(e) <= atol || std::fabs(e) <= rtol * std::fabs(o_lib[c]))) ++outside[ci];
               }
               const double le = std::fabs(lse_c - lse_lib);
               lse_err2[ci] += le * le;
               lse_ref2[ci] += lse_lib * lse_lib;
-              if (!(le <= 1e-2 || le <= 1e-2 * std::fabs(lse_lib))) ++lse_outside[ci];
-              lse_worst[ci] = std::max(lse_worst[ci], le / (1e-2 + 1e-2 * std::fabs(lse_lib)));
+              if (!(le <= atol || le <= rtol * std::fabs(lse_lib))) ++lse_outside[ci];
+              lse_worst[ci] = std::max(lse_worst[ci], le / (atol + rtol * std::fabs(lse_lib)));
             }
             elements += 128;
             lse_elements += 1;
@@ -237,7 +263,17 @@ int main(int argc, char** argv) {
           const double matched = 1.0 - static_cast<double>(outside[ci]) / elements;
           const double lse_rn = std::sqrt(lse_err2[ci] / lse_ref2[ci]);
           const double lse_matched = 1.0 - static_cast<double>(lse_outside[ci]) / lse_elements;
-          const bool ok = rn <= 0.05 && matched >= 0.995 && lse_rn <= 0.05 && lse_matched >= 0.995;
+          double worst_block = 0;
+          const double rms = std::sqrt(ref2[ci] / elements);
+          for (int hd = 0; hd < heads; ++hd) {
+            const double floor = 0.1 * std::sqrt(static_cast<double>(block_elements[ci][hd])) * rms;
+            worst_block = std::max(worst_block, std::sqrt(block_err2[ci][hd]) /
+                                                    std::max(std::sqrt(block_ref2[ci][hd]), floor));
+          }
+          st.block_max = std::max(st.block_max, worst_block);
+          const bool ok = rn <= bound && matched >= matched_bound && lse_rn <= bound &&
+                          lse_matched >= matched_bound &&
+                          (block_bound <= 0 || (worst_block <= block_bound && lse_rn <= block_bound));
           st.rn_min = std::min(st.rn_min, rn);
           st.rn_max = std::max(st.rn_max, rn);
           st.matched_min = std::min(st.matched_min, matched);
@@ -254,16 +290,18 @@ int main(int argc, char** argv) {
     for (int ci = 0; ci < kNumCandidates; ++ci) draws_passed[ci] += draw_ok[ci] ? 1 : 0;
   }
   std::printf("descales %s (e in %d..%d), %d draws (a draw = every trial of every workload), "
-              "timed rows sampled %d x 2 heads, against %s\n", descales.c_str(), e_lo, e_hi, draws,
-              timed_rows, fp64_reference ? "the exact fp64 definition" : "the library model");
-  std::printf("%-18s %-11s %-17s %-9s %-10s %-9s %s\n", "candidate", "workload", "O relnorm vs lib",
-              "O matched", "LSE worst", "LSE rn", "trials failed");
+              "timed rows sampled %d x 2 heads, against %s (P x %g); rule: all-close %g / %g on "
+              "%g, relative norm %g, block %g\n", descales.c_str(), e_lo, e_hi, draws, timed_rows,
+              fp64_reference ? "the exact fp64 definition" : "the library model", lib_scale, atol,
+              rtol, matched_bound, bound, block_bound);
+  std::printf("%-18s %-11s %-17s %-9s %-9s %-10s %-9s %s\n", "candidate", "workload",
+              "O relnorm vs lib", "O matched", "O block", "LSE worst", "LSE rn", "trials failed");
   for (int ci = 0; ci < kNumCandidates; ++ci) {
     for (int w = 0; w < kWorkloads; ++w) {
       const Stats& st = stats[ci][w];
-      std::printf("%-18s %-11s %.4f-%.4f     %.4f    %-10.3g %-9.2g %d/%d\n", kCandidates[ci].name,
-                  workloads[w].name, st.rn_min, st.rn_max, st.matched_min, st.lse_worst,
-                  st.lse_rn_max, st.trials_failed, st.trials);
+      std::printf("%-18s %-11s %.4f-%.4f     %.4f    %-9.3g %-10.3g %-9.2g %d/%d\n",
+                  kCandidates[ci].name, workloads[w].name, st.rn_min, st.rn_max, st.matched_min,
+                  st.block_max, st.lse_worst, st.lse_rn_max, st.trials_failed, st.trials);
     }
     std::printf("%-18s passes the rule in %d of %d draws\n", kCandidates[ci].name, draws_passed[ci], draws);
   }

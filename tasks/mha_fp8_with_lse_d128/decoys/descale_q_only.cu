@@ -21,10 +21,9 @@
 //
 // What it does: the logits scaled by descale_q alone (descale_k left out).
 //
-// Why that verdict: the logits are 1/descale_k times too large (34-64 with the tensor_descale kind). With
-// the fp8_normal / tensor_descale inputs every simulated trial fails (fp8_fwd_margin_sim.cc:
-// O relative norm 1.1-28 against the library). With block_scale descales (the task's first
-// inputs) the logits are ~0.01 and often stay small: 2 of 20 evaluations pass.
+// Why that verdict: the logits are 1/descale_k times too large (34-64 with the tensor_descale kind): every
+// simulated trial fails (fp8_fwd_margin_sim.cc: O relative norm 1.1-28 against the
+// library, LSE off by ~500x its allowance).
 //
 // Everything else is the reference solution, whose description follows.
 //

@@ -22,11 +22,10 @@
 // What it does: a null softmax: every probability equal (O = descale_v * the mean of the head's V
 // rows, LSE = ln S); both products still run on e4m3 wgmma.
 //
-// Why that verdict: it ignores Q and K. With the fp8_normal / tensor_descale inputs (logits of O(1)) it
-// fails every simulated trial (O relative norm 0.81-1.0). With block_scale descales (the
-// task's first inputs: 2^-10..0.117 each) the logits are ~0.01, uniform attention is within
-// 3 % of O, and the rule passes it (20 of 20 simulated evaluations; the CPU emulator's
-// task-range workload too).
+// Why that verdict: it ignores Q and K. With the task's fp8_normal / tensor_descale inputs (logits of
+// O(1)) every simulated trial fails (O relative norm 0.81-1.0). With the block_scale
+// descales the task first declared (2^-10..0.117 each) the logits were ~0.01 and uniform
+// attention within 3 % of O: that rule passed it (20 of 20 simulated evaluations).
 //
 // Everything else is the reference solution, whose description follows.
 //

@@ -21,11 +21,12 @@
 //
 // What it does: P rounded to e5m2 (2 mantissa bits) and the P V wgmma reading A as e5m2.
 //
-// Why that verdict: the definition allows e4m3 only. With the fp8_normal / tensor_descale inputs its O is
-// 0.021-0.053 from the library (0.018-0.046 from fp64) against the solution's 0.015-0.036
-// (0.009-0.024): no relative-norm bound separates the two by more than ~1.5x, so a rule
-// that passes the solution with room passes it too (TODAY'S RULE PASSES IT, or fails both).
-// With block_scale descales P is ~1 and exact in both formats.
+// Why that verdict: the definition allows e4m3 only. Simulated with the task's inputs and rule (all-close
+// 0.05 / 0.1 on 99.5 %, relative norm 0.07, 128-row blocks 0.1): its O is 0.021-0.056 from
+// the library against the solution's 0.008-0.036, and on `small` 2.0-3.3 % of its elements
+// miss all-close (the solution <= 0.44 %): 0 of 10 simulated evaluations pass, ~10 % odds
+// per evaluation. A thin margin: no relative-norm bound separates it from the solution by
+// more than ~1.5x.
 //
 // Everything else is the reference solution, whose description follows.
 //

@@ -22,9 +22,9 @@
 // What it does: drops the last S/100 keys of every head (key blocks past S - S/100 never loaded,
 // the last one masked).
 //
-// Why that verdict: simulated, O relative norm 0.034-0.18 against the library (bound 0.05; 0.06-0.18 on
-// odd_blocks and medium) and LSE off by up to 15x its all-close allowance with the
-// fp8_normal / tensor_descale inputs; 0.078-0.11 with block_scale descales.
+// Why that verdict: simulated with the task's inputs and rule: O relative norm 0.032-0.18 against the
+// library (0.06-0.18 on odd_blocks and medium; bound 0.07), the worst 128-row block
+// 0.20-0.28 (bound 0.1), LSE up to 1.6x its all-close allowance: every evaluation fails.
 //
 // Everything else is the reference solution, whose description follows.
 //
