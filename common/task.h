@@ -34,8 +34,8 @@ enum class TensorRole { kInput, kOutput };
 // kPagePermutation, kLengthLadder: the paged tasks' int32 page table and context lengths, with
 // parameters (IndexDistributionParams); int32 tensors only.
 // kFp8Normal: e4m3 values of N(0, 64^2), saturated at 448 (per-tensor-quantized activations);
-// fp8_e4m3 tensors only. kTensorDescale: per-tensor dequantization factors (1 + m/8)·2^-6, m in
-// 0..7; fp32 tensors only. Both built from the bits (worker/engine/gpu/philox.h).
+// fp8_e4m3 tensors only. kTensorDescale: per-tensor dequantization factors, 8 values from
+// 0.75/64 to 1.375/64; fp32 tensors only. Both built from the bits (worker/engine/gpu/philox.h).
 enum class Distribution {
   kNormal,
   kSpiky,
