@@ -419,8 +419,8 @@ absl::Status BuildForward(GraphBuilder& g, const Shape& x, bool causal) {
 // up to 256 (of 448), and 1/256 is exact, so dequantizing adds no rounding. 448 (TE's
 // "scale = fp8_max / amax" with amax(P) = 1) would gain 0.8 binade at the bottom of the range,
 // where P < 2^-14 contributes < 2^-14 of a row's weight; a power of two keeps P8 exactly "P
-// rounded to e4m3 with the exponent shifted by 8", the form FlashAttention-3's and the tasks'
-// decoys use (docs/task-authoring.md, "The fp8 attention forward task").
+// rounded to e4m3 with the exponent shifted by 8", the form the task's sm_90a solution and the
+// bf16 task's p_fp8 decoy use (docs/task-authoring.md, "The fp8 attention forward task").
 constexpr float kFp8PScale = 256.0f;
 
 // The fp8 forward; `bf16_o`: O as bf16 (else e4m3 in units of V, descale_v bound to 1).
