@@ -5,6 +5,26 @@
 #include <limits>
 
 namespace ptxbench::testing {
+namespace {
+
+// The scaled logits of one query row against the first `keys` keys of its head (`k_head`: key 0
+// of the head, rows of `d`), into `logits`; returns the row's natural-log log-sum-exp in the
+// stable form (max + ln sum exp(l - max)).
+double RowLogits(const float* q_row, const float* k_head, size_t keys, size_t d, double scale,
+                 std::vector<double>& logits) {
+  double max = -std::numeric_limits<double>::infinity();
+  for (size_t j = 0; j < keys; ++j) {
+    double dot = 0;
+    for (size_t x = 0; x < d; ++x) dot += static_cast<double>(q_row[x]) * k_head[j * d + x];
+    logits[j] = dot * scale;
+    max = std::max(max, logits[j]);
+  }
+  double sum = 0;
+  for (size_t j = 0; j < keys; ++j) sum += std::exp(logits[j] - max);
+  return max + std::log(sum);
+}
+
+}  // namespace
 
 void AttentionForward(const AttentionShape& a, double scale, const std::vector<float>& q,
                       const std::vector<float>& k, const std::vector<float>& v,
@@ -17,18 +37,7 @@ void AttentionForward(const AttentionShape& a, double scale, const std::vector<f
     const size_t base = bh * a.s * d;
     for (size_t i = 0; i < static_cast<size_t>(a.s); ++i) {
       const size_t keys = a.causal ? i + 1 : static_cast<size_t>(a.s);
-      double max = -std::numeric_limits<double>::infinity();
-      for (size_t j = 0; j < keys; ++j) {
-        double dot = 0;
-        for (size_t x = 0; x < d; ++x) {
-          dot += static_cast<double>(q[base + i * d + x]) * k[base + j * d + x];
-        }
-        logits[j] = dot * scale;
-        max = std::max(max, logits[j]);
-      }
-      double sum = 0;
-      for (size_t j = 0; j < keys; ++j) sum += std::exp(logits[j] - max);
-      const double row_lse = max + std::log(sum);
+      const double row_lse = RowLogits(&q[base + i * d], &k[base], keys, d, scale, logits);
       lse[bh * a.s + i] = row_lse;
       for (size_t j = 0; j < keys; ++j) {
         const double p = std::exp(logits[j] - row_lse);
@@ -92,18 +101,7 @@ void AttentionFp8ForwardQuantized(const AttentionShape& a, double scale,
     const size_t base = bh * a.s * d;
     for (size_t i = 0; i < static_cast<size_t>(a.s); ++i) {
       const size_t keys = a.causal ? i + 1 : static_cast<size_t>(a.s);
-      double max = -std::numeric_limits<double>::infinity();
-      for (size_t j = 0; j < keys; ++j) {
-        double dot = 0;
-        for (size_t x = 0; x < d; ++x) {
-          dot += static_cast<double>(qf[base + i * d + x]) * kf[base + j * d + x];
-        }
-        logits[j] = dot * scale;
-        max = std::max(max, logits[j]);
-      }
-      double sum = 0;
-      for (size_t j = 0; j < keys; ++j) sum += std::exp(logits[j] - max);
-      const double row_lse = max + std::log(sum);
+      const double row_lse = RowLogits(&qf[base + i * d], &kf[base], keys, d, scale, logits);
       lse[bh * a.s + i] = row_lse;
       double* row = &o[base + i * d];
       for (size_t j = 0; j < keys; ++j) {
