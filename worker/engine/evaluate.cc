@@ -808,7 +808,11 @@ absl::StatusOr<std::optional<TrialFailure>> JudgeTrial(Evaluation& e, const Tria
   *trial = {{"workload", t.workload},
             {"seed", U64(t.seed)},
             {"seed_kind", t.is_public ? "public" : "secret"},
-            {"kernel_ms", event.kernel_ms}};
+            {"kernel_ms", event.kernel_ms},
+            {"reference_library_runs", ref.library_runs}};
+  if (!ref.repeat_disagreements.empty()) {
+    (*trial)["reference_repeat_disagreements"] = ref.repeat_disagreements;
+  }
   if (event.input_hash_before != ref.input_hash) {
     return absl::InternalError(absl::StrCat(
         "candidate and reference processes generated different inputs for ", t.workload, " seed ",

@@ -27,6 +27,11 @@ class Baseline {
                            const std::vector<void*>& outputs, cudaStream_t stream) = 0;
   // Library, version, algorithm: recorded in every verdict's audit report.
   virtual nlohmann::json Describe() const = 0;
+  // Fills the library path's own intermediate buffers that an output is derived from (cuDNN's
+  // e4m3 O before its conversion) with a pattern that decodes to NaN, so that a part the
+  // library leaves unwritten shows as non-finite instead of as stale data. The reference
+  // process calls it before every run; never inside a timed region. Asynchronous on `stream`.
+  virtual absl::Status PoisonScratch(cudaStream_t /*stream*/) { return absl::OkStatus(); }
 };
 
 // `library`/`operation` as task.json names them ("cublaslt"/"gemm_a_bt_bf16"); `axes` are the

@@ -982,6 +982,14 @@ class CudnnSdpa final : public Baseline {
     return absl::OkStatus();
   }
 
+  // 0x7F is an e4m3 NaN (OCP FP8 formats: S.1111.111), which the conversion carries into O.
+  absl::Status PoisonScratch(cudaStream_t stream) override {
+    const Plan& p = *plan_;
+    if (!p.fp8_o) return absl::OkStatus();
+    PTXBENCH_CUDA_TRY(cudaMemsetAsync(p.o_fp8.get(), 0x7F, p.o_fp8.bytes(), stream));
+    return absl::OkStatus();
+  }
+
   // The fp8 forward's last step when cuDNN wrote O as e4m3: O = bf16(O8 · descale_v).
   static absl::Status ConvertO(const Plan& p, const void* descale_v, void* o, cudaStream_t stream) {
     const Shape& x = p.shape;

@@ -1049,6 +1049,10 @@ struct ReferenceEvent {
   nlohmann::json baseline;   // The library's description (baseline.h Describe()).
   double setup_seconds = 0;  // Buffers and library handle of a new workload.
   double seconds = 0;
+  // Runs of the library until two consecutive ones on the same inputs agreed under the task's
+  // rule (2 when the first pair did), and why each earlier pair did not (reference_mode.cc).
+  int library_runs = 0;
+  std::vector<std::string> repeat_disagreements;
   template <typename Self, typename V>
   static void Fields(Self& m, V& v) {
     v("workload", m.workload);
@@ -1057,6 +1061,8 @@ struct ReferenceEvent {
     v("baseline", m.baseline);
     v("setup_seconds", m.setup_seconds);
     v("seconds", m.seconds);
+    v("library_runs", m.library_runs);
+    v("repeat_disagreements", m.repeat_disagreements);
   }
 };
 

@@ -357,7 +357,7 @@ int Reference(const ptxbench::Task& task, uint64_t key) {
     } else if (const auto* ref = std::get_if<gpu::ComputeReferenceCommand>(&*cmd)) {
       GpuPhase phase("reference", key, 10);
       Emit(gpu::ReferenceEvent{ref->workload, ref->seed, InputHash(ref->seed, key),
-                               nlohmann::json::object(), 0, 0});
+                               nlohmann::json::object(), 0, 0, 2, {}});
     } else if (const auto* compare = std::get_if<gpu::CompareCommand>(&*cmd)) {
       GpuPhase phase("reference", key, 10);
       Emit(Compare(task, *compare));

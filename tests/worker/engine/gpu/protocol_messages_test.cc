@@ -164,8 +164,12 @@ TEST_CASE("events round-trip with their nested parts", "[protocol]") {
   CHECK(r.device.total_memory == 150754820096);
   CHECK(ToJson(ready)["event"] == "ready");
   RoundTrip(ResetEvent{});
-  ReferenceEvent reference{"timed", 5, 77, json{{"library", "cublaslt"}}, 0.2, 0.3};
-  CHECK(RoundTrip(reference).input_hash == 77);
+  ReferenceEvent reference{"timed", 5, 77, json{{"library", "cublaslt"}}, 0.2, 0.3, 3,
+                           {"runs 1 and 2: O: 1 non-finite now"}};
+  ReferenceEvent reference_back = RoundTrip(reference);
+  CHECK(reference_back.input_hash == 77);
+  CHECK(reference_back.library_runs == 3);
+  CHECK(reference_back.repeat_disagreements == reference.repeat_disagreements);
 
   CompareReport pass;
   pass.pass = true;
