@@ -193,7 +193,11 @@ struct StrongCheckEvidence {
     } else if (!work_share.has_value()) {
       path.reason = "the timed path's counters were not collected";
     }
-    return gpu::JudgeTargetWork(arch, work_share, counters_reason, path);
+    std::optional<gpu::WorkShare> credited = work_share;
+    if (work_share.has_value() && profiled.has_value()) {
+      credited = gpu::CreditTaskPrecisionOnly(*work_share, *profiled);
+    }
+    return gpu::JudgeTargetWork(arch, credited, counters_reason, path);
   }
 };
 

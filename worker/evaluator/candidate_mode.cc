@@ -128,7 +128,14 @@ absl::StatusOr<gpu::BaselineChoice> CandidateProcess::ChooseBaseline(const gpu::
   cudaStream_t s = c.gpu.stream.get();
   gpu::TensorSet& set = timing_.set;
   RETURN_IF_ERROR(set.GenerateInputs(*c.gpu.builtins, cmd.baseline_seed_base, s));
-  RETURN_IF_ERROR(candidates[0]->Run(set.InputPointers(), set.OutputPointers(), s));
+  // Every run below starts from poisoned outputs and library scratch (Baseline::PoisonScratch),
+  // so that a part a library run leaves unwritten shows as non-finite, not as an earlier run's.
+  auto run_poisoned = [&](gpu::Baseline& baseline) -> absl::Status {
+    RETURN_IF_ERROR(baseline.PoisonScratch(s));
+    RETURN_IF_ERROR(set.PoisonOutputs(*c.gpu.builtins, s));
+    return baseline.Run(set.InputPointers(), set.OutputPointers(), s);
+  };
+  RETURN_IF_ERROR(run_poisoned(*candidates[0]));
   std::vector<gpu::DeviceBuffer> first_outputs;
   std::vector<const gpu::WorkloadTensor*> outputs;
   {
@@ -151,8 +158,7 @@ absl::StatusOr<gpu::BaselineChoice> CandidateProcess::ChooseBaseline(const gpu::
     gpu::BaselineCandidateFigure figure;
     figure.index = k;
     figure.algorithm = candidates[k]->Describe();
-    RETURN_IF_ERROR(set.PoisonOutputs(*c.gpu.builtins, s));
-    absl::Status ran = candidates[k]->Run(set.InputPointers(), set.OutputPointers(), s);
+    absl::Status ran = run_poisoned(*candidates[k]);
     if (ran.ok()) {
       const cudaError_t synced = cudaStreamSynchronize(s);
       if (synced != cudaSuccess) {
@@ -177,8 +183,11 @@ absl::StatusOr<gpu::BaselineChoice> CandidateProcess::ChooseBaseline(const gpu::
       if (!report.pass) {
         figure.eligible = false;
         figure.note = absl::StrCat("output ", t.name,
-                                   " does not meet the task's rule against "
-                                   "the first choice's");
+                                   k == 0 ? " of a second run on the same inputs does not meet "
+                                            "the task's rule against the first run's: "
+                                          : " does not meet the task's rule against the first "
+                                            "choice's: ",
+                                   report.reason);
       }
     }
     if (!figure.eligible) {

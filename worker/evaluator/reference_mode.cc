@@ -213,8 +213,8 @@ absl::StatusOr<gpu::ReferenceEvent> ReferenceProcess::Compute(
         event.library_runs = run;
         break;
       }
-      event.repeat_disagreements.push_back(absl::StrCat("runs ", run - 1, " and ", run, ": ",
-                                                        disagreement));
+      event.repeat_disagreements.push_back(
+          absl::StrCat("runs ", run - 1, " and ", run, ": ", disagreement));
       if (run == kMaxLibraryRuns) {
         return absl::InternalError(absl::StrCat(
             "the library's reference for ", cmd.workload, "/", gpu::U64(cmd.seed),
@@ -227,8 +227,7 @@ absl::StatusOr<gpu::ReferenceEvent> ReferenceProcess::Compute(
     std::vector<void*> pointers = set_.OutputPointers();
     for (size_t k = 0; k < stored.buffers.size(); ++k) {
       PTXBENCH_CUDA_TRY(cudaMemcpyAsync(stored.buffers[k].get(), pointers.at(k),
-                                        stored.outputs[k].bytes, cudaMemcpyDeviceToDevice,
-                                        stream));
+                                        stored.outputs[k].bytes, cudaMemcpyDeviceToDevice, stream));
     }
   }
   ASSIGN_OR_RETURN(stored.fp64,

@@ -12,12 +12,13 @@ absl::StatusOr<size_t> ChooseFastestBaseline(const std::vector<BaselineCandidate
   for (const BaselineCandidateFigure& f : figures) {
     if (f.index == 0) first = &f;
   }
+  // The library's failures, not the submission's: infrastructure (Internal), never a verdict
+  // against the candidate (an InvalidArgument here once read as plan_invalid on the H100).
   if (first == nullptr) {
-    return absl::InvalidArgumentError(
-        "baseline choice: the heuristic's first choice (0) is missing");
+    return absl::InternalError("baseline choice: the heuristic's first choice (0) is missing");
   }
   if (!first->eligible || first->runs == 0 || !(first->median_ms > 0)) {
-    return absl::InvalidArgumentError(absl::StrCat(
+    return absl::InternalError(absl::StrCat(
         "baseline choice: the heuristic's first choice was not timed (", first->note, ")"));
   }
   // In the library's order, so that a tie keeps the earlier-ranked candidate.

@@ -297,13 +297,13 @@ PathAgreement CompareProfiledWithTimed(const ProfiledWork& profiled, const WorkC
                                      : 0.0;
   bool ok = a.target_insts_difference <= tolerance && a.bulk_copy_insts_difference <= tolerance;
   if (profiled.flops_known) {
-    a.target_flops_difference = RelativeDifference(*timed_flops, profiled.target_flops);
+    a.target_flops_difference = RelativeDifference(*timed_flops, profiled.counter_flops);
     ok = ok && a.target_flops_difference <= tolerance;
   }
   a.agrees = ok;
   if (!ok) {
     a.reason = absl::StrCat("the instrumented run executed ", profiled.target_warp_insts,
-                            " target warp instructions (", profiled.target_flops, " FLOPs), ",
+                            " target warp instructions (", profiled.counter_flops, " FLOPs), ",
                             copies, " bulk copies and ", profiled.tma_pipe_other_warp_insts,
                             " other TMA-pipe instructions; the timed path ", *timed_insts, " (",
                             *timed_flops, " FLOPs) and ", *timed_bulk, " TMA-pipe instructions");
@@ -335,22 +335,51 @@ bool WarpInstructionOperandsAre(std::string_view sass_instruction, DType operand
   }
 }
 
+bool WarpInstructionCountedAs(std::string_view sass_instruction, DType operands) {
+  if (operands == DType::kFP8E4M3) return SassBaseOpcode(sass_instruction) == "QGMMA";
+  return WarpInstructionOperandsAre(sass_instruction, operands);
+}
+
+WorkShare CreditTaskPrecisionOnly(const WorkShare& share, const ProfiledWork& profiled) {
+  if (!profiled.flops_known || !(profiled.counter_flops > profiled.target_flops)) return share;
+  WorkShare out = share;
+  MatrixWorkShare& m = out.matrix;
+  const double moved = m.target_flops * (1 - profiled.target_flops / profiled.counter_flops);
+  m.target_flops -= moved;
+  m.other_units.push_back({"wgmma of another operand precision (not the task's)", moved});
+  std::sort(m.other_units.begin(), m.other_units.end(),
+            [](const auto& a, const auto& b) { return a.second > b.second; });
+  const double executed = m.tensor_flops + m.scalar_flops;
+  m.share_of_task = m.task_flops > 0 ? m.target_flops / m.task_flops : 0;
+  m.share_of_executed = executed > 0 ? m.target_flops / executed : 0;
+  m.other_work_over_task =
+      m.task_flops > 0 ? std::max(0.0, executed - m.target_flops) / m.task_flops : 0;
+  return out;
+}
+
 ProfiledWork ProfiledWorkFromRuns(const SassFamilyMap& sass_map,
                                   const std::vector<InstrumentEvent>& runs,
                                   const std::string& matrix_family, DType operands) {
-  // Per-warp FLOPs of every opcode-classified site of the family, by (function, pc); nullopt
-  // for a site whose opcode carries no shape.
-  std::map<std::pair<std::string, uint32_t>, std::optional<double>> site_flops;
+  // Per-warp FLOPs of every opcode-classified site of the family, by (function, pc): those the
+  // task credits and those the timed counter counts; nullopt for a site whose opcode carries no
+  // shape.
+  struct SiteFlops {
+    std::optional<double> credited;
+    std::optional<double> counted;
+  };
+  std::map<std::pair<std::string, uint32_t>, SiteFlops> site_flops;
   std::set<std::pair<std::string, uint32_t>> tma_pipe_other_sites;
   for (const auto& [function, sites] : sass_map.functions) {
     if (auto it = sites.sites.find(matrix_family); it != sites.sites.end()) {
       for (const SassSite& site : it->second) {
         if (site.by != SiteEvidence::kSassOpcode) continue;  // A line view names no shape.
-        std::optional<double> flops = WarpInstructionMatrixFlops(site.sass);
+        const std::optional<double> flops = WarpInstructionMatrixFlops(site.sass);
         // A shaped instruction of another precision does none of the task's target FLOPs (an
         // unshaped one, tcgen05's, stays unknown).
-        if (flops.has_value() && !WarpInstructionOperandsAre(site.sass, operands)) flops = 0.0;
-        site_flops[{function, site.pc}] = flops;
+        SiteFlops f{flops, flops};
+        if (flops.has_value() && !WarpInstructionOperandsAre(site.sass, operands)) f.credited = 0.0;
+        if (flops.has_value() && !WarpInstructionCountedAs(site.sass, operands)) f.counted = 0.0;
+        site_flops[{function, site.pc}] = f;
       }
     }
     if (auto it = sites.sites.find(kTmaPipeOtherFamily); it != sites.sites.end()) {
@@ -376,11 +405,12 @@ ProfiledWork ProfiledWorkFromRuns(const SassFamilyMap& sass_map,
           std::min(static_cast<double>(record.warp_inst_executed),
                    std::floor(static_cast<double>(record.thread_inst_pred_on) / 32));
       if (executed <= 0) continue;
-      if (!site->second.has_value()) {
+      if (!site->second.credited.has_value()) {
         out.flops_known = false;
         continue;
       }
-      out.target_flops += executed * *site->second;
+      out.target_flops += executed * *site->second.credited;
+      out.counter_flops += executed * *site->second.counted;
     }
   }
   return out;

@@ -112,6 +112,11 @@ struct ProfiledWork {
   // non-tensor bulk copies): on the TMA pipe, so in the timed path's TMA-pipe counter, but not
   // in the per-PC TMA metric that bulk_copy_warp_insts sums.
   double tma_pipe_other_warp_insts = 0;
+  // FLOPs of the family's shaped sites that the timed path's FLOP counter also counts
+  // (WarpInstructionCountedAs): on GH100 the fp8 counter counts QGMMA of both fp8 formats, so
+  // for an e4m3 task this adds the e5m2 QGMMA that target_flops does not credit. Equal to
+  // target_flops where the counter is of the task's precision alone.
+  double counter_flops = 0;
 };
 
 struct PathAgreement {
@@ -162,10 +167,21 @@ ProfiledWork ProfiledWorkFromRuns(const SassFamilyMap& sass_map,
                                   const std::vector<InstrumentEvent>& runs,
                                   const std::string& matrix_family, DType operands);
 
-// True when a warpgroup MMA's SASS names the operand type: BF16 for bf16, E4M3 on a QGMMA for
-// fp8 e4m3, and for fp16 an HGMMA that names neither BF16 nor TF32 (the bf16 and tf32 forms
-// carry their type; fp16's spelling was not measured, so it is told by exclusion).
+// True when a warpgroup MMA's SASS names the operand type: BF16 for bf16, E4M3 (and no E5M2)
+// on a QGMMA for fp8 e4m3, and for fp16 an HGMMA that names neither BF16 nor TF32 (the bf16 and
+// tf32 forms carry their type; fp16's spelling was not measured, so it is told by exclusion).
 bool WarpInstructionOperandsAre(std::string_view sass_instruction, DType operands);
+// True when the timed path's FLOP counter for a task of `operands` counts the instruction's
+// FLOPs: any QGMMA for fp8 e4m3 (GH100's sm__ops_path_tensor_src_fp8 counts both fp8 formats),
+// else exactly WarpInstructionOperandsAre.
+bool WarpInstructionCountedAs(std::string_view sass_instruction, DType operands);
+
+// The work share with only the task's operand precision credited. Where the timed counter also
+// counted target-family FLOPs of another precision (profiled.counter_flops > target_flops: an
+// e4m3 task's kernel running some QGMMA on e5m2 operands), that fraction of the counted target
+// FLOPs, as the SASS side measured it, moves to other work ("wgmma of another operand
+// precision") and the shares are recomputed. Unchanged otherwise.
+WorkShare CreditTaskPrecisionOnly(const WorkShare& share, const ProfiledWork& profiled);
 
 // The credited matrix family of an arch: "wgmma" (sm_90a), "tcgen05_mma" (sm_100a); "" else.
 std::string MatrixFamilyOf(std::string_view arch);

@@ -54,8 +54,11 @@ TEST_CASE("baseline choice: untimed candidates are skipped, a missing first choi
   auto missing = ChooseFastestBaseline({Timed(1, 0.75)});
   REQUIRE_FALSE(missing.ok());
   CHECK(missing.status().message().find("first choice (0) is missing") != std::string::npos);
+  // The library's failure: infrastructure (Internal), never plan_invalid (InvalidArgument).
+  CHECK(absl::IsInternal(missing.status()));
   auto not_eligible = ChooseFastestBaseline({Timed(0, 0.78, false), Timed(1, 0.75)});
   REQUIRE_FALSE(not_eligible.ok());
+  CHECK(absl::IsInternal(not_eligible.status()));
   CHECK(not_eligible.status().message().find("output C differs") != std::string::npos);
   CHECK_FALSE(ChooseFastestBaseline({}).ok());
 }

@@ -155,7 +155,7 @@ TEST_CASE("work share: the profiled path must equal the timed path", "[work_shar
   auto samples = Samples(*set, {{set->target_matrix_flops, kGemmFlops},
                                 {set->target_matrix_warp_insts, 9.17504e6},
                                 {set->bulk_copy_insts, 516096}});
-  ProfiledWork same{kGemmFlops, 9.17504e6, 516096, true};
+  ProfiledWork same{kGemmFlops, 9.17504e6, 516096, true, 0, kGemmFlops};
   PathAgreement a = CompareProfiledWithTimed(same, *set, samples);
   CHECK(a.checked);
   CHECK(a.agrees);
@@ -181,12 +181,12 @@ TEST_CASE("work share: the TMA pipe's prefetches and commits count on the timed 
   auto timed = Samples(*set, {{set->target_matrix_flops, kGemmFlops},
                               {set->target_matrix_warp_insts, 4.58752e6},
                               {set->bulk_copy_insts, 308224}});
-  ProfiledWork honest{kGemmFlops, 4.58752e6, 301056, true, 7168};
+  ProfiledWork honest{kGemmFlops, 4.58752e6, 301056, true, 7168, kGemmFlops};
   PathAgreement a = CompareProfiledWithTimed(honest, *set, timed);
   CHECK(a.agrees);
   CHECK(a.bulk_copy_insts_difference == 0);
   // Without the instrumented run's other TMA-pipe instructions the same run disagreed (2.3 %).
-  ProfiledWork copies_only{kGemmFlops, 4.58752e6, 301056, true, 0};
+  ProfiledWork copies_only{kGemmFlops, 4.58752e6, 301056, true, 0, kGemmFlops};
   PathAgreement b = CompareProfiledWithTimed(copies_only, *set, timed);
   CHECK_FALSE(b.agrees);
   CHECK(b.bulk_copy_insts_difference == Approx(7168.0 / 308224));
@@ -209,7 +209,7 @@ TEST_CASE("work share: the TMA pipe's prefetches and commits count on the timed 
 TEST_CASE("work share: a timed path without counters is not compared", "[work_share]") {
   auto set = WorkCountersFor("sm_90a", DType::kBF16);
   REQUIRE(set.ok());
-  ProfiledWork same{kGemmFlops, 9.17504e6, 516096, true};
+  ProfiledWork same{kGemmFlops, 9.17504e6, 516096, true, 0, kGemmFlops};
   PathAgreement c = CompareProfiledWithTimed(same, *set, {});
   CHECK_FALSE(c.checked);
   CHECK_FALSE(c.agrees);
@@ -352,7 +352,7 @@ TEST_CASE("judging: a path that differs when profiled is named for it, before th
       *set, {{"sm__ops_path_tensor_src_bf16_dst_fp32.sum", kGemmFlops}, {set->bulk_copy_insts, 0}});
   auto share = ComputeWorkShare(*set, samples, kGemmFlops, kGemmMinBytes);
   REQUIRE(share.ok());
-  ProfiledWork profiled{kGemmFlops, 9.17504e6, 516096, true};
+  ProfiledWork profiled{kGemmFlops, 9.17504e6, 516096, true, 0, kGemmFlops};
   PathAgreement path = CompareProfiledWithTimed(profiled, *set, samples);
   TargetWorkJudgement j = JudgeTargetWork(Hopper(), *share, "", path);
   CHECK(j.verdict_class == VerdictClass::kProfiledPathDiffers);
@@ -448,6 +448,12 @@ TEST_CASE("judging: only the task's operand precision earns target FLOPs on the 
   CHECK_FALSE(WarpInstructionOperandsAre("QGMMA.64x128x32.F32.E5M2.E4M3 R0, gdesc[UR4], R0",
                                          DType::kFP8E4M3));
   CHECK_FALSE(WarpInstructionOperandsAre("HGMMA.64x256x16.F32.BF16 R24", DType::kFP8E4M3));
+  // GH100's fp8 FLOP counter counts QGMMA of either fp8 format; the bf16 counter only bf16.
+  CHECK(WarpInstructionCountedAs("QGMMA.64x128x32.F32.E5M2.E4M3 R0, gdesc[UR4], R0",
+                                 DType::kFP8E4M3));
+  CHECK(WarpInstructionCountedAs("QGMMA.64x128x32.F32.E4M3.E4M3 R0, gdesc[UR4], R0",
+                                 DType::kFP8E4M3));
+  CHECK_FALSE(WarpInstructionCountedAs("HGMMA.64x256x16.F32 R24, gdesc[UR4], R24", DType::kBF16));
 
   // The fp16_operands decoy on the bf16 GEMM: its HGMMA sites do the instructions, none of the
   // bf16 FLOPs, so both sides say 0 FLOPs and the verdict is the work share's.
@@ -470,6 +476,55 @@ TEST_CASE("judging: only the task's operand precision earns target FLOPs on the 
                                                  std::nullopt}};
   run.records.push_back({"gemm", 300, 4, 128, 0, 0});
   CHECK_FALSE(ProfiledWorkFromRuns(map, {run}, "tcgen05_mma", DType::kBF16).flops_known);
+}
+
+// The p_e5m2 decoy of the fp8 attention task (H100, 2026-12-06): Q·Kᵀ on e4m3 QGMMA, P·V on
+// QGMMA reading P as e5m2. GH100's one fp8 counter counted both products, the SASS side credited
+// only the e4m3 one, and the verdict read profiled_path_differs (a 50 % FLOP difference). The
+// sides now agree on what the counter counts, and the e5m2 half is other work.
+TEST_CASE("judging: QGMMA on another fp8 format is counted on both sides and credited on neither",
+          "[work_share][judge]") {
+  SassFamilyMap map;
+  map.available = true;
+  map.functions["attn"].sites["wgmma"] = {
+      {100, "QGMMA.64x128x32.F32.E4M3.E4M3 R24, gdesc[UR4], R24", SiteEvidence::kSassOpcode,
+       std::nullopt, std::nullopt},
+      {200, "QGMMA.64x128x32.F32.E5M2.E4M3 R24, R88, gdesc[UR8], R24", SiteEvidence::kSassOpcode,
+       std::nullopt, std::nullopt}};
+  InstrumentEvent run;
+  run.kernel = "attn";
+  run.records = {{"attn", 100, 1000, 32000, 1000, 0}, {"attn", 200, 1000, 32000, 1000, 0}};
+  const double per_site = 1000 * 2.0 * 64 * 128 * 32 / 4;
+  ProfiledWork profiled = ProfiledWorkFromRuns(map, {run}, "wgmma", DType::kFP8E4M3);
+  REQUIRE(profiled.flops_known);
+  CHECK(profiled.target_flops == Approx(per_site));
+  CHECK(profiled.counter_flops == Approx(2 * per_site));
+
+  auto set = WorkCountersFor("sm_90a", DType::kFP8E4M3);
+  REQUIRE(set.ok());
+  // The timed counter: both products' FLOPs; the task is exactly those FLOPs.
+  auto samples = Samples(*set, {{set->target_matrix_flops, 2 * per_site},
+                                {set->target_matrix_warp_insts, 2000},
+                                {set->bulk_copy_insts, 0}});
+  PathAgreement path = CompareProfiledWithTimed(profiled, *set, samples);
+  CHECK(path.agrees);
+  CHECK(path.target_flops_difference == 0);
+  auto share = ComputeWorkShare(*set, samples, 2 * per_site, 1);
+  REQUIRE(share.ok());
+  CHECK(share->matrix.share_of_task == Approx(1.0));
+  const WorkShare credited = CreditTaskPrecisionOnly(*share, profiled);
+  CHECK(credited.matrix.share_of_task == Approx(0.5));
+  CHECK(credited.matrix.share_of_executed == Approx(0.5));
+  CHECK(credited.matrix.other_work_over_task == Approx(0.5));
+  REQUIRE_FALSE(credited.matrix.other_units.empty());
+  CHECK(credited.matrix.other_units[0].first.find("another operand precision") !=
+        std::string::npos);
+  TargetWorkJudgement j = JudgeTargetWork(Hopper(), credited, "", path);
+  CHECK(j.verdict_class == VerdictClass::kTargetWorkInsufficient);
+  // An all-e4m3 kernel keeps its share.
+  ProfiledWork e4m3_only = profiled;
+  e4m3_only.counter_flops = e4m3_only.target_flops;
+  CHECK(CreditTaskPrecisionOnly(*share, e4m3_only).matrix.share_of_task == Approx(1.0));
 }
 
 TEST_CASE("work share: every counter the engine asks for exists in CUPTI's catalogue",
