@@ -4,6 +4,7 @@
 // (label "gpu"); tag [fp8_attention]. Every figure the tolerance needs is printed as a WARN line
 // starting "fp8 attention".
 #include <algorithm>
+#include <array>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
@@ -361,6 +362,48 @@ TEST_CASE("cuDNN's fp8 SDPA forward on the timed workload: candidates, time, two
   }
 }
 
+// Q, K, V (inputs 0..2, e4m3) times their descales (inputs 3..5), decoded on the host and written
+// as bf16 into `targets`: exact (an e4m3 value times a tensor_descale fits bf16's 8 significant
+// bits), so cuDNN's bf16 forward on them computes the fp8 task's definition with P in bf16.
+void DequantizeOnHost(const std::vector<const void*>& in, size_t n,
+                      const std::array<DeviceBuffer*, 3>& targets) {
+  REQUIRE(SynchronizeDevice().ok());  // The copies run on the legacy stream.
+  std::vector<uint8_t> codes(n);
+  std::vector<uint16_t> bits(n);
+  for (int index = 0; index < 3; ++index) {
+    float descale = 0;
+    REQUIRE(cudaMemcpy(&descale, in[3 + index], 4, cudaMemcpyDeviceToHost) == cudaSuccess);
+    REQUIRE(cudaMemcpy(codes.data(), in[index], n, cudaMemcpyDeviceToHost) == cudaSuccess);
+    for (size_t i = 0; i < n; ++i) {
+      const float value = ::ptxbench::testing::DecodeE4M3(codes[i]) * descale;
+      uint32_t word;
+      std::memcpy(&word, &value, 4);
+      bits[i] = static_cast<uint16_t>(word >> 16);
+    }
+    REQUIRE(cudaMemcpy(targets[index]->get(), bits.data(), n * 2, cudaMemcpyHostToDevice) ==
+            cudaSuccess);
+  }
+}
+
+// The bf16 forward's buffers at the timed shape: Q, K, V (`n` elements each, filled by
+// DequantizeOnHost), O and LSE.
+struct TimedBf16Buffers {
+  DeviceBuffer q, k, v, o, lse;
+};
+TimedBf16Buffers AllocateTimedBf16(size_t n) {
+  TimedBf16Buffers b;
+  for (auto [buffer, bytes] : {std::pair{&b.q, n * 2},
+                               {&b.k, n * 2},
+                               {&b.v, n * 2},
+                               {&b.o, n * 2},
+                               {&b.lse, size_t{4} * 48 * 4096 * 4}}) {
+    auto allocated = DeviceBuffer::Allocate(bytes);
+    REQUIRE(allocated.ok());
+    *buffer = std::move(*allocated);
+  }
+  return b;
+}
+
 // Every 128-row block of cuDNN's fp8 output on the timed workload, against cuDNN's bf16 forward
 // on the same inputs dequantized (e4m3 x (1 + m/8) 2^-6 is exact in bf16): the engine's first
 // run on an H100 (2026-12-06) saw whole blocks of the fp8 reference far off (relative norm ~1,
@@ -422,23 +465,7 @@ void CheckFp8Blocks(int ordinal, bool contended, bool required = true) {
     REQUIRE(SynchronizeDevice().ok());
     const std::vector<const void*> in = tensors->InputPointers();
     // The dequantized inputs, exact in bf16 (also the contention's inputs).
-    float descale[3];
-    for (int i = 0; i < 3; ++i) {
-      REQUIRE(cudaMemcpy(&descale[i], in[3 + i], 4, cudaMemcpyDeviceToHost) == cudaSuccess);
-    }
-    std::vector<uint8_t> codes(n);
-    std::vector<uint16_t> bits(n);
-    for (auto [target, index] : {std::pair{&q16, 0}, {&k16, 1}, {&v16, 2}}) {
-      REQUIRE(cudaMemcpy(codes.data(), in[index], n, cudaMemcpyDeviceToHost) == cudaSuccess);
-      for (size_t i = 0; i < n; ++i) {
-        const float value = ::ptxbench::testing::DecodeE4M3(codes[i]) * descale[index];
-        uint32_t word;
-        std::memcpy(&word, &value, 4);
-        bits[i] = static_cast<uint16_t>(word >> 16);
-      }
-      REQUIRE(cudaMemcpy((*target)->get(), bits.data(), n * 2, cudaMemcpyHostToDevice) ==
-              cudaSuccess);
-    }
+    DequantizeOnHost(in, n, {&*q16, &*k16, &*v16});
     REQUIRE(SynchronizeDevice().ok());
     if (contended) {
       for (int i = 0; i < 3; ++i) {
@@ -540,43 +567,19 @@ TEST_CASE("cuDNN's fp8 SDPA forward in the reference process's order of workload
   REQUIRE(bf16.ok());
   const size_t n = size_t{4} * 48 * 4096 * 128;
   const size_t block = 128 * 128;
-  auto q16 = DeviceBuffer::Allocate(n * 2), k16 = DeviceBuffer::Allocate(n * 2),
-       v16 = DeviceBuffer::Allocate(n * 2), o16 = DeviceBuffer::Allocate(n * 2),
-       lse16 = DeviceBuffer::Allocate(size_t{4} * 48 * 4096 * 4);
-  REQUIRE(q16.ok());
-  REQUIRE(k16.ok());
-  REQUIRE(v16.ok());
-  REQUIRE(o16.ok());
-  REQUIRE(lse16.ok());
+  auto [q16, k16, v16, o16, lse16] = AllocateTimedBf16(n);
   for (uint64_t seed : {41, 42, 43}) {
     REQUIRE(set->GenerateInputs(*f.builtins, seed, s).ok());
     REQUIRE(set->PoisonOutputs(*f.builtins, s).ok());
     REQUIRE((*fp8)->Run(set->InputPointers(), set->OutputPointers(), s).ok());
     REQUIRE(SynchronizeDevice().ok());
-    const std::vector<const void*> in = set->InputPointers();
-    float descale[3];
-    for (int i = 0; i < 3; ++i) {
-      REQUIRE(cudaMemcpy(&descale[i], in[3 + i], 4, cudaMemcpyDeviceToHost) == cudaSuccess);
-    }
-    std::vector<uint8_t> codes(n);
-    std::vector<uint16_t> bits(n);
-    for (auto [target, index] : {std::pair{&q16, 0}, {&k16, 1}, {&v16, 2}}) {
-      REQUIRE(cudaMemcpy(codes.data(), in[index], n, cudaMemcpyDeviceToHost) == cudaSuccess);
-      for (size_t i = 0; i < n; ++i) {
-        const float value = ::ptxbench::testing::DecodeE4M3(codes[i]) * descale[index];
-        uint32_t word;
-        std::memcpy(&word, &value, 4);
-        bits[i] = static_cast<uint16_t>(word >> 16);
-      }
-      REQUIRE(cudaMemcpy((*target)->get(), bits.data(), n * 2, cudaMemcpyHostToDevice) ==
-              cudaSuccess);
-    }
-    REQUIRE((*bf16)->Run({q16->get(), k16->get(), v16->get()}, {o16->get(), lse16->get()}, s).ok());
+    DequantizeOnHost(set->InputPointers(), n, {&q16, &k16, &v16});
+    REQUIRE((*bf16)->Run({q16.get(), k16.get(), v16.get()}, {o16.get(), lse16.get()}, s).ok());
     REQUIRE(SynchronizeDevice().ok());
     std::vector<uint16_t> got(n), want(n);
     REQUIRE(cudaMemcpy(got.data(), set->OutputPointers()[0], n * 2, cudaMemcpyDeviceToHost) ==
             cudaSuccess);
-    REQUIRE(cudaMemcpy(want.data(), o16->get(), n * 2, cudaMemcpyDeviceToHost) == cudaSuccess);
+    REQUIRE(cudaMemcpy(want.data(), o16.get(), n * 2, cudaMemcpyDeviceToHost) == cudaSuccess);
     size_t far_blocks = 0;
     double worst = 0;
     std::ostringstream far_list;
@@ -626,14 +629,7 @@ TEST_CASE(
   auto bf16 = CreateBaseline("cudnn", "sdpa_fwd_bf16", w.axes);
   REQUIRE(bf16.ok());
   const size_t n = size_t{4} * 48 * 4096 * 128;
-  auto q16 = DeviceBuffer::Allocate(n * 2), k16 = DeviceBuffer::Allocate(n * 2),
-       v16 = DeviceBuffer::Allocate(n * 2), o16 = DeviceBuffer::Allocate(n * 2),
-       lse16 = DeviceBuffer::Allocate(size_t{4} * 48 * 4096 * 4);
-  REQUIRE(q16.ok());
-  REQUIRE(k16.ok());
-  REQUIRE(v16.ok());
-  REQUIRE(o16.ok());
-  REQUIRE(lse16.ok());
+  auto [q16, k16, v16, o16, lse16] = AllocateTimedBf16(n);
   auto run = [&] {
     REQUIRE((*baseline)->PoisonScratch(s).ok());
     REQUIRE(set->PoisonOutputs(*f.builtins, s).ok());
@@ -652,30 +648,12 @@ TEST_CASE(
     const auto second = run();
     CHECK(first.first == second.first);
     CHECK(first.second == second.second);
-    const std::vector<const void*> in = set->InputPointers();
-    float descale[3];
-    for (int i = 0; i < 3; ++i) {
-      REQUIRE(cudaMemcpy(&descale[i], in[3 + i], 4, cudaMemcpyDeviceToHost) == cudaSuccess);
-    }
-    std::vector<uint8_t> codes(n);
-    std::vector<uint16_t> bits(n);
-    for (auto [target, index] : {std::pair{&q16, 0}, {&k16, 1}, {&v16, 2}}) {
-      REQUIRE(cudaMemcpy(codes.data(), in[index], n, cudaMemcpyDeviceToHost) == cudaSuccess);
-      for (size_t i = 0; i < n; ++i) {
-        const float value = ::ptxbench::testing::DecodeE4M3(codes[i]) * descale[index];
-        uint32_t word;
-        std::memcpy(&word, &value, 4);
-        bits[i] = static_cast<uint16_t>(word >> 16);
-      }
-      REQUIRE(cudaMemcpy((*target)->get(), bits.data(), n * 2, cudaMemcpyHostToDevice) ==
-              cudaSuccess);
-    }
-    REQUIRE((*bf16)->Run({q16->get(), k16->get(), v16->get()}, {o16->get(), lse16->get()}, s).ok());
+    DequantizeOnHost(set->InputPointers(), n, {&q16, &k16, &v16});
+    REQUIRE((*bf16)->Run({q16.get(), k16.get(), v16.get()}, {o16.get(), lse16.get()}, s).ok());
     REQUIRE(SynchronizeDevice().ok());
     std::string o(n * 2, '\0'), lse(size_t{4} * 48 * 4096 * 4, '\0');
-    REQUIRE(cudaMemcpy(o.data(), o16->get(), o.size(), cudaMemcpyDeviceToHost) == cudaSuccess);
-    REQUIRE(cudaMemcpy(lse.data(), lse16->get(), lse.size(), cudaMemcpyDeviceToHost) ==
-            cudaSuccess);
+    REQUIRE(cudaMemcpy(o.data(), o16.get(), o.size(), cudaMemcpyDeviceToHost) == cudaSuccess);
+    REQUIRE(cudaMemcpy(lse.data(), lse16.get(), lse.size(), cudaMemcpyDeviceToHost) == cudaSuccess);
     WARN("fp8 attention baseline (dequantize, bf16 forward), seed "
          << seed << ": two runs equal " << (first.first == second.first) << ", equal to the bf16 "
          << "forward of the host-dequantized inputs " << (first.first == o && first.second == lse)
