@@ -525,6 +525,24 @@ TEST_CASE("judging: QGMMA on another fp8 format is counted on both sides and cre
   ProfiledWork e4m3_only = profiled;
   e4m3_only.counter_flops = e4m3_only.target_flops;
   CHECK(CreditTaskPrecisionOnly(*share, e4m3_only).matrix.share_of_task == Approx(1.0));
+
+  // The attack on the split: the whole task on e5m2 QGMMA, padded with e4m3 QGMMA on discarded
+  // data worth 0.9 of the task so that the credited share reaches the threshold. The e5m2 work
+  // moves to other work, a whole task's worth, far above the 0.111 bound.
+  ProfiledWork padded;
+  padded.flops_known = true;
+  padded.target_flops = 0.9 * 2 * per_site;
+  padded.counter_flops = 1.9 * 2 * per_site;
+  auto padded_samples = Samples(*set, {{set->target_matrix_flops, 1.9 * 2 * per_site},
+                                       {set->target_matrix_warp_insts, 3800},
+                                       {set->bulk_copy_insts, 0}});
+  auto padded_share = ComputeWorkShare(*set, padded_samples, 2 * per_site, 1);
+  REQUIRE(padded_share.ok());
+  const WorkShare padded_credited = CreditTaskPrecisionOnly(*padded_share, padded);
+  CHECK(padded_credited.matrix.share_of_task == Approx(0.9));
+  CHECK(padded_credited.matrix.other_work_over_task == Approx(1.0));
+  CHECK(JudgeTargetWork(Hopper(), padded_credited, "", path).verdict_class ==
+        VerdictClass::kTargetWorkInsufficient);
 }
 
 TEST_CASE("work share: every counter the engine asks for exists in CUPTI's catalogue",
