@@ -307,8 +307,9 @@ TEST_CASE("counters: a kernel cannot tell a counted launch by its own clock", "[
   SaveFigures();
 }
 
-TEST_CASE("counters: counted launches inside the timing loop read a GEMM's 2MNK each",
-          "[gpu][counters][timing]") {
+// The timing loop with cuBLASLt's GEMM on both sides and `counters` counting: every counted
+// round reads 2MNK target FLOPs. Figures under `key`.
+void CheckCountedGemm(HardwareCounters* counters, const std::string& key) {
   Fixture& f = F();
   auto builtins = Builtins::Load(f.device);
   REQUIRE(builtins.ok());
@@ -349,7 +350,7 @@ TEST_CASE("counters: counted launches inside the timing loop read a GEMM's 2MNK 
   config.check_position_seed = 3;
   config.counter_seed = 4;
   config.jitter_us_max = 200;
-  config.counted = PlanCountedLaunches(f.counters->config_count(), 2, 20, 20, 4);
+  config.counted = counters->PlanLaunches(2, 20, 20, 4);
   SampleHooks hooks;
   hooks.on_check = [](size_t, uint64_t) { return absl::OkStatus(); };
   size_t sketched_counted = 0;
@@ -365,7 +366,6 @@ TEST_CASE("counters: counted launches inside the timing loop read a GEMM's 2MNK 
     if (sketch.nonfinite != 0) return absl::InternalError("the GEMM left poisoned outputs");
     return absl::OkStatus();
   };
-  HardwareCounters* counters = f.counters.get();
   hooks.counting = CountingHooks{[counters](size_t c) { return counters->Begin(c); },
                                  [counters]() { return counters->End(); },
                                  [counters](size_t c) { return counters->Prepare(c); }};
@@ -409,20 +409,35 @@ TEST_CASE("counters: counted launches inside the timing loop read a GEMM's 2MNK 
   for (size_t j = 1; j < result->counted.size(); ++j) {
     configuration_changes += result->counted[j].config != result->counted[j - 1].config ? 1 : 0;
   }
-  // Blocks (stats.cc): one change per configuration at most.
-  CHECK(configuration_changes < f.counters->config_count());
-  Figures()["timing_loop_counted"] = {{"pairs", result->pairs},
-                                      {"configuration_changes", configuration_changes},
-                                      {"counted", result->counted.size()},
-                                      {"rate", config.counted.rate},
-                                      {"candidate_median_ms", result->candidate.median},
-                                      {"baseline_median_ms", result->baseline.median},
-                                      {"counted_median_ms", counted_median},
-                                      {"begin_us", begin_us},
-                                      {"sketch_ms_median", sketch_ms[sketch_ms.size() / 2]},
-                                      {"counted_seconds", result->counted_seconds},
-                                      {"sampling_seconds", result->sampling_seconds}};
+  const bool replayed = counters->session() == CounterSession::kOneSessionPassPerLaunch;
+  if (replayed) {
+    // A round's values come with its last pass; every planned round completed.
+    size_t rounds = 0;
+    for (const CountedSample& c : result->counted) rounds += c.metrics.empty() ? 0 : 1;
+    CHECK(rounds >= config.counted.needed / counters->pass_count());
+  } else {
+    // Blocks (stats.cc): one change per configuration at most.
+    CHECK(configuration_changes < counters->config_count());
+  }
+  Figures()[key] = {{"counter_session", std::string(NameOf(counters->session()))},
+                    {"pairs", result->pairs},
+                    {"configuration_changes", configuration_changes},
+                    {"counted", result->counted.size()},
+                    {"rate", config.counted.rate},
+                    {"candidate_median_ms", result->candidate.median},
+                    {"baseline_median_ms", result->baseline.median},
+                    {"counted_median_ms", counted_median},
+                    {"begin_us", begin_us},
+                    {"sketch_ms_median", sketch_ms[sketch_ms.size() / 2]},
+                    {"counted_seconds", result->counted_seconds},
+                    {"sampling_seconds", result->sampling_seconds},
+                    {"warmup_seconds", result->warmup_seconds}};
   SaveFigures();
+}
+
+TEST_CASE("counters: counted launches inside the timing loop read a GEMM's 2MNK each",
+          "[gpu][counters][timing]") {
+  CheckCountedGemm(F().counters.get(), "timing_loop_counted");
 }
 
 // The attack of tasks/gemm_n7168_k5120/decoys/counted_launch_detect.cu, measured directly: the
@@ -488,7 +503,7 @@ void CheckCountedGaps(HardwareCounters* counters, double pad_us, bool expect_hid
   config.counter_seed = 14;
   config.jitter_us_max = 200;
   config.gap_pad_max_us = pad_us;
-  config.counted = PlanCountedLaunches(counters->config_count(), 2, 30, 120, 15);
+  config.counted = counters->PlanLaunches(2, 30, 120, 15);
   SampleHooks hooks;
   hooks.on_check = [](size_t, uint64_t) { return absl::OkStatus(); };
   hooks.counting = CountingHooks{[counters](size_t c) { return counters->Begin(c); },
@@ -631,19 +646,28 @@ TEST_CASE("counters: the cost and values of a collection, per session policy", "
   void* sink = f.sink.get();
   json figures = json::object();
   std::map<CounterSession, int> non_finite;
-  for (CounterSession session : {CounterSession::kPerCollection, CounterSession::kPerConfiguration,
-                                 CounterSession::kPerConfigurationStartedEarly}) {
+  for (CounterSession session :
+       {CounterSession::kPerCollection, CounterSession::kPerConfiguration,
+        CounterSession::kPerConfigurationStartedEarly, CounterSession::kOneSessionPassPerLaunch}) {
     SessionSwap swap(session);
     HardwareCounters* counters = swap.get();
     const size_t configs = counters->config_count();
     // Each configuration three times in a row, then three rounds that change it at every
     // collection (what the loop's shuffled order did before its blocks, stats.cc), so that the
-    // figures show a collection of the configuration in place and one after a change.
+    // figures show a collection of the configuration in place and one after a change. Under
+    // one session with a pass per launch, six rounds of the passes in order.
     std::vector<size_t> order;
-    for (size_t c = 0; c < configs; ++c) order.insert(order.end(), {c, c, c});
-    for (size_t round = 0; round < 3; ++round) {
-      for (size_t c = 0; c < configs; ++c) order.push_back((c + round) % configs);
+    if (session == CounterSession::kOneSessionPassPerLaunch) {
+      for (size_t round = 0; round < 6; ++round) {
+        for (size_t p = 0; p < counters->pass_count(); ++p) order.push_back(p);
+      }
+    } else {
+      for (size_t c = 0; c < configs; ++c) order.insert(order.end(), {c, c, c});
+      for (size_t round = 0; round < 3; ++round) {
+        for (size_t c = 0; c < configs; ++c) order.push_back((c + round) % configs);
+      }
     }
+    std::vector<CounterValues> rounds;
     std::vector<double> prepare_ms, begin_ms, end_ms;
     std::string lines;
     int bad = 0;
@@ -673,10 +697,21 @@ TEST_CASE("counters: the cost and values of a collection, per session policy", "
           line += " " + metric + "=" + std::to_string(value);
           if (!std::isfinite(value)) ++bad;
         }
+        if (!values->empty()) rounds.push_back(*values);
       }
       lines += line;
     }
     non_finite[session] = bad;
+    if (session == CounterSession::kOneSessionPassPerLaunch) {
+      // Every round delivered every metric, and the wgmma kernel's FLOPs exactly.
+      CHECK(rounds.size() == 6);
+      const double expected = double{kBlocks} * kIters * 4 * 2.0 * 64 * 256 * 16;
+      for (const CounterValues& r : rounds) {
+        CHECK(r.size() == f.set->AllMetrics().size());
+        CHECK(r.at(f.set->target_matrix_flops) == Approx(expected).epsilon(1e-9));
+      }
+      figures["passes"] = counters->pass_count();
+    }
     const std::string name(NameOf(session));
     auto sorted = [](std::vector<double> v) {
       std::sort(v.begin(), v.end());
@@ -724,6 +759,22 @@ TEST_CASE("counters: sessions per configuration started early and the pad hide t
   SessionSwap swap(CounterSession::kPerConfigurationStartedEarly);
   CheckCountedGaps(swap.get(), TimingLoopOptions{}.gap_pad_max_us, true,
                    "gap_equalizer_per_configuration_started_early");
+}
+
+// One session for the loop, one pass per counted launch (cupti_counters.h
+// kOneSessionPassPerLaunch): Begin is only the Push, as under the policy above, so the same pad
+// must hide it; and no session change inside the loop.
+TEST_CASE("counters: one session with a pass per launch and the pad hide the gap",
+          "[gpu][counters][timing]") {
+  SessionSwap swap(CounterSession::kOneSessionPassPerLaunch);
+  CheckCountedGaps(swap.get(), TimingLoopOptions{}.gap_pad_max_us, true,
+                   "gap_equalizer_one_session_pass_per_launch");
+}
+
+TEST_CASE("counters: one session with a pass per launch reads a GEMM's 2MNK in every round",
+          "[gpu][counters][timing]") {
+  SessionSwap swap(CounterSession::kOneSessionPassPerLaunch);
+  CheckCountedGemm(swap.get(), "timing_loop_counted_one_session_pass_per_launch");
 }
 
 }  // namespace

@@ -863,12 +863,17 @@ void DeriveLaterWatchdogs(Evaluation& e) {
   e.watchdog_inputs.loop = e.options().timing;
   // The loop's counted launches: counted_per_config for each single-pass configuration (at
   // most 8 for the work-share metrics on GH100, cuptiProfilerHostGetNumOfPasses), one more for
-  // the target's, and never fewer than counted_min_total.
+  // the target's, and never fewer than counted_min_total; under a plan of passes (stats.h
+  // PlanCountedPasses) whole rounds of up to 8, and one more round in the warm-up. The bound
+  // covers both plans.
   const gpu::TimingLoopOptions& loop_options = e.options().timing;
+  constexpr size_t kMaxPasses = 8;
+  const size_t rounds = std::max(loop_options.counted_per_config + 1,
+                                 (loop_options.counted_min_total + kMaxPasses - 1) / kMaxPasses);
   e.watchdog_inputs.counted_samples =
       loop_options.counted_per_config == 0 && loop_options.counted_min_total == 0
           ? 0
-          : std::max(loop_options.counted_min_total, 8 * loop_options.counted_per_config + 1);
+          : (rounds + 1) * kMaxPasses;
   e.watchdogs = evaluation::DeriveWatchdogs(e.watchdog_inputs, e.options());
   e.record.report()["watchdogs"] = {
       {"timing_seconds", e.watchdogs.timing_seconds},

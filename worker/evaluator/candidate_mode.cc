@@ -273,9 +273,8 @@ std::unique_ptr<gpu::HardwareCounters> CandidateProcess::OpenCounters(
   }
   counters->collected = true;
   counters->chip = (*created)->chip();
-  for (size_t c = 0; c < (*created)->config_count(); ++c) {
-    counters->configs.push_back((*created)->config_metrics(c));
-  }
+  counters->configs = (*created)->CollectedConfigurations();
+  counters->passes = (*created)->pass_count();
   return std::move(*created);
 }
 
@@ -378,9 +377,8 @@ absl::StatusOr<gpu::TimingEvent> CandidateProcess::RunTiming(const gpu::TimeComm
     counters.not_collected_reason = "counted samples were not asked for";
   }
   if (hardware) {
-    config.counted = gpu::PlanCountedLaunches(hardware->config_count(), cmd.loop.counted_per_config,
-                                              cmd.loop.counted_min_total, cmd.loop.min_samples,
-                                              cmd.counter_seed);
+    config.counted = hardware->PlanLaunches(cmd.loop.counted_per_config, cmd.loop.counted_min_total,
+                                            cmd.loop.min_samples, cmd.counter_seed);
     gpu::HardwareCounters* h = hardware.get();
     // A counter the hardware did not deliver (CUPTI's NaN) ends the counting for this loop and
     // the timing goes on: the verdict then says the strong check was not made, with the reason,

@@ -16,6 +16,7 @@
 #include "worker/engine/gpu/cuda_check.h"
 #include "worker/engine/gpu/cupti_status.h"
 #include "worker/engine/gpu/runtime.h"
+#include "worker/engine/gpu/stats.h"
 
 // CUPTI's documented idiom initializes its parameter structs as {STRUCT_SIZE}: the rest is
 // value-initialized (zero), which is what CUPTI requires of unset fields.
@@ -245,6 +246,18 @@ absl::StatusOr<std::unique_ptr<HardwareCounters>> HardwareCounters::Create(
     c->configs_.push_back(std::move(single));
   }
 
+  if (session == CounterSession::kOneSessionPassPerLaunch) {
+    // CUPTI schedules the passes of one configuration of every metric itself; the single-pass
+    // groups above stay for the audit and as the check that each metric fits in one pass (a
+    // metric spanning passes would mix the counters of two launches).
+    c->replayed_ = std::make_unique<Config>();
+    c->replayed_->metrics = metrics;
+    RETURN_IF_ERROR(BuildConfig(c->chip_, c->availability_, c->replayed_.get(), &c->passes_));
+    if (c->passes_ == 0) {
+      return absl::InternalError(
+          absl::StrCat("CUPTI reports 0 passes for the counter configuration on ", c->chip_));
+    }
+  }
   c->context_ = ctx;
   c->session_ = session;
   // Enabled here once to learn at creation whether this process may profile; under
@@ -287,6 +300,7 @@ void HardwareCounters::DisableProfiler() {
   range_profiler_ = nullptr;
   armed_ = nullptr;
   session_config_ = nullptr;
+  next_pass_ = 0;
 }
 
 absl::Status HardwareCounters::EnsureSessionFor(Config& config) {
@@ -311,6 +325,21 @@ absl::Status HardwareCounters::EnsureSessionFor(Config& config) {
 
 const std::vector<std::string>& HardwareCounters::config_metrics(size_t config) const {
   return configs_.at(config)->metrics;
+}
+
+std::vector<std::vector<std::string>> HardwareCounters::CollectedConfigurations() const {
+  if (replayed_ != nullptr) return {replayed_->metrics};
+  std::vector<std::vector<std::string>> out;
+  for (const auto& config : configs_) out.push_back(config->metrics);
+  return out;
+}
+
+CountedPlan HardwareCounters::PlanLaunches(size_t per_config, size_t min_total, size_t min_samples,
+                                           uint64_t seed) const {
+  if (session_ == CounterSession::kOneSessionPassPerLaunch) {
+    return PlanCountedPasses(passes_, per_config, min_total, min_samples);
+  }
+  return PlanCountedLaunches(configs_.size(), per_config, min_total, min_samples, seed);
 }
 
 absl::Status HardwareCounters::Arm(Config& config) {
@@ -352,6 +381,7 @@ absl::Status HardwareCounters::Arm(Config& config) {
 
 absl::Status HardwareCounters::Prepare(size_t config) {
   if (active_ != nullptr) return absl::FailedPreconditionError("a counted range is open");
+  if (session_ == CounterSession::kOneSessionPassPerLaunch) return PrepareReplayedPass(config);
   if (config >= configs_.size()) {
     return absl::InvalidArgumentError(
         absl::StrCat("counter configuration ", config, " of ", configs_.size()));
@@ -368,6 +398,7 @@ absl::Status HardwareCounters::Prepare(size_t config) {
 
 absl::Status HardwareCounters::Begin(size_t config) {
   if (active_ != nullptr) return absl::FailedPreconditionError("a counted range is open");
+  if (session_ == CounterSession::kOneSessionPassPerLaunch) return BeginReplayedPass(config);
   if (config >= configs_.size()) {
     return absl::InvalidArgumentError(
         absl::StrCat("counter configuration ", config, " of ", configs_.size()));
@@ -384,8 +415,85 @@ absl::Status HardwareCounters::Begin(size_t config) {
   return absl::OkStatus();
 }
 
+// kOneSessionPassPerLaunch. The session is enabled once, armed with the configuration of every
+// metric and primed with one round of empty ranges (the session's first Start, ~0.15 s, is spent
+// there, before the loop's first counted launch is prepared). A round: the counter-data image is
+// initialized and the configuration set at pass 0 (Arm), then each pass is Start (here, early,
+// so that Begin is only the Push), Push, the counted launch, Pop and Stop; Stop names the next
+// pass until every pass was submitted, and the last pass's End decodes the round.
+absl::Status HardwareCounters::PrepareReplayedPass(size_t pass) {
+  if (pass >= passes_) {
+    return absl::InvalidArgumentError(absl::StrCat("counter pass ", pass, " of ", passes_));
+  }
+  RETURN_IF_ERROR(EnableProfiler());
+  auto* object = static_cast<CUpti_RangeProfiler_Object*>(range_profiler_);
+  if (session_config_ != replayed_.get()) {
+    RETURN_IF_ERROR(Arm(*replayed_));
+    bool submitted = false;
+    for (size_t p = 0; p < passes_ && !submitted; ++p) {
+      RETURN_IF_ERROR(StartRanges(object));
+      RETURN_IF_ERROR(PushRange(object));
+      ASSIGN_OR_RETURN(CUpti_RangeProfiler_Stop_Params stop, PopAndStop(object));
+      submitted = stop.isAllPassSubmitted != 0;
+    }
+    if (!submitted) {
+      return absl::InternalError(absl::StrCat("range profiler: the priming round of ", passes_,
+                                              " passes was not complete"));
+    }
+    RETURN_IF_ERROR(Decode(object).status());
+    session_config_ = replayed_.get();
+    armed_ = nullptr;
+    next_pass_ = 0;
+  }
+  if (pass != next_pass_) {
+    // Passes are CUPTI's to order: a round cannot skip or repeat one.
+    return absl::FailedPreconditionError(
+        absl::StrCat("counter pass ", pass, " asked for; the round is at pass ", next_pass_));
+  }
+  if (pass == 0 && armed_ != replayed_.get()) RETURN_IF_ERROR(Arm(*replayed_));
+  if (!started_) {
+    RETURN_IF_ERROR(StartRanges(object));
+    started_ = true;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status HardwareCounters::BeginReplayedPass(size_t pass) {
+  RETURN_IF_ERROR(PrepareReplayedPass(pass));
+  RETURN_IF_ERROR(PushRange(static_cast<CUpti_RangeProfiler_Object*>(range_profiler_)));
+  active_ = replayed_.get();
+  active_pass_ = pass;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<CounterValues> HardwareCounters::EndReplayedPass(NonFinite non_finite) {
+  active_ = nullptr;
+  started_ = false;  // Stopped below.
+  // Whatever fails, the round is lost: the next one starts at pass 0 on a fresh image.
+  absl::Cleanup lose_round = [this] {
+    next_pass_ = 0;
+    armed_ = nullptr;
+  };
+  PTXBENCH_CUDA_TRY(cudaDeviceSynchronize());
+  auto* object = static_cast<CUpti_RangeProfiler_Object*>(range_profiler_);
+  ASSIGN_OR_RETURN(CUpti_RangeProfiler_Stop_Params stop, PopAndStop(object));
+  const bool last = active_pass_ + 1 == passes_;
+  if ((stop.isAllPassSubmitted != 0) != last || (!last && stop.passIndex != active_pass_ + 1)) {
+    return absl::InternalError(absl::StrCat(
+        "range profiler: after pass ", active_pass_, " of ", passes_, " CUPTI reports next pass ",
+        stop.passIndex, " and all passes ", stop.isAllPassSubmitted ? "" : "not ", "submitted"));
+  }
+  if (!last) {
+    std::move(lose_round).Cancel();
+    next_pass_ = active_pass_ + 1;
+    return CounterValues{};
+  }
+  return DecodeAndEvaluate(*replayed_, non_finite);
+}
+
 absl::StatusOr<CounterValues> HardwareCounters::End(NonFinite non_finite) {
   if (active_ == nullptr) return absl::FailedPreconditionError("no counted range is open");
+  if (session_ == CounterSession::kOneSessionPassPerLaunch) return EndReplayedPass(non_finite);
   Config& c = *active_;
   active_ = nullptr;
   // Under kPerCollection the session ends with each collection, whatever happens below, and
@@ -408,6 +516,11 @@ absl::StatusOr<CounterValues> HardwareCounters::End(NonFinite non_finite) {
         absl::StrCat("range profiler: configuration ", absl::StrJoin(c.metrics, ", "),
                      " is not complete after one pass (next pass index ", stop.passIndex, ")"));
   }
+  return DecodeAndEvaluate(c, non_finite);
+}
+
+absl::StatusOr<CounterValues> HardwareCounters::DecodeAndEvaluate(Config& c, NonFinite non_finite) {
+  auto* object = static_cast<CUpti_RangeProfiler_Object*>(range_profiler_);
   ASSIGN_OR_RETURN(size_t dropped, Decode(object));
   if (dropped != 0) {
     return absl::InternalError(absl::StrCat("range profiler dropped ", dropped, " range(s)"));

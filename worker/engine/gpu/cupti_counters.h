@@ -38,6 +38,9 @@
 
 namespace ptxbench::gpu {
 
+struct CountedPlan;  // stats.h, which needs this header's CounterSession through
+                     // protocol_messages.h.
+
 // Metric values of one counted range, by metric name ("sm__...sum").
 using CounterValues = std::map<std::string, double>;
 
@@ -64,6 +67,18 @@ enum class CounterSession {
   // outside any range (whether that costs them anything is measured by the counted-over-timed
   // medians; docs/measurement.md).
   kPerConfigurationStartedEarly,
+  // One session for the whole loop and one configuration holding every metric, collected over
+  // several passes with CUPTI's user replay: each counted launch is one pass of a round (Start
+  // in Prepare, as kPerConfigurationStartedEarly does; Push in Begin; Pop and Stop in End), the
+  // passes in order, and the round's last End decodes and returns every metric of the round
+  // while the others return nothing. Why: under kPerConfiguration* a change of configuration
+  // ends the session and the next one's first Start costs ~0.17 s; the task's metrics need 8
+  // single-pass configurations on GH100, so a GEMM evaluation spent 1.3-2.0 s of its ~4.3 s in
+  // session changes (issue 16; docs/results/2026-12-06-h100-service-bench). With user replay
+  // CUPTI itself splits one configuration into passes and keeps the session (its range
+  // profiler's SetConfig takes a pass index; Stop reports the next pass and whether all were
+  // submitted), so the session starts once per loop.
+  kOneSessionPassPerLaunch,
 };
 
 class HardwareCounters {
@@ -93,12 +108,25 @@ class HardwareCounters {
   static absl::StatusOr<std::vector<size_t>> PassesOnChip(const std::string& chip,
                                                           const std::vector<std::string>& metrics);
 
+  // The metrics grouped into configurations of one pass each (Create's greedy packing).
   size_t config_count() const { return configs_.size(); }
   const std::vector<std::string>& config_metrics(size_t config) const;
+  // kOneSessionPassPerLaunch: the passes CUPTI needs for the one configuration of every metric
+  // (a counted launch each); 0 under the other policies.
+  size_t pass_count() const { return passes_; }
+  // What each collection round collects, as the audit reports it: the single-pass
+  // configurations, or under kOneSessionPassPerLaunch the one configuration of every metric.
+  std::vector<std::vector<std::string>> CollectedConfigurations() const;
+  // The counted launches' plan for this object's policy (stats.h): configurations in blocks,
+  // or under kOneSessionPassPerLaunch whole rounds of passes in order. The configuration index
+  // the plan gives a counted launch is what its Prepare and Begin take.
+  CountedPlan PlanLaunches(size_t per_config, size_t min_total, size_t min_samples,
+                           uint64_t seed) const;
   const std::string& chip() const { return chip_; }
   CounterSession session() const { return session_; }
 
-  // Arms configuration `config` for the next Begin (its counter-data image and the profiler's
+  // Arms configuration `config` (under kOneSessionPassPerLaunch: pass `config` of the round,
+  // which must be the round's next) for the next Begin (its counter-data image and the profiler's
   // configuration): host work that the timing loop does right after a counted launch, so that
   // the GPU-idle time before the next counted launch holds only Begin's Start and Push
   // (timing.h, the gap equalizer). Begin arms whatever is not armed yet itself.
@@ -110,7 +138,9 @@ class HardwareCounters {
     kError,  // An internal error naming the metric, never a zero (what the engine uses).
     kKeep,   // Returned as it came (the GPU diagnostics of gpu_counters_test only).
   };
-  // Synchronizes the device, ends the range and returns its values.
+  // Synchronizes the device, ends the range and returns its values; under
+  // kOneSessionPassPerLaunch nothing (an empty map) until the round's last pass, whose End
+  // returns every metric of the round.
   absl::StatusOr<CounterValues> End(NonFinite non_finite = NonFinite::kError);
 
  private:
@@ -124,6 +154,12 @@ class HardwareCounters {
   // kPerConfiguration: ends the session unless it belongs to `config`, then starts and primes
   // one for it.
   absl::Status EnsureSessionFor(Config& config);
+  // kOneSessionPassPerLaunch: the same three steps, pass by pass.
+  absl::Status PrepareReplayedPass(size_t pass);
+  absl::Status BeginReplayedPass(size_t pass);
+  absl::StatusOr<CounterValues> EndReplayedPass(NonFinite non_finite);
+  // The decoded values of the one range of `config`'s counter-data image.
+  absl::StatusOr<CounterValues> DecodeAndEvaluate(Config& config, NonFinite non_finite);
 
   std::string chip_;
   CounterSession session_ = CounterSession::kPerCollection;
@@ -135,6 +171,12 @@ class HardwareCounters {
   Config* armed_ = nullptr;
   Config* session_config_ = nullptr;  // kPerConfiguration*: whose session is enabled.
   bool started_ = false;              // kPerConfigurationStartedEarly: Start done in Prepare.
+  // kOneSessionPassPerLaunch: the configuration of every metric, its passes, the round's next
+  // pass and the pass of the open range.
+  std::unique_ptr<Config> replayed_;
+  size_t passes_ = 0;
+  size_t next_pass_ = 0;
+  size_t active_pass_ = 0;
 };
 
 }  // namespace ptxbench::gpu

@@ -304,10 +304,11 @@ inline constexpr std::array<std::pair<BaselineSelection, std::string_view>, 2>
     }};
 constexpr const auto& EnumNames(BaselineSelection) { return kBaselineSelectionNames; }
 
-inline constexpr std::array<std::pair<CounterSession, std::string_view>, 3> kCounterSessionNames{{
+inline constexpr std::array<std::pair<CounterSession, std::string_view>, 4> kCounterSessionNames{{
     {CounterSession::kPerCollection, "per_collection"},
     {CounterSession::kPerConfiguration, "per_configuration"},
     {CounterSession::kPerConfigurationStartedEarly, "per_configuration_started_early"},
+    {CounterSession::kOneSessionPassPerLaunch, "one_session_pass_per_launch"},
 }};
 constexpr const auto& EnumNames(CounterSession) { return kCounterSessionNames; }
 
@@ -443,8 +444,12 @@ struct CountedSamples {
   std::string not_collected_reason;
   std::string chip;                               // CUPTI's chip name ("GH100").
   std::vector<std::vector<std::string>> configs;  // Metrics of each configuration.
-  size_t needed = 0;                              // stats.h CountedPlan: launches asked for...
-  double rate = 0;                                // ...and the chance of each pair.
+  // CounterSession::kOneSessionPassPerLaunch: the passes of its one configuration, a counted
+  // launch each; a round's metrics come with its last pass's sample (the others have none).
+  // 0 under the other policies.
+  size_t passes = 0;
+  size_t needed = 0;  // stats.h CountedPlan: launches asked for...
+  double rate = 0;    // ...and the chance of each pair.
   std::vector<CountedSample> samples;
   template <typename Self, typename V>
   static void Fields(Self& m, V& v) {
@@ -452,6 +457,7 @@ struct CountedSamples {
     v("not_collected_reason", m.not_collected_reason);
     v("chip", m.chip);
     v("configs", m.configs);
+    v("passes", m.passes);
     v("needed", m.needed);
     v("rate", m.rate);
     v("samples", m.samples);

@@ -78,6 +78,14 @@ constexpr uint64_t kPairStream = 0xc0417ed0;
 constexpr uint64_t kConfigStream = 0xc0f16000;
 constexpr uint64_t kJitterStream = 0x71773e00;
 
+// The chance of each pair to be counted: `needed` is reached after about 2 x min_samples timed
+// samples, within [0.02, 0.5].
+double CountedRate(size_t needed, size_t min_samples) {
+  const double horizon = 2.0 * static_cast<double>(std::max<size_t>(min_samples, 1));
+  const double n = static_cast<double>(needed);
+  return std::clamp(n / (n + horizon), 0.02, 0.5);
+}
+
 }  // namespace
 
 CountedPlan PlanCountedLaunches(size_t configs, size_t per_config, size_t min_total,
@@ -126,9 +134,21 @@ CountedPlan PlanCountedLaunches(size_t configs, size_t per_config, size_t min_to
   for (size_t c : shuffle(block_order)) {
     plan.config_order.insert(plan.config_order.end(), launches[c], c);
   }
-  const double horizon = 2.0 * static_cast<double>(std::max<size_t>(min_samples, 1));
-  const double needed = static_cast<double>(plan.needed);
-  plan.rate = std::clamp(needed / (needed + horizon), 0.02, 0.5);
+  plan.rate = CountedRate(plan.needed, min_samples);
+  return plan;
+}
+
+CountedPlan PlanCountedPasses(size_t passes, size_t per_config, size_t min_total,
+                              size_t min_samples) {
+  CountedPlan plan;
+  if (passes == 0 || (per_config == 0 && min_total == 0)) return plan;
+  const size_t rounds = std::max(per_config + 1, (min_total + passes - 1) / passes);
+  plan.passes_per_round = passes;
+  for (size_t r = 0; r < rounds; ++r) {
+    for (size_t p = 0; p < passes; ++p) plan.config_order.push_back(p);
+  }
+  plan.needed = plan.config_order.size();
+  plan.rate = CountedRate(plan.needed, min_samples);
   return plan;
 }
 
@@ -137,6 +157,7 @@ bool IsCountedPair(uint64_t seed, uint64_t pair, double rate) {
 }
 
 size_t CountedConfig(const CountedPlan& plan, size_t j) {
+  if (plan.passes_per_round > 0) return j % plan.passes_per_round;
   if (plan.config_order.empty()) return 0;
   // Past the plan (the statistics went on after the counted launches were in): the last
   // block's configuration, which needs no new session.

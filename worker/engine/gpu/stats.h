@@ -62,18 +62,30 @@ struct CountedPlan {
   // `needed` by a keyed draw; each configuration's launches in one block, the blocks in a keyed
   // order (a change of configuration costs a new CUPTI session: stats.cc).
   std::vector<size_t> config_order;
+  // PlanCountedPasses: the passes of a round; counted launch j is pass j % passes_per_round,
+  // past the plan too. 0 under PlanCountedLaunches.
+  size_t passes_per_round = 0;
 };
 // `configs` single-pass configurations; at least `per_config` each and `min_total` in all;
 // the rate is set so that `needed` is reached after about 2 x min_samples timed samples,
 // within [0.02, 0.5].
 CountedPlan PlanCountedLaunches(size_t configs, size_t per_config, size_t min_total,
                                 size_t min_samples, uint64_t seed);
+// One configuration collected in `passes` passes, one counted launch each, in pass order
+// (cupti_counters.h CounterSession::kOneSessionPassPerLaunch): whole rounds, enough that every
+// metric is collected per_config + 1 times (what the target family's FLOPs get above) and that
+// min_total launches are counted in all; the rate as above. Nothing is secret in the order:
+// which pairs are counted is (IsCountedPair), and which pass a launch serves changes nothing a
+// kernel can see.
+CountedPlan PlanCountedPasses(size_t passes, size_t per_config, size_t min_total,
+                              size_t min_samples);
 bool IsCountedPair(uint64_t seed, uint64_t pair, double rate);
 // Counted launch j's inputs come from SampleSeed(candidate base, kCountedSeedOffset + j): the
 // candidate's never-repeated sequence, far from the timed samples' indices (from which the
 // supervisor derives the checked samples' seeds).
 inline constexpr uint64_t kCountedSeedOffset = uint64_t{1} << 40;
-// The configuration of counted launch j; past the plan, the last block's.
+// The configuration of counted launch j; past the plan, the last block's (under
+// PlanCountedPasses, the pass that comes next).
 size_t CountedConfig(const CountedPlan& plan, size_t j);
 // The host delay before launch number `launch` of the loop (both sides, warm-up included),
 // uniform in [0, max_us] microseconds.

@@ -168,24 +168,34 @@ absl::StatusOr<TimingResult> TimeInterleaved(const TimedSide& candidate, const T
   sample_clock();
   double t0 = Seconds();
   size_t warm = 0;
-  while (warm < config.warmup_min_pairs || Seconds() - t0 < config.warmup_seconds) {
-    // Warm-up candidate launches 1 and 2 are counted (values dropped) to calibrate the gap
-    // equalizer before the loop's first counted launch: launch 0 gives the idle time before a
-    // timed launch; launch 1 is the process's first collection, whose cold start (CUPTI's
-    // first range) is not what later ones cost, so only launch 2 enters the estimate and the
-    // pad. Both are prepared like the loop's counted launches.
+  // Under a plan of passes (stats.h PlanCountedPasses) the calibration is a whole round, the
+  // passes in order, so that the loop's first counted launch starts a round of its own; its
+  // values are dropped like the others'.
+  const size_t calibration_launches = std::max<size_t>(2, config.counted.passes_per_round);
+  while (warm < config.warmup_min_pairs || Seconds() - t0 < config.warmup_seconds ||
+         (counting && warm <= calibration_launches)) {
+    // Warm-up candidate launches 1 and 2 (under a plan of passes, 1 to the round's end) are
+    // counted (values dropped) to calibrate the gap equalizer before the loop's first counted
+    // launch: launch 0 gives the idle time before a timed launch; launch 1 is the process's
+    // first collection, whose cold start (CUPTI's first range) is not what later ones cost, so
+    // only the launches from 2 on enter the estimate and the pad. All are prepared like the
+    // loop's counted launches.
     // They use the first counted launch's configuration, so that the session they start is
     // the one the loop's first block needs (a change of configuration costs a new session:
     // stats.cc PlanCountedLaunches).
-    const bool calibrate = counting && (warm == 1 || warm == 2);
-    const size_t first_config = counting ? CountedConfig(config.counted, 0) : 0;
-    if (calibrate) RETURN_IF_ERROR(prepare_counted(first_config));
+    const bool calibrate = counting && warm >= 1 && warm <= calibration_launches;
+    size_t calibration_config = 0;
+    if (calibrate) {
+      calibration_config =
+          CountedConfig(config.counted, config.counted.passes_per_round > 0 ? warm - 1 : 0);
+    }
+    if (calibrate) RETURN_IF_ERROR(prepare_counted(calibration_config));
     ASSIGN_OR_RETURN(Launch c, measure(candidate, SampleSeed(~config.candidate_seed_base, warm),
-                                       calibrate ? static_cast<int>(first_config) : -1));
+                                       calibrate ? static_cast<int>(calibration_config) : -1));
     if (calibrate) {
       ASSIGN_OR_RETURN(auto dropped, hooks.counting->end());
       (void)dropped;
-      if (warm == 2) account_counted(c);
+      if (warm >= 2) account_counted(c);
     }
     ASSIGN_OR_RETURN(Launch b, measure(baseline, SampleSeed(~config.baseline_seed_base, warm), -1));
     (void)b;

@@ -206,6 +206,7 @@ TEST_CASE("events round-trip with their nested parts", "[protocol]") {
   timing.result.counters.collected = true;
   timing.result.counters.chip = "GH100";
   timing.result.counters.needed = 20;
+  timing.result.counters.passes = 8;
   timing.result.counters.rate = 1.0 / 3;
   timing.result.pairs = 61;
   timing.result.counters.configs = {{"sm__ops_path_tensor_op_hgmma_src_bf16_dst_fp32.sum"},
@@ -248,6 +249,7 @@ TEST_CASE("events round-trip with their nested parts", "[protocol]") {
   CHECK(t.result.counters.samples.at(0).metrics.at(
             "sm__ops_path_tensor_op_hgmma_src_bf16_dst_fp32.sum") == 6.01295e11);
   CHECK(t.result.counters.configs.at(1).at(0) == "sm__inst_executed_pipe_tma.sum");
+  CHECK(t.result.counters.passes == 8);
   CHECK(t.result.sketches.samples.at(1).counted);
   CHECK(t.result.sketches.samples.at(1).tensors.at(0).projections.at(0) == 1e30);
   CHECK(t.result.sketches.samples.at(1).tensors.at(0).nonfinite == 3);

@@ -109,6 +109,31 @@ TEST_CASE("counted launches cover every configuration, the target's once more, i
   CHECK(PlanCountedLaunches(1, 1, 2, 10000, 1).rate == 0.02);
 }
 
+TEST_CASE("counted passes come in whole rounds, in pass order, the loop's extras too", "[stats]") {
+  // 8 passes, 2 per metric plus the target's one more, 20 in all: 3 rounds of 8.
+  CountedPlan plan = PlanCountedPasses(8, 2, 20, 20);
+  CHECK(plan.passes_per_round == 8);
+  CHECK(plan.needed == 24);
+  CHECK(plan.rate == Approx(24.0 / 64.0));
+  REQUIRE(plan.config_order.size() == plan.needed);
+  for (size_t j = 0; j < plan.needed; ++j) CHECK(CountedConfig(plan, j) == j % 8);
+  // Past the plan the next round begins at pass 0 and goes on in order (CUPTI's passes cannot
+  // be skipped or repeated within a round).
+  CHECK(CountedConfig(plan, plan.needed) == 0);
+  CHECK(CountedConfig(plan, plan.needed + 5) == 5);
+  // The total asked for rounds up to whole rounds: 50 in 6 passes is 9 rounds.
+  CHECK(PlanCountedPasses(6, 2, 50, 20).needed == 54);
+  // per_config + 1 rounds when they are more than the total needs.
+  CHECK(PlanCountedPasses(8, 4, 20, 20).needed == 40);
+  // One pass: every counted launch is a whole round.
+  CountedPlan one = PlanCountedPasses(1, 2, 20, 20);
+  CHECK(one.needed == 20);
+  CHECK(CountedConfig(one, 7) == 0);
+  // Off.
+  CHECK(PlanCountedPasses(0, 2, 20, 20).needed == 0);
+  CHECK(PlanCountedPasses(8, 0, 0, 20).needed == 0);
+}
+
 TEST_CASE("a counted pair is unpredictable at every position of the loop", "[stats]") {
   const double rate = 1.0 / 3;
   // Over many secrets: the first pair, a middle one and the 400th are counted at the same rate
