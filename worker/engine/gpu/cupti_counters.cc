@@ -184,6 +184,16 @@ absl::StatusOr<std::vector<size_t>> HardwareCounters::PassesOnChip(
   return passes;
 }
 
+absl::StatusOr<size_t> HardwareCounters::PassesTogetherOnChip(
+    const std::string& chip, const std::vector<std::string>& metrics) {
+  const std::vector<uint8_t> no_availability_image;
+  Config config;
+  config.metrics = metrics;
+  size_t passes = 0;
+  RETURN_IF_ERROR(BuildConfig(chip, no_availability_image, &config, &passes));
+  return passes;
+}
+
 absl::StatusOr<std::unique_ptr<HardwareCounters>> HardwareCounters::Create(
     int device_ordinal, const std::vector<std::string>& metrics, CounterSession session) {
   if (metrics.empty()) return absl::InvalidArgumentError("no counter metrics asked for");
@@ -213,49 +223,52 @@ absl::StatusOr<std::unique_ptr<HardwareCounters>> HardwareCounters::Create(
   avail.pCounterAvailabilityImage = c->availability_.data();
   PTXBENCH_CUPTI_TRY(cuptiProfilerGetCounterAvailability(&avail));
 
-  // Greedy packing: each metric joins the first configuration that stays one pass with it, or
-  // starts a new one. Fewer configurations mean fewer counted launches per loop (each needs
-  // TimingLoopOptions::counted_per_config of every configuration) and fewer session switches
-  // (~147 ms each on the H200 under kPerConfiguration*). The engine once kept one metric per
-  // configuration to attribute a NaN to one metric; the NaN's cause is now known (a session
-  // delivers only its first configuration: cupti_counters.h) and every value is finite (run 6).
-  for (const std::string& metric : metrics) {
-    bool placed = false;
-    for (auto& config : c->configs_) {
-      auto trial = std::make_unique<Config>();
-      trial->metrics = config->metrics;
-      trial->metrics.push_back(metric);
-      size_t passes = 0;
-      RETURN_IF_ERROR(BuildConfig(c->chip_, c->availability_, trial.get(), &passes));
-      if (passes == 1) {
-        config = std::move(trial);
-        placed = true;
-        break;
-      }
-    }
-    if (placed) continue;
-    auto single = std::make_unique<Config>();
-    single->metrics = {metric};
-    size_t passes = 0;
-    RETURN_IF_ERROR(BuildConfig(c->chip_, c->availability_, single.get(), &passes));
-    if (passes != 1) {
-      return absl::InvalidArgumentError(absl::StrCat("counter metric ", metric, " needs ", passes,
-                                                     " passes on ", c->chip_,
-                                                     "; only single-pass metrics are used"));
-    }
-    c->configs_.push_back(std::move(single));
-  }
-
   if (session == CounterSession::kOneSessionPassPerLaunch) {
-    // CUPTI schedules the passes of one configuration of every metric itself; the single-pass
-    // groups above stay for the audit and as the check that each metric fits in one pass (a
-    // metric spanning passes would mix the counters of two launches).
+    // CUPTI schedules the passes of one configuration of every metric itself, and Create skips
+    // the greedy packing below: it builds a configuration image per trial, 60-odd of them for
+    // the 16-17 metrics (up to ~7 ms each on the build machine: 90 of them took 0.69 s in
+    // work_share_test), which sat in the timing process's set-up of every evaluation. That each
+    // metric alone is one pass (a metric spanning passes would mix two launches' counters) is
+    // checked on both chips in CI (work_share_test, PassesOnChip).
     c->replayed_ = std::make_unique<Config>();
     c->replayed_->metrics = metrics;
     RETURN_IF_ERROR(BuildConfig(c->chip_, c->availability_, c->replayed_.get(), &c->passes_));
     if (c->passes_ == 0) {
       return absl::InternalError(
           absl::StrCat("CUPTI reports 0 passes for the counter configuration on ", c->chip_));
+    }
+  } else {
+    // Greedy packing: each metric joins the first configuration that stays one pass with it, or
+    // starts a new one. Fewer configurations mean fewer counted launches per loop (each needs
+    // TimingLoopOptions::counted_per_config of every configuration) and fewer session switches
+    // (~147 ms each on the H200 under kPerConfiguration*). The engine once kept one metric per
+    // configuration to attribute a NaN to one metric; the NaN's cause is now known (a session
+    // delivers only its first configuration: cupti_counters.h) and every value is finite (run 6).
+    for (const std::string& metric : metrics) {
+      bool placed = false;
+      for (auto& config : c->configs_) {
+        auto trial = std::make_unique<Config>();
+        trial->metrics = config->metrics;
+        trial->metrics.push_back(metric);
+        size_t passes = 0;
+        RETURN_IF_ERROR(BuildConfig(c->chip_, c->availability_, trial.get(), &passes));
+        if (passes == 1) {
+          config = std::move(trial);
+          placed = true;
+          break;
+        }
+      }
+      if (placed) continue;
+      auto single = std::make_unique<Config>();
+      single->metrics = {metric};
+      size_t passes = 0;
+      RETURN_IF_ERROR(BuildConfig(c->chip_, c->availability_, single.get(), &passes));
+      if (passes != 1) {
+        return absl::InvalidArgumentError(absl::StrCat("counter metric ", metric, " needs ", passes,
+                                                       " passes on ", c->chip_,
+                                                       "; only single-pass metrics are used"));
+      }
+      c->configs_.push_back(std::move(single));
     }
   }
   c->context_ = ctx;

@@ -108,7 +108,13 @@ class HardwareCounters {
   static absl::StatusOr<std::vector<size_t>> PassesOnChip(const std::string& chip,
                                                           const std::vector<std::string>& metrics);
 
-  // The metrics grouped into configurations of one pass each (Create's greedy packing).
+  // How many passes `metrics` need together, as one configuration, on `chip` (no GPU: the
+  // chip's full counter set): the counted launches of a round under kOneSessionPassPerLaunch.
+  static absl::StatusOr<size_t> PassesTogetherOnChip(const std::string& chip,
+                                                     const std::vector<std::string>& metrics);
+
+  // The metrics grouped into configurations of one pass each (Create's greedy packing; none
+  // under kOneSessionPassPerLaunch, which collects one configuration in passes).
   size_t config_count() const { return configs_.size(); }
   const std::vector<std::string>& config_metrics(size_t config) const;
   // kOneSessionPassPerLaunch: the passes CUPTI needs for the one configuration of every metric

@@ -582,6 +582,15 @@ TEST_CASE("work share: every counter the engine asks for is one pass on its chip
         INFO(metrics[i]);
         CHECK((*passes)[i] == 1);
       }
+      // Together, as the one configuration of CounterSession::kOneSessionPassPerLaunch: a few
+      // passes, each a counted launch of a round (the GPU's own counter-availability image may
+      // change the count there; gpu_counters_test records it).
+      auto together = HardwareCounters::PassesTogetherOnChip(set->chip, metrics);
+      REQUIRE(together.ok());
+      CHECK(*together >= 1);
+      CHECK(*together <= metrics.size());
+      WARN(arch << " " << static_cast<int>(operands) << " on " << set->chip << ": "
+                << metrics.size() << " metrics in " << *together << " passes together");
     }
   }
 }
