@@ -341,8 +341,11 @@ struct TimingLoopOptions {
   // gap"). Under kPerCollection the excess is 140-175 ms, which no affordable pad hides.
   double gap_pad_max_us = 3000;
   // How the hardware counters of the counted launches use CUPTI sessions (cupti_counters.h):
-  // the one whose Begin is shortest and whose every value was finite (run 6).
-  CounterSession counter_session = CounterSession::kPerConfigurationStartedEarly;
+  // one session for the loop, a pass of one configuration per counted launch. Its Begin is the
+  // Push alone, as under kPerConfigurationStartedEarly (chosen in run 6 for that, every value
+  // finite), and it drops that policy's session changes (docs/measurement.md, "One session,
+  // a pass per counted launch").
+  CounterSession counter_session = CounterSession::kOneSessionPassPerLaunch;
   // Projections of every timed and counted candidate sample's outputs (sketch.h). 0: none.
   size_t sketch_projections = 4;
   // The fastest of the library's candidates since it ran on the H200 (2026-12-03: every GEMM,
