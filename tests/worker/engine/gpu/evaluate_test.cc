@@ -739,6 +739,21 @@ class GpuTrace {
     return out;
   }
 
+  // When each instrumented process was started (its "spawned" line, outside any phase), by
+  // evaluation key: the earliest.
+  std::map<std::string, int64_t> InstrumentSpawns() const {
+    std::map<std::string, int64_t> out;
+    std::istringstream in(testing::ReadWholeFile(path_));
+    std::string pid, mode, edge, key;
+    int64_t ns = 0;
+    while (in >> pid >> mode >> edge >> ns >> key) {
+      if (edge != "spawned") continue;
+      auto [it, inserted] = out.emplace(key, ns);
+      if (!inserted) it->second = std::min(it->second, ns);
+    }
+    return out;
+  }
+
  private:
   std::string path_;
 };
@@ -860,8 +875,18 @@ TEST_CASE(
     if (i.key == earliest->key) a_last_end = std::max(a_last_end, i.end);
   }
   const double b_wait = b.verdict->report["gpu_gate"]["wait_seconds"].get<double>();
+  // Each evaluation's instrumented process is started before its turn at the gate, so B's sets
+  // up while A is still on the GPU (its "spawned" line is written once the process runs, a few
+  // tens of milliseconds after the supervisor started it).
+  const std::map<std::string, int64_t> spawns = trace.InstrumentSpawns();
+  REQUIRE(spawns.size() == 2);
+  std::string b_key;
+  for (const auto& [key, n] : per_key) {
+    if (key != earliest->key) b_key = key;
+  }
   if (b.compile_end + 50'000'000 < a_last_end) {
     CHECK(b_wait > 0.05);
+    CHECK(spawns.at(b_key) < a_last_end);
   } else {
     WARN("B's compile ended within 50 ms of A's last GPU phase: its gate wait was " << b_wait);
   }

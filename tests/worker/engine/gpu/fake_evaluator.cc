@@ -228,6 +228,9 @@ gpu::SassFamilyMap SassMap() {
 }
 
 int Instrument(const ptxbench::Task& task, const gpu::InstrumentRequest& request) {
+  // Not a GPU phase (GpuTrace::Intervals skips it): when the supervisor started this process,
+  // so a test can tell it was started before the evaluation's turn at the GPU gate.
+  TraceLine("instrument", "spawned", request.hash_key);
   gpu::OutputTransfer transfer = request.transfer;
   gpu::LineReader in(0);  // One reader: it buffers past a line.
   gpu::InstrumentEvent event;
