@@ -904,8 +904,6 @@ Verdict SkipRuntimeStages(Evaluation& e) {
 
 StageResult CorrectnessStage(Evaluation& e) {
   double t0 = Now();
-  e.unavailable_reason = AwaitDevice(e);
-  if (!e.unavailable_reason.empty()) return std::optional<Verdict>(SkipRuntimeStages(e));
   const std::vector<Trial> trials = PlanTrials(e);
   for (const Trial& t : trials) RETURN_IF_ERROR(e.reference->Request(t.workload, t.seed));
   // The instrumented run's reference, queued now so it is ready when needed (its seed was
@@ -1466,8 +1464,9 @@ absl::StatusOr<Verdict> RunStages(Evaluation& e) {
     ASSIGN_OR_RETURN(std::optional<Verdict> done, CompileStage(e));
     if (done) return *done;  // Compile-only, compile errors, invalid plans: never gated.
   }
-  // Everything up to here ran without the gate: the compiler (CPU only) and, beside it, the
-  // reference and candidate processes' start-up, and, once compiled, the instrumented ones'. Before their first command those processes
+  // Everything up to here runs without the gate: the compiler (CPU only) and, beside it, the
+  // reference and candidate processes' start-up; then the wait for the reference's "ready" and,
+  // once the GPU is known to be usable, the instrumented processes' start-up. Before their first command those processes
   // make only these CUDA calls (evaluator/reference_mode.cc ReferenceMode, candidate_mode.cc
   // CandidateMode; support.cc OpenGpu; runtime.cc InitDevice, Builtins::Load):
   //   both: cudaSetDevice (context creation), cudaDeviceSetLimit (printf FIFO, malloc heap,
@@ -1491,7 +1490,12 @@ absl::StatusOr<Verdict> RunStages(Evaluation& e) {
   // "compare", "time", "sketch", "go"), so the gate is taken here, before the first of them.
   // The one copy above is a few bytes on a copy engine, no SM work; a GPU lent to a pipelined
   // worker is still measured for drift by the service bench (docs/operations.md).
-  if (e.reference != nullptr) StartInstrumentedProcesses(e);
+  // The reference process's "ready" says whether this GPU can run the task's arch at all; a job
+  // that cannot is decided here (compiled, runtime unverified) without the gate or the
+  // instrumented processes.
+  e.unavailable_reason = AwaitDevice(e);
+  if (!e.unavailable_reason.empty()) return SkipRuntimeStages(e);
+  StartInstrumentedProcesses(e);
   if (const std::shared_ptr<GpuGate>& gate = e.options().gpu_gate; gate != nullptr) {
     e.gpu_gate_asked = true;
     ASSIGN_OR_RETURN(e.gpu_hold, gate->Acquire(e.workspace.cancel()));

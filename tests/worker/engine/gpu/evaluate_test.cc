@@ -96,6 +96,35 @@ TEST_CASE("without a GPU the runtime stages are skipped and the verdict says why
   CHECK(v.report["runtime_skipped"].get<std::string>().size() > 5);
 }
 
+TEST_CASE(
+    "without a GPU a pipelined worker's job is decided before the GPU gate and starts no "
+    "instrumented process",
+    "[evaluate][gpu_gate]") {
+  EvaluationRequest r;
+  r.task = &Gemm();
+  r.arch = "sm_90a";
+  r.source = testing::ReadWholeFile(Gemm().dir + "/solutions/sm90a_wgmma_tma.cu");
+  EngineOptions o = Options();
+  o.gpu_gate = std::make_shared<GpuGate>();
+  // Held by someone else for the whole evaluation: a job that asked for it would wait for ever.
+  auto held = o.gpu_gate->Acquire();
+  REQUIRE(held.ok());
+  std::vector<StageReport> stages;
+  auto verdict = Evaluate(r, o, [&](const StageReport& s) { stages.push_back(s); });
+  INFO(verdict.status().message());
+  REQUIRE(verdict.ok());
+  if (verdict->report.contains("device")) {
+    WARN("a usable GPU is present: this test checks the no-GPU path only");
+    return;
+  }
+  CHECK(verdict->verdict_class == VerdictClass::kCompiled);
+  CHECK(verdict->runtime_unverified);
+  CHECK_FALSE(verdict->report.contains("gpu_gate"));
+  CHECK(o.gpu_gate->waiting() == 0);
+  // The instrumented processes draw their seed when they start (StartInstrumentedProcesses).
+  CHECK_FALSE(verdict->report["seeds"].contains("instrument"));
+}
+
 TEST_CASE("decoys decided by the compile stage get their expected verdicts", "[evaluate]") {
   for (const SourceRef& decoy : Gemm().decoys) {
     if (decoy.expect != "compile_error" && decoy.expect != "plan_invalid") continue;
