@@ -1466,9 +1466,10 @@ absl::StatusOr<Verdict> RunStages(Evaluation& e) {
   }
   // Everything up to here runs without the gate: the compiler (CPU only) and, beside it, the
   // reference and candidate processes' start-up; then the wait for the reference's "ready" and,
-  // once the GPU is known to be usable, the instrumented processes' start-up. Before their first command those processes
-  // make only these CUDA calls (evaluator/reference_mode.cc ReferenceMode, candidate_mode.cc
-  // CandidateMode; support.cc OpenGpu; runtime.cc InitDevice, Builtins::Load):
+  // once the GPU is known to be usable, the instrumented processes' start-up. Before their
+  // first command those processes make only these CUDA calls (evaluator/reference_mode.cc
+  // ReferenceMode, candidate_mode.cc CandidateMode; support.cc OpenGpu; runtime.cc InitDevice,
+  // Builtins::Load):
   //   both: cudaSetDevice (context creation), cudaDeviceSetLimit (printf FIFO, malloc heap,
   //     persisting L2 = 0), cudaGetDeviceProperties, cudaDeviceGetAttribute, cudaDriverGetVersion,
   //     cudaRuntimeGetVersion, cuModuleLoadData of the built-in kernels + cuModuleGetFunction +
