@@ -195,11 +195,25 @@ int main(int argc, char** argv) {
     CollectDetail(*v, &detail);
     if (v->report.contains("output_transfer")) transfer = v->report["output_transfer"];
     if (v->verdict_class != ptxbench::VerdictClass::kPass) all_pass = false;
+    // Which library candidate the speedup is over, and whether this evaluation measured the
+    // choice or took the process's cached one: the same kernel's speedup moved by 2 % between
+    // processes that chose differently (docs/measurement.md, "A fair baseline").
+    json baseline_choice;
+    for (const ptxbench::StageReport& s : v->stages) {
+      if (s.stage == ptxbench::Stage::kTiming && s.detail.contains("timing")) {
+        const json choice = s.detail["timing"].value("baseline_choice", json::object());
+        baseline_choice = {{"chosen", choice.value("chosen", json())},
+                           {"measured", choice.value("measured", json())},
+                           {"first_ms", choice.value("first_ms", json())},
+                           {"chosen_ms", choice.value("chosen_ms", json())}};
+      }
+    }
     runs.push_back({{"verdict", ptxbench::VerdictClassName(v->verdict_class)},
                     {"wall_seconds", seconds},
                     {"kernel_seconds", k},
                     {"stages", stages},
                     {"speedup", v->speedup},
+                    {"baseline_choice", baseline_choice},
                     {"processes", v->report.value("processes", json::array())}});
     std::cerr << absl::StrFormat("evaluation %d: %s, %.3f s wall, %.3f s in kernels\n", i,
                                  ptxbench::VerdictClassName(v->verdict_class), seconds, k);

@@ -153,7 +153,7 @@ absl::StatusOr<gpu::BaselineChoice> CandidateProcess::ChooseBaseline(const gpu::
   const gpu::ToleranceRule rule = gpu::RuleOf(c.task.tolerance);
   ASSIGN_OR_RETURN(gpu::Event start, gpu::Event::Create());
   ASSIGN_OR_RETURN(gpu::Event end, gpu::Event::Create());
-  constexpr int kWarmupRuns = 3;
+  constexpr size_t kWarmupRuns = 3;
   for (size_t k = 0; k < candidates.size(); ++k) {
     gpu::BaselineCandidateFigure figure;
     figure.index = k;
@@ -190,22 +190,30 @@ absl::StatusOr<gpu::BaselineChoice> CandidateProcess::ChooseBaseline(const gpu::
                                    report.reason);
       }
     }
-    if (!figure.eligible) {
-      choice.candidates.push_back(std::move(figure));
-      continue;
-    }
-    std::vector<double> ms;
-    for (size_t r = 0; r < kWarmupRuns + cmd.loop.baseline_runs; ++r) {
-      RETURN_IF_ERROR(c.gpu.builtins->FlushL2(s));
-      PTXBENCH_CUDA_TRY(cudaEventRecord(start.get(), s));
-      RETURN_IF_ERROR(candidates[k]->Run(set.InputPointers(), set.OutputPointers(), s));
-      PTXBENCH_CUDA_TRY(cudaEventRecord(end.get(), s));
-      ASSIGN_OR_RETURN(double elapsed, gpu::ElapsedMs(start, end));
-      if (r >= kWarmupRuns) ms.push_back(elapsed);
-    }
-    figure.runs = ms.size();
-    figure.median_ms = gpu::Summarize(ms).median;
     choice.candidates.push_back(std::move(figure));
+  }
+  // Timed interleaved (gpu::InterleavedRunOrder says why), each run after an L2 flush as in the
+  // loop; the first kWarmupRuns rounds are not kept.
+  std::vector<size_t> eligible;  // Positions in choice.candidates (= library ranks).
+  for (size_t k = 0; k < choice.candidates.size(); ++k) {
+    if (choice.candidates[k].eligible) eligible.push_back(k);
+  }
+  std::vector<std::vector<double>> ms(eligible.size());
+  const std::vector<size_t> order =
+      gpu::InterleavedRunOrder(eligible.size(), kWarmupRuns + cmd.loop.baseline_runs);
+  for (size_t i = 0; i < order.size(); ++i) {
+    const size_t k = eligible[order[i]];
+    RETURN_IF_ERROR(c.gpu.builtins->FlushL2(s));
+    PTXBENCH_CUDA_TRY(cudaEventRecord(start.get(), s));
+    RETURN_IF_ERROR(candidates[k]->Run(set.InputPointers(), set.OutputPointers(), s));
+    PTXBENCH_CUDA_TRY(cudaEventRecord(end.get(), s));
+    ASSIGN_OR_RETURN(double elapsed, gpu::ElapsedMs(start, end));
+    if (i >= kWarmupRuns * eligible.size()) ms[order[i]].push_back(elapsed);
+  }
+  for (size_t e = 0; e < eligible.size(); ++e) {
+    gpu::BaselineCandidateFigure& figure = choice.candidates[eligible[e]];
+    figure.runs = ms[e].size();
+    figure.median_ms = gpu::Summarize(ms[e]).median;
   }
   RETURN_IF_ERROR(set.ZeroAll(s));
   for (gpu::DeviceBuffer& b : first_outputs) {

@@ -35,6 +35,15 @@ absl::StatusOr<size_t> ChooseFastestBaseline(const std::vector<BaselineCandidate
   return best->index;
 }
 
+std::vector<size_t> InterleavedRunOrder(size_t candidates, size_t rounds) {
+  std::vector<size_t> order;
+  order.reserve(candidates * rounds);
+  for (size_t r = 0; r < rounds; ++r) {
+    for (size_t j = 0; j < candidates; ++j) order.push_back((r + j) % candidates);
+  }
+  return order;
+}
+
 std::string BaselineChoiceKey(const std::string& task_hash, const std::string& workload,
                               const std::map<std::string, int64_t>& axes,
                               const std::string& gpu_name, const std::string& library,

@@ -28,6 +28,18 @@ inline constexpr double kBaselineTieFraction = 0.003;
 // InvalidArgument otherwise, naming what is wrong.
 absl::StatusOr<size_t> ChooseFastestBaseline(const std::vector<BaselineCandidateFigure>& figures);
 
+// The order in which the candidate process times the eligible candidates (candidate_mode.cc
+// ChooseBaseline): `rounds` rounds, each running every candidate once, round r in the rotated
+// order r mod n, r+1 mod n, ... (positions 0..n-1 of `candidates`). Why interleaved: timed one
+// after another (every run of candidate 0, then of 1, ...), a candidate's median carried the GPU's
+// state at its turn - clocks still ramping for the first, the software power cap's throttle for
+// the later ones (docs/measurement.md "Timing") - and the choice moved between processes on one
+// H200: heuristic #0 in one, #3 in the next, speedups 0.966 against 0.947 for the same kernel
+// (docs/results/2026-12-06-h200-start-up-interference.json and -reference-candidates). Rotated,
+// every candidate meets every moment of the drift alike, so the medians compare the candidates,
+// and each takes every position of a round equally often when `rounds` is a multiple of n.
+std::vector<size_t> InterleavedRunOrder(size_t candidates, size_t rounds);
+
 // What a choice depends on: the task's content hash, the timed workload and its axes, the GPU
 // model and the library operation. The library's version is not in the key: the cached
 // algorithm's description (which carries it) must equal the candidate's, or it is measured again.

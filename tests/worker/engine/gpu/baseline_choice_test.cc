@@ -93,5 +93,34 @@ TEST_CASE("baseline choice: the worker's cache keeps the last choice per key",
   CHECK(cache.size() == 0);
 }
 
+TEST_CASE("baseline choice: candidates are timed in rotated rounds, never one after another",
+          "[baseline_choice]") {
+  // A drift of the GPU's speed over the choice (clock ramp, power-cap throttle) must fall on every
+  // candidate alike: each runs once per round, and over n rounds at every position once.
+  const size_t n = 5, rounds = 10;
+  const std::vector<size_t> order = InterleavedRunOrder(n, rounds);
+  REQUIRE(order.size() == n * rounds);
+  std::vector<std::vector<size_t>> at_position(n, std::vector<size_t>(n, 0));
+  for (size_t r = 0; r < rounds; ++r) {
+    std::vector<size_t> seen(n, 0);
+    for (size_t j = 0; j < n; ++j) {
+      const size_t k = order[r * n + j];
+      REQUIRE(k < n);
+      ++seen[k];
+      ++at_position[k][j];
+    }
+    CHECK(seen == std::vector<size_t>(n, 1));
+  }
+  for (size_t k = 0; k < n; ++k) CHECK(at_position[k] == std::vector<size_t>(n, rounds / n));
+  // A linear drift in time: every candidate's mean position over the runs is the same, so equal
+  // candidates get equal medians whatever the drift's slope.
+  std::vector<double> mean_time(n, 0);
+  for (size_t i = 0; i < order.size(); ++i) mean_time[order[i]] += static_cast<double>(i) / rounds;
+  for (size_t k = 1; k < n; ++k) CHECK(mean_time[k] == Approx(mean_time[0]).epsilon(0.05));
+  // The old order (all of 0, then all of 1, ...) failed that: 0's mean time was 4.5, 4's 44.5.
+  CHECK(InterleavedRunOrder(1, 3) == std::vector<size_t>{0, 0, 0});
+  CHECK(InterleavedRunOrder(0, 3).empty());
+}
+
 }  // namespace
 }  // namespace ptxbench::gpu
