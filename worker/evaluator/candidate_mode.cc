@@ -193,22 +193,36 @@ absl::StatusOr<gpu::BaselineChoice> CandidateProcess::ChooseBaseline(const gpu::
     choice.candidates.push_back(std::move(figure));
   }
   // Timed interleaved (gpu::InterleavedRunOrder says why), each run after an L2 flush as in the
-  // loop; the first kWarmupRuns rounds are not kept.
+  // loop. First a warm-up as long as the loop's (at least kWarmupRuns rounds and
+  // cmd.loop.warmup_seconds), not kept: the choice runs before the loop's own warm-up, when the
+  // clocks may still be ramping from idle: on an H100, three of four processes measured the
+  // algorithm they chose at 0.82-0.85 ms without it, which the loop then timed at ~0.743 ms
+  // (docs/results/2026-12-06-h100-baseline-choice-stability.txt and -gpu-test-15-references).
+  // The algorithms should be compared at the clocks the loop runs them at.
   std::vector<size_t> eligible;  // Positions in choice.candidates (= library ranks).
   for (size_t k = 0; k < choice.candidates.size(); ++k) {
     if (choice.candidates[k].eligible) eligible.push_back(k);
   }
-  std::vector<std::vector<double>> ms(eligible.size());
-  const std::vector<size_t> order =
-      gpu::InterleavedRunOrder(eligible.size(), kWarmupRuns + cmd.loop.baseline_runs);
-  for (size_t i = 0; i < order.size(); ++i) {
-    const size_t k = eligible[order[i]];
+  auto run_flushed = [&](size_t k) -> absl::StatusOr<double> {
     RETURN_IF_ERROR(c.gpu.builtins->FlushL2(s));
     PTXBENCH_CUDA_TRY(cudaEventRecord(start.get(), s));
     RETURN_IF_ERROR(candidates[k]->Run(set.InputPointers(), set.OutputPointers(), s));
     PTXBENCH_CUDA_TRY(cudaEventRecord(end.get(), s));
-    ASSIGN_OR_RETURN(double elapsed, gpu::ElapsedMs(start, end));
-    if (i >= kWarmupRuns * eligible.size()) ms[order[i]].push_back(elapsed);
+    return gpu::ElapsedMs(start, end);
+  };
+  const double warm_from = Now();
+  for (size_t round = 0;
+       !eligible.empty() && (round < kWarmupRuns || Now() - warm_from < cmd.loop.warmup_seconds) &&
+       round < 10000;
+       ++round) {
+    for (size_t k : eligible) RETURN_IF_ERROR(run_flushed(k).status());
+  }
+  std::vector<std::vector<double>> ms(eligible.size());
+  const std::vector<size_t> order =
+      gpu::InterleavedRunOrder(eligible.size(), cmd.loop.baseline_runs);
+  for (size_t i = 0; i < order.size(); ++i) {
+    ASSIGN_OR_RETURN(double elapsed, run_flushed(eligible[order[i]]));
+    ms[order[i]].push_back(elapsed);
   }
   for (size_t e = 0; e < eligible.size(); ++e) {
     gpu::BaselineCandidateFigure& figure = choice.candidates[eligible[e]];
