@@ -138,6 +138,10 @@ json Summarize(const Verdict& v, double seconds) {
                        {"checks", s.detail["checks"].size()},
                        {"counted_launches", CountedLaunchFigures(r)}};
       out["baseline_library"] = s.detail["timing"]["baseline"];
+      // Which candidate, measured in this evaluation or cached, and every candidate's time: the
+      // choice moved between processes before it was interleaved (docs/measurement.md, "A fair
+      // baseline"), and a report that cannot show it cannot show that it holds still.
+      out["baseline_choice"] = ValueOr(s.detail["timing"], "baseline_choice", json::object());
     }
     if (s.stage == ptxbench::Stage::kTargetInstructions) {
       out["target"] = {{"families", ValueOr(s.detail, "families", json::array())},
