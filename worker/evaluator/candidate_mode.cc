@@ -153,7 +153,7 @@ absl::StatusOr<gpu::BaselineChoice> CandidateProcess::ChooseBaseline(const gpu::
   const gpu::ToleranceRule rule = gpu::RuleOf(c.task.tolerance);
   ASSIGN_OR_RETURN(gpu::Event start, gpu::Event::Create());
   ASSIGN_OR_RETURN(gpu::Event end, gpu::Event::Create());
-  constexpr size_t kWarmupRuns = 3;
+  constexpr size_t kWarmupRounds = 3;
   for (size_t k = 0; k < candidates.size(); ++k) {
     gpu::BaselineCandidateFigure figure;
     figure.index = k;
@@ -193,7 +193,7 @@ absl::StatusOr<gpu::BaselineChoice> CandidateProcess::ChooseBaseline(const gpu::
     choice.candidates.push_back(std::move(figure));
   }
   // Timed interleaved (gpu::InterleavedRunOrder says why), each run after an L2 flush as in the
-  // loop. First a warm-up as long as the loop's (at least kWarmupRuns rounds and
+  // loop. First a warm-up as long as the loop's (at least kWarmupRounds rounds and
   // cmd.loop.warmup_seconds), not kept: the choice runs before the loop's own warm-up, when the
   // clocks may still be ramping from idle: on an H100, three of four processes measured the
   // algorithm they chose at 0.82-0.85 ms without it, which the loop then timed at ~0.743 ms
@@ -212,8 +212,8 @@ absl::StatusOr<gpu::BaselineChoice> CandidateProcess::ChooseBaseline(const gpu::
   };
   const double warm_from = Now();
   for (size_t round = 0;
-       !eligible.empty() && (round < kWarmupRuns || Now() - warm_from < cmd.loop.warmup_seconds) &&
-       round < 10000;
+       !eligible.empty() &&
+       (round < kWarmupRounds || Now() - warm_from < cmd.loop.warmup_seconds) && round < 10000;
        ++round) {
     for (size_t k : eligible) RETURN_IF_ERROR(run_flushed(k).status());
   }
