@@ -71,10 +71,17 @@ void CollectDetail(const ptxbench::Verdict& v, std::map<std::string, std::vector
           t.value("result", json::object()).value("sampling_seconds", 0.0));
       (*into)["timing_warmup_seconds"].push_back(
           t.value("result", json::object()).value("warmup_seconds", 0.0));
-      // Inside the sampling: the counted launches, the sketches of every sample, the gap pad.
-      for (const char* key : {"counted_seconds", "sketch_seconds", "gap_pad_seconds"}) {
+      // Inside the sampling: the counted launches (and in them the counters' End and the next
+      // pass's arming), the sketches of every sample, the gap pad.
+      for (const char* key : {"counted_seconds", "counted_end_seconds", "counted_prepare_seconds",
+                              "sketch_seconds", "gap_pad_seconds"}) {
         (*into)[std::string("timing_") + key].push_back(
             t.value("result", json::object()).value(key, 0.0));
+      }
+      // Inside the set-up, and the counters' opening after it (gpu::TimingSetupSplit).
+      const json split = t.contains("setup_split") ? t["setup_split"] : json::object();
+      for (const auto& [key, value] : split.items()) {
+        if (value.is_number()) (*into)["timing_" + key].push_back(value.get<double>());
       }
     }
   }

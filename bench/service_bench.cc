@@ -329,8 +329,10 @@ class Bench {
       const double cadence = medians["cadence"].get<double>();
       std::map<std::string, std::vector<double>> timing_parts;
       for (const Job* job : task_jobs) {
-        for (const char* key :
-             {"sampling_seconds", "counted_seconds", "sketch_seconds", "gap_pad_seconds"}) {
+        for (const char* key : {"setup_seconds", "prepare_wait_seconds", "module_seconds",
+                                "baseline_choice_seconds", "counters_seconds", "warmup_seconds",
+                                "sampling_seconds", "counted_seconds", "counted_end_seconds",
+                                "counted_prepare_seconds", "sketch_seconds", "gap_pad_seconds"}) {
           const json value = job->measured.value(key, json());
           if (value.is_number()) timing_parts[key].push_back(value.get<double>());
         }
@@ -420,10 +422,15 @@ class Bench {
       // Where the timing stage's seconds go (docs/measurement.md, "Where an evaluation's
       // seconds go"): the loop's sampling, and inside it the counted launches, the sketches of
       // every sample and the gap pad.
-      for (const char* key : {"warmup_seconds", "sampling_seconds", "counted_seconds",
-                              "sketch_seconds", "gap_pad_seconds", "pairs"}) {
+      for (const char* key :
+           {"warmup_seconds", "sampling_seconds", "counted_seconds", "counted_end_seconds",
+            "counted_prepare_seconds", "sketch_seconds", "gap_pad_seconds", "pairs"}) {
         job.measured[key] = result.value(key, json(0.0));
       }
+      // ...and before the warm-up: the candidate process's set-up (gpu::TimingSetupSplit).
+      job.measured["setup_seconds"] = timing.value("setup_seconds", 0.0);
+      const json split = timing.contains("setup_split") ? timing["setup_split"] : json::object();
+      for (const auto& [key, value] : split.items()) job.measured[key] = value;
       json choice = timing.value("baseline_choice", json::object());
       choice.erase("candidates");  // Each candidate's figure stays in the verdict's record.
       job.measured["baseline_choice"] = choice;

@@ -926,7 +926,8 @@ StageResult CorrectnessStage(Evaluation& e) {
   if (e.options().run_timing) {
     // Baseline handle, its buffers and NVML: the candidate process sets them up on a thread of
     // their own while the trials run.
-    RETURN_IF_ERROR(e.candidate->Send(gpu::PrepareTimingCommand{timed}));
+    RETURN_IF_ERROR(e.candidate->Send(
+        gpu::PrepareTimingCommand{timed, gpu::PreparedBaselineCandidates(e.options().timing)}));
   }
   // With files, every trial is queued at once: the candidate runs trial i+1 while its output of
   // trial i is compared (a failed evaluation just kills the process with the rest of its queue).
@@ -1476,9 +1477,10 @@ absl::StatusOr<Verdict> RunStages(Evaluation& e) {
   //     cuFuncSetAttribute, cudaMalloc (hash word, the 2x-L2 flush buffer),
   //     cudaStreamCreateWithFlags; the reference also NVML (driver version, max SM clock);
   //   candidate, on its preparing thread (StartPreparingTiming): cudaSetDevice, cudaMalloc of
-  //     the timed workload's tensors (TensorSet::Allocate: no fill), the baseline's handle and
-  //     plan (cublasLtCreate + heuristic query; cudnnCreate + graph finalisation), NVML open;
-  //     for the paged-decode cuDNN plan only, one synchronous cudaMemcpy of the batch's query
+  //     the timed workload's tensors (TensorSet::Allocate: no fill), the handle and plan of
+  //     each library candidate the baseline choice may time (gpu::PreparedBaselineCandidates:
+  //     cublasLtCreate + heuristic query; cudnnCreate + graph finalisation), NVML open; for the
+  //     paged-decode cuDNN plans only, one synchronous cudaMemcpy each of the batch's query
   //     lengths (b int32 ones, a constant, not an input: cudnn_sdpa_baseline.cc BuildPagedPlan);
   //   instrumented processes, started just below (instrument_mode.cc InstrumentMode, then
   //     Instrument up to AwaitGo): the same device start-up, cuModuleLoadData of the submission's

@@ -479,6 +479,8 @@ std::unique_ptr<CandidateProcess> CandidateProcess::StartEarly(const Workspace& 
                                 workspace.hash_key(), std::nullopt, std::nullopt};
   if (workspace.options().run_timing) {
     request.timing_workload = workspace.task().TimedWorkload().name;
+    request.timing_baseline_candidates =
+        gpu::PreparedBaselineCandidates(workspace.options().timing);
   }
   auto path = workspace.WriteRequest(*dir, gpu::ToJson(request));
   if (!path.ok()) return nullptr;

@@ -33,6 +33,11 @@ struct TimingBaseline {
   std::string workload;
   gpu::TensorSet set;
   std::unique_ptr<gpu::Baseline> baseline;
+  // The library's candidates for the baseline choice, when asked for (baseline_candidates > 0):
+  // their handles, plans and workspace cost as much as the first one's, and here they are made
+  // before the GPU gate rather than inside the timing stage (ChooseBaseline).
+  std::vector<std::unique_ptr<gpu::Baseline>> candidates;
+  size_t candidates_asked = 0;
   std::unique_ptr<gpu::NvmlMonitor> nvml;
   std::string nvml_note;
   double prepare_seconds = 0;
@@ -49,11 +54,11 @@ class CandidateProcess {
 
   // On its own thread: the baseline library's first handle costs ~1.4 s (reference process,
   // H200), which the compile and the trials then hide. Errors surface at "time".
-  void StartPreparingTiming(const std::string& workload) {
+  void StartPreparingTiming(const std::string& workload, size_t baseline_candidates) {
     if (preparing_.valid() || workload.empty()) return;
-    preparing_ = std::async(std::launch::async, [this, workload]() {
+    preparing_ = std::async(std::launch::async, [this, workload, baseline_candidates]() {
       PTXBENCH_CUDA_TRY(cudaSetDevice(runtime_.gpu.device.ordinal));  // Per thread.
-      return PrepareTiming(workload);
+      return PrepareTiming(workload, baseline_candidates);
     });
   }
 
@@ -68,7 +73,9 @@ class CandidateProcess {
   // The sketch of the current outputs (every output tensor, in order) under `seed`'s key.
   absl::StatusOr<gpu::SampleSketch> SketchOutputs(const gpu::TimeCommand& cmd, size_t index,
                                                   uint64_t seed, bool counted);
-  absl::Status PrepareTiming(const std::string& workload);
+  // The timed workload's baseline buffers, NVML, and the library's first choice or, with
+  // `baseline_candidates` > 0, that many of its candidates.
+  absl::Status PrepareTiming(const std::string& workload, size_t baseline_candidates);
   // The library algorithm the loop times against (TimingLoopOptions::baseline_selection): the
   // prepared first heuristic choice, the worker's cached choice, or the fastest candidate
   // measured now. Replaces timing_.baseline with the one chosen.
@@ -84,17 +91,28 @@ class CandidateProcess {
   std::future<absl::Status> preparing_;
 };
 
-absl::Status CandidateProcess::PrepareTiming(const std::string& workload) {
-  if (timing_.workload == workload && timing_.baseline) return absl::OkStatus();
+absl::Status CandidateProcess::PrepareTiming(const std::string& workload,
+                                             size_t baseline_candidates) {
+  if (timing_.workload == workload && (timing_.baseline || !timing_.candidates.empty())) {
+    return absl::OkStatus();
+  }
   double t0 = Now();
   ASSIGN_OR_RETURN(const Workload* w, FindWorkload(runtime_.task, workload));
   // The baseline gets its own buffers and its own seeds: its outputs never hold the answer to
   // the inputs the candidate is given, and they are zeroed before they are freed.
   ASSIGN_OR_RETURN(auto tensors, gpu::ResolveTensors(runtime_.task, *w));
   ASSIGN_OR_RETURN(timing_.set, gpu::TensorSet::Allocate(std::move(tensors)));
-  ASSIGN_OR_RETURN(timing_.baseline,
-                   gpu::CreateBaseline(runtime_.task.baseline_library,
-                                       runtime_.task.baseline_operation, w->axes));
+  if (baseline_candidates > 0) {
+    ASSIGN_OR_RETURN(timing_.candidates,
+                     gpu::CreateBaselineCandidates(runtime_.task.baseline_library,
+                                                   runtime_.task.baseline_operation, w->axes,
+                                                   baseline_candidates));
+    timing_.candidates_asked = baseline_candidates;
+  } else {
+    ASSIGN_OR_RETURN(timing_.baseline,
+                     gpu::CreateBaseline(runtime_.task.baseline_library,
+                                         runtime_.task.baseline_operation, w->axes));
+  }
   if (auto m = gpu::NvmlMonitor::Open(runtime_.gpu.device.uuid); m.ok()) {
     timing_.nvml = std::move(*m);
   } else {
@@ -108,12 +126,32 @@ absl::Status CandidateProcess::PrepareTiming(const std::string& workload) {
 absl::StatusOr<gpu::BaselineChoice> CandidateProcess::ChooseBaseline(const gpu::TimeCommand& cmd) {
   gpu::BaselineChoice choice;
   choice.selection = cmd.loop.baseline_selection;
-  if (cmd.loop.baseline_selection == gpu::BaselineSelection::kFirstHeuristic) return choice;
   ASSIGN_OR_RETURN(const Workload* w, FindWorkload(runtime_.task, cmd.workload));
-  ASSIGN_OR_RETURN(std::vector<std::unique_ptr<gpu::Baseline>> candidates,
-                   gpu::CreateBaselineCandidates(
-                       runtime_.task.baseline_library, runtime_.task.baseline_operation, w->axes,
-                       std::max<size_t>(cmd.loop.baseline_candidates, 1)));
+  if (cmd.loop.baseline_selection == gpu::BaselineSelection::kFirstHeuristic) {
+    if (timing_.baseline) return choice;
+    // Prepared for a choice that this command does not make: the library's first is rank 0.
+    if (!timing_.candidates.empty()) {
+      timing_.baseline = std::move(timing_.candidates.front());
+    } else {
+      ASSIGN_OR_RETURN(timing_.baseline,
+                       gpu::CreateBaseline(runtime_.task.baseline_library,
+                                           runtime_.task.baseline_operation, w->axes));
+    }
+    timing_.candidates.clear();
+    timing_.candidates_asked = 0;
+    return choice;
+  }
+  const size_t asked = std::max<size_t>(cmd.loop.baseline_candidates, 1);
+  std::vector<std::unique_ptr<gpu::Baseline>> candidates;
+  if (timing_.candidates_asked == asked && !timing_.candidates.empty()) {
+    candidates = std::move(timing_.candidates);  // Prepared before the gate (PrepareTiming).
+  } else {
+    ASSIGN_OR_RETURN(candidates, gpu::CreateBaselineCandidates(runtime_.task.baseline_library,
+                                                               runtime_.task.baseline_operation,
+                                                               w->axes, asked));
+  }
+  timing_.candidates.clear();
+  timing_.candidates_asked = 0;
   if (candidates.empty()) return absl::InternalError("the library offered no baseline candidate");
   // The worker's earlier choice, if the library still describes that candidate alike.
   if (cmd.cached_baseline.has_value() && cmd.cached_baseline->index < candidates.size() &&
@@ -321,14 +359,20 @@ absl::StatusOr<gpu::SampleSketch> CandidateProcess::SketchOutputs(const gpu::Tim
 
 absl::StatusOr<gpu::TimingEvent> CandidateProcess::RunTiming(const gpu::TimeCommand& cmd) {
   double t0 = Now();
+  gpu::TimingSetupSplit split;
   if (preparing_.valid()) RETURN_IF_ERROR(preparing_.get());
+  split.prepare_wait_seconds = Now() - t0;
   ASSIGN_OR_RETURN(const Workload* w, FindWorkload(runtime_.task, cmd.workload));
   (void)w;
+  double s0 = Now();
   RETURN_IF_ERROR(runtime_.UseWorkload(cmd.workload));
   // A fresh module: nothing a correctness trial left in module globals reaches the timing.
   RETURN_IF_ERROR(runtime_.ReloadModule());
-  RETURN_IF_ERROR(PrepareTiming(cmd.workload));
+  split.module_seconds = Now() - s0;
+  s0 = Now();
+  RETURN_IF_ERROR(PrepareTiming(cmd.workload, gpu::PreparedBaselineCandidates(cmd.loop)));
   ASSIGN_OR_RETURN(gpu::BaselineChoice baseline_choice, ChooseBaseline(cmd));
+  split.baseline_choice_seconds = Now() - s0;
   SubmissionRuntime& c = runtime_;
   gpu::TensorSet& baseline_set = timing_.set;
   gpu::Baseline* baseline = timing_.baseline.get();
@@ -394,7 +438,9 @@ absl::StatusOr<gpu::TimingEvent> CandidateProcess::RunTiming(const gpu::TimeComm
   std::string counting_failure;  // The first counter error of this loop ("": none).
   std::unique_ptr<gpu::HardwareCounters> hardware;
   if (cmd.loop.counted_per_config > 0 || cmd.loop.counted_min_total > 0) {
+    s0 = Now();
     hardware = OpenCounters(cmd.loop.counter_session, &counters);
+    split.counters_seconds = Now() - s0;
   } else {
     counters.not_collected_reason = "counted samples were not asked for";
   }
@@ -455,6 +501,7 @@ absl::StatusOr<gpu::TimingEvent> CandidateProcess::RunTiming(const gpu::TimeComm
   event.device = gpu::Describe(c.gpu.device);
   event.flush_bytes = c.gpu.builtins->flush_bytes();
   event.setup_seconds = setup_seconds;
+  event.setup_split = split;
   event.prepare_seconds = timing_.prepare_seconds;
   event.check_seconds = check_seconds;
   event.seconds = Now() - t0;
@@ -492,7 +539,7 @@ int CandidateMode(const gpu::CandidateRequest& request) {
       module = *request.module;
     } else {
       if (request.timing_workload.has_value()) {
-        process.StartPreparingTiming(*request.timing_workload);
+        process.StartPreparingTiming(*request.timing_workload, request.timing_baseline_candidates);
       }
       int exit_code = kExitOk;
       if (!AwaitModule(commands, &module, &exit_code)) return exit_code;
@@ -523,7 +570,7 @@ int CandidateMode(const gpu::CandidateRequest& request) {
       if (!files.ok()) return FailFromStatus(files.status(), gpu::FaultPhase::kSavingOutputs);
       Emit(gpu::OutputsEvent{*files});
     } else if (const auto* prepare = std::get_if<gpu::PrepareTimingCommand>(&command)) {
-      process.StartPreparingTiming(prepare->workload);
+      process.StartPreparingTiming(prepare->workload, prepare->baseline_candidates);
     } else if (const auto* time = std::get_if<gpu::TimeCommand>(&command)) {
       auto event = process.RunTiming(*time);
       if (!event.ok()) return FailFromStatus(event.status(), gpu::FaultPhase::kTiming);

@@ -16,6 +16,7 @@
 #ifndef PTXBENCH_WORKER_ENGINE_GPU_PROTOCOL_MESSAGES_H_
 #define PTXBENCH_WORKER_ENGINE_GPU_PROTOCOL_MESSAGES_H_
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <map>
@@ -377,6 +378,14 @@ struct TimingLoopOptions {
   }
 };
 
+// How many library candidates a candidate process prepares for the baseline (PrepareTiming-
+// Command): every one the choice may time under kFastest, else only the first.
+inline size_t PreparedBaselineCandidates(const TimingLoopOptions& loop) {
+  return loop.baseline_selection == BaselineSelection::kFastest
+             ? std::max<size_t>(loop.baseline_candidates, 1)
+             : 0;
+}
+
 // stats.h SampleSummary as reported, in milliseconds; rse_median -1 stands for infinite (fewer
 // than 3 samples).
 struct SampleStats {
@@ -533,9 +542,13 @@ struct TimingMeasurement {
   std::vector<CheckedSample> checked_samples;
   CountedSamples counters;
   SampleSketches sketches;
-  double jitter_us_max = 0;        // The delay bound that was applied.
-  double jitter_us_mean = 0;       // The mean delay actually drawn (both sides).
-  double counted_seconds = 0;      // Wall time of counted launches and their collection.
+  double jitter_us_max = 0;    // The delay bound that was applied.
+  double jitter_us_mean = 0;   // The mean delay actually drawn (both sides).
+  double counted_seconds = 0;  // Wall time of counted launches and their collection.
+  // Inside counted_seconds: host time of the counters' End (the range closed, and on a round's
+  // last pass decoded and evaluated) and of arming the next pass.
+  double counted_end_seconds = 0;
+  double counted_prepare_seconds = 0;
   double sketch_seconds = 0;       // Wall time of the sketches (GPU kernel + copy back).
   size_t pairs = 0;                // Recorded pairs, counted ones included.
   std::vector<double> counted_ms;  // Event time of each counted launch (not statistics).
@@ -566,6 +579,8 @@ struct TimingMeasurement {
     v("jitter_us_max", m.jitter_us_max);
     v("jitter_us_mean", m.jitter_us_mean);
     v("counted_seconds", m.counted_seconds);
+    v("counted_end_seconds", m.counted_end_seconds);
+    v("counted_prepare_seconds", m.counted_prepare_seconds);
     v("sketch_seconds", m.sketch_seconds);
     v("counted_ms", m.counted_ms);
     v("pairs", m.pairs);
@@ -746,8 +761,10 @@ struct CandidateRequest {
   uint64_t hash_key = 0;
   // Absent: started beside the compiler, the module comes with the "module" command.
   std::optional<ModulePaths> module;
-  // The timing loop's workload, whose baseline is prepared from the start.
+  // The timing loop's workload and its baseline's library candidates (PrepareTimingCommand),
+  // prepared from the start.
   std::optional<std::string> timing_workload;
+  size_t timing_baseline_candidates = 0;
   template <typename Self, typename V>
   static void Fields(Self& m, V& v) {
     v("submission", m.submission);
@@ -755,6 +772,7 @@ struct CandidateRequest {
     v("hash_key", AsDecimal(m.hash_key));
     v("module", m.module);
     v("timing_workload", m.timing_workload);
+    v("timing_baseline_candidates", m.timing_baseline_candidates);
   }
 };
 
@@ -915,9 +933,13 @@ struct SaveOutputsCommand {
 struct PrepareTimingCommand {
   static constexpr CommandKind kKind = CommandKind::kPrepareTiming;
   std::string workload;
+  // The library candidates to prepare for the baseline choice (TimingLoopOptions::
+  // baseline_candidates under BaselineSelection::kFastest); 0: the first heuristic choice only.
+  size_t baseline_candidates = 0;
   template <typename Self, typename V>
   static void Fields(Self& m, V& v) {
     v("workload", m.workload);
+    v("baseline_candidates", m.baseline_candidates);
   }
 };
 
@@ -1140,6 +1162,22 @@ struct OutputsEvent {
   }
 };
 
+// Where the candidate process's seconds went between "time" and the loop's warm-up (the
+// service bench's timing stage minus warm-up and sampling; docs/measurement.md).
+struct TimingSetupSplit {
+  double prepare_wait_seconds = 0;     // Waiting for the preparing thread (baseline handles).
+  double module_seconds = 0;           // The timed workload's buffers and the module's reload.
+  double baseline_choice_seconds = 0;  // Choosing the baseline (cached: taking the prepared one).
+  double counters_seconds = 0;         // Opening the hardware counters (after setup_seconds).
+  template <typename Self, typename V>
+  static void Fields(Self& m, V& v) {
+    v("prepare_wait_seconds", m.prepare_wait_seconds);
+    v("module_seconds", m.module_seconds);
+    v("baseline_choice_seconds", m.baseline_choice_seconds);
+    v("counters_seconds", m.counters_seconds);
+  }
+};
+
 struct TimingEvent {
   static constexpr EventKind kKind = EventKind::kTiming;
   std::string workload;
@@ -1150,6 +1188,7 @@ struct TimingEvent {
   DeviceDescription device;
   uint64_t flush_bytes = 0;  // L2 flush buffer.
   double setup_seconds = 0;
+  TimingSetupSplit setup_split;
   double prepare_seconds = 0;
   double check_seconds = 0;
   double seconds = 0;
@@ -1164,6 +1203,7 @@ struct TimingEvent {
     v("device", m.device);
     v("flush_bytes", m.flush_bytes);
     v("setup_seconds", m.setup_seconds);
+    v("setup_split", m.setup_split);
     v("prepare_seconds", m.prepare_seconds);
     v("check_seconds", m.check_seconds);
     v("seconds", m.seconds);

@@ -54,6 +54,8 @@ TimingMeasurement ToMeasurement(const TimingResult& r) {
   m.counters.samples = r.counted;
   m.counted_ms = r.counted_ms;
   m.counted_seconds = r.counted_seconds;
+  m.counted_end_seconds = r.counted_end_seconds;
+  m.counted_prepare_seconds = r.counted_prepare_seconds;
   m.pairs = r.pairs;
   m.sketch_seconds = r.hook_seconds;
   m.jitter_us_mean = r.launches > 0 ? r.jitter_us_total / static_cast<double>(r.launches) : 0;
@@ -239,9 +241,13 @@ absl::StatusOr<TimingResult> TimeInterleaved(const TimedSide& candidate, const T
         (void)b;
       }
       ASSIGN_OR_RETURN(Launch c, measure(candidate, cseed, static_cast<int>(cfg)));
+      const double e0 = Seconds();
       ASSIGN_OR_RETURN(auto metrics, hooks.counting->end());
+      const double p0 = Seconds();
       // Arming the next configuration here puts its host time after a counted launch.
       RETURN_IF_ERROR(prepare_counted(CountedConfig(config.counted, j + 1)));
+      result.counted_end_seconds += p0 - e0;
+      result.counted_prepare_seconds += Seconds() - p0;
       account_counted(c);
       result.counted_seconds += Seconds() - k0;
       result.counted_ms.push_back(c.ms);

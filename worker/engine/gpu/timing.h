@@ -98,7 +98,9 @@ struct TimingResult {
   std::vector<double> counted_ms;  // Event time of each counted launch (not in the statistics).
   size_t pairs = 0;                // Recorded pairs, counted ones included.
   double counted_seconds = 0;
-  double hook_seconds = 0;  // Wall time of on_candidate (the sketches).
+  double counted_end_seconds = 0;      // Inside counted_seconds: the counters' End...
+  double counted_prepare_seconds = 0;  // ...and arming the next pass.
+  double hook_seconds = 0;             // Wall time of on_candidate (the sketches).
   double jitter_us_total = 0;
   size_t launches = 0;  // Every launch of the loop, both sides, warm-up included.
   // The gap equalizer (counting only; all 0 without counted launches).

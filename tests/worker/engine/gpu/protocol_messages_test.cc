@@ -64,8 +64,10 @@ TEST_CASE("requests round-trip, 64-bit seeds as decimal text", "[protocol]") {
   candidate.gpu = 3;
   candidate.hash_key = 18446744073709551615ull;
   candidate.timing_workload = "timed";
+  candidate.timing_baseline_candidates = 8;
   CandidateRequest back = RoundTrip(candidate);
   CHECK(back.hash_key == candidate.hash_key);
+  CHECK(back.timing_baseline_candidates == 8);
   CHECK_FALSE(back.module.has_value());
   CHECK(ToJson(candidate)["hash_key"] == "18446744073709551615");
   CHECK(ToJson(candidate)["submission"]["language"] == "ptx");
@@ -102,7 +104,7 @@ TEST_CASE("commands carry their name and round-trip", "[protocol]") {
   CHECK(RoundTrip(TrialCommand{"small", 1, "/w/trial0", OutputTransfer::kFile}).transfer ==
         OutputTransfer::kFile);
   RoundTrip(SaveOutputsCommand{"/w/trial0"});
-  RoundTrip(PrepareTimingCommand{"timed"});
+  RoundTrip(PrepareTimingCommand{"timed", 8});
   TimeCommand time;
   time.workload = "timed";
   time.candidate_seed_base = 1;
@@ -164,8 +166,8 @@ TEST_CASE("events round-trip with their nested parts", "[protocol]") {
   CHECK(r.device.total_memory == 150754820096);
   CHECK(ToJson(ready)["event"] == "ready");
   RoundTrip(ResetEvent{});
-  ReferenceEvent reference{"timed", 5, 77, json{{"library", "cublaslt"}}, 0.2, 0.3, 3,
-                           {"runs 1 and 2: O: 1 non-finite now"}};
+  ReferenceEvent reference{"timed", 5,   77, json{{"library", "cublaslt"}},
+                           0.2,     0.3, 3,  {"runs 1 and 2: O: 1 non-finite now"}};
   ReferenceEvent reference_back = RoundTrip(reference);
   CHECK(reference_back.input_hash == 77);
   CHECK(reference_back.library_runs == 3);
@@ -228,6 +230,9 @@ TEST_CASE("events round-trip with their nested parts", "[protocol]") {
   timing.result.timed_idle_us_mean = 3.5;
   timing.result.counted_idle_us_mean = 950;
   timing.result.gap_pad_exceeded = 1;
+  timing.result.counted_end_seconds = 0.125;
+  timing.result.counted_prepare_seconds = 0.0625;
+  timing.setup_split = {0.5, 0.25, 0.125, 0.375};
   timing.baseline_choice.selection = BaselineSelection::kFastest;
   timing.baseline_choice.measured = true;
   timing.baseline_choice.chosen = 1;
@@ -263,6 +268,12 @@ TEST_CASE("events round-trip with their nested parts", "[protocol]") {
   CHECK(t.result.gap_pad_exceeded == 1);
   CHECK(t.result.counters.needed == 20);
   CHECK(t.result.pairs == 61);
+  CHECK(t.result.counted_end_seconds == 0.125);
+  CHECK(t.result.counted_prepare_seconds == 0.0625);
+  CHECK(t.setup_split.prepare_wait_seconds == 0.5);
+  CHECK(t.setup_split.module_seconds == 0.25);
+  CHECK(t.setup_split.baseline_choice_seconds == 0.125);
+  CHECK(t.setup_split.counters_seconds == 0.375);
   TimingEvent uncounted;
   uncounted.result.counters.not_collected_reason = "CUPTI_ERROR_INSUFFICIENT_PRIVILEGES";
   CHECK_FALSE(RoundTrip(uncounted).result.counters.collected);
