@@ -6,6 +6,9 @@
 //
 // usage: bwd_dev cubin=X.cubin [label=name] [causal=0|1] [swizzle=128|none] [block=128]
 //                [smem=108608] shapes=BxHxS[,BxHxS...] [iters=N] [seed=N]
+//                [kv=64|128]  (key rows per CTA of attn_bwd_main: its grid is S/kv x B*H; 128
+//                for the two-warpgroup candidates of candidates/; timing also reports the main
+//                kernel alone)
 // D is 128. Inputs Q, K, V, dO are "spiky" (N(0,1) + N(0,100) with probability 0.001, as the
 // task generates them), rounded to bf16; O and LSE come from the fp32 reference forward (O
 // rounded to bf16), as the task derives them with cuDNN. For shapes with more than 16 heads
@@ -285,6 +288,7 @@ int main(int argc, char** argv) {
   const bool swizzle128 = !args.count("swizzle") || args["swizzle"] == "128";
   const int block = args.count("block") ? std::atoi(args["block"].c_str()) : 128;
   const int smem = args.count("smem") ? std::atoi(args["smem"].c_str()) : 108608;
+  const int kv = args.count("kv") ? std::atoi(args["kv"].c_str()) : 64;
   const int iters = args.count("iters") ? std::atoi(args["iters"].c_str()) : 0;
   const unsigned long long seed =
       args.count("seed") ? std::strtoull(args["seed"].c_str(), nullptr, 10) : 1;
@@ -310,8 +314,8 @@ int main(int argc, char** argv) {
   CU(cuFuncSetAttribute(f_main, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem));
   int regs = 0;
   CU(cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, f_main));
-  std::printf("[%s] main kernel: %d registers, block %d, dynamic smem %d, causal %d\n",
-              label.c_str(), regs, block, smem, causal);
+  std::printf("[%s] main kernel: %d registers, block %d, dynamic smem %d, causal %d, kv %d\n",
+              label.c_str(), regs, block, smem, causal, kv);
 
   std::string shapes = args["shapes"];
   int failures = 0;
@@ -383,11 +387,14 @@ int main(int argc, char** argv) {
     void* pre_args[] = {&O, &dO, &s_delta, &s_acc, &vB, &vH, &vS};
     void* main_args[] = {&tmQ, &tmK, &tmV, &tmdO, &LSE, &s_delta, &s_acc, &dK, &dV, &vS, &vscale};
     void* conv_args[] = {&s_acc, &dQ, &vB, &vH, &vS, &vscale};
+    cudaEvent_t m0 = nullptr, m1 = nullptr;  // around the main kernel, when timing
     auto run_plan = [&]() {
       CU(cuLaunchKernel(f_pre, static_cast<unsigned>((rows + 7) / 8), 1, 1, 256, 1, 1, 0, nullptr,
                         pre_args, nullptr));
-      CU(cuLaunchKernel(f_main, S / 64, static_cast<unsigned>(BH), 1, block, 1, 1, smem, nullptr,
+      if (m0 != nullptr) RT(cudaEventRecord(m0));
+      CU(cuLaunchKernel(f_main, S / kv, static_cast<unsigned>(BH), 1, block, 1, 1, smem, nullptr,
                         main_args, nullptr));
+      if (m1 != nullptr) RT(cudaEventRecord(m1));
       CU(cuLaunchKernel(f_conv, static_cast<unsigned>((n + 1023) / 1024), 1, 1, 256, 1, 1, 0,
                         nullptr, conv_args, nullptr));
     };
@@ -431,7 +438,9 @@ int main(int argc, char** argv) {
       cudaEvent_t e0, e1;
       RT(cudaEventCreate(&e0));
       RT(cudaEventCreate(&e1));
-      std::vector<float> ms;
+      RT(cudaEventCreate(&m0));
+      RT(cudaEventCreate(&m1));
+      std::vector<float> ms, ms_main;
       for (int it = 0; it < iters; ++it) {
         RT(cudaMemset(s_acc, 0, n * 4));
         RT(cudaEventRecord(e0));
@@ -441,12 +450,17 @@ int main(int argc, char** argv) {
         float t = 0;
         RT(cudaEventElapsedTime(&t, e0, e1));
         ms.push_back(t);
+        RT(cudaEventElapsedTime(&t, m0, m1));
+        ms_main.push_back(t);
       }
       std::sort(ms.begin(), ms.end());
+      std::sort(ms_main.begin(), ms_main.end());
       const double flops = (causal ? 5.0 : 10.0) * BH * S * static_cast<double>(S) * kD;
-      std::printf("[%s] %s time median %.3f ms (min %.3f, max %.3f, %d runs) = %.1f TFLOP/s\n",
-                  label.c_str(), shape.c_str(), ms[ms.size() / 2], ms.front(), ms.back(), iters,
-                  flops / (ms[ms.size() / 2] * 1e-3) / 1e12);
+      std::printf(
+          "[%s] %s time median %.3f ms (min %.3f, max %.3f, %d runs) = %.1f TFLOP/s; main kernel "
+          "median %.3f ms\n",
+          label.c_str(), shape.c_str(), ms[ms.size() / 2], ms.front(), ms.back(), iters,
+          flops / (ms[ms.size() / 2] * 1e-3) / 1e12, ms_main[ms_main.size() / 2]);
     }
     for (void* p : {static_cast<void*>(Q), static_cast<void*>(K), static_cast<void*>(V),
                     static_cast<void*>(O), static_cast<void*>(dO), static_cast<void*>(dQ),

@@ -7,6 +7,10 @@
 //
 // It does not parse launch plans; the few plan facts it needs come as key=value arguments:
 //   cubin=PATH kernel=NAME block=384 smem=197696 tile_m=128 tile_n=256 cluster_m=2
+//   persistent=132 cluster_x=2: grid.x = cluster_x * min(persistent / cluster_x,
+//       ceil_div(M, tile_m * cluster_x) * ceil_div(N, tile_n)), cluster {cluster_x, 1, 1}
+//       (persistent=132 cluster_x=1 is the persistent solution's min(132, tiles))
+//   swizzle_c=128B|none   lt_algos=8 (time that many heuristic results once, keep the fastest)
 //   args=tmA,tmB,tmC,M,N,K   (tokens: tmA tmB tmC = tensor maps of A B C; A B C = pointers;
 //                             M N K = scalars, passed from 64-bit storage on purpose: the
 //                             driver copies the kernel's declared 4 bytes, little-endian)
@@ -161,6 +165,10 @@ struct Lt {
   cublasLtHandle_t handle;
   void* workspace;
   size_t workspace_bytes = 64 << 20;
+  int algos = 1;          // heuristic results to try
+  bool chosen = false;    // `algo` holds the fastest for the current shape
+  int chosen_index = 0;
+  cublasLtMatmulAlgo_t algo;
 };
 
 // C[M][N] (row-major) = A[M][K] * B[N][K]^T, seen column-major as C^T (N x M) = op(B) * A with
@@ -179,15 +187,54 @@ void LtGemm(Lt& lt, const Shape& s, const void* A, const void* B, void* C, cudaS
   CHECK_LT(cublasLtMatmulPreferenceCreate(&pref));
   CHECK_LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                 &lt.workspace_bytes, sizeof(lt.workspace_bytes)));
-  cublasLtMatmulHeuristicResult_t heur;
-  int found = 0;
-  CHECK_LT(cublasLtMatmulAlgoGetHeuristic(lt.handle, op, la, lb, lc, lc, pref, 1, &heur, &found));
-  if (found == 0) {
-    std::printf("SETUP_ERROR no cublasLt algorithm\n");
-    std::exit(3);
-  }
   const float alpha = 1.0f, beta = 0.0f;
-  CHECK_LT(cublasLtMatmul(lt.handle, op, &alpha, B, la, A, lb, &beta, C, lc, C, lc, &heur.algo,
+  if (!lt.chosen) {
+    std::vector<cublasLtMatmulHeuristicResult_t> heur(std::max(1, lt.algos));
+    int found = 0;
+    CHECK_LT(cublasLtMatmulAlgoGetHeuristic(lt.handle, op, la, lb, lc, lc, pref,
+                                            static_cast<int>(heur.size()), heur.data(), &found));
+    if (found == 0) {
+      std::printf("SETUP_ERROR no cublasLt algorithm\n");
+      std::exit(3);
+    }
+    lt.algo = heur[0].algo;
+    lt.chosen_index = 0;
+    if (found > 1) {
+      // Fastest of the candidates: 3 warm-up + 10 timed launches each (median of single-launch
+      // event timings), on the caller's buffers.
+      cudaEvent_t e0, e1;
+      CHECK_CUDA(cudaEventCreate(&e0));
+      CHECK_CUDA(cudaEventCreate(&e1));
+      float best = 1e30f;
+      for (int h = 0; h < found; ++h) {
+        std::vector<float> ms_list;
+        bool ok = true;
+        for (int i = 0; i < 13 && ok; ++i) {
+          CHECK_CUDA(cudaEventRecord(e0, stream));
+          ok = cublasLtMatmul(lt.handle, op, &alpha, B, la, A, lb, &beta, C, lc, C, lc,
+                              &heur[h].algo, lt.workspace, lt.workspace_bytes,
+                              stream) == CUBLAS_STATUS_SUCCESS;
+          CHECK_CUDA(cudaEventRecord(e1, stream));
+          CHECK_CUDA(cudaEventSynchronize(e1));
+          float ms;
+          CHECK_CUDA(cudaEventElapsedTime(&ms, e0, e1));
+          if (i >= 3) ms_list.push_back(ms);
+        }
+        if (!ok) continue;
+        std::sort(ms_list.begin(), ms_list.end());
+        const float med = ms_list[ms_list.size() / 2];
+        if (med < best) {
+          best = med;
+          lt.algo = heur[h].algo;
+          lt.chosen_index = h;
+        }
+      }
+      std::printf("LT %dx%dx%d: %d heuristic candidates, fastest #%d (%.4f ms, not flushed)\n",
+                  s.m, s.n, s.k, found, lt.chosen_index, best);
+    }
+    lt.chosen = true;
+  }
+  CHECK_LT(cublasLtMatmul(lt.handle, op, &alpha, B, la, A, lb, &beta, C, lc, C, lc, &lt.algo,
                           lt.workspace, lt.workspace_bytes, stream));
   cublasLtMatmulPreferenceDestroy(pref);
   cublasLtMatrixLayoutDestroy(la);
@@ -203,6 +250,9 @@ struct Candidate {
   int tile_m = 128;
   int tile_n = 256;
   int cluster_m = 1;
+  int cluster_x = 1;
+  int persistent = 0;
+  CUtensorMapSwizzle swizzle_c = CU_TENSOR_MAP_SWIZZLE_128B;
   std::vector<std::string> args;
   cuuint32_t box_a[2] = {64, 128};
   cuuint32_t box_b[2] = {64, 256};
@@ -244,9 +294,18 @@ CUresult Launch(const Candidate& cand, const Shape& s, Buffers& buf, cudaStream_
       params.push_back(&buf.k);
   }
   CUlaunchConfig config = {};
-  config.gridDimX = (s.n + cand.tile_n - 1) / cand.tile_n;
-  const int m_units = cand.tile_m * cand.cluster_m;
-  config.gridDimY = (s.m + m_units - 1) / m_units * cand.cluster_m;
+  if (cand.persistent > 0) {
+    const long long units = 1LL * ((s.m + cand.tile_m * cand.cluster_x - 1) /
+                                   (cand.tile_m * cand.cluster_x)) *
+                             ((s.n + cand.tile_n - 1) / cand.tile_n);
+    config.gridDimX = static_cast<unsigned>(
+        cand.cluster_x * std::min<long long>(cand.persistent / cand.cluster_x, units));
+    config.gridDimY = 1;
+  } else {
+    config.gridDimX = (s.n + cand.tile_n - 1) / cand.tile_n;
+    const int m_units = cand.tile_m * cand.cluster_m;
+    config.gridDimY = (s.m + m_units - 1) / m_units * cand.cluster_m;
+  }
   config.gridDimZ = 1;
   config.blockDimX = cand.block;
   config.blockDimY = 1;
@@ -254,9 +313,9 @@ CUresult Launch(const Candidate& cand, const Shape& s, Buffers& buf, cudaStream_
   config.sharedMemBytes = cand.smem;
   config.hStream = reinterpret_cast<CUstream>(stream);
   CUlaunchAttribute attr;
-  if (cand.cluster_m > 1) {
+  if (cand.cluster_m > 1 || cand.cluster_x > 1) {
     attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-    attr.value.clusterDim.x = 1;
+    attr.value.clusterDim.x = cand.cluster_x;
     attr.value.clusterDim.y = cand.cluster_m;
     attr.value.clusterDim.z = 1;
     config.attrs = &attr;
@@ -294,6 +353,10 @@ int main(int argc, char** argv) {
   cand.tile_m = std::stoi(get("tile_m", "128"));
   cand.tile_n = std::stoi(get("tile_n", "256"));
   cand.cluster_m = std::stoi(get("cluster_m", "1"));
+  cand.cluster_x = std::stoi(get("cluster_x", "1"));
+  cand.persistent = std::stoi(get("persistent", "0"));
+  cand.swizzle_c =
+      get("swizzle_c", "128B") == "none" ? CU_TENSOR_MAP_SWIZZLE_NONE : CU_TENSOR_MAP_SWIZZLE_128B;
   cand.args = Split(get("args", "tmA,tmB,tmC,M,N,K"), ',');
   ParseBox(get("box_a", "64x128"), cand.box_a);
   ParseBox(get("box_b", "64x256"), cand.box_b);
@@ -303,6 +366,28 @@ int main(int argc, char** argv) {
   if (cand.smem > 48 * 1024) {
     CHECK_CU(
         cuFuncSetAttribute(cand.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, cand.smem));
+  }
+  if (cand.cluster_x > 1 || cand.cluster_m > 1) {
+    // How many clusters of this shape fit at once (a persistent grid beyond it runs a 2nd wave).
+    CUlaunchConfig occ = {};
+    occ.gridDimX = cand.cluster_x * 66;
+    occ.gridDimY = cand.cluster_m;
+    occ.gridDimZ = 1;
+    occ.blockDimX = cand.block;
+    occ.blockDimY = 1;
+    occ.blockDimZ = 1;
+    occ.sharedMemBytes = cand.smem;
+    CUlaunchAttribute cattr;
+    cattr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    cattr.value.clusterDim.x = cand.cluster_x;
+    cattr.value.clusterDim.y = cand.cluster_m;
+    cattr.value.clusterDim.z = 1;
+    occ.attrs = &cattr;
+    occ.numAttrs = 1;
+    int clusters = -1;
+    const CUresult r = cuOccupancyMaxActiveClusters(&clusters, cand.fn, &occ);
+    std::printf("OCCUPANCY max_active_clusters=%d (cluster %dx%d, smem %d)%s\n", clusters,
+                cand.cluster_x, cand.cluster_m, cand.smem, r == CUDA_SUCCESS ? "" : " query failed");
   }
   const int trials = std::stoi(get("trials", "2"));
   const int time_iters = std::stoi(get("time_iters", "0"));
@@ -319,6 +404,7 @@ int main(int argc, char** argv) {
   CHECK_CUDA(cudaStreamCreate(&stream));
   Lt lt;
   CHECK_LT(cublasLtCreate(&lt.handle));
+  lt.algos = std::stoi(get("lt_algos", "1"));
   CHECK_CUDA(cudaMalloc(&lt.workspace, lt.workspace_bytes));
   void* flush = nullptr;
   const size_t flush_bytes = 256ull << 20;  // > 4x the 60 MB L2
@@ -346,8 +432,9 @@ int main(int argc, char** argv) {
         EncodeMap(buf.a, s.m, s.k, cand.box_a, cand.swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B);
     buf.tm_b =
         EncodeMap(buf.b, s.n, s.k, cand.box_b, cand.swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B);
-    buf.tm_c = EncodeMap(buf.c, s.m, s.n, cand.box_c, CU_TENSOR_MAP_SWIZZLE_128B,
+    buf.tm_c = EncodeMap(buf.c, s.m, s.n, cand.box_c, cand.swizzle_c,
                          CU_TENSOR_MAP_L2_PROMOTION_NONE);
+    lt.chosen = false;  // pick cuBLASLt's algorithm for this shape
     for (int t = 0; t < trials; ++t) {
       const unsigned long long seed = 1000003ULL * (t + 1) + 7919ULL * s.m + 31ULL * s.n + s.k;
       FillNormal<<<1024, 256, 0, stream>>>(static_cast<__nv_bfloat16*>(buf.a), na, seed);
