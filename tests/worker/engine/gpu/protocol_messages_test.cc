@@ -89,6 +89,19 @@ TEST_CASE("requests round-trip, 64-bit seeds as decimal text", "[protocol]") {
   RoundTrip(HealthRequest{2});
 }
 
+TEST_CASE("a candidate process prepares every library candidate the baseline choice may time",
+          "[protocol]") {
+  TimingLoopOptions loop;
+  loop.baseline_selection = BaselineSelection::kFastest;
+  loop.baseline_candidates = 8;
+  CHECK(PreparedBaselineCandidates(loop) == 8);
+  loop.baseline_candidates = 0;  // The choice still asks for one (candidate_mode.cc).
+  CHECK(PreparedBaselineCandidates(loop) == 1);
+  loop.baseline_selection = BaselineSelection::kFirstHeuristic;
+  loop.baseline_candidates = 8;
+  CHECK(PreparedBaselineCandidates(loop) == 0);  // The first heuristic choice alone.
+}
+
 TEST_CASE("commands carry their name and round-trip", "[protocol]") {
   CHECK(ToJson(QuitCommand{}) == json{{"cmd", "quit"}});
   CHECK(ToJson(ResetCommand{}) == json{{"cmd", "reset"}});
