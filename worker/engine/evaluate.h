@@ -76,8 +76,17 @@ struct EngineOptions {
   int gpu = 0;
   std::string work_root;  // Empty: $TMPDIR or /tmp.
   // Keep the reference process warm for the next evaluation of the same task on this GPU
-  // (evaluate.cc, ReferencePool): saves its CUDA and library set-up, ~1.4 s on the H200.
+  // (evaluate_processes.cc, ReferencePool): saves its CUDA and library set-up, ~1.4 s on the
+  // H200, and every workload's library graph (attention: 1.1-1.7 s each).
   bool reuse_reference_process = true;
+  // The warm processes kept at most, the least recently used ended first: one per task of the
+  // suite (12), so that a mix of tasks keeps them all (H100 service bench run 15: with 4 kept,
+  // a mix of 5 tasks ended every backward job's process before its task came round again).
+  int warm_reference_capacity = 16;
+  // And the GPU memory they may hold together, as a fraction of the device's: their buffers
+  // (ResetEvent) plus kWarmReferenceContextBytes each. The rest stays for the candidate and
+  // instrumented processes, whose needs the scratch caps bound.
+  double warm_reference_memory_fraction = 0.25;
   bool keep_work_dir = false;  // Keep the private directories (debugging).
   bool isolate_network = true;
   bool drop_privileges = true;             // When root: sandboxes run as nobody.

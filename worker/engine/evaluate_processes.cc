@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <map>
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
@@ -60,7 +61,17 @@ struct WarmReference {
   std::unique_ptr<Sandbox> process;
   std::string dir;          // Its private directory, outside any evaluation's work directory.
   double wall_seconds = 0;  // Its watchdog.
+  // What it holds on the GPU (its ResetEvent): its buffers plus the context allowance, and the
+  // device's memory (0: unknown, no memory bound).
+  uint64_t device_bytes = 0;
+  uint64_t device_total_bytes = 0;
 };
+
+// What a process's CUDA context, modules and library handles hold beyond its buffers, charged
+// to every warm process: an estimate above the 0.3-0.5 GiB a CUDA context with cuBLASLt or
+// cuDNN loaded takes on Hopper; the device call of 2026-12-07 prints the measured figure
+// (nvidia-smi --query-compute-apps during the service bench).
+constexpr uint64_t kWarmReferenceContextBytes = uint64_t{768} << 20;
 
 void Discard(WarmReference& w) {
   if (w.process) (void)w.process->Send(gpu::ToJson(gpu::QuitCommand{}));
@@ -68,7 +79,8 @@ void Discard(WarmReference& w) {
   if (!w.dir.empty()) RemoveTree(w.dir);
 }
 
-// Trusted code only: a pooled process never runs submitted code.
+// Trusted code only: a pooled process never runs submitted code. Least recently used first:
+// `idle_` is in the order the processes were handed back, and Take removes the one it returns.
 class ReferencePool {
  public:
   static ReferencePool& Get() {
@@ -88,10 +100,13 @@ class ReferencePool {
     }
     return std::nullopt;
   }
-  void Put(WarmReference w) {
+  // Keeps `w`, then ends the least recently used processes until at most `capacity` are kept
+  // and, where the device's memory is known, they hold at most `memory_fraction` of it (`w`
+  // itself goes when it alone holds more).
+  void Put(WarmReference w, size_t capacity, double memory_fraction) {
     std::lock_guard<std::mutex> lock(mu_);
     idle_.push_back(std::move(w));
-    while (idle_.size() > kCapacity) {  // One per GPU and task in steady state.
+    while (!idle_.empty() && (idle_.size() > capacity || OverMemory(memory_fraction))) {
       Discard(idle_.front());
       idle_.erase(idle_.begin());
     }
@@ -101,7 +116,18 @@ class ReferencePool {
   }
 
  private:
-  static constexpr size_t kCapacity = 4;
+  // The processes of one device (the same total) hold more than the fraction of it.
+  bool OverMemory(double memory_fraction) const {
+    std::map<uint64_t, uint64_t> held_per_device;
+    for (const WarmReference& w : idle_) {
+      if (w.device_total_bytes > 0) held_per_device[w.device_total_bytes] += w.device_bytes;
+    }
+    for (const auto& [total, held] : held_per_device) {
+      if (static_cast<double>(held) > memory_fraction * static_cast<double>(total)) return true;
+    }
+    return false;
+  }
+
   std::mutex mu_;
   std::vector<WarmReference> idle_;
 };
@@ -358,6 +384,7 @@ std::unique_ptr<ReferenceProcess> ReferenceProcess::Start(const Workspace& works
       p->wall_seconds_ = warm->wall_seconds;
       p->reused_ = true;
       p->reuse_ = true;
+      p->SetPoolLimits(options);
       return p;
     }
     if (warm) RemoveTree(warm->dir);  // Its process ended with `warm`.
@@ -396,6 +423,7 @@ std::unique_ptr<ReferenceProcess> ReferenceProcess::Start(const Workspace& works
   p->pooled_dir_ = pooled_dir;
   p->wall_seconds_ = wall;
   p->reuse_ = options.reuse_reference_process;
+  p->SetPoolLimits(options);
   return p;
 }
 
@@ -411,7 +439,10 @@ void ReferenceProcess::Release() {
     // Drains what is still queued (references of trials never run, a "ready" never read).
     Step<gpu::ResetEvent> reset = Await<gpu::ResetEvent>(30, "reference reset", /*drain=*/true);
     if (reset.ok()) {
-      ReferencePool::Get().Put({pool_key_, ReleaseSandbox(), dir(), wall_seconds_});
+      WarmReference warm{pool_key_, ReleaseSandbox(), dir(), wall_seconds_};
+      warm.device_bytes = reset.event.device_buffer_bytes + kWarmReferenceContextBytes;
+      warm.device_total_bytes = reset.event.device_total_bytes;
+      ReferencePool::Get().Put(std::move(warm), pool_capacity_, pool_memory_fraction_);
       released_ = true;
     }
   }

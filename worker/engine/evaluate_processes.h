@@ -13,6 +13,7 @@
 #ifndef PTXBENCH_WORKER_ENGINE_EVALUATE_PROCESSES_H_
 #define PTXBENCH_WORKER_ENGINE_EVALUATE_PROCESSES_H_
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <map>
@@ -235,6 +236,13 @@ class ReferenceProcess : public EvaluatorProcess {
   bool failed_ = false;
   bool released_ = false;
   bool reuse_ = false;
+  // The pool's limits when Release() hands it back (EngineOptions).
+  void SetPoolLimits(const EngineOptions& options) {
+    pool_capacity_ = static_cast<size_t>(std::max(0, options.warm_reference_capacity));
+    pool_memory_fraction_ = options.warm_reference_memory_fraction;
+  }
+  size_t pool_capacity_ = 0;
+  double pool_memory_fraction_ = 0;
   std::map<std::pair<std::string, uint64_t>, gpu::ReferenceEvent> references_;
   std::set<std::pair<std::string, uint64_t>> requested_;
 };

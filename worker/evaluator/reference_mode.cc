@@ -127,8 +127,18 @@ class ReferenceProcess {
   }
 
   // Between evaluations: no reference survives "reset"; "begin" takes the next evaluation's
-  // hash key. The context, buffers and library handles stay.
-  void Reset() { references_.clear(); }
+  // hash key. The context, every workload's buffers and library handles stay; the event says
+  // what they hold on the GPU.
+  gpu::ResetEvent Reset() {
+    references_.clear();
+    gpu::ResetEvent event;
+    event.device_buffer_bytes = gpu::DeviceBuffer::LiveBytes();
+    size_t free_bytes = 0, total_bytes = 0;
+    if (cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess) {
+      event.device_total_bytes = total_bytes;
+    }
+    return event;
+  }
   void Begin(uint64_t hash_key) {
     hash_key_ = hash_key;
     references_.clear();
@@ -155,21 +165,36 @@ class ReferenceProcess {
   Task task_;
   Gpu gpu_;
   uint64_t hash_key_;
+  // Every workload used so far keeps its buffers and its library handle, across evaluations
+  // too: building them again was the attention tasks' correctness stage, one cuDNN graph per
+  // workload at every change (H100 2026-12-06, gpu-test 13-c: 1.1-1.7 s per workload, 6.3 s of
+  // the backward's 8.3 s; the GEMM's cuBLASLt handle 0.1 s). They add up to little beyond the
+  // timed workload's, which was kept before.
+  struct WorkloadState {
+    gpu::TensorSet set;
+    std::unique_ptr<gpu::Baseline> baseline;
+  };
+  std::map<std::string, WorkloadState> workloads_;
   std::string current_;
-  gpu::TensorSet set_;
-  std::unique_ptr<gpu::Baseline> baseline_;
+  gpu::TensorSet* set_ = nullptr;      // workloads_[current_]'s.
+  gpu::Baseline* baseline_ = nullptr;  // workloads_[current_]'s.
   std::map<ReferenceKey, StoredReference> references_;
   gpu::DeviceBuffer upload_;  // Candidate outputs read from files, for the compare kernel.
 };
 
 absl::Status ReferenceProcess::UseWorkload(const Workload& workload) {
   if (current_ == workload.name) return absl::OkStatus();
-  set_ = gpu::TensorSet();
-  baseline_.reset();
-  ASSIGN_OR_RETURN(auto tensors, gpu::ResolveTensors(task_, workload));
-  ASSIGN_OR_RETURN(set_, gpu::TensorSet::Allocate(std::move(tensors)));
-  ASSIGN_OR_RETURN(baseline_, gpu::CreateBaseline(task_.baseline_library, task_.baseline_operation,
-                                                  workload.axes));
+  auto kept = workloads_.find(workload.name);
+  if (kept == workloads_.end()) {
+    WorkloadState state;
+    ASSIGN_OR_RETURN(auto tensors, gpu::ResolveTensors(task_, workload));
+    ASSIGN_OR_RETURN(state.set, gpu::TensorSet::Allocate(std::move(tensors)));
+    ASSIGN_OR_RETURN(state.baseline, gpu::CreateBaseline(task_.baseline_library,
+                                                         task_.baseline_operation, workload.axes));
+    kept = workloads_.emplace(workload.name, std::move(state)).first;
+  }
+  set_ = &kept->second.set;
+  baseline_ = kept->second.baseline.get();
   current_ = workload.name;
   return absl::OkStatus();
 }
@@ -182,8 +207,8 @@ absl::StatusOr<gpu::ReferenceEvent> ReferenceProcess::Compute(
   RETURN_IF_ERROR(UseWorkload(*workload));
   const double setup_seconds = new_workload ? Now() - t0 : 0;
   cudaStream_t stream = gpu_.stream.get();
-  RETURN_IF_ERROR(set_.GenerateInputs(*gpu_.builtins, cmd.seed, stream));
-  ASSIGN_OR_RETURN(uint64_t input_hash, set_.HashInputs(*gpu_.builtins, hash_key_, stream));
+  RETURN_IF_ERROR(set_->GenerateInputs(*gpu_.builtins, cmd.seed, stream));
+  ASSIGN_OR_RETURN(uint64_t input_hash, set_->HashInputs(*gpu_.builtins, hash_key_, stream));
   gpu::ReferenceEvent event;
   event.workload = cmd.workload;
   event.seed = cmd.seed;
@@ -193,7 +218,7 @@ absl::StatusOr<gpu::ReferenceEvent> ReferenceProcess::Compute(
   // The reference stays on the device until the supervisor's "compare" (no copy to the host:
   // ~0.13 s per 117 MB output on the H200 before, 2026-11-30-h200-gpu-test-3.json).
   StoredReference stored;
-  for (const gpu::WorkloadTensor& t : set_.tensors()) {
+  for (const gpu::WorkloadTensor& t : set_->tensors()) {
     if (!t.output) continue;
     ASSIGN_OR_RETURN(gpu::DeviceBuffer copy, gpu::DeviceBuffer::Allocate(t.bytes));
     stored.outputs.push_back(t);
@@ -224,14 +249,14 @@ absl::StatusOr<gpu::ReferenceEvent> ReferenceProcess::Compute(
       }
     }
     // The latest run is what the next one is checked against.
-    std::vector<void*> pointers = set_.OutputPointers();
+    std::vector<void*> pointers = set_->OutputPointers();
     for (size_t k = 0; k < stored.buffers.size(); ++k) {
       PTXBENCH_CUDA_TRY(cudaMemcpyAsync(stored.buffers[k].get(), pointers.at(k),
                                         stored.outputs[k].bytes, cudaMemcpyDeviceToDevice, stream));
     }
   }
   ASSIGN_OR_RETURN(stored.fp64,
-                   ComputeFp64Reference(task_, *workload, set_, *gpu_.builtins, stream));
+                   ComputeFp64Reference(task_, *workload, *set_, *gpu_.builtins, stream));
   RETURN_IF_ERROR(gpu::SynchronizeDevice());
   references_[{cmd.workload, cmd.seed}] = std::move(stored);
   event.seconds = Now() - t0;
@@ -240,14 +265,14 @@ absl::StatusOr<gpu::ReferenceEvent> ReferenceProcess::Compute(
 
 absl::Status ReferenceProcess::RunLibrary(cudaStream_t stream) {
   RETURN_IF_ERROR(baseline_->PoisonScratch(stream));
-  RETURN_IF_ERROR(set_.PoisonOutputs(*gpu_.builtins, stream));
-  return baseline_->Run(set_.InputPointers(), set_.OutputPointers(), stream);
+  RETURN_IF_ERROR(set_->PoisonOutputs(*gpu_.builtins, stream));
+  return baseline_->Run(set_->InputPointers(), set_->OutputPointers(), stream);
 }
 
 absl::StatusOr<std::string> ReferenceProcess::RunsDisagree(const StoredReference& previous,
                                                            cudaStream_t stream) {
   const gpu::ToleranceRule rule = gpu::RuleOf(task_.tolerance);
-  std::vector<void*> pointers = set_.OutputPointers();
+  std::vector<void*> pointers = set_->OutputPointers();
   std::vector<std::string> why;
   for (size_t k = 0; k < previous.outputs.size(); ++k) {
     const gpu::WorkloadTensor& t = previous.outputs[k];
@@ -359,17 +384,17 @@ absl::StatusOr<gpu::ReferenceSketchesEvent> ReferenceProcess::Sketch(
   gpu::ReferenceSketchesEvent event;
   event.workload = cmd.workload;
   event.sketches.projections = cmd.projections;
-  for (const gpu::WorkloadTensor& t : set_.tensors()) {
+  for (const gpu::WorkloadTensor& t : set_->tensors()) {
     if (t.output) event.sketches.tensors.push_back(t.name);
   }
   for (const gpu::CheckedSample& sample : cmd.samples) {
-    RETURN_IF_ERROR(set_.GenerateInputs(*gpu_.builtins, sample.seed, stream));
+    RETURN_IF_ERROR(set_->GenerateInputs(*gpu_.builtins, sample.seed, stream));
     RETURN_IF_ERROR(RunLibrary(stream));
     const uint64_t key = gpu::SketchKey(cmd.sketch_seed, sample.seed);
     gpu::SampleSketch sketch{sample.sample, false, sample.seed, {}};
-    std::vector<void*> pointers = set_.OutputPointers();
+    std::vector<void*> pointers = set_->OutputPointers();
     uint32_t ordinal = 0;
-    for (const gpu::WorkloadTensor& t : set_.tensors()) {
+    for (const gpu::WorkloadTensor& t : set_->tensors()) {
       if (!t.output) continue;
       ASSIGN_OR_RETURN(gpu::TensorSketch tensor,
                        gpu_.builtins->Sketch(pointers.at(ordinal), t.elements, t.dtype, key,
@@ -408,8 +433,7 @@ int ReferenceMode(const gpu::ReferenceRequest& request) {
         [&](const auto& cmd) -> absl::Status {
           using Command = std::decay_t<decltype(cmd)>;
           if constexpr (std::is_same_v<Command, gpu::ResetCommand>) {
-            process.Reset();
-            Emit(gpu::ResetEvent{});
+            Emit(process.Reset());
           } else if constexpr (std::is_same_v<Command, gpu::BeginCommand>) {
             process.Begin(cmd.hash_key);
             Emit(gpu::ReadyEvent{device, true});

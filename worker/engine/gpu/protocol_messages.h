@@ -1067,8 +1067,16 @@ struct ReadyEvent {
 
 struct ResetEvent {
   static constexpr EventKind kKind = EventKind::kReset;
+  // What the warm process keeps on the GPU until its next evaluation: its own allocations
+  // (DeviceBuffer::LiveBytes: every workload's buffers and library workspaces) and the device's
+  // memory (cudaMemGetInfo; 0: unknown), for the pool's memory bound (evaluate_processes.cc).
+  uint64_t device_buffer_bytes = 0;
+  uint64_t device_total_bytes = 0;
   template <typename Self, typename V>
-  static void Fields(Self&, V&) {}
+  static void Fields(Self& m, V& v) {
+    v("device_buffer_bytes", m.device_buffer_bytes);
+    v("device_total_bytes", m.device_total_bytes);
+  }
 };
 
 // A reference computed and kept on the reference process's device.

@@ -1,6 +1,7 @@
 #include "worker/engine/gpu/runtime.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
@@ -206,11 +207,18 @@ absl::StatusOr<DeviceInfo> InitDevice(int ordinal) {
 
 // ---------------------------------------------------------------- RAII owners
 
+namespace {
+std::atomic<size_t> device_buffer_live_bytes{0};
+}  // namespace
+
+size_t DeviceBuffer::LiveBytes() { return device_buffer_live_bytes.load(); }
+
 absl::StatusOr<DeviceBuffer> DeviceBuffer::Allocate(size_t bytes) {
   DeviceBuffer buffer;
   if (bytes == 0) return buffer;
   PTXBENCH_CUDA_TRY(cudaMalloc(&buffer.ptr_, bytes));
   buffer.bytes_ = bytes;
+  device_buffer_live_bytes += bytes;
   return buffer;
 }
 
@@ -224,7 +232,10 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
 }
 
 void DeviceBuffer::Reset() {
-  if (ptr_ != nullptr) cudaFree(ptr_);  // Errors here are sticky ones already reported.
+  if (ptr_ != nullptr) {
+    cudaFree(ptr_);  // Errors here are sticky ones already reported.
+    device_buffer_live_bytes -= bytes_;
+  }
   ptr_ = nullptr;
   bytes_ = 0;
 }

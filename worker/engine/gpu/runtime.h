@@ -92,6 +92,11 @@ class DeviceBuffer {
   size_t bytes() const { return bytes_; }
   void Reset();
 
+  // Bytes held by every live DeviceBuffer of this process: what a warm reference process keeps
+  // on the GPU between evaluations (its ResetEvent reports it to the pool,
+  // evaluate_processes.cc ReferencePool).
+  static size_t LiveBytes();
+
  private:
   void* ptr_ = nullptr;
   size_t bytes_ = 0;

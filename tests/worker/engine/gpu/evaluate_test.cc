@@ -193,10 +193,27 @@ struct FakeSetup {
     const char* fake_env = std::getenv("PTXBENCH_FAKE_EVALUATOR");
     std::string fake = fake_env && *fake_env ? fake_env : PTXBENCH_FAKE_EVALUATOR_PATH;
     REQUIRE(symlink(real.c_str(), (dir + "/ptxbench-evaluator").c_str()) == 0);
-    for (const char* b :
-         {"pass", "wrong", "wrong_timed", "fault", "hang", "mutate", "no_records", "too_fast",
-          "no_ipc", "begin_dies", "wrong_unchecked", "hang_timing", "hang_instrument", "unstable",
-          "no_counters", "token", "profiler_detect", "slow"}) {
+    for (const char* b : {"pass",
+                          "wrong",
+                          "wrong_timed",
+                          "fault",
+                          "hang",
+                          "mutate",
+                          "no_records",
+                          "too_fast",
+                          "no_ipc",
+                          "begin_dies",
+                          "wrong_unchecked",
+                          "hang_timing",
+                          "hang_instrument",
+                          "unstable",
+                          "no_counters",
+                          "token",
+                          "profiler_detect",
+                          "slow",
+                          "pool_a",
+                          "pool_b",
+                          "pool_c"}) {
       REQUIRE(symlink(fake.c_str(), (dir + "/fake-evaluator-" + b).c_str()) == 0);
     }
     tasks = dir + "/tasks";
@@ -415,6 +432,48 @@ TEST_CASE("fake GPU: the reference process stays warm for the next evaluation of
   REQUIRE(fresh.ok());
   CHECK(fresh->verdict_class == VerdictClass::kPass);
   CHECK_FALSE(ReferenceReused(*fresh));
+}
+
+// The pool of warm reference processes (evaluate_processes.cc ReferencePool) under a mix of
+// tasks: each fake behaviour is its own evaluator, so its own pool key, as each task is. The
+// fake's "pool_" processes report 1 GiB of buffers on a 16 GiB device at "reset"; each is
+// charged that plus the context allowance (0.75 GiB).
+TEST_CASE("fake GPU: the warm reference pool keeps the most recently used, within count and memory",
+          "[evaluate][fake]") {
+  auto run = [](const std::string& behaviour, uint64_t secret, int capacity, double fraction) {
+    std::vector<StageReport> stages;
+    auto v = RunFake(behaviour, &stages, secret, true, "solutions/sm90a_wgmma_tma.cu",
+                     [&](EngineOptions& o) {
+                       o.warm_reference_capacity = capacity;
+                       o.warm_reference_memory_fraction = fraction;
+                     });
+    REQUIRE(v.ok());
+    CHECK(v->verdict_class == VerdictClass::kPass);
+    return ReferenceReused(*v);
+  };
+  // By count, 2 kept: a, b, a (warm), c ends b (used least recently), a (warm), b (fresh).
+  run("pool_a", 1001, 2, 1.0);
+  CHECK_FALSE(run("pool_b", 1002, 2, 1.0));
+  CHECK(run("pool_a", 1003, 2, 1.0));
+  CHECK_FALSE(run("pool_c", 1004, 2, 1.0));
+  CHECK(run("pool_a", 1005, 2, 1.0));
+  CHECK_FALSE(run("pool_b", 1006, 2, 1.0));
+  // A mix of three tasks with room for three: every one warm from its second evaluation on
+  // (with the former fixed 4 and five tasks in turn, none ever was).
+  for (uint64_t round = 0; round < 2; ++round) {
+    for (const char* b : {"pool_a", "pool_b", "pool_c"}) {
+      const bool warm = run(b, 1100 + round * 10 + b[5], 3, 1.0);
+      if (round == 1) CHECK(warm);
+    }
+  }
+  // By memory: 20 % of 16 GiB (3.2 GiB) holds one process of 1.75 GiB, not two.
+  run("pool_a", 1201, 16, 0.2);
+  CHECK(run("pool_a", 1202, 16, 0.2));
+  run("pool_b", 1203, 16, 0.2);
+  CHECK_FALSE(run("pool_a", 1204, 16, 0.2));
+  // 5 % (0.8 GiB): none is kept.
+  run("pool_c", 1205, 16, 0.05);
+  CHECK_FALSE(run("pool_c", 1206, 16, 0.05));
 }
 
 // The worker daemon runs every job on a thread of its own that ends with the job. Until

@@ -352,7 +352,12 @@ int Reference(const ptxbench::Task& task, uint64_t key) {
              gpu::CompareCommand, gpu::SketchReferenceCommand>(in);
     if (!cmd.has_value() || std::holds_alternative<gpu::QuitCommand>(*cmd)) return 0;
     if (std::holds_alternative<gpu::ResetCommand>(*cmd)) {
-      Emit(gpu::ResetEvent{});
+      gpu::ResetEvent reset;
+      if (behaviour.rfind("pool_", 0) == 0) {  // Holds 1 GiB of a 16 GiB device (the pool test).
+        reset.device_buffer_bytes = uint64_t{1} << 30;
+        reset.device_total_bytes = uint64_t{16} << 30;
+      }
+      Emit(reset);
     } else if (const auto* begin = std::get_if<gpu::BeginCommand>(&*cmd)) {
       if (behaviour == "begin_dies") return 0;  // A warm process that died in between.
       key = begin->hash_key;

@@ -178,7 +178,9 @@ TEST_CASE("events round-trip with their nested parts", "[protocol]") {
   CHECK_FALSE(r.device.nvml_driver_version.has_value());
   CHECK(r.device.total_memory == 150754820096);
   CHECK(ToJson(ready)["event"] == "ready");
-  RoundTrip(ResetEvent{});
+  ResetEvent reset_back = RoundTrip(ResetEvent{uint64_t{3} << 30, 150754820096});
+  CHECK(reset_back.device_buffer_bytes == uint64_t{3} << 30);
+  CHECK(reset_back.device_total_bytes == 150754820096);
   ReferenceEvent reference{"timed", 5,   77, json{{"library", "cublaslt"}},
                            0.2,     0.3, 3,  {"runs 1 and 2: O: 1 non-finite now"}};
   ReferenceEvent reference_back = RoundTrip(reference);
