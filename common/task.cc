@@ -1111,6 +1111,28 @@ const Workload& Task::TimedWorkload() const {
   return workloads.front();
 }
 
+std::vector<const Workload*> Task::WorkloadsInTrialOrder() const {
+  std::vector<std::pair<uint64_t, const Workload*>> sized;
+  for (const Workload& w : workloads) {
+    uint64_t elements = 0;
+    for (const TensorSpec& t : tensors) {
+      if (t.role != TensorRole::kOutput) continue;
+      uint64_t n = 1;
+      for (const std::string& d : t.shape) {
+        auto v = EvalIntExpr(d, w.axes);
+        n *= v.ok() && *v > 0 ? static_cast<uint64_t>(*v) : 0;  // LoadTask checked the shapes.
+      }
+      elements += n;
+    }
+    sized.push_back({elements, &w});
+  }
+  std::stable_sort(sized.begin(), sized.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<const Workload*> order;
+  for (const auto& [elements, w] : sized) order.push_back(w);
+  return order;
+}
+
 DType Task::OperandType() const {
   for (const TensorSpec& t : tensors) {
     if (t.role == TensorRole::kInput) return t.dtype;

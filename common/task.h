@@ -187,6 +187,10 @@ struct Task {
   std::map<std::string, std::string> files;
 
   const Workload& TimedWorkload() const;
+  // The workloads in the order the correctness trials run them: fewest output elements first
+  // (most failures show there, cheaply), ties in the task's order. One definition for the
+  // supervisor's trial plan and the candidate process, which makes their buffers ahead.
+  std::vector<const Workload*> WorkloadsInTrialOrder() const;
   // The element type of the first input tensor: the matrix operands' precision, which selects
   // the credited FLOP counter (worker/engine/gpu/work_share.h).
   DType OperandType() const;

@@ -604,6 +604,16 @@ TEST_CASE("Every task of the repository loads and renders for every arch and lev
   CHECK(gemm->TimedWorkload().axes.at("N") == 7168);
   CHECK(gemm->TimedWorkload().axes.at("K") == 5120);
   CHECK(catalog->Find("no_such_task") == nullptr);
+  // Trial order: fewest output elements first (256x256, 1024x2048, 384x7168, then the timed).
+  std::vector<std::string> order;
+  for (const Workload* w : gemm->WorkloadsInTrialOrder()) order.push_back(w->name);
+  CHECK(order == std::vector<std::string>{"small_square", "medium", "ragged_m", "timed"});
+  // The backward's three outputs: 'long' (1x1x16384) after 'medium' (2x4x1024), timed last.
+  const Task* backward = catalog->Find("mha_bwd_d128");
+  REQUIRE(backward != nullptr);
+  order.clear();
+  for (const Workload* w : backward->WorkloadsInTrialOrder()) order.push_back(w->name);
+  CHECK(order == std::vector<std::string>{"small", "odd_blocks", "medium", "long", "timed"});
 
   const std::string contract = ReadFile(SourceDir() + "/tasks/_shared/contract/submission.md");
   for (const Task& task : catalog->tasks()) {

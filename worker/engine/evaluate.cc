@@ -730,22 +730,8 @@ struct Trial {
 // workloads first: most failures show there, cheaply.
 std::vector<Trial> PlanTrials(Evaluation& e) {
   const Task& task = e.task();
-  std::vector<const Workload*> order;
-  for (const Workload& w : task.workloads) order.push_back(&w);
-  std::map<std::string, uint64_t> size_of;
-  for (const Workload* w : order) {
-    auto outs = OutputsOf(task, *w);
-    uint64_t elements = 0;
-    if (outs.ok()) {
-      for (const OutputSpec& o : *outs) elements += o.elements;
-    }
-    size_of[w->name] = elements;
-  }
-  std::stable_sort(order.begin(), order.end(), [&](const Workload* a, const Workload* b) {
-    return size_of[a->name] < size_of[b->name];
-  });
   std::vector<Trial> trials;
-  for (const Workload* w : order) {
+  for (const Workload* w : task.WorkloadsInTrialOrder()) {
     json seeds = json::array();
     for (int i = 0; i < e.options().public_seeds; ++i) {
       uint64_t s =
@@ -1476,9 +1462,11 @@ absl::StatusOr<Verdict> RunStages(Evaluation& e) {
   //     cudaRuntimeGetVersion, cuModuleLoadData of the built-in kernels + cuModuleGetFunction +
   //     cuFuncSetAttribute, cudaMalloc (hash word, the 2x-L2 flush buffer),
   //     cudaStreamCreateWithFlags; the reference also NVML (driver version, max SM clock);
-  //   candidate, on its preparing thread (StartPreparingTiming): cudaSetDevice, cudaMalloc of
-  //     the timed workload's tensors (TensorSet::Allocate: no fill), the handle and plan of
-  //     each library candidate the baseline choice may time (gpu::PreparedBaselineCandidates:
+  //   candidate, on its preparing thread (StartPreparing): cudaSetDevice, cudaMalloc of every
+  //     workload's tensors for the trials, in their order, and of the timed workload's for the
+  //     baseline (TensorSet::Allocate: no fill), the plans of the derived inputs' library runs
+  //     (the backward tasks' cuDNN forward: graph finalisation, nothing run), the handle and plan
+  //     of each library candidate the baseline choice may time (gpu::PreparedBaselineCandidates:
   //     cublasLtCreate + heuristic query; cudnnCreate + graph finalisation), NVML open; for the
   //     paged-decode cuDNN plans only, one synchronous cudaMemcpy each of the batch's query
   //     lengths (b int32 ones, a constant, not an input: cudnn_sdpa_baseline.cc BuildPagedPlan);

@@ -53,13 +53,28 @@ class CandidateProcess {
   SubmissionRuntime& runtime() { return runtime_; }
 
   // On its own thread: the baseline library's first handle costs ~1.4 s (reference process,
-  // H200), which the compile and the trials then hide. Errors surface at "time".
-  void StartPreparingTiming(const std::string& workload, size_t baseline_candidates) {
-    if (preparing_.valid() || workload.empty()) return;
-    preparing_ = std::async(std::launch::async, [this, workload, baseline_candidates]() {
-      PTXBENCH_CUDA_TRY(cudaSetDevice(runtime_.gpu.device.ordinal));  // Per thread.
-      return PrepareTiming(workload, baseline_candidates);
-    });
+  // H200), which the compile and the trials then hide. Errors surface at "time". With
+  // `trial_sets` (a process started beside the compiler, before any trial), every workload's
+  // buffers for the trials first, in their order (SubmissionRuntime::PreparedSets); errors
+  // there surface at the trial that takes the set.
+  void StartPreparing(const std::optional<std::string>& timing_workload, size_t baseline_candidates,
+                      bool trial_sets) {
+    if (preparing_.valid()) return;
+    if (!trial_sets && (!timing_workload.has_value() || timing_workload->empty())) return;
+    if (trial_sets) {
+      std::vector<std::string> order;
+      for (const Workload* w : runtime_.task.WorkloadsInTrialOrder()) order.push_back(w->name);
+      runtime_.prepared_sets.Schedule(std::move(order));
+    }
+    preparing_ =
+        std::async(std::launch::async,
+                   [this, timing_workload, baseline_candidates, trial_sets]() -> absl::Status {
+                     PTXBENCH_CUDA_TRY(cudaSetDevice(runtime_.gpu.device.ordinal));  // Per thread.
+                     if (trial_sets) runtime_.prepared_sets.Make(runtime_.task);
+                     if (!timing_workload.has_value() || timing_workload->empty())
+                       return absl::OkStatus();
+                     return PrepareTiming(*timing_workload, baseline_candidates);
+                   });
   }
 
   absl::StatusOr<gpu::TimingEvent> RunTiming(const gpu::TimeCommand& cmd);
@@ -538,9 +553,8 @@ int CandidateMode(const gpu::CandidateRequest& request) {
     if (request.module.has_value()) {
       module = *request.module;
     } else {
-      if (request.timing_workload.has_value()) {
-        process.StartPreparingTiming(*request.timing_workload, request.timing_baseline_candidates);
-      }
+      process.StartPreparing(request.timing_workload, request.timing_baseline_candidates,
+                             /*trial_sets=*/true);
       int exit_code = kExitOk;
       if (!AwaitModule(commands, &module, &exit_code)) return exit_code;
     }
@@ -570,7 +584,8 @@ int CandidateMode(const gpu::CandidateRequest& request) {
       if (!files.ok()) return FailFromStatus(files.status(), gpu::FaultPhase::kSavingOutputs);
       Emit(gpu::OutputsEvent{*files});
     } else if (const auto* prepare = std::get_if<gpu::PrepareTimingCommand>(&command)) {
-      process.StartPreparingTiming(prepare->workload, prepare->baseline_candidates);
+      process.StartPreparing(prepare->workload, prepare->baseline_candidates,
+                             /*trial_sets=*/false);
     } else if (const auto* time = std::get_if<gpu::TimeCommand>(&command)) {
       auto event = process.RunTiming(*time);
       if (!event.ok()) return FailFromStatus(event.status(), gpu::FaultPhase::kTiming);

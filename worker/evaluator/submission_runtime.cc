@@ -1,5 +1,8 @@
 #include "worker/evaluator/submission_runtime.h"
 
+#include <algorithm>
+#include <utility>
+
 #include "common/status.h"
 
 namespace ptxbench::evaluator {
@@ -20,13 +23,60 @@ absl::Status SubmissionRuntime::OpenModule(const gpu::ModulePaths& paths) {
   return absl::OkStatus();
 }
 
+void PreparedSets::Schedule(std::vector<std::string> workloads) {
+  std::lock_guard<std::mutex> lock(mu_);
+  scheduled_ = std::move(workloads);
+}
+
+void PreparedSets::Make(const Task& task) {
+  while (true) {
+    std::string name;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (scheduled_.empty()) return;
+      name = scheduled_.front();
+      scheduled_.erase(scheduled_.begin());
+      making_ = name;
+    }
+    absl::StatusOr<gpu::TensorSet> made = [&]() -> absl::StatusOr<gpu::TensorSet> {
+      ASSIGN_OR_RETURN(const Workload* w, FindWorkload(task, name));
+      ASSIGN_OR_RETURN(auto tensors, gpu::ResolveTensors(task, *w));
+      return gpu::TensorSet::Allocate(std::move(tensors));
+    }();
+    std::lock_guard<std::mutex> lock(mu_);
+    made_.insert_or_assign(name, std::move(made));
+    making_.clear();
+    made_cv_.notify_all();
+  }
+}
+
+std::optional<absl::StatusOr<gpu::TensorSet>> PreparedSets::Take(const std::string& name) {
+  std::unique_lock<std::mutex> lock(mu_);
+  // Not begun yet: the taker makes it now (Make then never sees it).
+  auto scheduled = std::find(scheduled_.begin(), scheduled_.end(), name);
+  if (scheduled != scheduled_.end()) {
+    scheduled_.erase(scheduled);
+    return std::nullopt;
+  }
+  made_cv_.wait(lock, [&] { return making_ != name; });
+  auto made = made_.find(name);
+  if (made == made_.end()) return std::nullopt;
+  absl::StatusOr<gpu::TensorSet> set = std::move(made->second);
+  made_.erase(made);
+  return set;
+}
+
 absl::Status SubmissionRuntime::UseWorkload(const std::string& name) {
   if (workload == name) return absl::OkStatus();
   launcher = gpu::PlanLauncher();
   set = gpu::TensorSet();
-  ASSIGN_OR_RETURN(const Workload* w, FindWorkload(task, name));
-  ASSIGN_OR_RETURN(auto tensors, gpu::ResolveTensors(task, *w));
-  ASSIGN_OR_RETURN(set, gpu::TensorSet::Allocate(std::move(tensors)));
+  if (std::optional<absl::StatusOr<gpu::TensorSet>> made = prepared_sets.Take(name)) {
+    ASSIGN_OR_RETURN(set, std::move(*made));
+  } else {
+    ASSIGN_OR_RETURN(const Workload* w, FindWorkload(task, name));
+    ASSIGN_OR_RETURN(auto tensors, gpu::ResolveTensors(task, *w));
+    ASSIGN_OR_RETURN(set, gpu::TensorSet::Allocate(std::move(tensors)));
+  }
   auto plan = plans.find(name);
   if (plan == plans.end()) return absl::InternalError("no resolved plan for " + name);
   ASSIGN_OR_RETURN(launcher, gpu::PlanLauncher::Create(plan->second, set));

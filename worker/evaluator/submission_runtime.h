@@ -4,9 +4,13 @@
 #ifndef PTXBENCH_WORKER_EVALUATOR_SUBMISSION_RUNTIME_H_
 #define PTXBENCH_WORKER_EVALUATOR_SUBMISSION_RUNTIME_H_
 
+#include <condition_variable>
 #include <cstdint>
 #include <map>
+#include <mutex>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "common/task.h"
@@ -18,6 +22,31 @@
 
 namespace ptxbench::evaluator {
 
+// Tensor sets made ahead of the correctness trials on another thread (the candidate process's
+// preparing thread, candidate_mode.cc), which UseWorkload takes. Why: a set's derived inputs
+// need the library's plan for that shape, and a fresh candidate process has none cached (the
+// backward tasks' cuDNN forward: 0.46-1.4 s per workload, 3.1 s of a backward evaluation's
+// correctness, H100 gpu-test 13-c `trials[].seconds.candidate_process`); made while the job
+// ahead holds the GPU gate, they cost the trials nothing.
+class PreparedSets {
+ public:
+  // Before the preparing thread starts, on the thread that takes: what Make will make, in order.
+  void Schedule(std::vector<std::string> workloads);
+  // On the preparing thread: each scheduled set in order; a set that fails keeps its error for
+  // Take, where the trial reports it as if it had made the set itself.
+  void Make(const Task& task);
+  // The set of `name` when it is made or being made (waiting for it), else nullopt: never
+  // scheduled, or not begun (then it is unscheduled, and the caller makes it).
+  std::optional<absl::StatusOr<gpu::TensorSet>> Take(const std::string& name);
+
+ private:
+  std::mutex mu_;
+  std::condition_variable made_cv_;
+  std::vector<std::string> scheduled_;                          // Not begun, in order.
+  std::string making_;                                          // Being made now ("" for none).
+  std::map<std::string, absl::StatusOr<gpu::TensorSet>> made_;  // Made, not yet taken.
+};
+
 struct SubmissionRuntime {
   Task task;
   Gpu gpu;
@@ -26,6 +55,7 @@ struct SubmissionRuntime {
   std::string cubin;
   std::map<std::string, ResolvedPlan> plans;
   gpu::Module module;
+  PreparedSets prepared_sets;
   // Buffers of the workload in use (freed when another workload starts).
   std::string workload;
   gpu::TensorSet set;
