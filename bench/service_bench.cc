@@ -6,7 +6,7 @@
 // Two phases, each a backlog submitted at once and drained by the one GPU worker:
 //   gemm   N GEMM reference solutions (--gemm, default 20);
 //   mix    the suite mix of the issue: 20 GEMM, 4 + 4 attention forward (non-causal, causal),
-//          2 + 2 backward (non-causal, causal).
+//          2 + 2 backward (non-causal, causal), each task's jobs spread evenly over the queue.
 // Per phase: evaluations per GPU-hour (jobs / the phase's wall from the first Submit to the
 // last verdict); per task the same from the median cadence. Per job, as medians, the cadence
 // split on the server's clock (docs/measurement.md, "Service overhead"):
@@ -39,6 +39,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -607,13 +608,25 @@ int Main(int argc, char** argv) {
     if (bench.BudgetSpent()) {
       skipped.push_back("mix: the budget was spent");
     } else {
-      std::vector<Source> mix(20, gemm);
+      // Each task's jobs spread evenly over the queue (job k of n at (k + 1/2) / n), as
+      // submissions of many users arrive, rather than in blocks by task (runs up to 15): the
+      // tasks then take turns on the worker, which is what its warm reference processes must
+      // survive, and a phase cut by the budget still holds every task.
+      std::vector<std::pair<double, Source>> spread;
+      auto add = [&](const Source& source, int n) {
+        for (int k = 0; k < n; ++k) spread.push_back({(k + 0.5) / n, source});
+      };
+      add(gemm, 20);
       for (const char* task : {"mha_with_lse_d128", "mha_with_lse_d128_causal"}) {
-        mix.insert(mix.end(), 4, ReferenceSolution(*catalog, task));
+        add(ReferenceSolution(*catalog, task), 4);
       }
       for (const char* task : {"mha_bwd_d128", "mha_bwd_d128_causal"}) {
-        mix.insert(mix.end(), 2, ReferenceSolution(*catalog, task));
+        add(ReferenceSolution(*catalog, task), 2);
       }
+      std::stable_sort(spread.begin(), spread.end(),
+                       [](const auto& a, const auto& b) { return a.first < b.first; });
+      std::vector<Source> mix;
+      for (auto& [position, source] : spread) mix.push_back(std::move(source));
       phases["mix"] = bench.Phase("mix", mix, &failures);
     }
   }
