@@ -626,6 +626,7 @@ int Main(int argc, char** argv) {
       std::stable_sort(spread.begin(), spread.end(),
                        [](const auto& a, const auto& b) { return a.first < b.first; });
       std::vector<Source> mix;
+      mix.reserve(spread.size());
       for (auto& [position, source] : spread) mix.push_back(std::move(source));
       phases["mix"] = bench.Phase("mix", mix, &failures);
     }

@@ -1113,6 +1113,7 @@ const Workload& Task::TimedWorkload() const {
 
 std::vector<const Workload*> Task::WorkloadsInTrialOrder() const {
   std::vector<std::pair<uint64_t, const Workload*>> sized;
+  sized.reserve(workloads.size());
   for (const Workload& w : workloads) {
     uint64_t elements = 0;
     for (const TensorSpec& t : tensors) {
@@ -1129,6 +1130,7 @@ std::vector<const Workload*> Task::WorkloadsInTrialOrder() const {
   std::stable_sort(sized.begin(), sized.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<const Workload*> order;
+  order.reserve(sized.size());
   for (const auto& [elements, w] : sized) order.push_back(w);
   return order;
 }
