@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/status.h"
@@ -775,6 +776,46 @@ TEST_CASE("counters: one session with a pass per launch reads a GEMM's 2MNK in e
           "[gpu][counters][timing]") {
   SessionSwap swap(CounterSession::kOneSessionPassPerLaunch);
   CheckCountedGemm(swap.get(), "timing_loop_counted_one_session_pass_per_launch");
+}
+
+// The candidate process configures its counters on its preparing thread, before the GPU gate,
+// and enables them at "time" (candidate_mode.cc): the two halves on two threads must count as
+// Create does on one.
+TEST_CASE("counters: configured on another thread and enabled later read a GEMM's 2MNK",
+          "[gpu][counters][timing]") {
+  F().counters.reset();
+  absl::StatusOr<std::unique_ptr<HardwareCounters>> configured =
+      absl::UnknownError("not configured");
+  double configure_seconds = 0;
+  std::thread preparing([&] {
+    const auto t0 = std::chrono::steady_clock::now();
+    if (cudaSetDevice(0) != cudaSuccess) {
+      configured = absl::InternalError("cudaSetDevice failed on the preparing thread");
+      return;
+    }
+    configured = HardwareCounters::Configure(0, F().set->AllMetrics(),
+                                             CounterSession::kOneSessionPassPerLaunch);
+    configure_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  });
+  preparing.join();
+  INFO(configured.status().message());
+  REQUIRE(configured.ok());
+  const auto t0 = std::chrono::steady_clock::now();
+  absl::Status enabled = (*configured)->Enable();
+  const double enable_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  INFO(enabled.message());
+  REQUIRE(enabled.ok());
+  WARN("counters configured in " << configure_seconds << " s on the preparing thread, enabled in "
+                                 << enable_seconds << " s");
+  CheckCountedGemm(configured->get(), "timing_loop_counted_configured_ahead");
+  Figures()["timing_loop_counted_configured_ahead"]["configure_seconds"] = configure_seconds;
+  Figures()["timing_loop_counted_configured_ahead"]["enable_seconds"] = enable_seconds;
+  SaveFigures();
+  configured->reset();
+  auto c = HardwareCounters::Create(0, F().set->AllMetrics());
+  if (c.ok()) F().counters = std::move(*c);
 }
 
 }  // namespace

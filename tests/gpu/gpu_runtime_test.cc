@@ -289,6 +289,27 @@ TEST_CASE("the libraries' baseline candidates compute the task and their times d
   for (const auto& b : *sdpa) ranks += " " + b->Describe()["heuristic_rank"].dump();
   WARN("cudnn sdpa forward finalizable configurations: " << sdpa->size() << " (heuristic ranks"
                                                          << ranks << ")");
+  // The backward's candidates: each finalized once (cudnn_sdpa_baseline.cc FinalizableConfigs),
+  // in the heuristic's order, each a configuration of its own.
+  const auto t0 = std::chrono::steady_clock::now();
+  auto backward = CreateBaselineCandidates("cudnn", "sdpa_bwd_bf16",
+                                           {{"B", 1}, {"H", 2}, {"S", 512}, {"D", 128}}, 8);
+  const double backward_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  INFO(backward.status().message());
+  REQUIRE(backward.ok());
+  REQUIRE(backward->size() >= 2);
+  std::string backward_ranks;
+  int64_t last_rank = -1;
+  for (const auto& b : *backward) {
+    const int64_t rank = b->Describe()["heuristic_rank"].get<int64_t>();
+    CHECK(rank > last_rank);
+    last_rank = rank;
+    backward_ranks += " " + std::to_string(rank);
+  }
+  WARN("cudnn sdpa backward finalizable configurations: " << backward->size() << " (heuristic ranks"
+                                                          << backward_ranks << "), made in "
+                                                          << backward_seconds << " s");
 }
 
 TEST_CASE("interleaved timing of the baseline against itself gives a ratio near 1", "[gpu]") {

@@ -910,10 +910,11 @@ StageResult CorrectnessStage(Evaluation& e) {
                        {"ready_seconds", Now() - c0},
                        {"isolation", isolation}});
   if (e.options().run_timing) {
-    // Baseline handle, its buffers and NVML: the candidate process sets them up on a thread of
-    // their own while the trials run.
+    // Baseline handle, its buffers, NVML and the hardware counters' configuration: the candidate
+    // process sets them up on a thread of their own while the trials run.
     RETURN_IF_ERROR(e.candidate->Send(
-        gpu::PrepareTimingCommand{timed, gpu::PreparedBaselineCandidates(e.options().timing)}));
+        gpu::PrepareTimingCommand{timed, gpu::PreparedBaselineCandidates(e.options().timing),
+                                  gpu::PreparedCounterSession(e.options().timing)}));
   }
   // With files, every trial is queued at once: the candidate runs trial i+1 while its output of
   // trial i is compared (a failed evaluation just kills the process with the rest of its queue).
@@ -1467,7 +1468,10 @@ absl::StatusOr<Verdict> RunStages(Evaluation& e) {
   //     baseline (TensorSet::Allocate: no fill), the plans of the derived inputs' library runs
   //     (the backward tasks' cuDNN forward: graph finalisation, nothing run), the handle and plan
   //     of each library candidate the baseline choice may time (gpu::PreparedBaselineCandidates:
-  //     cublasLtCreate + heuristic query; cudnnCreate + graph finalisation), NVML open; for the
+  //     cublasLtCreate + heuristic query; cudnnCreate + graph finalisation), NVML open, the
+  //     hardware counters' configuration (gpu::PreparedCounterSession; HardwareCounters::
+  //     Configure: CUPTI's profiler initialization, device and counter-availability queries,
+  //     host-built configuration images; the range profiler is enabled only at "time"); for the
   //     paged-decode cuDNN plans only, one synchronous cudaMemcpy each of the batch's query
   //     lengths (b int32 ones, a constant, not an input: cudnn_sdpa_baseline.cc BuildPagedPlan);
   //   instrumented processes, started just below (instrument_mode.cc InstrumentMode, then

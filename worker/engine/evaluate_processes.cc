@@ -507,12 +507,18 @@ absl::StatusOr<gpu::SampleSketches> ReferenceProcess::Sketch(
 std::unique_ptr<CandidateProcess> CandidateProcess::StartEarly(const Workspace& workspace) {
   auto dir = workspace.NewSandboxDir("candidate-");
   if (!dir.ok()) return nullptr;
-  gpu::CandidateRequest request{workspace.submission(), workspace.options().gpu,
-                                workspace.hash_key(), std::nullopt, std::nullopt};
+  gpu::CandidateRequest request{workspace.submission(),
+                                workspace.options().gpu,
+                                workspace.hash_key(),
+                                std::nullopt,
+                                std::nullopt,
+                                0,
+                                std::nullopt};
   if (workspace.options().run_timing) {
     request.timing_workload = workspace.task().TimedWorkload().name;
     request.timing_baseline_candidates =
         gpu::PreparedBaselineCandidates(workspace.options().timing);
+    request.timing_counter_session = gpu::PreparedCounterSession(workspace.options().timing);
   }
   auto path = workspace.WriteRequest(*dir, gpu::ToJson(request));
   if (!path.ok()) return nullptr;
@@ -528,8 +534,13 @@ absl::StatusOr<std::unique_ptr<CandidateProcess>> CandidateProcess::StartWithMod
   double spawned_at = Now();
   ASSIGN_OR_RETURN(auto dir_and_module, workspace.ModuleDir("candidate-", compiled));
   const auto& [dir, module] = dir_and_module;
-  gpu::CandidateRequest request{workspace.submission(), workspace.options().gpu,
-                                workspace.hash_key(), module, std::nullopt};
+  gpu::CandidateRequest request{workspace.submission(),
+                                workspace.options().gpu,
+                                workspace.hash_key(),
+                                module,
+                                std::nullopt,
+                                0,
+                                std::nullopt};
   ASSIGN_OR_RETURN(std::string path, workspace.WriteRequest(dir, gpu::ToJson(request)));
   ASSIGN_OR_RETURN(auto sandbox,
                    workspace.Spawn(gpu::EvaluatorMode::kCandidate, path, dir,

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <future>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,11 @@ struct TimingBaseline {
   size_t candidates_asked = 0;
   std::unique_ptr<gpu::NvmlMonitor> nvml;
   std::string nvml_note;
+  // The hardware counters configured ahead (HardwareCounters::Configure, not enabled) for
+  // `counter_session`, and what the verdict reports of them (`counted`: why not, when null).
+  std::optional<gpu::CounterSession> counter_session;
+  std::unique_ptr<gpu::HardwareCounters> counters;
+  gpu::CountedSamples counted;
   double prepare_seconds = 0;
 };
 
@@ -58,7 +64,7 @@ class CandidateProcess {
   // buffers for the trials first, in their order (SubmissionRuntime::PreparedSets); errors
   // there surface at the trial that takes the set.
   void StartPreparing(const std::optional<std::string>& timing_workload, size_t baseline_candidates,
-                      bool trial_sets) {
+                      std::optional<gpu::CounterSession> counter_session, bool trial_sets) {
     if (preparing_.valid()) return;
     if (!trial_sets && (!timing_workload.has_value() || timing_workload->empty())) return;
     if (trial_sets) {
@@ -68,12 +74,18 @@ class CandidateProcess {
     }
     preparing_ =
         std::async(std::launch::async,
-                   [this, timing_workload, baseline_candidates, trial_sets]() -> absl::Status {
+                   [this, timing_workload, baseline_candidates, counter_session,
+                    trial_sets]() -> absl::Status {
                      PTXBENCH_CUDA_TRY(cudaSetDevice(runtime_.gpu.device.ordinal));  // Per thread.
                      if (trial_sets) runtime_.prepared_sets.Make(runtime_.task);
                      if (!timing_workload.has_value() || timing_workload->empty())
                        return absl::OkStatus();
-                     return PrepareTiming(*timing_workload, baseline_candidates);
+                     RETURN_IF_ERROR(PrepareTiming(*timing_workload, baseline_candidates));
+                     if (counter_session.has_value()) {
+                       timing_.counters = ConfigureCounters(*counter_session, &timing_.counted);
+                       timing_.counter_session = counter_session;
+                     }
+                     return absl::OkStatus();
                    });
   }
 
@@ -83,8 +95,10 @@ class CandidateProcess {
   // The hardware counters of the work share (work_share.h) for the task's arch and operand
   // precision; nullptr with `counters->not_collected_reason` when they cannot be read here
   // (the timing then runs without counted launches: never an abort).
-  std::unique_ptr<gpu::HardwareCounters> OpenCounters(gpu::CounterSession session,
-                                                      gpu::CountedSamples* counters);
+  // The hardware counters of the task's target families, configured and not yet enabled
+  // (HardwareCounters::Configure); null with the reason in `counters` when they cannot be had.
+  std::unique_ptr<gpu::HardwareCounters> ConfigureCounters(gpu::CounterSession session,
+                                                           gpu::CountedSamples* counters);
   // The sketch of the current outputs (every output tensor, in order) under `seed`'s key.
   absl::StatusOr<gpu::SampleSketch> SketchOutputs(const gpu::TimeCommand& cmd, size_t index,
                                                   uint64_t seed, bool counted);
@@ -321,7 +335,7 @@ absl::StatusOr<std::vector<gpu::OutputHandle>> CandidateProcess::KeepCheckedOutp
   return outputs;
 }
 
-std::unique_ptr<gpu::HardwareCounters> CandidateProcess::OpenCounters(
+std::unique_ptr<gpu::HardwareCounters> CandidateProcess::ConfigureCounters(
     gpu::CounterSession session, gpu::CountedSamples* counters) {
   std::optional<DType> operands;
   for (const TensorSpec& t : runtime_.task.tensors) {
@@ -340,7 +354,7 @@ std::unique_ptr<gpu::HardwareCounters> CandidateProcess::OpenCounters(
     return nullptr;
   }
   auto created =
-      gpu::HardwareCounters::Create(runtime_.gpu.device.ordinal, set->AllMetrics(), session);
+      gpu::HardwareCounters::Configure(runtime_.gpu.device.ordinal, set->AllMetrics(), session);
   if (!created.ok()) {
     counters->not_collected_reason =
         absl::StrCat("hardware counters unavailable: ", created.status().ToString());
@@ -454,7 +468,22 @@ absl::StatusOr<gpu::TimingEvent> CandidateProcess::RunTiming(const gpu::TimeComm
   std::unique_ptr<gpu::HardwareCounters> hardware;
   if (cmd.loop.counted_per_config > 0 || cmd.loop.counted_min_total > 0) {
     s0 = Now();
-    hardware = OpenCounters(cmd.loop.counter_session, &counters);
+    if (timing_.counter_session == cmd.loop.counter_session) {
+      hardware = std::move(timing_.counters);  // Configured before the gate.
+      counters = std::move(timing_.counted);
+    } else {
+      hardware = ConfigureCounters(cmd.loop.counter_session, &counters);
+    }
+    timing_.counter_session.reset();
+    timing_.counters.reset();
+    if (hardware) {
+      if (absl::Status enabled = hardware->Enable(); !enabled.ok()) {
+        hardware.reset();
+        counters.collected = false;
+        counters.not_collected_reason =
+            absl::StrCat("hardware counters unavailable: ", enabled.ToString());
+      }
+    }
     split.counters_seconds = Now() - s0;
   } else {
     counters.not_collected_reason = "counted samples were not asked for";
@@ -554,7 +583,7 @@ int CandidateMode(const gpu::CandidateRequest& request) {
       module = *request.module;
     } else {
       process.StartPreparing(request.timing_workload, request.timing_baseline_candidates,
-                             /*trial_sets=*/true);
+                             request.timing_counter_session, /*trial_sets=*/true);
       int exit_code = kExitOk;
       if (!AwaitModule(commands, &module, &exit_code)) return exit_code;
     }
@@ -585,7 +614,7 @@ int CandidateMode(const gpu::CandidateRequest& request) {
       Emit(gpu::OutputsEvent{*files});
     } else if (const auto* prepare = std::get_if<gpu::PrepareTimingCommand>(&command)) {
       process.StartPreparing(prepare->workload, prepare->baseline_candidates,
-                             /*trial_sets=*/false);
+                             prepare->counter_session, /*trial_sets=*/false);
     } else if (const auto* time = std::get_if<gpu::TimeCommand>(&command)) {
       auto event = process.RunTiming(*time);
       if (!event.ok()) return FailFromStatus(event.status(), gpu::FaultPhase::kTiming);

@@ -196,6 +196,17 @@ absl::StatusOr<size_t> HardwareCounters::PassesTogetherOnChip(
 
 absl::StatusOr<std::unique_ptr<HardwareCounters>> HardwareCounters::Create(
     int device_ordinal, const std::vector<std::string>& metrics, CounterSession session) {
+  ASSIGN_OR_RETURN(std::unique_ptr<HardwareCounters> c,
+                   Configure(device_ordinal, metrics, session));
+  // Enabled here once to learn at creation whether this process may profile; under
+  // kPerCollection every collection then runs in a session of its own (End disables and enables
+  // the next).
+  RETURN_IF_ERROR(c->EnableProfiler());
+  return c;
+}
+
+absl::StatusOr<std::unique_ptr<HardwareCounters>> HardwareCounters::Configure(
+    int device_ordinal, const std::vector<std::string>& metrics, CounterSession session) {
   if (metrics.empty()) return absl::InvalidArgumentError("no counter metrics asked for");
   RETURN_IF_ERROR(InitializeProfilerOnce());
   ASSIGN_OR_RETURN(CUcontext ctx, CurrentContext());
@@ -273,10 +284,6 @@ absl::StatusOr<std::unique_ptr<HardwareCounters>> HardwareCounters::Create(
   }
   c->context_ = ctx;
   c->session_ = session;
-  // Enabled here once to learn at creation whether this process may profile; under
-  // kPerCollection every collection then runs in a session of its own (End disables and enables
-  // the next).
-  RETURN_IF_ERROR(c->EnableProfiler());
   return c;
 }
 

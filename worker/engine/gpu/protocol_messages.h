@@ -386,6 +386,13 @@ inline size_t PreparedBaselineCandidates(const TimingLoopOptions& loop) {
              : 0;
 }
 
+// The counter session a candidate process configures ahead (PrepareTimingCommand, Candidate-
+// Request): the loop's, when it asks for counted samples; none otherwise.
+inline std::optional<CounterSession> PreparedCounterSession(const TimingLoopOptions& loop) {
+  if (loop.counted_per_config == 0 && loop.counted_min_total == 0) return std::nullopt;
+  return loop.counter_session;
+}
+
 // stats.h SampleSummary as reported, in milliseconds; rse_median -1 stands for infinite (fewer
 // than 3 samples).
 struct SampleStats {
@@ -761,10 +768,11 @@ struct CandidateRequest {
   uint64_t hash_key = 0;
   // Absent: started beside the compiler, the module comes with the "module" command.
   std::optional<ModulePaths> module;
-  // The timing loop's workload and its baseline's library candidates (PrepareTimingCommand),
-  // prepared from the start.
+  // The timing loop's workload, its baseline's library candidates and its hardware counters
+  // (PrepareTimingCommand), prepared from the start.
   std::optional<std::string> timing_workload;
   size_t timing_baseline_candidates = 0;
+  std::optional<CounterSession> timing_counter_session;
   template <typename Self, typename V>
   static void Fields(Self& m, V& v) {
     v("submission", m.submission);
@@ -773,6 +781,7 @@ struct CandidateRequest {
     v("module", m.module);
     v("timing_workload", m.timing_workload);
     v("timing_baseline_candidates", m.timing_baseline_candidates);
+    v("timing_counter_session", m.timing_counter_session);
   }
 };
 
@@ -936,10 +945,13 @@ struct PrepareTimingCommand {
   // The library candidates to prepare for the baseline choice (TimingLoopOptions::
   // baseline_candidates under BaselineSelection::kFastest); 0: the first heuristic choice only.
   size_t baseline_candidates = 0;
+  // The hardware counters to configure ahead (PreparedCounterSession); absent: none.
+  std::optional<CounterSession> counter_session;
   template <typename Self, typename V>
   static void Fields(Self& m, V& v) {
     v("workload", m.workload);
     v("baseline_candidates", m.baseline_candidates);
+    v("counter_session", m.counter_session);
   }
 };
 

@@ -65,9 +65,12 @@ TEST_CASE("requests round-trip, 64-bit seeds as decimal text", "[protocol]") {
   candidate.hash_key = 18446744073709551615ull;
   candidate.timing_workload = "timed";
   candidate.timing_baseline_candidates = 8;
+  candidate.timing_counter_session = CounterSession::kOneSessionPassPerLaunch;
   CandidateRequest back = RoundTrip(candidate);
   CHECK(back.hash_key == candidate.hash_key);
   CHECK(back.timing_baseline_candidates == 8);
+  CHECK(back.timing_counter_session == CounterSession::kOneSessionPassPerLaunch);
+  CHECK(ToJson(candidate)["timing_counter_session"] == "one_session_pass_per_launch");
   CHECK_FALSE(back.module.has_value());
   CHECK(ToJson(candidate)["hash_key"] == "18446744073709551615");
   CHECK(ToJson(candidate)["submission"]["language"] == "ptx");
@@ -102,6 +105,20 @@ TEST_CASE("a candidate process prepares every library candidate the baseline cho
   CHECK(PreparedBaselineCandidates(loop) == 0);  // The first heuristic choice alone.
 }
 
+TEST_CASE("a candidate process configures ahead the hardware counters the loop will open",
+          "[protocol]") {
+  TimingLoopOptions loop;
+  loop.counter_session = CounterSession::kPerConfiguration;
+  loop.counted_per_config = 2;
+  loop.counted_min_total = 0;
+  CHECK(PreparedCounterSession(loop) == CounterSession::kPerConfiguration);
+  loop.counted_per_config = 0;
+  loop.counted_min_total = 5;
+  CHECK(PreparedCounterSession(loop) == CounterSession::kPerConfiguration);
+  loop.counted_min_total = 0;  // No counted samples asked: nothing configured.
+  CHECK_FALSE(PreparedCounterSession(loop).has_value());
+}
+
 TEST_CASE("commands carry their name and round-trip", "[protocol]") {
   CHECK(ToJson(QuitCommand{}) == json{{"cmd", "quit"}});
   CHECK(ToJson(ResetCommand{}) == json{{"cmd", "reset"}});
@@ -117,7 +134,11 @@ TEST_CASE("commands carry their name and round-trip", "[protocol]") {
   CHECK(RoundTrip(TrialCommand{"small", 1, "/w/trial0", OutputTransfer::kFile}).transfer ==
         OutputTransfer::kFile);
   RoundTrip(SaveOutputsCommand{"/w/trial0"});
-  RoundTrip(PrepareTimingCommand{"timed", 8});
+  CHECK_FALSE(
+      RoundTrip(PrepareTimingCommand{"timed", 8, std::nullopt}).counter_session.has_value());
+  CHECK(
+      RoundTrip(PrepareTimingCommand{"timed", 8, CounterSession::kPerCollection}).counter_session ==
+      CounterSession::kPerCollection);
   TimeCommand time;
   time.workload = "timed";
   time.candidate_seed_base = 1;
