@@ -18,14 +18,15 @@ BD=build-bwd-cand
 HDR=ptxbench_hopper.cuh=tasks/_shared/templates/ptxbench_hopper.cuh
 # name:source:kv:block:smem
 SOURCES="ref:tasks/mha_bwd_d128/solutions/sm90a_wgmma_tma.cu:64:128:108608
-kv128:tools/attention-dev/candidates/bwd_kv128.cu:128:256:232000
+kv128:tasks/mha_bwd_d128/solutions/sm90a_wgmma_tma_kv128.cu:128:256:232000
 kv128_defer:$BD/bwd_kv128_defer.cu:128:256:232000"
 
 if [ "${1:-}" = build ]; then
   set -e
   mkdir -p $BD
-  # The deferred variant is held as its difference from bwd_kv128.cu (the lines it changes).
-  patch -s -o $BD/bwd_kv128_defer.cu tools/attention-dev/candidates/bwd_kv128.cu \
+  # The deferred variant is held as its difference from kv128, now the task's reference solution
+  # (tasks/mha_bwd_d128/solutions/sm90a_wgmma_tma_kv128.cu; the lines it changes).
+  patch -s -o $BD/bwd_kv128_defer.cu tasks/mha_bwd_d128/solutions/sm90a_wgmma_tma_kv128.cu \
     tools/attention-dev/candidates/bwd_kv128_defer.diff
   g++ -std=c++17 -O1 -I/usr/local/cuda/include tools/kernel-dev/nvrtc_check.cc \
     -L/usr/local/cuda/lib64 -lnvrtc -Wl,-rpath,/usr/local/cuda/lib64 -o $BD/nvrtc_check

@@ -22,7 +22,7 @@
   {"name":"tmdO","tensor":"dO","dims":["D","B*H*S"],"box":["64","64"],"swizzle":"128B",
    "l2_promotion":"128B"}]}
 */
-// VARIANT: candidate kv128 (tools/attention-dev/candidates; not yet a task solution)
+// VARIANT: reference solution (kv128: two consumer warpgroups, 128 key rows per CTA)
 // Attention backward, D = 128, bf16, sm_90a: one 256-thread CTA (two consumer warpgroups) per
 // (b*h, 128 key rows), written for PTXBench. Same three kernels and arguments as
 // tasks/mha_bwd_d128/solutions/sm90a_wgmma_tma.cu; differences:
