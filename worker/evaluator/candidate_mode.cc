@@ -93,10 +93,9 @@ class CandidateProcess {
 
  private:
   // The hardware counters of the work share (work_share.h) for the task's arch and operand
-  // precision; nullptr with `counters->not_collected_reason` when they cannot be read here
-  // (the timing then runs without counted launches: never an abort).
-  // The hardware counters of the task's target families, configured and not yet enabled
-  // (HardwareCounters::Configure); null with the reason in `counters` when they cannot be had.
+  // precision, configured and not yet enabled (HardwareCounters::Configure); nullptr with
+  // `counters->not_collected_reason` when they cannot be read here (the timing then runs without
+  // counted launches: never an abort).
   std::unique_ptr<gpu::HardwareCounters> ConfigureCounters(gpu::CounterSession session,
                                                            gpu::CountedSamples* counters);
   // The sketch of the current outputs (every output tensor, in order) under `seed`'s key.
