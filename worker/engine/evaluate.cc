@@ -40,6 +40,7 @@ namespace ptxbench::engine {
 namespace {
 
 using json = nlohmann::json;
+using evaluation::CachedTimedBaseline;
 using evaluation::CandidateProcess;
 using evaluation::InstrumentProcess;
 using evaluation::InstrumentSet;
@@ -48,6 +49,7 @@ using evaluation::Outcome;
 using evaluation::ReferenceProcess;
 using evaluation::SassMapProcess;
 using evaluation::Step;
+using evaluation::TimedBaselineKey;
 using evaluation::Trim;
 using evaluation::Workspace;
 using gpu::U64;
@@ -710,6 +712,7 @@ std::string AwaitDevice(Evaluation& e) {
   }
   e.device = ready.event.device;
   e.record.SetDevice(e.device);
+  gpu::BaselineChoiceCache::Process().NoteGpu(e.workspace.options().gpu, e.device.name);
   e.record.AddProcess({{"mode", "reference"},
                        {"reused", e.reference->reused()},
                        {"ready_seconds", Now() - e.reference->spawned_at()}});
@@ -912,9 +915,10 @@ StageResult CorrectnessStage(Evaluation& e) {
   if (e.options().run_timing) {
     // Baseline handle, its buffers, NVML and the hardware counters' configuration: the candidate
     // process sets them up on a thread of their own while the trials run.
-    RETURN_IF_ERROR(e.candidate->Send(
-        gpu::PrepareTimingCommand{timed, gpu::PreparedBaselineCandidates(e.options().timing),
-                                  gpu::PreparedCounterSession(e.options().timing)}));
+    RETURN_IF_ERROR(e.candidate->Send(gpu::PrepareTimingCommand{
+        timed, gpu::PreparedBaselineCandidates(e.options().timing),
+        gpu::PreparedCounterSession(e.options().timing),
+        CachedTimedBaseline(e.task(), e.device.name, e.options().timing)}));
   }
   // With files, every trial is queued at once: the candidate runs trial i+1 while its output of
   // trial i is compared (a failed evaluation just kills the process with the rest of its queue).
@@ -1331,9 +1335,7 @@ StageResult TimingStage(Evaluation& e) {
   double t0 = Now();
   const Task& task = e.task();
   const Workload& timed = task.TimedWorkload();
-  const std::string baseline_key =
-      gpu::BaselineChoiceKey(task.JudgingHash(), timed.name, timed.axes, e.device.name,
-                             task.baseline_library, task.baseline_operation);
+  const std::string baseline_key = TimedBaselineKey(task, e.device.name);
   ASSIGN_OR_RETURN(const gpu::TimeCommand cmd, TimingCommand(e, baseline_key));
   RETURN_IF_ERROR(e.candidate->Send(cmd));
   // Derived from the trials: a kernel that hangs only in the timing loop ends here in seconds.

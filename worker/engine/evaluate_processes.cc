@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/status.h"
+#include "worker/engine/gpu/baseline_choice.h"
 #include "worker/engine/gpu/philox.h"
 #include "worker/engine/gpu/protocol.h"
 
@@ -146,6 +147,19 @@ uint64_t HashText(const std::string& text) {
     h *= 1099511628211ull;
   }
   return gpu::Mix64(h);
+}
+
+std::string TimedBaselineKey(const Task& task, const std::string& gpu_name) {
+  const Workload& timed = task.TimedWorkload();
+  return gpu::BaselineChoiceKey(task.JudgingHash(), timed.name, timed.axes, gpu_name,
+                                task.baseline_library, task.baseline_operation);
+}
+
+std::optional<gpu::CachedBaselineChoice> CachedTimedBaseline(const Task& task,
+                                                             const std::string& gpu_name,
+                                                             const gpu::TimingLoopOptions& loop) {
+  if (loop.baseline_selection != gpu::BaselineSelection::kFastest) return std::nullopt;
+  return gpu::BaselineChoiceCache::Process().Find(TimedBaselineKey(task, gpu_name));
 }
 
 std::string Trim(const std::string& s, size_t max) {
@@ -507,18 +521,22 @@ absl::StatusOr<gpu::SampleSketches> ReferenceProcess::Sketch(
 std::unique_ptr<CandidateProcess> CandidateProcess::StartEarly(const Workspace& workspace) {
   auto dir = workspace.NewSandboxDir("candidate-");
   if (!dir.ok()) return nullptr;
-  gpu::CandidateRequest request{workspace.submission(),
-                                workspace.options().gpu,
-                                workspace.hash_key(),
-                                std::nullopt,
-                                std::nullopt,
-                                0,
-                                std::nullopt};
+  gpu::CandidateRequest request;
+  request.submission = workspace.submission();
+  request.gpu = workspace.options().gpu;
+  request.hash_key = workspace.hash_key();
   if (workspace.options().run_timing) {
     request.timing_workload = workspace.task().TimedWorkload().name;
     request.timing_baseline_candidates =
         gpu::PreparedBaselineCandidates(workspace.options().timing);
     request.timing_counter_session = gpu::PreparedCounterSession(workspace.options().timing);
+    // The GPU has not answered this process yet: the model an earlier start-up on the same
+    // ordinal reported stands in (no choice is cached before one has, so none is lost), and
+    // the timing stage still compares the choice it sends, keyed by this process's own answer.
+    if (auto gpu_name = gpu::BaselineChoiceCache::Process().GpuName(workspace.options().gpu)) {
+      request.timing_cached_baseline =
+          CachedTimedBaseline(workspace.task(), *gpu_name, workspace.options().timing);
+    }
   }
   auto path = workspace.WriteRequest(*dir, gpu::ToJson(request));
   if (!path.ok()) return nullptr;
@@ -534,13 +552,11 @@ absl::StatusOr<std::unique_ptr<CandidateProcess>> CandidateProcess::StartWithMod
   double spawned_at = Now();
   ASSIGN_OR_RETURN(auto dir_and_module, workspace.ModuleDir("candidate-", compiled));
   const auto& [dir, module] = dir_and_module;
-  gpu::CandidateRequest request{workspace.submission(),
-                                workspace.options().gpu,
-                                workspace.hash_key(),
-                                module,
-                                std::nullopt,
-                                0,
-                                std::nullopt};
+  gpu::CandidateRequest request;
+  request.submission = workspace.submission();
+  request.gpu = workspace.options().gpu;
+  request.hash_key = workspace.hash_key();
+  request.module = module;
   ASSIGN_OR_RETURN(std::string path, workspace.WriteRequest(dir, gpu::ToJson(request)));
   ASSIGN_OR_RETURN(auto sandbox,
                    workspace.Spawn(gpu::EvaluatorMode::kCandidate, path, dir,

@@ -39,6 +39,15 @@ uint64_t HashText(const std::string& text);
 // s cut to `max` characters ("..." appended).
 std::string Trim(const std::string& s, size_t max);
 
+// The key of the fair-baseline choice for the task's timed workload on the GPU model `gpu_name`
+// (gpu::BaselineChoiceKey).
+std::string TimedBaselineKey(const Task& task, const std::string& gpu_name);
+// This worker's earlier choice for that key when the loop chooses the fastest library candidate
+// (gpu::BaselineChoiceCache); none otherwise.
+std::optional<gpu::CachedBaselineChoice> CachedTimedBaseline(const Task& task,
+                                                             const std::string& gpu_name,
+                                                             const gpu::TimingLoopOptions& loop);
+
 // How a step run in a sandbox ended, beyond its events.
 enum class Outcome { kOk, kFault, kPlanInvalid, kTimeout, kInfrastructure, kCancelled };
 

@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -39,6 +40,12 @@ struct TimingBaseline {
   // before the GPU gate rather than inside the timing stage (ChooseBaseline).
   std::vector<std::unique_ptr<gpu::Baseline>> candidates;
   size_t candidates_asked = 0;
+  size_t candidates_made = 0;  // By this process, for the choice (TimingSetupSplit).
+  // Instead of `candidates`, when the worker sent its earlier choice and the library still
+  // describes that candidate alike: that one alone (the backward's eight cuDNN candidates took
+  // the preparing thread ~0.8 s beside the trials, H100 run 17, for one that is then used).
+  std::unique_ptr<gpu::Baseline> cached_candidate;
+  std::optional<gpu::CachedBaselineChoice> cached_choice;
   std::unique_ptr<gpu::NvmlMonitor> nvml;
   std::string nvml_note;
   // The hardware counters configured ahead (HardwareCounters::Configure, not enabled) for
@@ -64,7 +71,8 @@ class CandidateProcess {
   // buffers for the trials first, in their order (SubmissionRuntime::PreparedSets); errors
   // there surface at the trial that takes the set.
   void StartPreparing(const std::optional<std::string>& timing_workload, size_t baseline_candidates,
-                      std::optional<gpu::CounterSession> counter_session, bool trial_sets) {
+                      std::optional<gpu::CounterSession> counter_session,
+                      std::optional<gpu::CachedBaselineChoice> cached_baseline, bool trial_sets) {
     if (preparing_.valid()) return;
     if (!trial_sets && (!timing_workload.has_value() || timing_workload->empty())) return;
     if (trial_sets) {
@@ -72,21 +80,20 @@ class CandidateProcess {
       for (const Workload* w : runtime_.task.WorkloadsInTrialOrder()) order.push_back(w->name);
       runtime_.prepared_sets.Schedule(std::move(order));
     }
-    preparing_ =
-        std::async(std::launch::async,
-                   [this, timing_workload, baseline_candidates, counter_session,
-                    trial_sets]() -> absl::Status {
-                     PTXBENCH_CUDA_TRY(cudaSetDevice(runtime_.gpu.device.ordinal));  // Per thread.
-                     if (trial_sets) runtime_.prepared_sets.Make(runtime_.task);
-                     if (!timing_workload.has_value() || timing_workload->empty())
-                       return absl::OkStatus();
-                     RETURN_IF_ERROR(PrepareTiming(*timing_workload, baseline_candidates));
-                     if (counter_session.has_value()) {
-                       timing_.counters = ConfigureCounters(*counter_session, &timing_.counted);
-                       timing_.counter_session = counter_session;
-                     }
-                     return absl::OkStatus();
-                   });
+    preparing_ = std::async(
+        std::launch::async,
+        [this, timing_workload, baseline_candidates, counter_session,
+         cached_baseline = std::move(cached_baseline), trial_sets]() -> absl::Status {
+          PTXBENCH_CUDA_TRY(cudaSetDevice(runtime_.gpu.device.ordinal));  // Per thread.
+          if (trial_sets) runtime_.prepared_sets.Make(runtime_.task);
+          if (!timing_workload.has_value() || timing_workload->empty()) return absl::OkStatus();
+          RETURN_IF_ERROR(PrepareTiming(*timing_workload, baseline_candidates, cached_baseline));
+          if (counter_session.has_value()) {
+            timing_.counters = ConfigureCounters(*counter_session, &timing_.counted);
+            timing_.counter_session = counter_session;
+          }
+          return absl::OkStatus();
+        });
   }
 
   absl::StatusOr<gpu::TimingEvent> RunTiming(const gpu::TimeCommand& cmd);
@@ -102,8 +109,10 @@ class CandidateProcess {
   absl::StatusOr<gpu::SampleSketch> SketchOutputs(const gpu::TimeCommand& cmd, size_t index,
                                                   uint64_t seed, bool counted);
   // The timed workload's baseline buffers, NVML, and the library's first choice or, with
-  // `baseline_candidates` > 0, that many of its candidates.
-  absl::Status PrepareTiming(const std::string& workload, size_t baseline_candidates);
+  // `baseline_candidates` > 0, that many of its candidates; with `cached` (the worker's earlier
+  // choice among them), that candidate alone while the library still describes it alike.
+  absl::Status PrepareTiming(const std::string& workload, size_t baseline_candidates,
+                             const std::optional<gpu::CachedBaselineChoice>& cached);
   // The library algorithm the loop times against (TimingLoopOptions::baseline_selection): the
   // prepared first heuristic choice, the worker's cached choice, or the fastest candidate
   // measured now. Replaces timing_.baseline with the one chosen.
@@ -119,9 +128,11 @@ class CandidateProcess {
   std::future<absl::Status> preparing_;
 };
 
-absl::Status CandidateProcess::PrepareTiming(const std::string& workload,
-                                             size_t baseline_candidates) {
-  if (timing_.workload == workload && (timing_.baseline || !timing_.candidates.empty())) {
+absl::Status CandidateProcess::PrepareTiming(
+    const std::string& workload, size_t baseline_candidates,
+    const std::optional<gpu::CachedBaselineChoice>& cached) {
+  if (timing_.workload == workload &&
+      (timing_.baseline || !timing_.candidates.empty() || timing_.cached_candidate)) {
     return absl::OkStatus();
   }
   double t0 = Now();
@@ -130,12 +141,29 @@ absl::Status CandidateProcess::PrepareTiming(const std::string& workload,
   // the inputs the candidate is given, and they are zeroed before they are freed.
   ASSIGN_OR_RETURN(auto tensors, gpu::ResolveTensors(runtime_.task, *w));
   ASSIGN_OR_RETURN(timing_.set, gpu::TensorSet::Allocate(std::move(tensors)));
-  if (baseline_candidates > 0) {
+  if (baseline_candidates > 0 && cached.has_value() && cached->index < baseline_candidates) {
+    // The library's list up to the cached position (a cuDNN candidate's position counts the
+    // configurations before it that finalize), of which only that one is kept.
+    ASSIGN_OR_RETURN(auto up_to_cached,
+                     gpu::CreateBaselineCandidates(runtime_.task.baseline_library,
+                                                   runtime_.task.baseline_operation, w->axes,
+                                                   cached->index + 1));
+    timing_.candidates_made += up_to_cached.size();
+    if (up_to_cached.size() > cached->index &&
+        up_to_cached[cached->index]->Describe() == cached->algorithm) {
+      timing_.cached_candidate = std::move(up_to_cached[cached->index]);
+      timing_.cached_choice = cached;
+    }
+  }
+  if (timing_.cached_candidate) {
+    // Prepared: the cached choice. Should it not stand at "time", ChooseBaseline makes the rest.
+  } else if (baseline_candidates > 0) {
     ASSIGN_OR_RETURN(timing_.candidates,
                      gpu::CreateBaselineCandidates(runtime_.task.baseline_library,
                                                    runtime_.task.baseline_operation, w->axes,
                                                    baseline_candidates));
     timing_.candidates_asked = baseline_candidates;
+    timing_.candidates_made += timing_.candidates.size();
   } else {
     ASSIGN_OR_RETURN(timing_.baseline,
                      gpu::CreateBaseline(runtime_.task.baseline_library,
@@ -167,8 +195,23 @@ absl::StatusOr<gpu::BaselineChoice> CandidateProcess::ChooseBaseline(const gpu::
     }
     timing_.candidates.clear();
     timing_.candidates_asked = 0;
+    timing_.cached_candidate.reset();
+    timing_.cached_choice.reset();
     return choice;
   }
+  // The worker's earlier choice, prepared alone (PrepareTiming) for the choice this command
+  // sends: the same position and the same description.
+  std::unique_ptr<gpu::Baseline> cached_candidate = std::move(timing_.cached_candidate);
+  const std::optional<gpu::CachedBaselineChoice> prepared_choice =
+      std::exchange(timing_.cached_choice, std::nullopt);
+  if (cached_candidate && cmd.cached_baseline.has_value() &&
+      cmd.cached_baseline->index == prepared_choice->index &&
+      cmd.cached_baseline->algorithm == prepared_choice->algorithm) {
+    choice.chosen = cmd.cached_baseline->index;
+    timing_.baseline = std::move(cached_candidate);
+    return choice;
+  }
+  cached_candidate.reset();
   const size_t asked = std::max<size_t>(cmd.loop.baseline_candidates, 1);
   std::vector<std::unique_ptr<gpu::Baseline>> candidates;
   if (timing_.candidates_asked == asked && !timing_.candidates.empty()) {
@@ -177,6 +220,7 @@ absl::StatusOr<gpu::BaselineChoice> CandidateProcess::ChooseBaseline(const gpu::
     ASSIGN_OR_RETURN(candidates, gpu::CreateBaselineCandidates(runtime_.task.baseline_library,
                                                                runtime_.task.baseline_operation,
                                                                w->axes, asked));
+    timing_.candidates_made += candidates.size();
   }
   timing_.candidates.clear();
   timing_.candidates_asked = 0;
@@ -398,9 +442,11 @@ absl::StatusOr<gpu::TimingEvent> CandidateProcess::RunTiming(const gpu::TimeComm
   RETURN_IF_ERROR(runtime_.ReloadModule());
   split.module_seconds = Now() - s0;
   s0 = Now();
-  RETURN_IF_ERROR(PrepareTiming(cmd.workload, gpu::PreparedBaselineCandidates(cmd.loop)));
+  RETURN_IF_ERROR(
+      PrepareTiming(cmd.workload, gpu::PreparedBaselineCandidates(cmd.loop), cmd.cached_baseline));
   ASSIGN_OR_RETURN(gpu::BaselineChoice baseline_choice, ChooseBaseline(cmd));
   split.baseline_choice_seconds = Now() - s0;
+  split.baseline_candidates_made = timing_.candidates_made;
   SubmissionRuntime& c = runtime_;
   gpu::TensorSet& baseline_set = timing_.set;
   gpu::Baseline* baseline = timing_.baseline.get();
@@ -582,7 +628,8 @@ int CandidateMode(const gpu::CandidateRequest& request) {
       module = *request.module;
     } else {
       process.StartPreparing(request.timing_workload, request.timing_baseline_candidates,
-                             request.timing_counter_session, /*trial_sets=*/true);
+                             request.timing_counter_session, request.timing_cached_baseline,
+                             /*trial_sets=*/true);
       int exit_code = kExitOk;
       if (!AwaitModule(commands, &module, &exit_code)) return exit_code;
     }
@@ -613,7 +660,8 @@ int CandidateMode(const gpu::CandidateRequest& request) {
       Emit(gpu::OutputsEvent{*files});
     } else if (const auto* prepare = std::get_if<gpu::PrepareTimingCommand>(&command)) {
       process.StartPreparing(prepare->workload, prepare->baseline_candidates,
-                             prepare->counter_session, /*trial_sets=*/false);
+                             prepare->counter_session, prepare->cached_baseline,
+                             /*trial_sets=*/false);
     } else if (const auto* time = std::get_if<gpu::TimeCommand>(&command)) {
       auto event = process.RunTiming(*time);
       if (!event.ok()) return FailFromStatus(event.status(), gpu::FaultPhase::kTiming);

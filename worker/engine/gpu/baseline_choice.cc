@@ -71,9 +71,22 @@ void BaselineChoiceCache::Store(const std::string& key, const CachedBaselineChoi
   choices_[key] = choice;
 }
 
+void BaselineChoiceCache::NoteGpu(int ordinal, const std::string& gpu_name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  gpu_names_[ordinal] = gpu_name;
+}
+
+std::optional<std::string> BaselineChoiceCache::GpuName(int ordinal) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = gpu_names_.find(ordinal);
+  if (it == gpu_names_.end()) return std::nullopt;
+  return it->second;
+}
+
 void BaselineChoiceCache::Clear() {
   std::lock_guard<std::mutex> lock(mu_);
   choices_.clear();
+  gpu_names_.clear();
 }
 
 size_t BaselineChoiceCache::size() const {

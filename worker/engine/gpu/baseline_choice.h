@@ -57,12 +57,18 @@ class BaselineChoiceCache {
   std::optional<CachedBaselineChoice> Find(const std::string& key) const;
   // Records a measured choice; a choice that failed (its algorithm changed) is replaced.
   void Store(const std::string& key, const CachedBaselineChoice& choice);
-  void Clear();
+  // The GPU model each device ordinal of this process answered with (a start-up's ReadyEvent):
+  // a candidate process started beside the compiler, before its own answer, is handed the
+  // choice for its key with it (evaluate_processes.cc CandidateProcess::StartEarly).
+  void NoteGpu(int ordinal, const std::string& gpu_name);
+  std::optional<std::string> GpuName(int ordinal) const;
+  void Clear();  // Choices and GPU models.
   size_t size() const;
 
  private:
   mutable std::mutex mu_;
   std::map<std::string, CachedBaselineChoice> choices_;
+  std::map<int, std::string> gpu_names_;
 };
 
 }  // namespace ptxbench::gpu

@@ -761,6 +761,17 @@ struct ReferenceRequest {
   }
 };
 
+// A worker's earlier choice for the same key, handed to the next timing process.
+struct CachedBaselineChoice {
+  size_t index = 0;
+  nlohmann::json algorithm;  // Must equal the candidate's Describe() now, or it is measured again.
+  template <typename Self, typename V>
+  static void Fields(Self& m, V& v) {
+    v("index", m.index);
+    v("algorithm", m.algorithm);
+  }
+};
+
 struct CandidateRequest {
   static constexpr std::string_view kName = "candidate request";
   Submission submission;
@@ -773,6 +784,7 @@ struct CandidateRequest {
   std::optional<std::string> timing_workload;
   size_t timing_baseline_candidates = 0;
   std::optional<CounterSession> timing_counter_session;
+  std::optional<CachedBaselineChoice> timing_cached_baseline;
   template <typename Self, typename V>
   static void Fields(Self& m, V& v) {
     v("submission", m.submission);
@@ -782,6 +794,7 @@ struct CandidateRequest {
     v("timing_workload", m.timing_workload);
     v("timing_baseline_candidates", m.timing_baseline_candidates);
     v("timing_counter_session", m.timing_counter_session);
+    v("timing_cached_baseline", m.timing_cached_baseline);
   }
 };
 
@@ -947,11 +960,15 @@ struct PrepareTimingCommand {
   size_t baseline_candidates = 0;
   // The hardware counters to configure ahead (PreparedCounterSession); absent: none.
   std::optional<CounterSession> counter_session;
+  // The worker's earlier choice among those candidates (BaselineChoiceCache), when it has one:
+  // then only the candidates up to it are made, and the others only if it no longer stands.
+  std::optional<CachedBaselineChoice> cached_baseline;
   template <typename Self, typename V>
   static void Fields(Self& m, V& v) {
     v("workload", m.workload);
     v("baseline_candidates", m.baseline_candidates);
     v("counter_session", m.counter_session);
+    v("cached_baseline", m.cached_baseline);
   }
 };
 
@@ -992,17 +1009,6 @@ struct BaselineChoice {
     v("first_ms", m.first_ms);
     v("chosen_ms", m.chosen_ms);
     v("candidates", m.candidates);
-  }
-};
-
-// A worker's earlier choice for the same key, handed to the next timing process.
-struct CachedBaselineChoice {
-  size_t index = 0;
-  nlohmann::json algorithm;  // Must equal the candidate's Describe() now, or it is measured again.
-  template <typename Self, typename V>
-  static void Fields(Self& m, V& v) {
-    v("index", m.index);
-    v("algorithm", m.algorithm);
   }
 };
 
@@ -1189,12 +1195,16 @@ struct TimingSetupSplit {
   double module_seconds = 0;           // The timed workload's buffers and the module's reload.
   double baseline_choice_seconds = 0;  // Choosing the baseline (cached: taking the prepared one).
   double counters_seconds = 0;         // Opening the hardware counters (after setup_seconds).
+  // The library candidates this process made for the baseline, prepared ahead or at "time":
+  // the timing stage's share of the library's set-up (cuDNN finalizes a plan for each).
+  size_t baseline_candidates_made = 0;
   template <typename Self, typename V>
   static void Fields(Self& m, V& v) {
     v("prepare_wait_seconds", m.prepare_wait_seconds);
     v("module_seconds", m.module_seconds);
     v("baseline_choice_seconds", m.baseline_choice_seconds);
     v("counters_seconds", m.counters_seconds);
+    v("baseline_candidates_made", m.baseline_candidates_made);
   }
 };
 

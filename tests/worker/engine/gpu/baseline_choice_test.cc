@@ -93,6 +93,22 @@ TEST_CASE("baseline choice: the worker's cache keeps the last choice per key",
   CHECK(cache.size() == 0);
 }
 
+TEST_CASE("baseline choice: the cache remembers each ordinal's GPU model until cleared",
+          "[baseline_choice]") {
+  // What a candidate process started before the GPU answered is keyed by (CandidateProcess::
+  // StartEarly): an ordinal never seen has no model, so no choice is handed ahead.
+  BaselineChoiceCache cache;
+  CHECK_FALSE(cache.GpuName(0).has_value());
+  cache.NoteGpu(0, "NVIDIA H100 80GB HBM3");
+  cache.NoteGpu(1, "NVIDIA H200");
+  REQUIRE(cache.GpuName(0).has_value());
+  CHECK(*cache.GpuName(0) == "NVIDIA H100 80GB HBM3");
+  CHECK(*cache.GpuName(1) == "NVIDIA H200");
+  CHECK_FALSE(cache.GpuName(2).has_value());
+  cache.Clear();
+  CHECK_FALSE(cache.GpuName(0).has_value());
+}
+
 TEST_CASE("baseline choice: candidates are timed in rotated rounds, never one after another",
           "[baseline_choice]") {
   // A drift of the GPU's speed over the choice (clock ramp, power-cap throttle) must fall on every

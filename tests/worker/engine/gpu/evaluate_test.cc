@@ -608,6 +608,7 @@ TEST_CASE("fake GPU: the fair baseline is measured once per key, then the worker
   CHECK(measured.candidates.size() == 3);
   CHECK(first[3].summary.find("fastest of 3") != std::string::npos);
   CHECK(first[3].detail["timing"]["baseline"]["algorithm"] == "heuristic #1");
+  CHECK(first[3].detail["timing"]["setup_split"]["baseline_candidates_made"] == 3);
   // The next evaluation of the same task on this worker times against the cached choice.
   std::vector<StageReport> second;
   REQUIRE(RunFake("pass", &second, 932, true, "solutions/sm90a_wgmma_tma.cu", fastest).ok());
@@ -615,6 +616,9 @@ TEST_CASE("fake GPU: the fair baseline is measured once per key, then the worker
   CHECK_FALSE(cached.measured);
   CHECK(cached.chosen == 1);
   CHECK(second[3].summary.find("earlier choice") != std::string::npos);
+  // ...and the candidate process was handed that choice ahead, so it made the library's
+  // candidates up to it (#0 and #1) and not the third.
+  CHECK(second[3].detail["timing"]["setup_split"]["baseline_candidates_made"] == 2);
   // first_heuristic: the library heuristic's first choice, with nothing measured.
   std::vector<StageReport> plain;
   const auto first_only = [](EngineOptions& o) {

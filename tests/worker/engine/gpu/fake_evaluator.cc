@@ -423,7 +423,10 @@ gpu::CountedSamples Counters(const ptxbench::Task& task, const std::string& work
   return counters;
 }
 
-gpu::TimingEvent Time(const ptxbench::Task& task, const gpu::TimeCommand& cmd) {
+// `prepared`: the worker's earlier choice the process was handed ahead (CandidateRequest::
+// timing_cached_baseline or PrepareTimingCommand::cached_baseline), if any.
+gpu::TimingEvent Time(const ptxbench::Task& task, const gpu::TimeCommand& cmd,
+                      const std::optional<gpu::CachedBaselineChoice>& prepared) {
   gpu::TimingEvent event;
   event.workload = cmd.workload;
   const size_t n = 20;
@@ -444,7 +447,9 @@ gpu::TimingEvent Time(const ptxbench::Task& task, const gpu::TimeCommand& cmd) {
   if (behaviour == "hang_timing") sleep(1000);
   // The fair baseline as the real timing process reports it: with kFastest, three library
   // candidates of which #1 is 4 % faster than the first choice and #2 is not eligible, measured
-  // unless the supervisor sent a cached choice whose description still matches.
+  // unless the supervisor sent a cached choice whose description still matches. The candidates
+  // it "makes" count as the real process's do: up to a cached choice handed ahead and still
+  // standing, else all three.
   event.baseline = {{"library", "fake"}};
   event.baseline_choice.selection = cmd.loop.baseline_selection;
   if (cmd.loop.baseline_selection == gpu::BaselineSelection::kFastest) {
@@ -452,10 +457,16 @@ gpu::TimingEvent Time(const ptxbench::Task& task, const gpu::TimeCommand& cmd) {
       return nlohmann::json{{"library", task.baseline_library},
                             {"algorithm", "heuristic #" + std::to_string(k)}};
     };
+    const bool prepared_stands = prepared.has_value() && prepared->index < 3 &&
+                                 prepared->algorithm == algorithm(prepared->index);
+    event.setup_split.baseline_candidates_made = prepared_stands ? prepared->index + 1 : 3;
     if (cmd.cached_baseline.has_value() &&
         cmd.cached_baseline->algorithm == algorithm(cmd.cached_baseline->index)) {
       event.baseline_choice.chosen = cmd.cached_baseline->index;
+      const bool same_as_prepared = prepared_stands && prepared->index == cmd.cached_baseline->index;
+      if (!same_as_prepared) event.setup_split.baseline_candidates_made += 3;
     } else {
+      if (prepared_stands) event.setup_split.baseline_candidates_made += 3;
       event.baseline_choice.measured = true;
       event.baseline_choice.candidates = {{0, algorithm(0), 0.78, 15, true, ""},
                                           {1, algorithm(1), 0.75, 15, true, ""},
@@ -540,6 +551,9 @@ int Candidate(const ptxbench::Task& task, const gpu::CandidateRequest& request) 
   }
   Emit(gpu::ReadyEvent{Device(), false});
   gpu::TrialCommand last_trial;
+  // The first preparation counts, as in the real process (StartPreparing runs once).
+  std::optional<gpu::CachedBaselineChoice> prepared = request.timing_cached_baseline;
+  bool prepare_started = request.timing_workload.has_value();
   while (true) {
     auto cmd = Next<gpu::QuitCommand, gpu::TrialCommand, gpu::SaveOutputsCommand,
                     gpu::PrepareTimingCommand, gpu::TimeCommand>(in);
@@ -569,9 +583,12 @@ int Candidate(const ptxbench::Task& task, const gpu::CandidateRequest& request) 
           0.5,
           0.01};
       Emit(event);
+    } else if (const auto* prepare = std::get_if<gpu::PrepareTimingCommand>(&*cmd)) {
+      if (!prepare_started) prepared = prepare->cached_baseline;
+      prepare_started = true;
     } else if (const auto* time = std::get_if<gpu::TimeCommand>(&*cmd)) {
       GpuPhase phase("candidate", request.hash_key, 200);
-      Emit(Time(task, *time));
+      Emit(Time(task, *time, prepared));
     }
   }
 }

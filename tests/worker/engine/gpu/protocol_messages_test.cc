@@ -71,6 +71,12 @@ TEST_CASE("requests round-trip, 64-bit seeds as decimal text", "[protocol]") {
   CHECK(back.timing_baseline_candidates == 8);
   CHECK(back.timing_counter_session == CounterSession::kOneSessionPassPerLaunch);
   CHECK(ToJson(candidate)["timing_counter_session"] == "one_session_pass_per_launch");
+  CHECK_FALSE(back.timing_cached_baseline.has_value());
+  CHECK_FALSE(ToJson(candidate).contains("timing_cached_baseline"));
+  candidate.timing_cached_baseline = CachedBaselineChoice{3, {{"engine_config", 7}}};
+  REQUIRE(RoundTrip(candidate).timing_cached_baseline.has_value());
+  CHECK(RoundTrip(candidate).timing_cached_baseline->index == 3);
+  CHECK(RoundTrip(candidate).timing_cached_baseline->algorithm["engine_config"] == 7);
   CHECK_FALSE(back.module.has_value());
   CHECK(ToJson(candidate)["hash_key"] == "18446744073709551615");
   CHECK(ToJson(candidate)["submission"]["language"] == "ptx");
@@ -134,11 +140,15 @@ TEST_CASE("commands carry their name and round-trip", "[protocol]") {
   CHECK(RoundTrip(TrialCommand{"small", 1, "/w/trial0", OutputTransfer::kFile}).transfer ==
         OutputTransfer::kFile);
   RoundTrip(SaveOutputsCommand{"/w/trial0"});
-  CHECK_FALSE(
-      RoundTrip(PrepareTimingCommand{"timed", 8, std::nullopt}).counter_session.has_value());
-  CHECK(
-      RoundTrip(PrepareTimingCommand{"timed", 8, CounterSession::kPerCollection}).counter_session ==
-      CounterSession::kPerCollection);
+  CHECK_FALSE(RoundTrip(PrepareTimingCommand{"timed", 8, std::nullopt, std::nullopt})
+                  .counter_session.has_value());
+  const PrepareTimingCommand prepare =
+      RoundTrip(PrepareTimingCommand{"timed", 8, CounterSession::kPerCollection,
+                                     CachedBaselineChoice{5, {{"algorithm", "heuristic #5"}}}});
+  CHECK(prepare.counter_session == CounterSession::kPerCollection);
+  REQUIRE(prepare.cached_baseline.has_value());
+  CHECK(prepare.cached_baseline->index == 5);
+  CHECK(prepare.cached_baseline->algorithm["algorithm"] == "heuristic #5");
   TimeCommand time;
   time.workload = "timed";
   time.candidate_seed_base = 1;
