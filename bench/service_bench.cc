@@ -287,6 +287,7 @@ class Bench {
     json rows = json::array();
     std::map<std::string, std::vector<const Job*>> by_task;
     std::vector<const Job*> all;
+    size_t strong_not_made = 0;
     for (size_t i = 0; i < order.size(); ++i) {
       Job& job = *order[i];
       const double previous = i == 0 ? job.engine_start : order[i - 1]->finished;
@@ -307,10 +308,17 @@ class Bench {
       // On the GPU an honest reference solution must pass. The fake evaluator's verdict is the
       // fake's (its counters credit a fixed wgmma work, whatever the task's FLOPs), so there a
       // job counts when it ran every GPU stage through to timing, as a pass does.
+      // A pass whose strong target-instruction check was not made (hardware counters not
+      // collected) is a weaker verdict than the service owes an honest solution on a GPU that
+      // can count: it fails the bench, and the phase reports how many there were (H100 run 17
+      // counted 14 of 36 as passes, and its throughput included their shorter timing loops).
+      const bool strong_missing =
+          !fake_gpu_ && verdict.target_work().strong_check() != v1::STRONG_CHECK_MADE;
+      if (strong_missing) ++strong_not_made;
       const bool passed =
           fake_gpu_ ? job.stage_seconds.count("timing") > 0 &&
                           verdict.verdict_class() != v1::VERDICT_CLASS_INFRASTRUCTURE_FAILURE
-                    : verdict.verdict_class() == v1::VERDICT_CLASS_PASS;
+                    : verdict.verdict_class() == v1::VERDICT_CLASS_PASS && !strong_missing;
       if (!passed) ++*failures;
       rows.push_back({{"task", job.source.task},
                       {"source", job.source.path},
@@ -366,6 +374,7 @@ class Bench {
     std::cerr << "service_bench: " << name << ": " << jobs.size() << " evaluations in " << wall
               << " s = " << per_hour << " per GPU-hour; medians " << Medians(all).dump() << "\n";
     return {{"jobs", jobs.size()},
+            {"strong_check_not_made", strong_not_made},
             {"submitted", sources.size()},
             {"unfinished", unfinished},
             {"wall_seconds", wall},

@@ -914,7 +914,8 @@ StageResult CorrectnessStage(Evaluation& e) {
                        {"isolation", isolation}});
   if (e.options().run_timing) {
     // Baseline handle, its buffers, NVML and the hardware counters' configuration: the candidate
-    // process sets them up on a thread of their own while the trials run.
+    // process sets them up on threads of their own while the trials run. The counters only
+    // now, with the gate held (RunStages says why).
     RETURN_IF_ERROR(e.candidate->Send(gpu::PrepareTimingCommand{
         timed, gpu::PreparedBaselineCandidates(e.options().timing),
         gpu::PreparedCounterSession(e.options().timing),
@@ -1470,12 +1471,13 @@ absl::StatusOr<Verdict> RunStages(Evaluation& e) {
   //     baseline (TensorSet::Allocate: no fill), the plans of the derived inputs' library runs
   //     (the backward tasks' cuDNN forward: graph finalisation, nothing run), the handle and plan
   //     of each library candidate the baseline choice may time (gpu::PreparedBaselineCandidates:
-  //     cublasLtCreate + heuristic query; cudnnCreate + graph finalisation), NVML open, the
-  //     hardware counters' configuration (gpu::PreparedCounterSession; HardwareCounters::
-  //     Configure: CUPTI's profiler initialization, device and counter-availability queries,
-  //     host-built configuration images; the range profiler is enabled only at "time"); for the
+  //     cublasLtCreate + heuristic query; cudnnCreate + graph finalisation), NVML open; for the
   //     paged-decode cuDNN plans only, one synchronous cudaMemcpy each of the batch's query
-  //     lengths (b int32 ones, a constant, not an input: cudnn_sdpa_baseline.cc BuildPagedPlan);
+  //     lengths (b int32 ones, a constant, not an input: cudnn_sdpa_baseline.cc BuildPagedPlan).
+  //     Not the hardware counters' configuration: CUPTI's counter-availability query fails with
+  //     CUPTI_ERROR_HARDWARE_BUSY while another process profiles, and made another process's
+  //     range-profiler start fail (H100 run 17); it comes with "prepare_timing", in the
+  //     correctness stage, under the gate;
   //   instrumented processes, started just below (instrument_mode.cc InstrumentMode, then
   //     Instrument up to AwaitGo): the same device start-up, cuModuleLoadData of the submission's
   //     cubin (opened, then reloaded), cudaMalloc of the timed workload's tensors and scratch,

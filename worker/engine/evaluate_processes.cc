@@ -529,7 +529,6 @@ std::unique_ptr<CandidateProcess> CandidateProcess::StartEarly(const Workspace& 
     request.timing_workload = workspace.task().TimedWorkload().name;
     request.timing_baseline_candidates =
         gpu::PreparedBaselineCandidates(workspace.options().timing);
-    request.timing_counter_session = gpu::PreparedCounterSession(workspace.options().timing);
     // The GPU has not answered this process yet: the model an earlier start-up on the same
     // ordinal reported stands in (no choice is cached before one has, so none is lost), and
     // the timing stage still compares the choice it sends, keyed by this process's own answer.

@@ -59,7 +59,8 @@ struct TimingBaseline {
 class CandidateProcess {
  public:
   ~CandidateProcess() {
-    // The preparing thread writes timing_: it ends before the members it writes go.
+    // The preparing threads write timing_: they end before the members they write go.
+    if (configuring_counters_.valid()) configuring_counters_.wait();
     if (preparing_.valid()) preparing_.wait();
   }
 
@@ -71,7 +72,6 @@ class CandidateProcess {
   // buffers for the trials first, in their order (SubmissionRuntime::PreparedSets); errors
   // there surface at the trial that takes the set.
   void StartPreparing(const std::optional<std::string>& timing_workload, size_t baseline_candidates,
-                      std::optional<gpu::CounterSession> counter_session,
                       std::optional<gpu::CachedBaselineChoice> cached_baseline, bool trial_sets) {
     if (preparing_.valid()) return;
     if (!trial_sets && (!timing_workload.has_value() || timing_workload->empty())) return;
@@ -80,20 +80,39 @@ class CandidateProcess {
       for (const Workload* w : runtime_.task.WorkloadsInTrialOrder()) order.push_back(w->name);
       runtime_.prepared_sets.Schedule(std::move(order));
     }
-    preparing_ = std::async(
-        std::launch::async,
-        [this, timing_workload, baseline_candidates, counter_session,
-         cached_baseline = std::move(cached_baseline), trial_sets]() -> absl::Status {
-          PTXBENCH_CUDA_TRY(cudaSetDevice(runtime_.gpu.device.ordinal));  // Per thread.
-          if (trial_sets) runtime_.prepared_sets.Make(runtime_.task);
-          if (!timing_workload.has_value() || timing_workload->empty()) return absl::OkStatus();
-          RETURN_IF_ERROR(PrepareTiming(*timing_workload, baseline_candidates, cached_baseline));
-          if (counter_session.has_value()) {
-            timing_.counters = ConfigureCounters(*counter_session, &timing_.counted);
-            timing_.counter_session = counter_session;
-          }
-          return absl::OkStatus();
-        });
+    preparing_ =
+        std::async(std::launch::async,
+                   [this, timing_workload, baseline_candidates,
+                    cached_baseline = std::move(cached_baseline), trial_sets]() -> absl::Status {
+                     PTXBENCH_CUDA_TRY(cudaSetDevice(runtime_.gpu.device.ordinal));  // Per thread.
+                     if (trial_sets) runtime_.prepared_sets.Make(runtime_.task);
+                     if (!timing_workload.has_value() || timing_workload->empty())
+                       return absl::OkStatus();
+                     return PrepareTiming(*timing_workload, baseline_candidates, cached_baseline);
+                   })
+            .share();
+  }
+
+  // The hardware counters' configuration (HardwareCounters::Configure), on a thread of its own
+  // after the preparing one, while the trials run. Only ever asked for by "prepare_timing",
+  // which the supervisor sends once this evaluation holds the GPU: CUPTI's counter-availability
+  // query fails with CUPTI_ERROR_HARDWARE_BUSY while another process's range profiler is
+  // enabled, and another process's query made a running session's start fail the same way
+  // (H100 run 17, pipelined: 14 of 36 verdicts lost their counted launches, and with them the
+  // strong check). Errors become the verdict's reason the counters were not collected.
+  void StartConfiguringCounters(const std::optional<gpu::CounterSession>& session) {
+    if (configuring_counters_.valid() || !session.has_value()) return;
+    std::shared_future<absl::Status> prepared = preparing_;
+    configuring_counters_ = std::async(std::launch::async, [this, prepared, session]() {
+      if (prepared.valid()) prepared.wait();  // timing_ is the preparing thread's until then.
+      timing_.counter_session = session;
+      if (cudaError_t e = cudaSetDevice(runtime_.gpu.device.ordinal); e != cudaSuccess) {
+        timing_.counted.not_collected_reason =
+            absl::StrCat("cudaSetDevice on the counters' thread: ", cudaGetErrorString(e));
+        return;
+      }
+      timing_.counters = ConfigureCounters(*session, &timing_.counted);
+    });
   }
 
   absl::StatusOr<gpu::TimingEvent> RunTiming(const gpu::TimeCommand& cmd);
@@ -125,7 +144,9 @@ class CandidateProcess {
   TimingBaseline timing_;
   // Copies of the checked timing samples' outputs, exported to the reference process.
   std::vector<gpu::DeviceBuffer> check_copies_;
-  std::future<absl::Status> preparing_;
+  // Shared: the counters' thread waits for it too (StartConfiguringCounters).
+  std::shared_future<absl::Status> preparing_;
+  std::future<void> configuring_counters_;
 };
 
 absl::Status CandidateProcess::PrepareTiming(
@@ -433,6 +454,7 @@ absl::StatusOr<gpu::TimingEvent> CandidateProcess::RunTiming(const gpu::TimeComm
   double t0 = Now();
   gpu::TimingSetupSplit split;
   if (preparing_.valid()) RETURN_IF_ERROR(preparing_.get());
+  if (configuring_counters_.valid()) configuring_counters_.get();
   split.prepare_wait_seconds = Now() - t0;
   ASSIGN_OR_RETURN(const Workload* w, FindWorkload(runtime_.task, cmd.workload));
   (void)w;
@@ -513,10 +535,12 @@ absl::StatusOr<gpu::TimingEvent> CandidateProcess::RunTiming(const gpu::TimeComm
   std::unique_ptr<gpu::HardwareCounters> hardware;
   if (cmd.loop.counted_per_config > 0 || cmd.loop.counted_min_total > 0) {
     s0 = Now();
-    if (timing_.counter_session == cmd.loop.counter_session) {
-      hardware = std::move(timing_.counters);  // Configured before the gate.
+    if (timing_.counter_session == cmd.loop.counter_session && timing_.counters) {
+      hardware = std::move(timing_.counters);  // Configured during the trials.
       counters = std::move(timing_.counted);
     } else {
+      // Not asked for ahead, or that attempt failed: once more, here (the reason reported is
+      // this attempt's).
       hardware = ConfigureCounters(cmd.loop.counter_session, &counters);
     }
     timing_.counter_session.reset();
@@ -628,8 +652,7 @@ int CandidateMode(const gpu::CandidateRequest& request) {
       module = *request.module;
     } else {
       process.StartPreparing(request.timing_workload, request.timing_baseline_candidates,
-                             request.timing_counter_session, request.timing_cached_baseline,
-                             /*trial_sets=*/true);
+                             request.timing_cached_baseline, /*trial_sets=*/true);
       int exit_code = kExitOk;
       if (!AwaitModule(commands, &module, &exit_code)) return exit_code;
     }
@@ -660,8 +683,8 @@ int CandidateMode(const gpu::CandidateRequest& request) {
       Emit(gpu::OutputsEvent{*files});
     } else if (const auto* prepare = std::get_if<gpu::PrepareTimingCommand>(&command)) {
       process.StartPreparing(prepare->workload, prepare->baseline_candidates,
-                             prepare->counter_session, prepare->cached_baseline,
-                             /*trial_sets=*/false);
+                             prepare->cached_baseline, /*trial_sets=*/false);
+      process.StartConfiguringCounters(prepare->counter_session);
     } else if (const auto* time = std::get_if<gpu::TimeCommand>(&command)) {
       auto event = process.RunTiming(*time);
       if (!event.ok()) return FailFromStatus(event.status(), gpu::FaultPhase::kTiming);

@@ -386,8 +386,8 @@ inline size_t PreparedBaselineCandidates(const TimingLoopOptions& loop) {
              : 0;
 }
 
-// The counter session a candidate process configures ahead (PrepareTimingCommand, Candidate-
-// Request): the loop's, when it asks for counted samples; none otherwise.
+// The counter session a candidate process configures ahead (PrepareTimingCommand, sent only once
+// the evaluation holds the GPU): the loop's, when it asks for counted samples; none otherwise.
 inline std::optional<CounterSession> PreparedCounterSession(const TimingLoopOptions& loop) {
   if (loop.counted_per_config == 0 && loop.counted_min_total == 0) return std::nullopt;
   return loop.counter_session;
@@ -779,11 +779,12 @@ struct CandidateRequest {
   uint64_t hash_key = 0;
   // Absent: started beside the compiler, the module comes with the "module" command.
   std::optional<ModulePaths> module;
-  // The timing loop's workload, its baseline's library candidates and its hardware counters
-  // (PrepareTimingCommand), prepared from the start.
+  // The timing loop's workload and its baseline's library candidates (PrepareTimingCommand),
+  // prepared from the start. Not its hardware counters: this process starts before its
+  // evaluation holds the GPU, and CUPTI's queries then collide with another evaluation's counted
+  // launches (candidate_mode.cc StartConfiguringCounters); "prepare_timing" brings them.
   std::optional<std::string> timing_workload;
   size_t timing_baseline_candidates = 0;
-  std::optional<CounterSession> timing_counter_session;
   std::optional<CachedBaselineChoice> timing_cached_baseline;
   template <typename Self, typename V>
   static void Fields(Self& m, V& v) {
@@ -793,7 +794,6 @@ struct CandidateRequest {
     v("module", m.module);
     v("timing_workload", m.timing_workload);
     v("timing_baseline_candidates", m.timing_baseline_candidates);
-    v("timing_counter_session", m.timing_counter_session);
     v("timing_cached_baseline", m.timing_cached_baseline);
   }
 };
@@ -958,7 +958,8 @@ struct PrepareTimingCommand {
   // The library candidates to prepare for the baseline choice (TimingLoopOptions::
   // baseline_candidates under BaselineSelection::kFastest); 0: the first heuristic choice only.
   size_t baseline_candidates = 0;
-  // The hardware counters to configure ahead (PreparedCounterSession); absent: none.
+  // The hardware counters to configure while the trials run (PreparedCounterSession); absent:
+  // none. Sent only once the evaluation holds the GPU (evaluate.cc CorrectnessStage).
   std::optional<CounterSession> counter_session;
   // The worker's earlier choice among those candidates (BaselineChoiceCache), when it has one:
   // then only the candidates up to it are made, and the others only if it no longer stands.

@@ -951,6 +951,13 @@ TEST_CASE(
   for (const GpuInterval& i : intervals) ++per_key[i.key];
   REQUIRE(per_key.size() == 2);  // Both evaluations ran GPU phases (trials, compare, time...).
   for (const auto& [key, n] : per_key) CHECK(n >= 5);
+  // Among them each configured its hardware counters, which queries the GPU's profiler: H100 run
+  // 17 did it before the gate and lost the counted launches of 14 of 36 verdicts.
+  std::map<std::string, size_t> counter_phases;
+  for (const GpuInterval& i : intervals) {
+    if (i.mode == "counters") ++counter_phases[i.key];
+  }
+  CHECK(counter_phases.size() == 2);
   // (a) No GPU phase of one evaluation inside one of the other.
   std::ostringstream listing;
   for (const GpuInterval& i : intervals) {

@@ -364,8 +364,14 @@ int Reference(const ptxbench::Task& task, uint64_t key) {
       Emit(gpu::ReadyEvent{Device(), true});
     } else if (const auto* ref = std::get_if<gpu::ComputeReferenceCommand>(&*cmd)) {
       GpuPhase phase("reference", key, 10);
-      Emit(gpu::ReferenceEvent{ref->workload, ref->seed, InputHash(ref->seed, key),
-                               nlohmann::json::object(), 0, 0, 2, {}});
+      Emit(gpu::ReferenceEvent{ref->workload,
+                               ref->seed,
+                               InputHash(ref->seed, key),
+                               nlohmann::json::object(),
+                               0,
+                               0,
+                               2,
+                               {}});
     } else if (const auto* compare = std::get_if<gpu::CompareCommand>(&*cmd)) {
       GpuPhase phase("reference", key, 10);
       Emit(Compare(task, *compare));
@@ -463,7 +469,8 @@ gpu::TimingEvent Time(const ptxbench::Task& task, const gpu::TimeCommand& cmd,
     if (cmd.cached_baseline.has_value() &&
         cmd.cached_baseline->algorithm == algorithm(cmd.cached_baseline->index)) {
       event.baseline_choice.chosen = cmd.cached_baseline->index;
-      const bool same_as_prepared = prepared_stands && prepared->index == cmd.cached_baseline->index;
+      const bool same_as_prepared =
+          prepared_stands && prepared->index == cmd.cached_baseline->index;
       if (!same_as_prepared) event.setup_split.baseline_candidates_made += 3;
     } else {
       if (prepared_stands) event.setup_split.baseline_candidates_made += 3;
@@ -586,6 +593,9 @@ int Candidate(const ptxbench::Task& task, const gpu::CandidateRequest& request) 
     } else if (const auto* prepare = std::get_if<gpu::PrepareTimingCommand>(&*cmd)) {
       if (!prepare_started) prepared = prepare->cached_baseline;
       prepare_started = true;
+      // Configuring the hardware counters queries the GPU's profiler (CUPTI's counter
+      // availability), which collides with another process's counted launches: a GPU phase.
+      if (prepare->counter_session.has_value()) GpuPhase phase("counters", request.hash_key, 20);
     } else if (const auto* time = std::get_if<gpu::TimeCommand>(&*cmd)) {
       GpuPhase phase("candidate", request.hash_key, 200);
       Emit(Time(task, *time, prepared));

@@ -65,12 +65,9 @@ TEST_CASE("requests round-trip, 64-bit seeds as decimal text", "[protocol]") {
   candidate.hash_key = 18446744073709551615ull;
   candidate.timing_workload = "timed";
   candidate.timing_baseline_candidates = 8;
-  candidate.timing_counter_session = CounterSession::kOneSessionPassPerLaunch;
   CandidateRequest back = RoundTrip(candidate);
   CHECK(back.hash_key == candidate.hash_key);
   CHECK(back.timing_baseline_candidates == 8);
-  CHECK(back.timing_counter_session == CounterSession::kOneSessionPassPerLaunch);
-  CHECK(ToJson(candidate)["timing_counter_session"] == "one_session_pass_per_launch");
   CHECK_FALSE(back.timing_cached_baseline.has_value());
   CHECK_FALSE(ToJson(candidate).contains("timing_cached_baseline"));
   candidate.timing_cached_baseline = CachedBaselineChoice{3, {{"engine_config", 7}}};
