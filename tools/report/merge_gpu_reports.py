@@ -27,7 +27,7 @@ import sys
 TEST_STEPS = ("engine_gpu_cpu_test", "compile_jail_test", "gpu_runtime_test", "gpu_compare_test",
               "gpu_counters_test")
 OTHER_STEPS = ("gpu_report", "evaluation_overhead", "torch_matmul")
-EXTRAS = ("two_kernel_plan", "local_mode", "stability")
+EXTRAS = ("two_kernel_plan", "local_mode", "pipelined_pair", "stability")
 
 
 def catalog_sources(tasks_dir):
