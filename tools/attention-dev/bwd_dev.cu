@@ -369,6 +369,12 @@ int main(int argc, char** argv) {
     FillU16<<<1024, 256>>>(O, n, 0);
     LseBound<<<(rows + 127) / 128, 128>>>(Q, K, LSE, rows, scale);
     const dim3 rgrid(S, static_cast<unsigned>(heads.size()));
+    // The reference kernels keep a row of S floats (S * 8 bytes for RefDkDv) in dynamic shared
+    // memory: above the 48 KiB default from S = 12288 (S * 4) and S = 6144 (S * 8), so they
+    // must opt in, or the 16384-long workload fails to launch (it did until 2026-12-07).
+    RT(cudaFuncSetAttribute(RefForward, cudaFuncAttributeMaxDynamicSharedMemorySize, S * 4));
+    RT(cudaFuncSetAttribute(RefDq, cudaFuncAttributeMaxDynamicSharedMemorySize, S * 4));
+    RT(cudaFuncSetAttribute(RefDkDv, cudaFuncAttributeMaxDynamicSharedMemorySize, S * 8));
     RefForward<<<rgrid, 128, S * 4>>>(Q, K, V, O, LSE, S, d_heads, scale, causal);
     RefDelta<<<rgrid, 128>>>(O, dO, delta_ref, S, d_heads);
     RefDq<<<rgrid, 128, S * 4>>>(Q, K, V, dO, LSE, delta_ref, rdQ, S, d_heads, scale, causal);

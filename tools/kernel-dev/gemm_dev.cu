@@ -11,6 +11,8 @@
 //       ceil_div(M, tile_m * cluster_x) * ceil_div(N, tile_n)), cluster {cluster_x, 1, 1}
 //       (persistent=132 cluster_x=1 is the persistent solution's min(132, tiles))
 //   swizzle_c=128B|none   lt_algos=8 (time that many heuristic results once, keep the fastest)
+//   scratch_bytes=N          (a scratch buffer, token W in args, zero-filled before every
+//                             candidate launch as the engine does)
 //   args=tmA,tmB,tmC,M,N,K   (tokens: tmA tmB tmC = tensor maps of A B C; A B C = pointers;
 //                             M N K = scalars, passed from 64-bit storage on purpose: the
 //                             driver copies the kernel's declared 4 bytes, little-endian)
@@ -165,8 +167,8 @@ struct Lt {
   cublasLtHandle_t handle;
   void* workspace;
   size_t workspace_bytes = 64 << 20;
-  int algos = 1;          // heuristic results to try
-  bool chosen = false;    // `algo` holds the fastest for the current shape
+  int algos = 1;        // heuristic results to try
+  bool chosen = false;  // `algo` holds the fastest for the current shape
   int chosen_index = 0;
   cublasLtMatmulAlgo_t algo;
 };
@@ -229,8 +231,8 @@ void LtGemm(Lt& lt, const Shape& s, const void* A, const void* B, void* C, cudaS
           lt.chosen_index = h;
         }
       }
-      std::printf("LT %dx%dx%d: %d heuristic candidates, fastest #%d (%.4f ms, not flushed)\n",
-                  s.m, s.n, s.k, found, lt.chosen_index, best);
+      std::printf("LT %dx%dx%d: %d heuristic candidates, fastest #%d (%.4f ms, not flushed)\n", s.m,
+                  s.n, s.k, found, lt.chosen_index, best);
     }
     lt.chosen = true;
   }
@@ -252,6 +254,7 @@ struct Candidate {
   int cluster_m = 1;
   int cluster_x = 1;
   int persistent = 0;
+  size_t scratch_bytes = 0;
   CUtensorMapSwizzle swizzle_c = CU_TENSOR_MAP_SWIZZLE_128B;
   std::vector<std::string> args;
   cuuint32_t box_a[2] = {64, 128};
@@ -264,15 +267,23 @@ struct Buffers {
   void* a;
   void* b;
   void* c;
+  void* scratch = nullptr;
   CUtensorMap tm_a, tm_b, tm_c;
   long long m, n, k;  // 64-bit on purpose (see the header comment).
 };
+
+// Scratch is zero-filled before every launch, outside any timed region (as the engine does).
+void ZeroScratch(const Candidate& cand, Buffers& buf, cudaStream_t stream) {
+  if (cand.scratch_bytes > 0)
+    CHECK_CUDA(cudaMemsetAsync(buf.scratch, 0, cand.scratch_bytes, stream));
+}
 
 CUresult Launch(const Candidate& cand, const Shape& s, Buffers& buf, cudaStream_t stream) {
   std::vector<void*> params;
   CUdeviceptr pa = reinterpret_cast<CUdeviceptr>(buf.a);
   CUdeviceptr pb = reinterpret_cast<CUdeviceptr>(buf.b);
   CUdeviceptr pc = reinterpret_cast<CUdeviceptr>(buf.c);
+  CUdeviceptr pw = reinterpret_cast<CUdeviceptr>(buf.scratch);
   for (const std::string& a : cand.args) {
     if (a == "tmA")
       params.push_back(&buf.tm_a);
@@ -286,6 +297,8 @@ CUresult Launch(const Candidate& cand, const Shape& s, Buffers& buf, cudaStream_
       params.push_back(&pb);
     else if (a == "C")
       params.push_back(&pc);
+    else if (a == "W")
+      params.push_back(&pw);
     else if (a == "M")
       params.push_back(&buf.m);
     else if (a == "N")
@@ -295,9 +308,9 @@ CUresult Launch(const Candidate& cand, const Shape& s, Buffers& buf, cudaStream_
   }
   CUlaunchConfig config = {};
   if (cand.persistent > 0) {
-    const long long units = 1LL * ((s.m + cand.tile_m * cand.cluster_x - 1) /
-                                   (cand.tile_m * cand.cluster_x)) *
-                             ((s.n + cand.tile_n - 1) / cand.tile_n);
+    const long long units =
+        1LL * ((s.m + cand.tile_m * cand.cluster_x - 1) / (cand.tile_m * cand.cluster_x)) *
+        ((s.n + cand.tile_n - 1) / cand.tile_n);
     config.gridDimX = static_cast<unsigned>(
         cand.cluster_x * std::min<long long>(cand.persistent / cand.cluster_x, units));
     config.gridDimY = 1;
@@ -355,6 +368,7 @@ int main(int argc, char** argv) {
   cand.cluster_m = std::stoi(get("cluster_m", "1"));
   cand.cluster_x = std::stoi(get("cluster_x", "1"));
   cand.persistent = std::stoi(get("persistent", "0"));
+  cand.scratch_bytes = std::stoull(get("scratch_bytes", "0"));
   cand.swizzle_c =
       get("swizzle_c", "128B") == "none" ? CU_TENSOR_MAP_SWIZZLE_NONE : CU_TENSOR_MAP_SWIZZLE_128B;
   cand.args = Split(get("args", "tmA,tmB,tmC,M,N,K"), ',');
@@ -387,7 +401,8 @@ int main(int argc, char** argv) {
     int clusters = -1;
     const CUresult r = cuOccupancyMaxActiveClusters(&clusters, cand.fn, &occ);
     std::printf("OCCUPANCY max_active_clusters=%d (cluster %dx%d, smem %d)%s\n", clusters,
-                cand.cluster_x, cand.cluster_m, cand.smem, r == CUDA_SUCCESS ? "" : " query failed");
+                cand.cluster_x, cand.cluster_m, cand.smem,
+                r == CUDA_SUCCESS ? "" : " query failed");
   }
   const int trials = std::stoi(get("trials", "2"));
   const int time_iters = std::stoi(get("time_iters", "0"));
@@ -422,6 +437,7 @@ int main(int argc, char** argv) {
     CHECK_CUDA(cudaMalloc(&buf.a, na * 2));
     CHECK_CUDA(cudaMalloc(&buf.b, nb * 2));
     CHECK_CUDA(cudaMalloc(&buf.c, nc * 2));
+    if (cand.scratch_bytes > 0) CHECK_CUDA(cudaMalloc(&buf.scratch, cand.scratch_bytes));
     CHECK_CUDA(cudaMalloc(&a_copy, na * 2));
     CHECK_CUDA(cudaMalloc(&b_copy, nb * 2));
     CHECK_CUDA(cudaMalloc(&c_ref, nc * 2));
@@ -432,8 +448,8 @@ int main(int argc, char** argv) {
         EncodeMap(buf.a, s.m, s.k, cand.box_a, cand.swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B);
     buf.tm_b =
         EncodeMap(buf.b, s.n, s.k, cand.box_b, cand.swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B);
-    buf.tm_c = EncodeMap(buf.c, s.m, s.n, cand.box_c, cand.swizzle_c,
-                         CU_TENSOR_MAP_L2_PROMOTION_NONE);
+    buf.tm_c =
+        EncodeMap(buf.c, s.m, s.n, cand.box_c, cand.swizzle_c, CU_TENSOR_MAP_L2_PROMOTION_NONE);
     lt.chosen = false;  // pick cuBLASLt's algorithm for this shape
     for (int t = 0; t < trials; ++t) {
       const unsigned long long seed = 1000003ULL * (t + 1) + 7919ULL * s.m + 31ULL * s.n + s.k;
@@ -444,6 +460,7 @@ int main(int argc, char** argv) {
       CHECK_CUDA(cudaMemsetAsync(buf.c, 0xFF, nc * 2, stream));  // bf16 NaN poison
       LtGemm(lt, s, a_copy, b_copy, c_ref, stream);
       CHECK_CUDA(cudaStreamSynchronize(stream));
+      ZeroScratch(cand, buf, stream);
       const CUresult launched = Launch(cand, s, buf, stream);
       if (launched != CUDA_SUCCESS) {
         const char* name = nullptr;
@@ -488,6 +505,7 @@ int main(int argc, char** argv) {
       while (spent < warmup_ms) {
         CHECK_CUDA(cudaEventRecord(e0, stream));
         for (int i = 0; i < 5; ++i) {
+          ZeroScratch(cand, buf, stream);
           CHECK_CU(Launch(cand, s, buf, stream));
           LtGemm(lt, s, buf.a, buf.b, c_ref, stream);
         }
@@ -500,6 +518,7 @@ int main(int argc, char** argv) {
       std::vector<float> cand_ms, lib_ms;
       for (int i = 0; i < time_iters; ++i) {
         for (int which = 0; which < 2; ++which) {
+          if (which == 0) ZeroScratch(cand, buf, stream);
           CHECK_CUDA(cudaMemsetAsync(flush, i & 0xFF, flush_bytes, stream));
           CHECK_CUDA(cudaEventRecord(e0, stream));
           if (which == 0) {
@@ -525,6 +544,7 @@ int main(int argc, char** argv) {
           flops / cm / 1e9, lm, lib_ms.front(), lib_ms.back(), flops / lm / 1e9, lm / cm);
       // Re-check correctness of the output of the timed launches' last inputs.
       CHECK_CUDA(cudaMemsetAsync(buf.c, 0xFF, nc * 2, stream));
+      ZeroScratch(cand, buf, stream);
       CHECK_CU(Launch(cand, s, buf, stream));
       LtGemm(lt, s, buf.a, buf.b, c_ref, stream);
       CHECK_CUDA(cudaMemsetAsync(stats, 0, sizeof(CompareStats), stream));
@@ -540,6 +560,7 @@ int main(int argc, char** argv) {
     cudaFree(buf.a);
     cudaFree(buf.b);
     cudaFree(buf.c);
+    cudaFree(buf.scratch);
     cudaFree(a_copy);
     cudaFree(b_copy);
     cudaFree(c_ref);

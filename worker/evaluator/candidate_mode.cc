@@ -42,8 +42,9 @@ struct TimingBaseline {
   size_t candidates_asked = 0;
   size_t candidates_made = 0;  // By this process, for the choice (TimingSetupSplit).
   // Instead of `candidates`, when the worker sent its earlier choice and the library still
-  // describes that candidate alike: that one alone (the backward's eight cuDNN candidates took
-  // the preparing thread ~0.8 s beside the trials, H100 run 17, for one that is then used).
+  // describes that candidate alike: that one alone. Making every candidate the choice may time
+  // took the backward's preparing thread ~0.8 s beside the trials (H100 run 17), for one that is
+  // then used; with the cached choice, run 18 made 2 for a first backward job and 1 after.
   std::unique_ptr<gpu::Baseline> cached_candidate;
   std::optional<gpu::CachedBaselineChoice> cached_choice;
   std::unique_ptr<gpu::NvmlMonitor> nvml;
