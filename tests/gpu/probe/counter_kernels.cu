@@ -113,3 +113,47 @@ extern "C" __global__ void gap_probe(unsigned long long* stamps, int capacity, l
     stamps[2 * slot + 1] = now;
   }
 }
+
+// ---- The L2 flush against cache-policy hints (tests/gpu/gpu_counters_test.cc, "flush: ...").
+// The catalogue's device form of a persisting-L2 window (cheating-catalogue.md in
+// ../shared/reference): a submission that loads its inputs under an L2 evict_last policy,
+// hoping the lines outlive the harness's flush between samples and make its next sample's reads
+// warm.
+
+// Reads `n` uint4 of `p`: mode 0 plain loads; mode 1 loads under a createpolicy evict_last policy
+// (fraction 1.0, `ld.global.L2::cache_hint`); mode 2 `prefetch.global.L2::evict_last`. The
+// values go into a sink only when their XOR is a sentinel, so nothing is optimized away.
+extern "C" __global__ void l2_touch(const uint4* p, unsigned long long n, int mode,
+                                    unsigned* sink) {
+  unsigned long long policy;
+  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+  unsigned acc = 0;
+  const unsigned long long stride = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
+  for (unsigned long long i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+    if (mode == 2) {
+      asm volatile("prefetch.global.L2::evict_last [%0];" ::"l"(p + i));
+    } else if (mode == 1) {
+      unsigned x, y, z, w;
+      asm volatile("ld.global.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+                   : "=r"(x), "=r"(y), "=r"(z), "=r"(w)
+                   : "l"(p + i), "l"(policy));
+      acc ^= x ^ y ^ z ^ w;
+    } else {
+      const uint4 v = p[i];
+      acc ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+  }
+  if (acc == 0x9e3779b9u) sink[0] = acc;
+}
+
+// One thread follows `steps` links of `next` (each a word index into the same buffer, one link
+// per 128-byte line, in a random order set by the host) with L1-bypassing loads, and stores the
+// cycles it took: ~L2 latency per step when the lines are in L2, ~DRAM latency when not.
+extern "C" __global__ void l2_chase(const unsigned* next, int steps, unsigned long long* out) {
+  unsigned idx = 0;
+  const long long t0 = clock64();
+  for (int s = 0; s < steps; ++s) idx = __ldcg(next + idx);
+  const long long t1 = clock64();
+  out[0] = static_cast<unsigned long long>(t1 - t0);
+  out[1] = idx;
+}
