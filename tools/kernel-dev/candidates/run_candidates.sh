@@ -10,6 +10,9 @@
 #        cuBLASLt's fastest of its first 8 heuristic candidates, interleaved, L2 flushed per
 #        sample. Writes $OUT/cand_log.txt; prints a compact table. About 40-70 s.
 #   ... device full   # adds compute-sanitizer memcheck + synccheck on two small shapes.
+#   ... device ncu    # adds one ncu report per tail candidate ($OUT/ncu_<label>.txt).
+#   CANDIDATES=streamk ... device   # the reference and the tail candidates (stream-K first,
+#        last and off, split-K tail) instead of the cluster ones; timing runs four rounds.
 set -u
 cd "$(dirname "$0")/../../.."
 BK=build-cand
