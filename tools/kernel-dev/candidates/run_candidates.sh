@@ -31,12 +31,13 @@ if [ "${1:-}" = build ]; then
     $BK/nvrtc_check --header $HDR --out $BK/$b.cubin $f > $BK/$b.log 2>&1
     echo "$b: $(grep -E 'registers' $BK/$b.log | sed 's/ptxas info *: //'); $(grep -E 'spill' $BK/$b.log | sed 's/ptxas *\. *//')"
   done
-  # Two variants of the stream-K source, by its macros: the range after the data-parallel
-  # tiles, and the same code with the tail left data-parallel.
-  $BK/nvrtc_check --header $HDR -DSTREAMK_FIRST=0 --out $BK/gemm_persistent_streamk_last.cubin \
-    $CAND/gemm_persistent_streamk.cu > $BK/gemm_persistent_streamk_last.log 2>&1
-  $BK/nvrtc_check --header $HDR -DSTREAMK_OFF=1 --out $BK/gemm_persistent_streamk_off.cubin \
-    $CAND/gemm_persistent_streamk.cu > $BK/gemm_persistent_streamk_off.log 2>&1
+  # gemm_persistent_tail.cu's other builds, by its macros (the loop above built the default,
+  # the stream-K tail done first).
+  for v in streamk_last:-DSTREAMK_FIRST=0 streamk_off:-DTAIL_OFF=1 splitk_tail:-DTAIL_SPLIT=1; do
+    $BK/nvrtc_check --header $HDR "${v#*:}" --out "$BK/gemm_persistent_${v%%:*}.cubin" \
+      $CAND/gemm_persistent_tail.cu > "$BK/gemm_persistent_${v%%:*}.log" 2>&1
+    echo "${v%%:*}: $(grep -E 'registers' "$BK/gemm_persistent_${v%%:*}.log" | sed 's/ptxas info *: //')"
+  done
   nvcc -std=c++17 -O2 -gencode=arch=compute_90a,code=sm_90a tools/kernel-dev/gemm_dev.cu \
     -o $BK/gemm_dev -L/usr/local/cuda/lib64/stubs -lcuda -lcublasLt
   du -sh $BK
@@ -82,10 +83,10 @@ fi
 COMMON="block=384 tile_m=128 args=tmA,tmB,tmC,M,N,K box_a=64x128 persistent=132 lt_algos=8"
 PERS="label=persistent cubin=$BK/sm90a_wgmma_tma_persistent.cubin $COMMON smem=230464 tile_n=256 cluster_x=1 box_b=64x256 box_c=64x64"
 C2="label=cluster2 cubin=$BK/gemm_persistent_cluster2.cubin $COMMON smem=230464 tile_n=256 cluster_x=2 box_b=64x128 box_c=64x64"
-SK_PLAN="block=384 tile_m=128 args=tmA,tmB,tmC,M,N,K,W box_a=64x128 persistent=132 lt_algos=8 smem=230480 scratch_bytes=34607104 tile_n=256 cluster_x=1 box_b=64x256 box_c=64x64"
-SK="label=streamk cubin=$BK/gemm_persistent_streamk.cubin $SK_PLAN"
+SK_PLAN="block=384 tile_m=128 args=tmA,tmB,tmC,M,N,K,W box_a=64x128 persistent=132 lt_algos=8 smem=230480 scratch_bytes=86511616 tile_n=256 cluster_x=1 box_b=64x256 box_c=64x64"
+SK="label=streamk cubin=$BK/gemm_persistent_tail.cubin $SK_PLAN"
 SKL="label=streamk_last cubin=$BK/gemm_persistent_streamk_last.cubin $SK_PLAN"
-SPK="label=splitk_tail cubin=$BK/gemm_persistent_splitk_tail.cubin ${SK_PLAN/34607104/86511616}"
+SPK="label=splitk_tail cubin=$BK/gemm_persistent_splitk_tail.cubin $SK_PLAN"
 SKO="label=streamk_off cubin=$BK/gemm_persistent_streamk_off.cubin $SK_PLAN"
 C176="label=cluster2_n176 cubin=$BK/gemm_persistent_cluster2_n176.cubin $COMMON smem=218192 tile_n=176 cluster_x=2 box_b=64x88 box_c=88x64 swizzle_c=none"
 

@@ -13,11 +13,41 @@
   {"name":"tmC","tensor":"C","box":["64","64"],"element_strides":[],"swizzle":"128B",
    "interleave":"none","l2_promotion":"none","oob_fill":"zero","dims":[]}]}
 */
-// Candidate for gemm_n7168_k5120 on sm_90a: the persistent reference with its last, partial
-// wave split along K into equal, k-aligned parts.
+// Candidates for gemm_n7168_k5120 on sm_90a: the persistent reference
+// (solutions/sm90a_wgmma_tma_persistent.cu) with its last, partial wave filled, so that no SM
+// idles there. Two schemes, by macro (each build is one whole submission; the measured figures
+// are in tools/kernel-dev/candidates/README.md: correct, and no faster than the reference):
+//   default          a stream-K tail, its range before the data-parallel tiles
+//   -DSTREAMK_FIRST=0  the same, its range after them
+//   -DTAIL_SPLIT=1   a split-K tail of k-aligned parts (below)
+//   -DTAIL_OFF=1     the tail left data-parallel: the same code with no cut tile
 //
-// Why: 1792 tiles of 128x256 on 132 SMs are 13.58 waves; the reference spends 14 tile-times.
-// A stream-K tail (gemm_persistent_streamk.cu) filled the last wave but ran 8 % SLOWER on the
+// Why: the timed workload has 64 x 28 = 1792 tiles of 128x256 on 132 SMs, 13.58 waves. The
+// persistent reference runs 13 full waves and then a 14th in which only 76 of 132 SMs work: it
+// takes 14 tile-times for 13.58 tiles' worth of work (a 3 % loss). cuBLASLt's fastest
+// algorithm here avoids most of that with a 176-wide tile (19.88 waves); our 128x176 tile lost
+// more in the narrower tile than it gained (tools/kernel-dev/NOTES.md).
+//
+// Stream-K hybrid (the scheme of CUTLASS's stream-K scheduler and of Osama et al., "Stream-K",
+// PPoPP 2023, in our own code):
+// - tiles [0, T - R) (R = T mod grid) go data-parallel: tile t to CTA t mod grid, whole;
+// - the last R tiles' k-steps, R * nk of them, are cut into grid contiguous ranges of (almost)
+//   equal length, one per CTA, in (tile, k) order. A range covers the end of one tile and the
+//   start of the next at most (its length is below nk, because R < grid).
+// - Each CTA does its stream-K range first, then its data-parallel tiles, so every CTA does
+//   13 tiles + 46 k-steps on the timed workload: 13.58 tile-times.
+// - A tile cut between CTAs is finished by whichever contributor arrives last: each
+//   contributor's consumer warpgroup writes its fp32 partial accumulators to the workspace
+//   (64 KiB, coalesced), fences, and bumps the tile half's arrival counter; the one that finds
+//   itself last reads the others' partials, adds them, stores the tile and resets the counter.
+//   Nobody waits for another CTA, so there is no deadlock and no spin.
+// - The workspace: 4 KiB of counters (2 per tail tile, R < 132) then the partial slots: for
+//   stream-K 2 x 2 of 64 KiB per CTA (its range's first and second tile, per consumer
+//   warpgroup), for the split-K tail one per unit; the plan asks for the larger, 86511616 bytes.
+//   The harness zero-fills scratch before every run; the counters are reset by their last user
+//   as well, so the kernel needs no zeroed memory after its first run.
+//
+// Split-K tail (TAIL_SPLIT): the stream-K tail filled the last wave but ran 8 % SLOWER on the
 // H100 (0.918-0.928 ms against 0.837-0.851 ms): its ranges start at staggered k (CTA g at step
 // 46 g mod 80), so the 76 tail tiles' whole K depth is live at once, and ncu showed DRAM
 // traffic up by ~250 MB (28 % -> 36 % of peak) and L2 throughput from 67 % to 82 %.
@@ -26,9 +56,16 @@
 // 3 per CTA, so the tail costs 0.6 tile-times instead of 1), numbered part-major (unit u = part
 // u / R of tail tile u mod R) and dealt round-robin (CTA g: units g, g + grid, ...). All CTAs
 // start a round together on units of (nearly) the same k-range, which keeps the reference's
-// lock-step L2 reuse. Each unit writes its fp32 partial (slot u) unless it is the tile's last
-// to arrive, which adds the others' and stores the tile (arrival counter per tile half, reset
-// by its last user). Workspace: 4 KiB of counters + 5 x 132 x 128 KiB slots = 86511616 bytes.
+// lock-step L2 reuse. Each unit writes its fp32 partial (slot u); the one that finds itself
+// the tile's last to arrive adds the others' and stores the tile (arrival counter per tile
+// half, reset by its last user). Workspace: 4 KiB of counters + 5 x 132 x 128 KiB slots = 86511616
+// bytes.
+//
+// Shared memory: the reference's 230464 bytes plus 16 bytes for the two warpgroups' "I am last"
+// flags.
+//
+// Everything else (warp specialization, setmaxnreg, wgmma m64n256k16 with one group in flight,
+// the ring carried across work units, the staged TMA-store epilogue) is the reference's.
 #include "ptxbench_hopper.cuh"
 
 namespace {
@@ -47,8 +84,11 @@ constexpr int kConsumerWarps = 4 * kConsumerWarpgroups;
 #ifndef STREAMK_FIRST
 #define STREAMK_FIRST 1
 #endif
-#ifndef SPLIT_OFF
-#define SPLIT_OFF 0
+#ifndef TAIL_OFF
+#define TAIL_OFF 0
+#endif
+#ifndef TAIL_SPLIT
+#define TAIL_SPLIT 0
 #endif
 constexpr bool kStreamKFirst = STREAMK_FIRST != 0;
 
@@ -69,10 +109,11 @@ static_assert(kSmemBytes <= 232448, "sm_90's opt-in shared memory per block");
 
 // Workspace layout (the plan's scratch "workspace").
 constexpr int kMaxGrid = 132;
-constexpr int kMaxParts = 5;
+constexpr int kMaxParts = 5;         // Split-K tail: at most this many parts per tile.
 constexpr u32 kCounterBytes = 4096;  // 2 ints per tail tile; R < kMaxGrid.
 static_assert(2 * kMaxGrid * 4 <= kCounterBytes, "counters");
 constexpr u32 kPartialFloat4s = 64 * kBlockN / 4;  // One warpgroup's 64x256 fp32 half tile.
+// Slots: stream-K 2 per CTA, split-K one per unit (at most kMaxParts per CTA).
 static_assert(kCounterBytes +
                       kMaxParts * kMaxGrid * 1ull * kConsumerWarpgroups * kPartialFloat4s * 16 ==
                   86511616ull,
@@ -94,6 +135,7 @@ __device__ __forceinline__ Tile TileAt(int linear, int num_m_tiles, int num_n_ti
           (in_group / m_tiles_in_group) * kBlockN};
 }
 
+#if TAIL_SPLIT
 // The split of the work: tiles [0, dp_tiles) whole (CTA g: g, g + grid, ...); the tail tiles
 // dp_tiles + r, r < tail_tiles, in `parts` k-ranges; unit u = part u / tail_tiles of tail tile
 // u % tail_tiles, CTA g taking units g, g + grid, ... below units.
@@ -129,7 +171,7 @@ __device__ __forceinline__ Schedule MakeSchedule(int M, int N, int K) {
       best_rounds = rounds;
     }
   }
-  if (tail == 0 || best_parts == 1 || SPLIT_OFF) {
+  if (tail == 0 || best_parts == 1 || TAIL_OFF) {
     s.dp_tiles = num_tiles;
     s.tail_tiles = 0;
     s.parts = 1;
@@ -142,6 +184,47 @@ __device__ __forceinline__ Schedule MakeSchedule(int M, int N, int K) {
   }
   return s;
 }
+#else
+// The split of the work: tiles [0, dp_tiles) whole, then the stream-K tiles' k-steps
+// [0, sk_steps) in (tile, k) order, CTA g taking [Begin(g), Begin(g + 1)).
+struct Schedule {
+  int num_m_tiles;
+  int num_n_tiles;
+  int num_k_steps;
+  int dp_tiles;
+  long long sk_steps;
+  int grid;
+
+  __device__ __forceinline__ long long Begin(int g) const {
+    return static_cast<long long>(g) * sk_steps / grid;
+  }
+  // The CTA whose range holds stream-K step x: the largest g with Begin(g) <= x, i.e.
+  // g * sk_steps < (x + 1) * grid.
+  __device__ __forceinline__ int Owner(long long x) const {
+    return static_cast<int>(((x + 1) * grid - 1) / sk_steps);
+  }
+};
+
+__device__ __forceinline__ Schedule MakeSchedule(int M, int N, int K) {
+  Schedule s;
+  s.num_m_tiles = (M + kBlockM - 1) / kBlockM;
+  s.num_n_tiles = (N + kBlockN - 1) / kBlockN;
+  s.num_k_steps = (K + kBlockK - 1) / kBlockK;
+  s.grid = static_cast<int>(gridDim.x);
+  const int num_tiles = s.num_m_tiles * s.num_n_tiles;
+  const int sk_tiles = num_tiles % s.grid;  // 0 when the tiles fill whole waves (or grid = tiles)
+  s.dp_tiles = num_tiles - sk_tiles;
+  s.sk_steps = static_cast<long long>(sk_tiles) * s.num_k_steps;
+  // Every CTA's range must be non-empty (Begin(g + 1) > Begin(g) for all g needs sk_steps >=
+  // grid): a tile's contributors are then exactly the CTAs Owner(first step)..Owner(last step).
+  // With fewer steps than CTAs the tail stays data-parallel.
+  if (s.sk_steps < s.grid || TAIL_OFF) {
+    s.dp_tiles = num_tiles;
+    s.sk_steps = 0;
+  }
+  return s;
+}
+#endif  // TAIL_SPLIT
 
 // Frees ring slot `stage` for the producer: one arrival per consumer warp (each warp has passed
 // its own wgmma_wait_group, so its reads of the slot are done).
@@ -239,10 +322,60 @@ __device__ __forceinline__ void StoreTile(const CUtensorMap* tmC, float (&acc)[1
   }
 }
 
+#if TAIL_SPLIT
 // One warpgroup's partial-tile slot: unit u, warpgroup `consumer`.
 __device__ __forceinline__ float4* PartialSlot(unsigned char* workspace, int unit, int consumer) {
   float4* partials = reinterpret_cast<float4*>(workspace + kCounterBytes);
   return partials + (static_cast<size_t>(unit) * kConsumerWarpgroups + consumer) * kPartialFloat4s;
+}
+#else
+// One warpgroup's partial-tile slot: CTA g's range's tile `seg` (0 or 1), warpgroup `consumer`.
+__device__ __forceinline__ float4* PartialSlot(unsigned char* workspace, int g, int seg,
+                                               int consumer) {
+  float4* partials = reinterpret_cast<float4*>(workspace + kCounterBytes);
+  return partials + (static_cast<size_t>(g) * 2 + seg) * kConsumerWarpgroups * kPartialFloat4s +
+         static_cast<size_t>(consumer) * kPartialFloat4s;
+}
+#endif  // TAIL_SPLIT
+
+// Writes this warpgroup's accumulators to its partial slot (coalesced: float4 i of every thread
+// side by side), then counts its arrival on the tile half's counter. True when it is the last
+// of `contributors` to arrive: its caller then adds the others' partials and stores the tile.
+__device__ __forceinline__ bool PublishPartial(float (&acc)[128], float4* mine, int* counter,
+                                               int contributors, int consumer,
+                                               volatile int* last_flags) {
+  const int thread_in_group = sm90::thread_index_in_warpgroup();
+#pragma unroll
+  for (int i = 0; i < 32; ++i) {
+    __stcg(&mine[i * 128 + thread_in_group],
+           make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]));
+  }
+  __threadfence();
+  sm90::named_barrier_sync(2 + consumer, 128);
+  if (thread_in_group == 0) {
+    const int arrived = atomicAdd(counter, 1);
+    const bool last = arrived == contributors - 1;
+    if (last) *counter = 0;  // Ready for the next launch.
+    __threadfence();
+    last_flags[consumer] = last ? 1 : 0;
+  }
+  sm90::named_barrier_sync(2 + consumer, 128);
+  const bool last = last_flags[consumer] != 0;
+  if (last) __threadfence();
+  return last;
+}
+
+// acc += another contributor's partial of the same tile half.
+__device__ __forceinline__ void AddPartial(float (&acc)[128], const float4* theirs) {
+  const int thread_in_group = sm90::thread_index_in_warpgroup();
+#pragma unroll
+  for (int i = 0; i < 32; ++i) {
+    const float4 p = __ldcg(&theirs[i * 128 + thread_in_group]);
+    acc[4 * i] += p.x;
+    acc[4 * i + 1] += p.y;
+    acc[4 * i + 2] += p.z;
+    acc[4 * i + 3] += p.w;
+  }
 }
 
 }  // namespace
@@ -266,6 +399,10 @@ extern "C" __global__ void __launch_bounds__(128 * (1 + kConsumerWarpgroups), 1)
   const int warpgroup = sm90::warpgroup_index();
   const Schedule sched = MakeSchedule(M, N, K);
   const int g = static_cast<int>(blockIdx.x);
+#if !TAIL_SPLIT
+  const long long sk_begin = sched.Begin(g);
+  const long long sk_end = sched.Begin(g + 1);
+#endif
   const int nk = sched.num_k_steps;
 
   if (threadIdx.x == 0) {
@@ -286,6 +423,7 @@ extern "C" __global__ void __launch_bounds__(128 * (1 + kConsumerWarpgroups), 1)
       int step = 0;  // k-steps issued by this CTA over all its work: the ring position.
       for (int phase = 0; phase < 2; ++phase) {
         if (phase == (kStreamKFirst ? 0 : 1)) {
+#if TAIL_SPLIT
           for (int u = g; u < sched.units; u += sched.grid) {
             const int r = u % sched.tail_tiles;
             const int part = u / sched.tail_tiles;
@@ -293,6 +431,18 @@ extern "C" __global__ void __launch_bounds__(128 * (1 + kConsumerWarpgroups), 1)
                       TileAt(sched.dp_tiles + r, sched.num_m_tiles, sched.num_n_tiles),
                       sched.PartBegin(part), sched.PartBegin(part + 1), step);
           }
+#else
+          for (long long x = sk_begin; x < sk_end;) {
+            const int r = static_cast<int>(x / nk);
+            const int kb = static_cast<int>(x - static_cast<long long>(r) * nk);
+            const int ke = static_cast<int>(
+                min(static_cast<long long>(nk), sk_end - static_cast<long long>(r) * nk));
+            LoadSteps(ring, &tmA, &tmB,
+                      TileAt(sched.dp_tiles + r, sched.num_m_tiles, sched.num_n_tiles), kb, ke,
+                      step);
+            x = static_cast<long long>(r) * nk + ke;
+          }
+#endif
         } else {
           for (int t = g; t < sched.dp_tiles; t += sched.grid) {
             LoadSteps(ring, &tmA, &tmB, TileAt(t, sched.num_m_tiles, sched.num_n_tiles), 0, nk,
@@ -306,7 +456,6 @@ extern "C" __global__ void __launch_bounds__(128 * (1 + kConsumerWarpgroups), 1)
     // Consumer warpgroups: rows [64*c, 64*c+64) of each tile.
     sm90::setmaxnreg_inc<232>();
     const int consumer = warpgroup - 1;
-    const int thread_in_group = sm90::thread_index_in_warpgroup();
     unsigned char* staging = staging_all + consumer * kStagingBytesPerWarpgroup;
     int* counters = reinterpret_cast<int*>(workspace);
     float acc[128];
@@ -315,45 +464,53 @@ extern "C" __global__ void __launch_bounds__(128 * (1 + kConsumerWarpgroups), 1)
     // The stream-K range and the data-parallel tiles, in the order kStreamKFirst says.
     for (int phase = 0; phase < 2; ++phase) {
       if (phase == (kStreamKFirst ? 0 : 1)) {
+#if TAIL_SPLIT
         for (int u = g; u < sched.units; u += sched.grid) {
           const int r = u % sched.tail_tiles;
           const int part = u / sched.tail_tiles;
           MultiplySteps(ring, acc, consumer, sched.PartBegin(part), sched.PartBegin(part + 1),
                         step);
           // Publish this part, and finish the tile only when last to arrive.
-          float4* mine = PartialSlot(workspace, u, consumer);
-#pragma unroll
-          for (int i = 0; i < 32; ++i) {
-            __stcg(&mine[i * 128 + thread_in_group],
-                   make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]));
+          if (!PublishPartial(acc, PartialSlot(workspace, u, consumer), &counters[2 * r + consumer],
+                              sched.parts, consumer, last_flags)) {
+            continue;
           }
-          __threadfence();
-          sm90::named_barrier_sync(2 + consumer, 128);
-          if (thread_in_group == 0) {
-            const int arrived = atomicAdd(&counters[2 * r + consumer], 1);
-            const bool last = arrived == sched.parts - 1;
-            if (last) counters[2 * r + consumer] = 0;  // Ready for the next launch.
-            __threadfence();
-            last_flags[consumer] = last ? 1 : 0;
-          }
-          sm90::named_barrier_sync(2 + consumer, 128);
-          if (last_flags[consumer] == 0) continue;
-          __threadfence();
           for (int other = 0; other < sched.parts; ++other) {
-            if (other == part) continue;
-            const float4* theirs = PartialSlot(workspace, other * sched.tail_tiles + r, consumer);
-#pragma unroll
-            for (int i = 0; i < 32; ++i) {
-              const float4 p = __ldcg(&theirs[i * 128 + thread_in_group]);
-              acc[4 * i] += p.x;
-              acc[4 * i + 1] += p.y;
-              acc[4 * i + 2] += p.z;
-              acc[4 * i + 3] += p.w;
+            if (other != part) {
+              AddPartial(acc, PartialSlot(workspace, other * sched.tail_tiles + r, consumer));
             }
           }
           StoreTile(&tmC, acc, staging, consumer,
                     TileAt(sched.dp_tiles + r, sched.num_m_tiles, sched.num_n_tiles));
         }
+#else
+        const int first_r = static_cast<int>(sk_begin / nk);
+        for (long long x = sk_begin; x < sk_end;) {
+          const int r = static_cast<int>(x / nk);
+          const long long tile_begin = static_cast<long long>(r) * nk;
+          const int kb = static_cast<int>(x - tile_begin);
+          const int ke = static_cast<int>(min(static_cast<long long>(nk), sk_end - tile_begin));
+          x = tile_begin + ke;
+          MultiplySteps(ring, acc, consumer, kb, ke, step);
+          const int first_owner = sched.Owner(tile_begin);
+          const int last_owner = sched.Owner(tile_begin + nk - 1);
+          if (first_owner != last_owner) {
+            // Shared tile: publish this part, and finish the tile only when last to arrive.
+            if (!PublishPartial(acc, PartialSlot(workspace, g, r - first_r, consumer),
+                                &counters[2 * r + consumer], last_owner - first_owner + 1, consumer,
+                                last_flags)) {
+              continue;
+            }
+            for (int other = first_owner; other <= last_owner; ++other) {
+              if (other == g) continue;
+              const int other_first_r = static_cast<int>(sched.Begin(other) / nk);
+              AddPartial(acc, PartialSlot(workspace, other, r - other_first_r, consumer));
+            }
+          }
+          StoreTile(&tmC, acc, staging, consumer,
+                    TileAt(sched.dp_tiles + r, sched.num_m_tiles, sched.num_n_tiles));
+        }
+#endif  // TAIL_SPLIT
       } else {
         for (int t = g; t < sched.dp_tiles; t += sched.grid) {
           MultiplySteps(ring, acc, consumer, 0, nk, step);
@@ -362,6 +519,6 @@ extern "C" __global__ void __launch_bounds__(128 * (1 + kConsumerWarpgroups), 1)
       }
     }
     // Shared memory must outlive the stores' reads of it.
-    if (thread_in_group == 0) sm90::tma_store_wait_read<0>();
+    if (sm90::thread_index_in_warpgroup() == 0) sm90::tma_store_wait_read<0>();
   }
 }
