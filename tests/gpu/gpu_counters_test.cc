@@ -826,7 +826,10 @@ TEST_CASE("counters: configured on another thread and enabled later read a GEMM'
 // so that the lines might outlive Builtins::FlushL2 and its next sample read warm. A one-thread
 // pointer chase through 16 MiB (random order, one link per 128-byte line) measures cycles per
 // step: L2 latency when the lines are cached, DRAM latency when not. Each hinted touch, then
-// the flush, must leave the chase as slow as after a plain touch and the flush.
+// the flush, must leave the chase as slow as after a plain touch and the flush (within 3 %: the
+// runs of one case agree within 0.3 % on the H200). The flush of plain stores that FlushL2 was
+// until 2026-12-07 is timed beside it for the record: on the H200 it left the hinted chase at
+// 0.91 of cold (~15 % of the lines still in L2), which a 0.85 bound had let pass.
 TEST_CASE("flush: lines read under an L2 evict_last policy do not outlive the flush",
           "[gpu][flush]") {
   auto builtins = Builtins::Load(F().device);
@@ -847,7 +850,10 @@ TEST_CASE("flush: lines read under an L2 evict_last policy do not outlive the fl
   auto buffer = DeviceBuffer::Allocate(kBytes);
   auto out = DeviceBuffer::Allocate(16);
   auto sink = DeviceBuffer::Allocate(16);
-  REQUIRE((buffer.ok() && out.ok() && sink.ok()));
+  uint64_t plain_flush_uint4 =
+      static_cast<uint64_t>(std::max<int64_t>(F().device.l2_bytes, 1 << 20)) * 2 / 16;
+  auto plain_flush_buffer = DeviceBuffer::Allocate(plain_flush_uint4 * 16);
+  REQUIRE((buffer.ok() && out.ok() && sink.ok() && plain_flush_buffer.ok()));
   REQUIRE(cudaMemcpy(buffer->get(), words.data(), kBytes, cudaMemcpyHostToDevice) == cudaSuccess);
   void* data = buffer->get();
   void* out_ptr = out->get();
@@ -860,6 +866,14 @@ TEST_CASE("flush: lines read under an L2 evict_last policy do not outlive the fl
   };
   auto flush = [&] {
     REQUIRE((*builtins)->FlushL2(nullptr).ok());
+    REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+  };
+  void* plain_flush_ptr = plain_flush_buffer->get();
+  unsigned plain_flush_value = 0;
+  auto plain_flush = [&] {
+    ++plain_flush_value;
+    Launch("l2_plain_flush", kBlocks * 4, 512, 0,
+           {&plain_flush_ptr, &plain_flush_uint4, &plain_flush_value});
     REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
   };
   auto chase = [&]() -> double {
@@ -882,6 +896,12 @@ TEST_CASE("flush: lines read under an L2 evict_last policy do not outlive the fl
     touch(2);
     flush();
     runs["evict_last_prefetch"].push_back(chase());
+    touch(0);
+    plain_flush();
+    runs["cold_plain_flush"].push_back(chase());
+    touch(1);
+    plain_flush();
+    runs["evict_last_load_plain_flush"].push_back(chase());
   }
   std::map<std::string, double> median;
   json figure = json::object();
@@ -895,8 +915,8 @@ TEST_CASE("flush: lines read under an L2 evict_last policy do not outlive the fl
   INFO(figure.dump());
   // The probe must tell an L2 hit from a DRAM read at all, or the checks below say nothing.
   REQUIRE(median["warm"] < 0.75 * median["cold"]);
-  CHECK(median["evict_last_load"] > 0.85 * median["cold"]);
-  CHECK(median["evict_last_prefetch"] > 0.85 * median["cold"]);
+  CHECK(median["evict_last_load"] > 0.97 * median["cold"]);
+  CHECK(median["evict_last_prefetch"] > 0.97 * median["cold"]);
 }
 
 }  // namespace

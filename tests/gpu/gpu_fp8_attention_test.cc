@@ -533,8 +533,13 @@ TEST_CASE("cuDNN's fp8 SDPA forward on the timed workload beside other kernels, 
 // The reference process's order, in one process: every workload's baseline (configuration 0,
 // outputs poisoned first, as reference_mode.cc does), the correctness workloads first, then
 // the timed one under three seeds, each checked block by block against the bf16 forward on the
-// dequantized inputs. The engine's reference showed stale-fp8 blocks on the timed workload
-// (docs/task-authoring.md) where the alone/contended cases above did not.
+// dequantized inputs. The engine's reference showed far-off blocks of cuDNN's fp8 forward on
+// the timed workload (docs/task-authoring.md) where the alone/contended cases above did not,
+// which is why the task's baseline is the dequantizing path (kSdpaFp8DequantForwardOperation).
+// This case reproduced them on the H200 (2026-12-07, run 19: seed 43, 2 of 6144 blocks at
+// relative norms 4.2 and 2.8), so it asserts what the product relies on: the dequantizing
+// baseline, run on the same inputs in the same order, has no far block. cuDNN's own fp8
+// forward is measured and reported (WARN), not required.
 TEST_CASE("cuDNN's fp8 SDPA forward in the reference process's order of workloads",
           "[gpu][cudnn][fp8_attention][fp8_blocks]") {
   GpuFixture& f = SharedGpu();
@@ -565,24 +570,16 @@ TEST_CASE("cuDNN's fp8 SDPA forward in the reference process's order of workload
   REQUIRE(fp8.ok());
   auto bf16 = CreateBaseline("cudnn", "sdpa_fwd_bf16", w.axes);
   REQUIRE(bf16.ok());
+  auto dequant = CreateBaseline("cudnn", kSdpaFp8DequantForwardOperation, w.axes);
+  INFO(dequant.status().message());
+  REQUIRE(dequant.ok());
   const size_t n = size_t{4} * 48 * 4096 * 128;
   const size_t block = 128 * 128;
   auto [q16, k16, v16, o16, lse16] = AllocateTimedBf16(n);
-  for (uint64_t seed : {41, 42, 43}) {
-    REQUIRE(set->GenerateInputs(*f.builtins, seed, s).ok());
-    REQUIRE(set->PoisonOutputs(*f.builtins, s).ok());
-    REQUIRE((*fp8)->Run(set->InputPointers(), set->OutputPointers(), s).ok());
-    REQUIRE(SynchronizeDevice().ok());
-    DequantizeOnHost(set->InputPointers(), n, {&q16, &k16, &v16});
-    REQUIRE((*bf16)->Run({q16.get(), k16.get(), v16.get()}, {o16.get(), lse16.get()}, s).ok());
-    REQUIRE(SynchronizeDevice().ok());
-    std::vector<uint16_t> got(n), want(n);
-    REQUIRE(cudaMemcpy(got.data(), set->OutputPointers()[0], n * 2, cudaMemcpyDeviceToHost) ==
-            cudaSuccess);
-    REQUIRE(cudaMemcpy(want.data(), o16.get(), n * 2, cudaMemcpyDeviceToHost) == cudaSuccess);
+  // Relative norm of each 128x128 block of `got` against `want`; returns the blocks over 0.2.
+  auto far_blocks_of = [&](const std::vector<uint16_t>& got, const std::vector<uint16_t>& want,
+                           double* worst, std::ostringstream* far_list) {
     size_t far_blocks = 0;
-    double worst = 0;
-    std::ostringstream far_list;
     for (size_t b = 0; b < n / block; ++b) {
       double err = 0, norm = 0;
       for (size_t i = b * block; i < (b + 1) * block; ++i) {
@@ -591,17 +588,49 @@ TEST_CASE("cuDNN's fp8 SDPA forward in the reference process's order of workload
         norm += r * r;
       }
       const double rn = std::sqrt(err / std::max(norm, 1e-30));
-      worst = std::max(worst, rn);
+      *worst = std::max(*worst, rn);
       if (rn > 0.2) {
-        if (far_blocks < 8) far_list << " " << b << " (" << rn << ")";
+        if (far_blocks < 8) *far_list << " " << b << " (" << rn << ")";
         ++far_blocks;
       }
     }
+    return far_blocks;
+  };
+  auto download_o = [&] {
+    std::vector<uint16_t> bits(n);
+    REQUIRE(cudaMemcpy(bits.data(), set->OutputPointers()[0], n * 2, cudaMemcpyDeviceToHost) ==
+            cudaSuccess);
+    return bits;
+  };
+  size_t fp8_far_total = 0;
+  for (uint64_t seed : {41, 42, 43}) {
+    REQUIRE(set->GenerateInputs(*f.builtins, seed, s).ok());
+    REQUIRE(set->PoisonOutputs(*f.builtins, s).ok());
+    REQUIRE((*fp8)->Run(set->InputPointers(), set->OutputPointers(), s).ok());
+    REQUIRE(SynchronizeDevice().ok());
+    const std::vector<uint16_t> got_fp8 = download_o();
+    REQUIRE(set->PoisonOutputs(*f.builtins, s).ok());
+    REQUIRE((*dequant)->Run(set->InputPointers(), set->OutputPointers(), s).ok());
+    REQUIRE(SynchronizeDevice().ok());
+    const std::vector<uint16_t> got_dequant = download_o();
+    DequantizeOnHost(set->InputPointers(), n, {&q16, &k16, &v16});
+    REQUIRE((*bf16)->Run({q16.get(), k16.get(), v16.get()}, {o16.get(), lse16.get()}, s).ok());
+    REQUIRE(SynchronizeDevice().ok());
+    std::vector<uint16_t> want(n);
+    REQUIRE(cudaMemcpy(want.data(), o16.get(), n * 2, cudaMemcpyDeviceToHost) == cudaSuccess);
+    double worst_fp8 = 0, worst_dequant = 0;
+    std::ostringstream fp8_list, dequant_list;
+    const size_t fp8_far = far_blocks_of(got_fp8, want, &worst_fp8, &fp8_list);
+    const size_t dequant_far = far_blocks_of(got_dequant, want, &worst_dequant, &dequant_list);
+    fp8_far_total += fp8_far;
     WARN("fp8 attention timed blocks in the reference process's order, seed "
-         << seed << ": worst block relative norm " << worst << "; " << far_blocks
-         << " blocks over 0.2:" << far_list.str());
-    CHECK(far_blocks == 0);
+         << seed << ": cuDNN fp8 forward worst block relative norm " << worst_fp8 << "; " << fp8_far
+         << " blocks over 0.2:" << fp8_list.str() << " | dequantizing baseline worst block "
+         << worst_dequant << "; " << dequant_far << " blocks over 0.2:" << dequant_list.str());
+    CHECK(dequant_far == 0);
   }
+  WARN("cuDNN's fp8 forward (not the baseline): " << fp8_far_total
+                                                  << " far blocks over seeds 41-43");
 }
 
 // The task's baseline (kSdpaFp8DequantForwardOperation: Q, K, V dequantized on the device, then

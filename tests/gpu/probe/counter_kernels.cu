@@ -120,6 +120,15 @@ extern "C" __global__ void gap_probe(unsigned long long* stamps, int capacity, l
 // hoping the lines outlive the harness's flush between samples and make its next sample's reads
 // warm.
 
+// The flush as it was before 2026-12-07, for the record of what it left: plain stores of `value`
+// into every uint4 of a buffer twice the L2 (the figures of gpu_counters_test "flush: ...").
+extern "C" __global__ void l2_plain_flush(uint4* p, unsigned long long n, unsigned value) {
+  const unsigned long long stride = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
+  for (unsigned long long i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+    p[i] = make_uint4(value, value, value, value);
+  }
+}
+
 // Reads `n` uint4 of `p`: mode 0 plain loads; mode 1 loads under a createpolicy evict_last policy
 // (fraction 1.0, `ld.global.L2::cache_hint`); mode 2 `prefetch.global.L2::evict_last`. The
 // values go into a sink only when their XOR is a sentinel, so nothing is optimized away.

@@ -13,6 +13,9 @@
 #   ... device ncu    # adds one ncu report per tail candidate ($OUT/ncu_<label>.txt).
 #   CANDIDATES=streamk ... device   # the reference and the tail candidates (stream-K first,
 #        last and off, split-K tail) instead of the cluster ones; timing runs four rounds.
+#   CANDIDATES=n176 ... device      # the reference and the 128x176 tiles without clusters,
+#        with the epilogue overlapped (gemm_persistent_n176_overlap.cu) and without
+#        (its -DOVERLAP=0 build).
 set -u
 cd "$(dirname "$0")/../../.."
 BK=build-cand
@@ -31,12 +34,14 @@ if [ "${1:-}" = build ]; then
     $BK/nvrtc_check --header $HDR --out $BK/$b.cubin $f > $BK/$b.log 2>&1
     echo "$b: $(grep -E 'registers' $BK/$b.log | sed 's/ptxas info *: //'); $(grep -E 'spill' $BK/$b.log | sed 's/ptxas *\. *//')"
   done
-  # gemm_persistent_tail.cu's other builds, by its macros (the loop above built the default,
-  # the stream-K tail done first).
-  for v in streamk_last:-DSTREAMK_FIRST=0 streamk_off:-DTAIL_OFF=1 splitk_tail:-DTAIL_SPLIT=1; do
-    $BK/nvrtc_check --header $HDR "${v#*:}" --out "$BK/gemm_persistent_${v%%:*}.cubin" \
-      $CAND/gemm_persistent_tail.cu > "$BK/gemm_persistent_${v%%:*}.log" 2>&1
-    echo "${v%%:*}: $(grep -E 'registers' "$BK/gemm_persistent_${v%%:*}.log" | sed 's/ptxas info *: //')"
+  # The other builds, by macro, of gemm_persistent_tail.cu (the loop above built the default,
+  # the stream-K tail done first) and of gemm_persistent_n176_overlap.cu (serial epilogue).
+  for v in streamk_last:-DSTREAMK_FIRST=0:tail streamk_off:-DTAIL_OFF=1:tail \
+    splitk_tail:-DTAIL_SPLIT=1:tail n176_serial:-DOVERLAP=0:n176_overlap; do
+    IFS=: read -r name macro source <<< "$v"
+    $BK/nvrtc_check --header $HDR "$macro" --out "$BK/gemm_persistent_$name.cubin" \
+      "$CAND/gemm_persistent_$source.cu" > "$BK/gemm_persistent_$name.log" 2>&1
+    echo "$name: $(grep -E 'registers' "$BK/gemm_persistent_$name.log" | sed 's/ptxas info *: //')"
   done
   nvcc -std=c++17 -O2 -gencode=arch=compute_90a,code=sm_90a tools/kernel-dev/gemm_dev.cu \
     -o $BK/gemm_dev -L/usr/local/cuda/lib64/stubs -lcuda -lcublasLt
@@ -88,6 +93,9 @@ SK="label=streamk cubin=$BK/gemm_persistent_tail.cubin $SK_PLAN"
 SKL="label=streamk_last cubin=$BK/gemm_persistent_streamk_last.cubin $SK_PLAN"
 SPK="label=splitk_tail cubin=$BK/gemm_persistent_splitk_tail.cubin $SK_PLAN"
 SKO="label=streamk_off cubin=$BK/gemm_persistent_streamk_off.cubin $SK_PLAN"
+N176_PLAN="$COMMON smem=218192 tile_n=176 cluster_x=1 box_b=64x176 box_c=88x64 swizzle_c=none"
+N176O="label=n176_overlap cubin=$BK/gemm_persistent_n176_overlap.cubin $N176_PLAN"
+N176S="label=n176_serial cubin=$BK/gemm_persistent_n176_serial.cubin $N176_PLAN"
 C176="label=cluster2_n176 cubin=$BK/gemm_persistent_cluster2_n176.cubin $COMMON smem=218192 tile_n=176 cluster_x=2 box_b=64x88 box_c=88x64 swizzle_c=none"
 
 # Task workloads (timed, small_square, medium, ragged_m) plus edge shapes: 136x200x72 (partial
@@ -104,6 +112,7 @@ run() { echo "\$ $*" >> "$LOG"; timeout "${TMO:-30}" $DEV "$@" >> "$LOG" 2>&1; e
 SK_SHAPES=$SHAPES,2304x4096x1000,1100x7168x96,2176x7168x64
 case "${CANDIDATES:-all}" in
   streamk) LIST=("$PERS" "$SK" "$SKL" "$SKO" "$SPK") ;;
+  n176) LIST=("$PERS" "$N176O" "$N176S") ;;
   *) LIST=("$PERS" "$C2" "$C176" "$SK") ;;
 esac
 for v in "${LIST[@]}"; do
@@ -116,9 +125,9 @@ for _ in 1 2 3 4; do
 done
 nvidia-smi --query-gpu=clocks.sm,power.draw --format=csv,noheader >> "$LOG"
 if [ "${1:-}" = "device" ] && [ "${2:-}" = ncu ] && command -v ncu > /dev/null; then
-  # Stall reasons and throughput of one timed-shape launch of each (the question the NOTES
-  # left open: what limits the persistent kernel at 0.97-0.99 of cuBLASLt).
-  for v in "$PERS" "$SK" "$SKL" "$SKO" "$SPK"; do
+  # Stall reasons and throughput of one timed-shape launch of each candidate of the list (the
+  # question the NOTES left open: what limits the persistent kernel at 0.97-0.99 of cuBLASLt).
+  for v in "${LIST[@]}"; do
     lbl=$(echo "$v" | grep -o 'label=[^ ]*' | cut -d= -f2)
     timeout 180 ncu -k gemm_kernel -c 1 --section SpeedOfLight --section WarpStateStats \
       --section SchedulerStats --section MemoryWorkloadAnalysis --section LaunchStats \

@@ -161,11 +161,32 @@ extern "C" __global__ void ptxbench_hash(const uint8_t* data, uint64_t bytes, ui
 }
 
 // Writes every 16-byte word of a buffer at least twice the L2 size: evicts what candidate or
-// baseline left in L2 before the next timed sample.
+// baseline left in L2 before the next timed sample. Every store carries an L2 evict_last
+// policy, the highest retention a kernel can ask for: lines that a submission read under its
+// own evict_last policy outlived a flush of plain stores (H200, 2026-12-07: a pointer chase
+// over 16 MiB read so after the flush ran at 0.91 of the cold figure, about 15 % of its lines
+// still in L2; gpu_counters_test "flush: ..."). Among lines of equal priority the older go
+// first, so 2x the L2 of them displaces those too. ptxbench_discard must follow: an L2 full of
+// evict_last lines would leave the next kernel's own lines almost no room.
 extern "C" __global__ void ptxbench_flush(int4* buffer, uint64_t count, int value) {
+  uint64_t policy;
+  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
   for (uint64_t i = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; i < count;
        i += static_cast<uint64_t>(gridDim.x) * blockDim.x) {
-    buffer[i] = make_int4(value, value, value, value);
+    asm volatile("st.global.L2::cache_hint.v4.s32 [%0], {%1, %1, %1, %1}, %2;" ::"l"(buffer + i),
+                 "r"(value), "l"(policy)
+                 : "memory");
+  }
+}
+
+// Invalidates the flush buffer's lines in L2 without writing them back (discard.global.L2, PTX
+// ISA 7.4+, sm_80+; its contents are never read), so the next sample starts from an L2 that
+// holds nothing: neither the flush's evict_last lines nor dirty lines whose write-back would
+// land inside the timed launch. `buffer` is 128-byte aligned and `lines` covers it.
+extern "C" __global__ void ptxbench_discard(char* buffer, uint64_t lines) {
+  for (uint64_t i = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; i < lines;
+       i += static_cast<uint64_t>(gridDim.x) * blockDim.x) {
+    asm volatile("discard.global.L2 [%0], 128;" ::"l"(buffer + i * 128) : "memory");
   }
 }
 

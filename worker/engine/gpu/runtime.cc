@@ -415,6 +415,7 @@ absl::StatusOr<std::unique_ptr<Builtins>> Builtins::Load(const DeviceInfo& devic
   ASSIGN_OR_RETURN(b->fill32_, b->module_.Function("ptxbench_fill32"));
   ASSIGN_OR_RETURN(b->hash_, b->module_.Function("ptxbench_hash"));
   ASSIGN_OR_RETURN(b->flush_fn_, b->module_.Function("ptxbench_flush"));
+  ASSIGN_OR_RETURN(b->discard_fn_, b->module_.Function("ptxbench_discard"));
   ASSIGN_OR_RETURN(b->health_, b->module_.Function("ptxbench_health"));
   ASSIGN_OR_RETURN(b->compare_, b->module_.Function("ptxbench_compare"));
   ASSIGN_OR_RETURN(b->sketch_, b->module_.Function("ptxbench_sketch"));
@@ -435,7 +436,7 @@ absl::StatusOr<std::unique_ptr<Builtins>> Builtins::Load(const DeviceInfo& devic
   ASSIGN_OR_RETURN(b->hash_result_, DeviceBuffer::Allocate(sizeof(unsigned long long)));
   // Twice the L2 (62.9 MB on the H200 -> 120 MB, overwritten in 38 us there, 2026-11-30).
   size_t flush_bytes = static_cast<size_t>(std::max<int64_t>(device.l2_bytes, 1 << 20)) * 2;
-  flush_bytes = (flush_bytes + 15) / 16 * 16;
+  flush_bytes = (flush_bytes + 127) / 128 * 128;  // whole lines for ptxbench_discard
   ASSIGN_OR_RETURN(b->flush_, DeviceBuffer::Allocate(flush_bytes));
   b->sm_count_ = device.sm_count > 0 ? device.sm_count : 132;
   return b;
@@ -537,6 +538,10 @@ absl::Status Builtins::FlushL2(cudaStream_t stream) {
   int value = ++flush_value_;
   void* args[] = {&buffer, &count, &value};
   RETURN_IF_ERROR(Launch(flush_fn_, static_cast<unsigned>(sm_count_) * 4, 512, args, stream));
+  uint64_t lines = flush_.bytes() / 128;
+  void* discard_args[] = {&buffer, &lines};
+  RETURN_IF_ERROR(
+      Launch(discard_fn_, static_cast<unsigned>(sm_count_) * 4, 512, discard_args, stream));
   ASSIGN_OR_RETURN(const DriverApi* api, Driver());
   PTXBENCH_CU_TRY(api->CtxResetPersistingL2Cache());
   return absl::OkStatus();

@@ -196,7 +196,9 @@ class Builtins {
   // Keyed hash of a device buffer; synchronizes `stream`.
   absl::StatusOr<uint64_t> Hash(const void* data, uint64_t bytes, uint64_t key,
                                 cudaStream_t stream);
-  // Overwrites a buffer of 2x the L2 size and resets persisting L2 lines.
+  // Overwrites a buffer of 2x the L2 size with evict_last stores, invalidates its lines
+  // (builtin_kernels.cu ptxbench_flush, ptxbench_discard) and resets persisting L2 lines: the
+  // next launch finds nothing of anyone's in L2, whatever cache policy it was read with.
   absl::Status FlushL2(cudaStream_t stream);
   // Runs a tiny known kernel and checks its output.
   absl::Status HealthCheck();
@@ -237,9 +239,9 @@ class Builtins {
                       cudaStream_t stream);
   Module module_;
   CUfunction generate_ = nullptr, fill32_ = nullptr, hash_ = nullptr, flush_fn_ = nullptr,
-             health_ = nullptr, compare_ = nullptr, sketch_ = nullptr, delay_ = nullptr,
-             sdpa_fp64_delta_ = nullptr, sdpa_fp64_dq_ = nullptr, sdpa_fp64_dkdv_ = nullptr,
-             compare_fp64_ = nullptr;
+             discard_fn_ = nullptr, health_ = nullptr, compare_ = nullptr, sketch_ = nullptr,
+             delay_ = nullptr, sdpa_fp64_delta_ = nullptr, sdpa_fp64_dq_ = nullptr,
+             sdpa_fp64_dkdv_ = nullptr, compare_fp64_ = nullptr;
   DeviceBuffer sdpa_fp64_delta_rows_;  // delta_i of the fp64 SDPA backward (heads x S doubles).
   DeviceBuffer compare_fp64_results_;  // Two doubles per block of ptxbench_compare_fp64.
   DeviceBuffer compare_results_;
