@@ -16,7 +16,10 @@
 # solution's own PTXBENCH_PLAN):
 # h64, h64_causal, h128, h128_causal, h256, h256_causal (sm_90a: wgmma, TMA, mbarrier,
 # emu_hopper_primitives.h) and b64, b64_causal, b256, b256_causal (sm_100a; b128 runs the d128
-# solution through the plan-driven driver, a check of the driver against attention_emulation.cc).
+# solution through the plan-driven driver, a check of the driver against attention_emulation.cc);
+# hgemm and hgemm_persistent (the GEMM's sm_90a solutions, plan-driven, hopper_gemm_emulation.cc)
+# and, not in the default list, hgemm_packed and hgemm_packed_serial (the kernel-dev candidate
+# tools/kernel-dev/candidates/gemm_persistent_packed_overlap.cu and its -DOVERLAP=0 build).
 # Each target runs twice: MMAs executed at issue, and at the covering tcgen05.commit (sm_100a) or
 # wgmma.wait_group (sm_90a).
 # --mutants checks the checker: each of a few deliberately broken copies of the solutions (wrong
@@ -56,13 +59,51 @@ declare -A forward_sources=(
   [b256]="tasks/mha_with_lse_d256/solutions/sm100a_tcgen05_fwd.cu"
   [b256_causal]="tasks/mha_with_lse_d256_causal/solutions/sm100a_tcgen05_fwd_causal.cu"
 )
+# Plan-driven sm_90a GEMM targets (hopper_gemm_emulation.cc): the task's sm_90a sources with the
+# signature gemm_kernel(tmA, tmB, tmC, M, N, K), and (not in the default list) the kernel-dev
+# candidates of that form.
+declare -A hopper_gemm_sources=(
+  [hgemm]="tasks/gemm_n7168_k5120/solutions/sm90a_wgmma_tma.cu"
+  [hgemm_persistent]="tasks/gemm_n7168_k5120/solutions/sm90a_wgmma_tma_persistent.cu"
+  [hgemm_packed]="tools/kernel-dev/candidates/gemm_persistent_packed_overlap.cu"
+  [hgemm_packed_serial]="tools/kernel-dev/candidates/gemm_persistent_packed_overlap.cu"
+)
+# Extra g++ defines per target (a candidate's other build).
+declare -A hopper_gemm_defines=([hgemm_packed_serial]="-DOVERLAP=0")
+# (M, N, K): 2 x 2 tiles of 4 k-steps (the 4-stage ring wraps across a CTA's tiles); ragged M
+# and N with 5 k-steps; a partial last k-step (136 = 2 x 64 + 8); 3 x 3 tiles of one k-step
+# each; partial boxes in all three (136 x 200 x 72).
+hopper_gemm_workloads=("256 512 256" "200 264 320" "130 260 136" "384 768 64" "136 200 72")
+# A persistent plan (its grid is min(132, tiles)) also runs on 1 and 3 CTAs, so that one CTA
+# takes several tiles (with 132 CTAs every workload here is one tile per CTA).
+build_hopper_gemm() {  # binary source-file(.cc in build_dir) target
+  local define="${hopper_gemm_defines[${3}]:-}"
+  # shellcheck disable=SC2086  # an empty define is no argument
+  g++ -std=c++20 -O2 -pthread -Wall -Wno-unknown-pragmas -Wno-psabi \
+    -Wno-deprecated-enum-enum-conversion -I"${build_dir}/sm90" -I"${build_dir}" -I"${emulator}" \
+    ${define} "-DKERNEL_SOURCE=\"${2}\"" "${emulator}/hopper_gemm_emulation.cc" \
+    -o "${build_dir}/${1}"
+}
+run_hopper_gemm() {  # binary source mode: status 1 on any failure
+  local binary="$1" source="$2" mode="$3" w status=0 extra=""
+  grep -q '"grid":\["min(132,' "${repo_root}/${source}" && extra="1 3"
+  for w in "${hopper_gemm_workloads[@]}"; do
+    read -r m n k <<<"${w}"
+    local geometry
+    geometry=$(python3 "${emulator}/plan_launch.py" "${repo_root}/${source}" "M=${m}" "N=${n}" "K=${k}")
+    # shellcheck disable=SC2086  # the geometry and the grids are lists of numbers
+    "${build_dir}/${binary}" "${mode}" "${m}" "${n}" "${k}" ${geometry} ${extra} || status=1
+  done
+  return "${status}"
+}
+
 # (B, H, S): one Q tile; three Q tiles (ring wrap-around, the causal diagonal at 0, 1, 2);
 # two batches of two heads.
 forward_workloads=("1 1 128" "1 2 384" "2 2 256")
 targets=("$@")
 if [[ ${#targets[@]} -eq 0 ]]; then
   targets=(fwd fwd_causal bwd bwd_causal gemm fp8gemm gqa gqa100 h64 h64_causal h128 h128_causal h256 h256_causal
-           b64 b64_causal b256 b256_causal)
+           b64 b64_causal b256 b256_causal hgemm hgemm_persistent)
 fi
 
 python3 "${emulator}/make_header.py" header \
@@ -198,6 +239,9 @@ mutants=(
   "gqa100|eager|const u32 offset = (kk / 4) * kPairHalfBytes + (kk % 4) * 32;|const u32 offset = (kk / 4) * kPageBoxBytes + (kk % 4) * 32;|sm_100a decode: K's d 64-127 taken from the pair's second page"
   "gqa100|eager|const u32 q_offset = (kk / 4) * kHalf16Bytes + (kk % 4) * 32;|const u32 q_offset = (kk % 4) * 32;|sm_100a decode: Q's second 64-d box never read"
   "gqa100|eager|const bool valid = (first + 2 * i) * kPageSize + row < length;|const bool valid = (first + 2 * i) * kPageSize + row % 64 < length;|sm_100a decode: a pair's second page masked as its first (the repeated page of an odd pair attended)"
+  "hgemm_persistent|eager|      for (int i = 0; i < 128; ++i) acc[i] = 0.0f;||sm_90a GEMM: accumulators not zeroed per tile (caught only where one CTA takes several tiles)"
+  "hgemm_packed|eager|                                   (first && kk == 0) ? 0 : 1);|                                   1);|sm_90a GEMM candidate: a tile's first wgmma accumulates onto the previous tile"
+  "hgemm_packed|lazy|  sm90::wgmma_wait_group<0>();|  sm90::wgmma_wait_group<1>();|sm_90a GEMM candidate: a tile packed with its last k-step's group still pending"
   "h64_causal|eager|const int q0 = q_tile * kBlockM;|const int q0 = q_tile * kBlockM + 0 * kDiagonalBlocks;\n  const int unused_q0 = 0;|sm_90a: (control: a no-op edit must SURVIVE)"
 )
 
@@ -306,14 +350,18 @@ if [[ "${targets[0]:-}" == "--mutants" ]]; then
   for mutant in "${mutants[@]}"; do
     IFS='|' read -r target mode original replacement what <<<"${mutant}"
     index=$((index + 1))
-    solution="${forward_sources[${target}]:-${sources[${target}]:-}}"
+    solution="${forward_sources[${target}]:-${hopper_gemm_sources[${target}]:-${sources[${target}]:-}}}"
     python3 "${emulator}/make_header.py" kernel "${repo_root}/${solution}" \
       "${build_dir}/mutant${index}.cc"
     ORIGINAL="${original}" REPLACEMENT="${replacement}" FILE="${build_dir}/mutant${index}.cc" \
       python3 -c 'import os; p=os.environ["FILE"]; s=open(p).read(); o=os.environ["ORIGINAL"]
 assert s.count(o) == 1, "mutant text not found exactly once: " + o
 open(p, "w").write(s.replace(o, os.environ["REPLACEMENT"].replace("\\n", "\n")))'
-    if [[ -n "${forward_sources[${target}]:-}" ]]; then
+    if [[ -n "${hopper_gemm_sources[${target}]:-}" ]]; then
+      built=$(build_hopper_gemm "mutant${index}" "mutant${index}.cc" "${target}" \
+        2>"${build_dir}/mutant${index}.build.log" && echo yes || echo no)
+      run=(run_hopper_gemm "mutant${index}" "${solution}" "${mode}")
+    elif [[ -n "${forward_sources[${target}]:-}" ]]; then
       built=$(build_forward "mutant${index}" "mutant${index}.cc" "${solution}" \
         2>"${build_dir}/mutant${index}.build.log" && echo yes || echo no)
       run=(run_forward "mutant${index}" "${solution}" "${mode}")
@@ -409,6 +457,15 @@ for target in "${targets[@]}"; do
     done
     continue
   fi
+  if [[ -n "${hopper_gemm_sources[${target}]:-}" ]]; then
+    solution="${hopper_gemm_sources[${target}]}"
+    python3 "${emulator}/make_header.py" kernel "${repo_root}/${solution}" "${build_dir}/${target}.cc"
+    build_hopper_gemm "${target}" "${target}.cc" "${target}"
+    for mode in eager lazy; do
+      run_hopper_gemm "${target}" "${solution}" "${mode}" || status=1
+    done
+    continue
+  fi
   if [[ -n "${forward_sources[${target}]:-}" ]]; then
     solution="${forward_sources[${target}]}"
     python3 "${emulator}/make_header.py" kernel "${repo_root}/${solution}" "${build_dir}/${target}.cc"
@@ -421,7 +478,8 @@ for target in "${targets[@]}"; do
   source="${sources[${target}]:-}"
   if [[ -z "${source}" ]]; then
     echo "unknown target ${target} (fwd, fwd_causal, bwd, bwd_causal, gemm, fp8gemm, gqa, gqa100, h128fp8, b128fp8, h64, h64_causal," \
-      "h128, h128_causal, h256, h256_causal, b64, b64_causal, b128, b256, b256_causal)" >&2
+      "h128, h128_causal, h256, h256_causal, b64, b64_causal, b128, b256, b256_causal, hgemm," \
+      "hgemm_persistent, hgemm_packed, hgemm_packed_serial)" >&2
     exit 2
   fi
   python3 "${emulator}/make_header.py" kernel "${repo_root}/${source}" "${build_dir}/${target}.cc"

@@ -4,8 +4,10 @@ drivers take it on their command line, so the emulated launch is the plan's, not
 
 usage: plan_launch.py SOURCE.cu NAME=VALUE...   (the workload's axes, e.g. B=1 H=2 S=384 D=64)
 prints: grid_x grid_y block dynamic_shared_bytes, then dim0 dim1 box0 box1 of each tensor map
-in plan order (the tensor is row-major and dense: the row stride is dim0 elements). Only single-launch plans with a 1-D block, no cluster and no scratch are accepted (what
-the attention and GEMM solutions use); anything else is an error naming the field.
+in plan order (the tensor is row-major and dense: the row stride is dim0 elements; a map whose
+plan gives no dims, i.e. the tensor's own shape, prints -1 -1 and the driver fills that shape in).
+Only single-launch plans with a 1-D block, no cluster and no scratch are accepted (what the
+attention and GEMM solutions use); anything else is an error naming the field.
 """
 import json
 import re
@@ -50,9 +52,9 @@ def main():
               evaluate(launch["dynamic_shared_bytes"], axes)]
     for tensor_map in plan.get("tensor_maps", []):
         if (tensor_map.get("swizzle") != "128B" or len(tensor_map["box"]) != 2
-                or len(tensor_map["dims"]) != 2 or tensor_map.get("element_strides")):
+                or len(tensor_map["dims"]) not in (0, 2) or tensor_map.get("element_strides")):
             sys.exit(f"plan_launch.py: tensor map {tensor_map['name']}: only dense 2-D 128B maps")
-        fields += [evaluate(x, axes) for x in tensor_map["dims"]]
+        fields += [evaluate(x, axes) for x in tensor_map["dims"]] or [-1, -1]
         fields += [evaluate(b, axes) for b in tensor_map["box"]]
     print(" ".join(str(f) for f in fields))
 

@@ -16,6 +16,9 @@
 #   CANDIDATES=n176 ... device      # the reference and the 128x176 tiles without clusters,
 #        with the epilogue overlapped (gemm_persistent_n176_overlap.cu) and without
 #        (its -DOVERLAP=0 build).
+#   CANDIDATES=packed ... device    # the reference and the 128x256 tiles with each tile's
+#        epilogue packed to bf16 and written beside the next tile's first k-steps
+#        (gemm_persistent_packed_overlap.cu), its -DOVERLAP=0 build, and n176_overlap.
 set -u
 cd "$(dirname "$0")/../../.."
 BK=build-cand
@@ -35,9 +38,11 @@ if [ "${1:-}" = build ]; then
     echo "$b: $(grep -E 'registers' $BK/$b.log | sed 's/ptxas info *: //'); $(grep -E 'spill' $BK/$b.log | sed 's/ptxas *\. *//')"
   done
   # The other builds, by macro, of gemm_persistent_tail.cu (the loop above built the default,
-  # the stream-K tail done first) and of gemm_persistent_n176_overlap.cu (serial epilogue).
+  # the stream-K tail done first), of gemm_persistent_n176_overlap.cu and of
+  # gemm_persistent_packed_overlap.cu (serial epilogues).
   for v in streamk_last:-DSTREAMK_FIRST=0:tail streamk_off:-DTAIL_OFF=1:tail \
-    splitk_tail:-DTAIL_SPLIT=1:tail n176_serial:-DOVERLAP=0:n176_overlap; do
+    splitk_tail:-DTAIL_SPLIT=1:tail n176_serial:-DOVERLAP=0:n176_overlap \
+    packed_serial:-DOVERLAP=0:packed_overlap; do
     IFS=: read -r name macro source <<< "$v"
     $BK/nvrtc_check --header $HDR "$macro" --out "$BK/gemm_persistent_$name.cubin" \
       "$CAND/gemm_persistent_$source.cu" > "$BK/gemm_persistent_$name.log" 2>&1
@@ -96,6 +101,8 @@ SKO="label=streamk_off cubin=$BK/gemm_persistent_streamk_off.cubin $SK_PLAN"
 N176_PLAN="$COMMON smem=218192 tile_n=176 cluster_x=1 box_b=64x176 box_c=88x64 swizzle_c=none"
 N176O="label=n176_overlap cubin=$BK/gemm_persistent_n176_overlap.cubin $N176_PLAN"
 N176S="label=n176_serial cubin=$BK/gemm_persistent_n176_serial.cubin $N176_PLAN"
+PACKO="label=packed_overlap cubin=$BK/gemm_persistent_packed_overlap.cubin $COMMON smem=230464 tile_n=256 cluster_x=1 box_b=64x256 box_c=64x64"
+PACKS="label=packed_serial cubin=$BK/gemm_persistent_packed_serial.cubin $COMMON smem=230464 tile_n=256 cluster_x=1 box_b=64x256 box_c=64x64"
 C176="label=cluster2_n176 cubin=$BK/gemm_persistent_cluster2_n176.cubin $COMMON smem=218192 tile_n=176 cluster_x=2 box_b=64x88 box_c=88x64 swizzle_c=none"
 
 # Task workloads (timed, small_square, medium, ragged_m) plus edge shapes: 136x200x72 (partial
@@ -113,6 +120,7 @@ SK_SHAPES=$SHAPES,2304x4096x1000,1100x7168x96,2176x7168x64
 case "${CANDIDATES:-all}" in
   streamk) LIST=("$PERS" "$SK" "$SKL" "$SKO" "$SPK") ;;
   n176) LIST=("$PERS" "$N176O" "$N176S") ;;
+  packed) LIST=("$PERS" "$PACKO" "$PACKS" "$N176O") ;;
   *) LIST=("$PERS" "$C2" "$C176" "$SK") ;;
 esac
 for v in "${LIST[@]}"; do
