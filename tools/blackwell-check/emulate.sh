@@ -9,14 +9,16 @@
 #        tools/blackwell-check/emulate.sh --mutants
 # Targets: fwd, fwd_causal, bwd, bwd_causal, gemm (sm_100a, attention_emulation.cc and
 # gemm_emulation.cc), fp8gemm and gqa (sm_90a, fp8_gemm_emulation.cc, gqa_decode_emulation.cc),
+# fp8gemm100 (sm_100a, fp8_gemm_emulation.cc with FP8_SM100_SMEM_BYTES),
 # gqa100 (sm_100a, gqa_decode_emulation.cc), h128fp8 and b128fp8 (sm_90a and sm_100a, the fp8
 # attention forward, attention_fp8_fwd_emulation.cc; not in the default list: CI runs them as a
 # test of their own), and the plan-driven attention-forward targets of
 # every head dim on both arches (attention_fwd_emulation.cc, launch geometry from each
 # solution's own PTXBENCH_PLAN):
-# h64, h64_causal, h128, h128_causal, h256, h256_causal (sm_90a: wgmma, TMA, mbarrier,
-# emu_hopper_primitives.h) and b64, b64_causal, b256, b256_causal (sm_100a; b128 runs the d128
-# solution through the plan-driven driver, a check of the driver against attention_emulation.cc);
+# h64, h64_causal, h128, h128_causal, h256, h256_causal, h128_pingpong, h128_causal_pingpong
+# (sm_90a: wgmma, TMA, mbarrier, named barriers, emu_hopper_primitives.h) and b64, b64_causal,
+# b256, b256_causal (sm_100a; b128 runs the d128 solution through the plan-driven driver, a
+# check of the driver against attention_emulation.cc);
 # hgemm and hgemm_persistent (the GEMM's sm_90a solutions, plan-driven, hopper_gemm_emulation.cc)
 # and, not in the default list, hgemm_packed and hgemm_packed_serial (the kernel-dev candidate
 # tools/kernel-dev/candidates/gemm_persistent_packed_overlap.cu and its -DOVERLAP=0 build).
@@ -40,6 +42,7 @@ declare -A sources=(
   [bwd_causal]="tasks/mha_bwd_d128_causal/solutions/sm100a_tcgen05_bwd_causal.cu"
   [gemm]="tasks/gemm_n7168_k5120/solutions/sm100a_tcgen05_tma.cu"
   [fp8gemm]="tasks/gemm_fp8bs_n7168_k16384/solutions/sm90a_qgmma_tma.cu"
+  [fp8gemm100]="tasks/gemm_fp8bs_n7168_k16384/solutions/sm100a_tcgen05_tma.cu"
   [gqa]="tasks/gqa_paged_decode_hq64_hk8_d128/solutions/sm90a_wgmma_tma.cu"
   [gqa100]="tasks/gqa_paged_decode_hq64_hk8_d128/solutions/sm100a_tcgen05_tma.cu"
   [h128fp8]="tasks/mha_fp8_with_lse_d128/solutions/sm90a_fp8_fa_wgmma_tma.cu"
@@ -51,6 +54,8 @@ declare -A forward_sources=(
   [h64_causal]="tasks/mha_with_lse_d64_causal/solutions/sm90a_fa_wgmma_tma.cu"
   [h128]="tasks/mha_with_lse_d128/solutions/sm90a_fa_wgmma_tma.cu"
   [h128_causal]="tasks/mha_with_lse_d128_causal/solutions/sm90a_fa_wgmma_tma.cu"
+  [h128_pingpong]="tasks/mha_with_lse_d128/solutions/sm90a_fa_pingpong.cu"
+  [h128_causal_pingpong]="tasks/mha_with_lse_d128_causal/solutions/sm90a_fa_pingpong.cu"
   [h256]="tasks/mha_with_lse_d256/solutions/sm90a_fa_wgmma_tma.cu"
   [h256_causal]="tasks/mha_with_lse_d256_causal/solutions/sm90a_fa_wgmma_tma.cu"
   [b64]="tasks/mha_with_lse_d64/solutions/sm100a_tcgen05_fwd.cu"
@@ -102,8 +107,8 @@ run_hopper_gemm() {  # binary source mode: status 1 on any failure
 forward_workloads=("1 1 128" "1 2 384" "2 2 256")
 targets=("$@")
 if [[ ${#targets[@]} -eq 0 ]]; then
-  targets=(fwd fwd_causal bwd bwd_causal gemm fp8gemm gqa gqa100 h64 h64_causal h128 h128_causal h256 h256_causal
-           b64 b64_causal b256 b256_causal hgemm hgemm_persistent)
+  targets=(fwd fwd_causal bwd bwd_causal gemm fp8gemm fp8gemm100 gqa gqa100 h64 h64_causal h128 h128_causal h256 h256_causal
+           b64 b64_causal b256 b256_causal hgemm hgemm_persistent h128_pingpong h128_causal_pingpong)
 fi
 
 python3 "${emulator}/make_header.py" header \
@@ -113,17 +118,36 @@ python3 "${emulator}/make_header.py" header \
   "${repo_root}/tasks/_shared/templates/ptxbench_hopper.cuh" "${build_dir}/sm90/ptxbench_hopper.cuh" \
   emu_hopper_primitives.h
 
+# The dynamic shared bytes of one launch of a source, from its own plan: plan_smem SOURCE
+# [LAUNCH] (an index into the plan's launches, Python style: 0 the first, -1 the last).
+plan_smem() {
+  python3 -c 'import json, re, sys
+plan = json.loads(re.search(r"/\*\s*PTXBENCH_PLAN(.*?)\*/", open(sys.argv[1]).read(), re.S).group(1))
+print(int(plan["launches"][int(sys.argv[2])]["dynamic_shared_bytes"]))' "$1" "${2:-0}"
+}
+
 # Builds a plan-driven forward target: target source-file(.cc in build_dir) solution-path
+# A ping-pong solution (its own bar.sync / bar.arrive turns, stripped by make_header.py kernel
+# --strip-asm) gets FWD_PINGPONG, the driver's emulated turns.
 build_forward() {
   local target="$1" kernel="$2" solution="$3" arch_define="-DATTN_SM100" include="${build_dir}"
+  local pingpong="-DFWD_PLAIN"
   if grep -q '#include "ptxbench_hopper.cuh"' "${repo_root}/${solution}"; then
     arch_define="-DATTN_SM90"
     include="${build_dir}/sm90"
   fi
+  grep -q 'bar.arrive' "${repo_root}/${solution}" && pingpong="-DFWD_PINGPONG"
   g++ -std=c++20 -O2 -pthread -Wall -Wno-unknown-pragmas -Wno-psabi \
     -Wno-deprecated-enum-enum-conversion -I"${include}" -I"${build_dir}" -I"${emulator}" \
-    "${arch_define}" "-DKERNEL_SOURCE=\"${kernel}\"" "${emulator}/attention_fwd_emulation.cc" \
-    -o "${build_dir}/${target}"
+    "${arch_define}" "${pingpong}" "-DKERNEL_SOURCE=\"${kernel}\"" \
+    "${emulator}/attention_fwd_emulation.cc" -o "${build_dir}/${target}"
+}
+# make_header.py kernel SOURCE OUT, with --strip-asm for a ping-pong solution (its turns are
+# emulated by the forward driver).
+make_kernel() {
+  local strip=()
+  grep -q 'bar.arrive' "$1" && strip=(--strip-asm)
+  python3 "${emulator}/make_header.py" kernel "$1" "$2" "${strip[@]}"
 }
 
 # Runs a built forward target on every forward workload in one mode; status 1 on any failure.
@@ -152,9 +176,7 @@ build_fp8_forward() {
   fi
   python3 "${emulator}/make_header.py" kernel "${repo_root}/${source}" "${build_dir}/${binary}.cc" \
     --strip-asm
-  smem=$(python3 -c 'import json, re, sys
-plan = json.loads(re.search(r"/\*\s*PTXBENCH_PLAN(.*?)\*/", open(sys.argv[1]).read(), re.S).group(1))
-print(int(plan["launches"][-1]["dynamic_shared_bytes"]))' "${repo_root}/${source}")
+  smem=$(plan_smem "${repo_root}/${source}" -1)
   g++ -std=c++20 -O2 -pthread -Wall -Wno-unknown-pragmas -Wno-psabi \
     -Wno-deprecated-enum-enum-conversion -I"${include}" -I"${build_dir}" -I"${emulator}" \
     "${arch_define}" "-DFP8_FWD_SMEM_BYTES=${smem}" "-DKERNEL_SOURCE=\"${binary}.cc\"" \
@@ -199,15 +221,15 @@ build_target() {  # target [mutated source file [extra define]]
     include="${build_dir}/sm90"
     mode_define="${3:--DFP8_SOLUTION}"
   fi
+  if [[ "${target}" == fp8gemm100 ]]; then
+    driver="${emulator}/fp8_gemm_emulation.cc"
+    mode_define="-DFP8_SM100_SMEM_BYTES=$(plan_smem "${repo_root}/${sources[${target}]}")"
+  fi
   if [[ "${target}" == gqa || "${target}" == gqa100 ]]; then
     driver="${emulator}/gqa_decode_emulation.cc"
     [[ "${target}" == gqa ]] && include="${build_dir}/sm90"
     # The split kernel's dynamic shared bytes: the solution's own plan (a constant there).
-    local smem
-    smem=$(python3 -c 'import json, re, sys
-plan = json.loads(re.search(r"/\*\s*PTXBENCH_PLAN(.*?)\*/", open(sys.argv[1]).read(), re.S).group(1))
-print(int(plan["launches"][0]["dynamic_shared_bytes"]))' "${repo_root}/${sources[${target}]}")
-    mode_define="-DGQA_SPLIT_SMEM_BYTES=${smem}"
+    mode_define="-DGQA_SPLIT_SMEM_BYTES=$(plan_smem "${repo_root}/${sources[${target}]}")"
   fi
   g++ -std=c++20 -O2 -pthread -Wall -Wno-unknown-pragmas -Wno-psabi \
     -Wno-deprecated-enum-enum-conversion -I"${include}" -I"${build_dir}" \
@@ -242,6 +264,8 @@ mutants=(
   "hgemm_persistent|eager|      for (int i = 0; i < 128; ++i) acc[i] = 0.0f;||sm_90a GEMM: accumulators not zeroed per tile (caught only where one CTA takes several tiles)"
   "hgemm_packed|eager|                                   (first && kk == 0) ? 0 : 1);|                                   1);|sm_90a GEMM candidate: a tile's first wgmma accumulates onto the previous tile"
   "hgemm_packed|lazy|  sm90::wgmma_wait_group<0>();|  sm90::wgmma_wait_group<1>();|sm_90a GEMM candidate: a tile packed with its last k-step's group still pending"
+  "fp8gemm100|eager|                             static_cast<u32>(buffer) * kPartialColumns + static_cast<u32>(c)),|                             static_cast<u32>(c)),|sm_100a fp8 GEMM: the promotion reads partial 0 for every K block"
+  "fp8gemm100|eager|      const float scale = sa * sb_row[kb];|      const float scale = sa * sb_row[0];|sm_100a fp8 GEMM: every K block promoted with the first block's SB"
   "h64_causal|eager|const int q0 = q_tile * kBlockM;|const int q0 = q_tile * kBlockM + 0 * kDiagonalBlocks;\n  const int unused_q0 = 0;|sm_90a: (control: a no-op edit must SURVIVE)"
 )
 
@@ -351,8 +375,7 @@ if [[ "${targets[0]:-}" == "--mutants" ]]; then
     IFS='|' read -r target mode original replacement what <<<"${mutant}"
     index=$((index + 1))
     solution="${forward_sources[${target}]:-${hopper_gemm_sources[${target}]:-${sources[${target}]:-}}}"
-    python3 "${emulator}/make_header.py" kernel "${repo_root}/${solution}" \
-      "${build_dir}/mutant${index}.cc"
+    make_kernel "${repo_root}/${solution}" "${build_dir}/mutant${index}.cc"
     ORIGINAL="${original}" REPLACEMENT="${replacement}" FILE="${build_dir}/mutant${index}.cc" \
       python3 -c 'import os; p=os.environ["FILE"]; s=open(p).read(); o=os.environ["ORIGINAL"]
 assert s.count(o) == 1, "mutant text not found exactly once: " + o
@@ -468,7 +491,7 @@ for target in "${targets[@]}"; do
   fi
   if [[ -n "${forward_sources[${target}]:-}" ]]; then
     solution="${forward_sources[${target}]}"
-    python3 "${emulator}/make_header.py" kernel "${repo_root}/${solution}" "${build_dir}/${target}.cc"
+    make_kernel "${repo_root}/${solution}" "${build_dir}/${target}.cc"
     build_forward "${target}" "${target}.cc" "${solution}"
     for mode in eager lazy; do
       run_forward "${target}" "${solution}" "${mode}" || status=1
@@ -477,8 +500,9 @@ for target in "${targets[@]}"; do
   fi
   source="${sources[${target}]:-}"
   if [[ -z "${source}" ]]; then
-    echo "unknown target ${target} (fwd, fwd_causal, bwd, bwd_causal, gemm, fp8gemm, gqa, gqa100, h128fp8, b128fp8, h64, h64_causal," \
-      "h128, h128_causal, h256, h256_causal, b64, b64_causal, b128, b256, b256_causal, hgemm," \
+    echo "unknown target ${target} (fwd, fwd_causal, bwd, bwd_causal, gemm, fp8gemm, fp8gemm100, gqa, gqa100, h128fp8, b128fp8, h64, h64_causal," \
+      "h128, h128_causal, h128_pingpong, h128_causal_pingpong, h256, h256_causal, b64, b64_causal," \
+      "b128, b256, b256_causal, hgemm," \
       "hgemm_persistent, hgemm_packed, hgemm_packed_serial)" >&2
     exit 2
   fi

@@ -9,7 +9,20 @@
 // The kernel's parameter order is the plan's argument order of the task's solutions:
 //   sm_90a:  attn_fwd_kernel(tmQ, tmK, tmV, O, LSE, scale, S)
 //   sm_100a: mha_fwd_tcgen05(tmQ, tmK, tmV, O, LSE, S, scale)
+#include "driver_util.h"
 #include "emu_runtime.h"
+#if defined(FWD_PINGPONG)
+// The ping-pong solutions' own inline-PTX turn taking (make_header.py kernel --strip-asm
+// removed their bodies): consumer c waits on named barrier 1 + c for both consumers' 256
+// threads and passes the turn by arriving on the other one's, 2 - c.
+#include "ptxbench_hopper.cuh"
+inline void WaitTurn(int consumer) {
+  ptxbench::sm90::named_barrier_sync(static_cast<unsigned>(1 + consumer), 256);
+}
+inline void PassTurn(int consumer) {
+  ptxbench::sm90::named_barrier_arrive(static_cast<unsigned>(2 - consumer), 256);
+}
+#endif
 // clang-format off
 #include KERNEL_SOURCE
 // clang-format on
@@ -22,29 +35,9 @@ namespace {
 
 namespace emu = ::ptxbench_emu;
 
-uint16_t ToBf16(float value) {
-  uint32_t bits = __float_as_uint(value);
-  bits += 0x7FFFu + ((bits >> 16) & 1u);
-  return static_cast<uint16_t>(bits >> 16);
-}
-float FromBf16(uint16_t bits) { return __uint_as_float(static_cast<unsigned>(bits) << 16); }
-
-struct MapArgs {
-  unsigned long long dim0 = 0, dim1 = 0, box0 = 0, box1 = 0;
-};
-
-CUtensorMap MakeMap(const void* base, const MapArgs& m) {
-  CUtensorMap map{};
-  map.opaque[emu::kMapAddress] = reinterpret_cast<unsigned long long>(base);
-  map.opaque[emu::kMapDim0] = m.dim0;
-  map.opaque[emu::kMapDim1] = m.dim1;
-  map.opaque[emu::kMapStride1Bytes] = m.dim0 * 2;
-  map.opaque[emu::kMapBox0] = m.box0;
-  map.opaque[emu::kMapBox1] = m.box1;
-  map.opaque[emu::kMapSwizzleBytes] = 128;
-  map.opaque[emu::kMapElementBytes] = 2;
-  return map;
-}
+using ptxbench_emu_driver::FromBf16;
+using ptxbench_emu_driver::MapArgs;
+using ptxbench_emu_driver::ToBf16;
 
 // O and LSE (natural log) in double from the bf16 inputs.
 void ReferenceForward(const std::vector<uint16_t>& q, const std::vector<uint16_t>& k,
@@ -140,9 +133,9 @@ int main(int argc, char** argv) {
   }
   std::vector<uint16_t> o(elements, 0xFFFF);  // NaN, as the harness poisons outputs.
   std::vector<float> lse(static_cast<size_t>(bh_count) * s, NAN);
-  const CUtensorMap tm_q = MakeMap(q.data(), maps[0]);
-  const CUtensorMap tm_k = MakeMap(k.data(), maps[1]);
-  const CUtensorMap tm_v = MakeMap(v.data(), maps[2]);
+  const CUtensorMap tm_q = ptxbench_emu_driver::MakeBf16Map(q.data(), maps[0]);
+  const CUtensorMap tm_k = ptxbench_emu_driver::MakeBf16Map(k.data(), maps[1]);
+  const CUtensorMap tm_v = ptxbench_emu_driver::MakeBf16Map(v.data(), maps[2]);
 #if defined(ATTN_SM90)
   emu::Launch([&] { attn_fwd_kernel(tm_q, tm_k, tm_v, o.data(), lse.data(), scale, s); }, grid,
               block, smem);

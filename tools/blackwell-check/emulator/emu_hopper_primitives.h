@@ -46,18 +46,15 @@ inline bool elect_one() {
 }
 
 inline void named_barrier_sync(u32 id, u32 thread_count) {
-  emu::Block& b = *emu::state().block;
-  if (id == 0 || id > 15 || thread_count % 32 != 0) {
-    emu::Fail("bar.sync id/count invalid", id, thread_count);
-  }
-  std::barrier<>* barrier;
-  {
-    std::lock_guard<std::mutex> lock(b.named_mutex);
-    auto& slot = b.named_barriers[{id, thread_count}];
-    if (!slot) slot = std::make_unique<std::barrier<>>(thread_count);
-    barrier = slot.get();
-  }
-  barrier->arrive_and_wait();
+  emu::NamedBarrier(id, thread_count, "bar.sync id/count invalid").arrive_and_wait();
+}
+
+// bar.arrive: counts this thread toward the named barrier's `thread_count` and goes on (the
+// producer side of a producer/consumer barrier; bar.sync on the same id waits for the whole
+// count). Not a wrapper of the real header: sources that write bar.arrive in their own inline
+// PTX (the attention forward's ping-pong turns) get it through their driver.
+inline void named_barrier_arrive(u32 id, u32 thread_count) {
+  (void)emu::NamedBarrier(id, thread_count, "bar.arrive id/count invalid").arrive();
 }
 
 // Clusters are not emulated beyond the cluster of one CTA (a plain launch).

@@ -160,18 +160,7 @@ inline void st_global_v4(void* ptr, u32 a, u32 b, u32 c, u32 d) {
 }
 
 inline void named_barrier_sync(u32 barrier_id, u32 thread_count) {
-  emu::Block& b = *emu::state().block;
-  if (barrier_id == 0 || barrier_id > 15 || thread_count % 32 != 0) {
-    emu::Fail("bar.sync id/count invalid", barrier_id, thread_count);
-  }
-  std::barrier<>* barrier;
-  {
-    std::lock_guard<std::mutex> lock(b.named_mutex);
-    auto& slot = b.named_barriers[{barrier_id, thread_count}];
-    if (!slot) slot = std::make_unique<std::barrier<>>(thread_count);
-    barrier = slot.get();
-  }
-  barrier->arrive_and_wait();
+  emu::NamedBarrier(barrier_id, thread_count, "bar.sync id/count invalid").arrive_and_wait();
 }
 
 inline void st_shared_v4(u32 smem_address, u32 a, u32 b, u32 c, u32 d) {

@@ -279,6 +279,17 @@ inline float Bf16At(unsigned address) {
   return value;
 }
 
+// Named barrier `id` of `thread_count` threads of the running CTA (bar.sync / bar.arrive),
+// created on its first use; `what` names the instruction in the failure.
+inline std::barrier<>& NamedBarrier(unsigned id, unsigned thread_count, const char* what) {
+  Block& b = *state().block;
+  if (id == 0 || id > 15 || thread_count % 32 != 0) Fail(what, id, thread_count);
+  std::lock_guard<std::mutex> lock(b.named_mutex);
+  auto& slot = b.named_barriers[{id, thread_count}];
+  if (!slot) slot = std::make_unique<std::barrier<>>(thread_count);
+  return *slot;
+}
+
 // An e4m3 operand byte (fp8 kind): sign, 4-bit exponent (bias 7), 3-bit mantissa; 0x7F/0xFF NaN.
 inline float E4m3At(unsigned address) {
   const unsigned bits = state().smem[address];

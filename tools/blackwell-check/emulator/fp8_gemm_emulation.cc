@@ -1,11 +1,19 @@
-// Runs the gemm_fp8bs_n7168_k16384 sm_90a solution (and, with emulate.sh --mutants, its
-// wrong_result decoys that use only the header's primitives) on the CPU emulator: e4m3 wgmma
-// (QGMMA) from 128B-swizzled TMA tiles, SA by a non-swizzled fp32 TMA box, per-128-K promotion.
-// Compared with a double-precision reference under the task's rule (allclose atol 1e-4,
-// rtol 1e-2 and relative norm 0.01) on shapes with 1-8 scale blocks (the 6-stage ring wraps at
-// K = 1024), partial M and N tiles (M = 132, N = 260) and padded SB rows (K / 128 = 1, 2, 3).
-// Launch geometry mirrors the solution's PTXBENCH_PLAN (grid ceil(N/128) x ceil(M/128), 384
-// threads, 200800 bytes). KERNEL_SIGNATURE_WITH_SA: the decoys that take SA as a pointer too.
+// Runs a gemm_fp8bs_n7168_k16384 solution on the CPU emulator and compares C with a
+// double-precision reference under the task's rule (allclose atol 1e-4, rtol 1e-2 and relative
+// norm 0.01) on shapes with 1-8 scale blocks (the 6-stage ring wraps at K = 1024), partial M and
+// N tiles (M = 132, N = 260) and padded SB rows (K / 128 = 1, 2, 3).
+// - sm_90a (default; and, with emulate.sh --mutants, the task's wrong_result decoys that use only
+//   the header's primitives): e4m3 wgmma (QGMMA) from 128B-swizzled TMA tiles, SA by a
+//   non-swizzled fp32 TMA box, per-128-K promotion. Launch geometry mirrors the solution's
+//   PTXBENCH_PLAN (grid ceil(N/128) x ceil(M/128), 384 threads, 200800 bytes).
+//   KERNEL_SIGNATURE_WITH_SA: the decoys that take SA as a pointer too.
+// - sm_100a (FP8_SM100_SMEM_BYTES, the solution's plan's dynamic shared bytes): tcgen05.mma
+//   .kind::f8f6f4 (e4m3, K = 32) into two alternating tensor-memory partials, each promoted by
+//   four warps (tcgen05.ld) with SA and SB read from global memory, while the next block's MMAs
+//   run; grid ceil(N/128) x ceil(M/128), 192 threads. Its lazy schedule runs the MMAs at the
+//   tcgen05.commit that covers them, the latest moment the hardware may read their operands.
+// The e4m3 values of the reference are decoded here, from the format's definition, not by the
+// emulator's decoder.
 #include "emu_runtime.h"
 // clang-format off
 #include KERNEL_SOURCE
@@ -18,7 +26,15 @@
 
 namespace emu = ::ptxbench_emu;
 
-static float Decode(unsigned char bits) { return ptxbench::sm90::DecodeE4m3(bits); }
+// e4m3: sign, 4-bit exponent (bias 7), 3-bit mantissa; exponent 0 is subnormal (m / 8 x 2^-6);
+// S.1111.111 is NaN (no infinities).
+static float Decode(unsigned char bits) {
+  const int exponent = (bits >> 3) & 15, mantissa = bits & 7;
+  if (exponent == 15 && mantissa == 7) return NAN;
+  const float magnitude = exponent == 0 ? std::ldexp(mantissa / 8.0f, -6)
+                                        : std::ldexp(1.0f + mantissa / 8.0f, exponent - 7);
+  return (bits & 0x80) ? -magnitude : magnitude;
+}
 
 static CUtensorMap Map(const void* base, unsigned long long d0, unsigned long long d1, unsigned b0,
                        unsigned b1, unsigned elem, unsigned swz) {
@@ -61,6 +77,14 @@ static bool Run(int m, int n, int k) {
   const CUtensorMap tB = Map(b.data(), k, n, 128, 128, 1, 128);
   const CUtensorMap tSA = Map(sa.data(), m, kb, 128, 1, 4, 0);
   const CUtensorMap tC = Map(c.data(), n, m, 64, 64, 2, 128);
+  const EmuDim3 grid{static_cast<unsigned>((n + 127) / 128), static_cast<unsigned>((m + 127) / 128),
+                     1};
+#ifdef FP8_SM100_SMEM_BYTES
+  (void)tSA;
+  (void)tC;
+  emu::Launch([&] { gemm_fp8bs_tcgen05_tma(tA, tB, sa.data(), sb.data(), c.data(), m, n, k); },
+              grid, 192, FP8_SM100_SMEM_BYTES);
+#else
   emu::Launch(
       [&] {
 #ifdef KERNEL_SIGNATURE_WITH_SA
@@ -69,8 +93,8 @@ static bool Run(int m, int n, int k) {
         gemm_fp8bs_kernel(tA, tB, tSA, tC, sb.data(), m, n, k);
 #endif
       },
-      EmuDim3{static_cast<unsigned>((n + 127) / 128), static_cast<unsigned>((m + 127) / 128), 1},
-      384, 200800);
+      grid, 384, 200800);
+#endif
   double worst = 0, err2 = 0, ref2 = 0;
   size_t bad = 0;
   for (int i = 0; i < m; ++i) {

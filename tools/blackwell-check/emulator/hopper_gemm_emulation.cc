@@ -12,6 +12,7 @@
 // than the tile count is what makes one CTA take several tiles, i.e. what exercises the ring's
 // phases across tiles and an epilogue overlapped with the next tile. The kernel's parameters are
 // the plan's argument order of those sources: gemm_kernel(tmA, tmB, tmC, M, N, K).
+#include "driver_util.h"
 #include "emu_runtime.h"
 // clang-format off
 #include KERNEL_SOURCE
@@ -26,61 +27,42 @@
 namespace {
 
 namespace emu = ::ptxbench_emu;
+using ptxbench_emu_driver::FromBf16;
+using ptxbench_emu_driver::MakeBf16Map;
+using ptxbench_emu_driver::MapArgs;
+using ptxbench_emu_driver::ToBf16;
 
-uint16_t ToBf16(float value) {
-  uint32_t bits = __float_as_uint(value);
-  bits += 0x7FFFu + ((bits >> 16) & 1u);
-  return static_cast<uint16_t>(bits >> 16);
-}
-float FromBf16(uint16_t bits) { return __uint_as_float(static_cast<unsigned>(bits) << 16); }
-
-struct MapArgs {
-  long long dim0 = 0, dim1 = 0, box0 = 0, box1 = 0;
-};
-
-CUtensorMap MakeMap(const void* base, MapArgs m, long long dense_dim0, long long dense_dim1) {
-  if (m.dim0 < 0) {
-    m.dim0 = dense_dim0;
-    m.dim1 = dense_dim1;
-  }
-  CUtensorMap map{};
-  map.opaque[emu::kMapAddress] = reinterpret_cast<unsigned long long>(base);
-  map.opaque[emu::kMapDim0] = static_cast<unsigned long long>(m.dim0);
-  map.opaque[emu::kMapDim1] = static_cast<unsigned long long>(m.dim1);
-  map.opaque[emu::kMapStride1Bytes] = static_cast<unsigned long long>(m.dim0) * 2;
-  map.opaque[emu::kMapBox0] = static_cast<unsigned long long>(m.box0);
-  map.opaque[emu::kMapBox1] = static_cast<unsigned long long>(m.box1);
-  map.opaque[emu::kMapSwizzleBytes] = 128;
-  map.opaque[emu::kMapElementBytes] = 2;
-  return map;
+// A map whose plan gives no dims (-1 -1 from plan_launch.py) gets its tensor's dense shape.
+MapArgs Resolved(const long long (&m)[4], unsigned long long dense_dim0,
+                 unsigned long long dense_dim1) {
+  return {m[0] < 0 ? dense_dim0 : static_cast<unsigned long long>(m[0]),
+          m[0] < 0 ? dense_dim1 : static_cast<unsigned long long>(m[1]),
+          static_cast<unsigned long long>(m[2]), static_cast<unsigned long long>(m[3])};
 }
 
 // One launch on `grid_x` x `grid_y` CTAs; C starts as 0xFFFF (NaN) so an element never written
 // fails the comparison.
 bool RunGemm(int m, int n, int k, unsigned grid_x, unsigned grid_y, unsigned block, unsigned smem,
-             const MapArgs (&maps)[3]) {
+             const long long (&maps)[3][4]) {
   std::mt19937 rng(99 + m + n + k);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::vector<uint16_t> a(static_cast<size_t>(m) * k), b(static_cast<size_t>(n) * k);
   for (uint16_t& v : a) v = ToBf16(normal(rng));
   for (uint16_t& v : b) v = ToBf16(normal(rng));
   std::vector<uint16_t> c(static_cast<size_t>(m) * n, 0xFFFF);
-  const CUtensorMap tm_a = MakeMap(a.data(), maps[0], k, m);
-  const CUtensorMap tm_b = MakeMap(b.data(), maps[1], k, n);
-  const CUtensorMap tm_c = MakeMap(c.data(), maps[2], n, m);
+  const CUtensorMap tm_a = MakeBf16Map(a.data(), Resolved(maps[0], k, m));
+  const CUtensorMap tm_b = MakeBf16Map(b.data(), Resolved(maps[1], k, n));
+  const CUtensorMap tm_c = MakeBf16Map(c.data(), Resolved(maps[2], n, m));
+  const std::vector<double> want = ptxbench_emu_driver::ReferenceGemmAbT(a, b, m, n, k);
   emu::Launch([&] { gemm_kernel(tm_a, tm_b, tm_c, m, n, k); }, EmuDim3{grid_x, grid_y, 1}, block,
               smem);
   double worst = 0.0;
   size_t bad = 0;
   for (int i = 0; i < m; ++i) {
     for (int j = 0; j < n; ++j) {
-      double want = 0.0;
-      for (int l = 0; l < k; ++l) {
-        want += static_cast<double>(FromBf16(a[static_cast<size_t>(i) * k + l])) *
-                FromBf16(b[static_cast<size_t>(j) * k + l]);
-      }
-      const double err = std::fabs(FromBf16(c[static_cast<size_t>(i) * n + j]) - want);
-      const double allowed = 1e-2 + 1e-2 * std::fabs(want);
+      const size_t at = static_cast<size_t>(i) * n + j;
+      const double err = std::fabs(FromBf16(c[at]) - want[at]);
+      const double allowed = 1e-2 + 1e-2 * std::fabs(want[at]);
       if (!(err <= allowed)) {
         ++bad;
         worst = INFINITY;
@@ -112,10 +94,9 @@ int main(int argc, char** argv) {
   const unsigned grid_y = std::strtoul(argv[6], nullptr, 10);
   const unsigned block = std::strtoul(argv[7], nullptr, 10);
   const unsigned smem = std::strtoul(argv[8], nullptr, 10);
-  MapArgs maps[3];
+  long long maps[3][4];
   for (int i = 0; i < 3; ++i) {
-    maps[i] = {std::atoll(argv[9 + 4 * i]), std::atoll(argv[10 + 4 * i]),
-               std::atoll(argv[11 + 4 * i]), std::atoll(argv[12 + 4 * i])};
+    for (int f = 0; f < 4; ++f) maps[i][f] = std::atoll(argv[9 + 4 * i + f]);
   }
   std::printf("== %s, MMAs executed at %s\n", KERNEL_SOURCE,
               emu::state().lazy_mma ? "wait_group (lazy)" : "issue (eager)");
