@@ -455,9 +455,13 @@ TEST_CASE("counters: counted launches inside the timing loop read a GEMM's 2MNK 
 // Runs the timing loop with `counters` counting and the gap equalizer's pad bound `pad_us`
 // (TimingConfig::gap_pad_max_us) on two probe kernels, and checks what a kernel sees: the GPU-idle
 // gap before each launch, from its own %globaltimer stamps (gap_probe). Figures under `key`.
-// `expect_hidden`: whether the counted gaps must fall among the timed ones (the default session
-// policy with its pad) or must all stand out (no pad: what the counted_launch_detect decoy used).
-void CheckCountedGaps(HardwareCounters* counters, double pad_us, bool expect_hidden,
+// `expect`: what the counted gaps must do against the timed ones.
+enum class CountedGaps {
+  kHidden,        // Fall among them: the engine's session policy with its pad.
+  kReportedOnly,  // Reported, not checked: a policy the engine does not use (bench comparisons).
+  kStandOut,      // All stand out: no pad, what the counted_launch_detect decoy used.
+};
+void CheckCountedGaps(HardwareCounters* counters, double pad_us, CountedGaps expect,
                       const std::string& key) {
   Fixture& f = F();
   auto builtins = Builtins::Load(f.device);
@@ -584,11 +588,11 @@ void CheckCountedGaps(HardwareCounters* counters, double pad_us, bool expect_hid
   }
   CHECK(static_cast<double>(beyond_begin) <=
         std::max(1.0, 0.05 * static_cast<double>(result->counted.size())));
-  if (expect_hidden) {
+  if (expect == CountedGaps::kHidden) {
     // Hidden: the pad covers Begin, so counted gaps fall among the timed ones.
     CHECK(result->gap_pad_us >= result->counted_idle_us_mean);
     CHECK(static_cast<double>(above) <= std::max(2.0, 0.1 * static_cast<double>(compared)));
-  } else {
+  } else if (expect == CountedGaps::kStandOut) {
     // Not hidden: every counted gap stands out, as the decoy relies on.
     CHECK(above == compared);
   }
@@ -614,7 +618,7 @@ void CheckCountedGaps(HardwareCounters* counters, double pad_us, bool expect_hid
 
 TEST_CASE("counters: the gap before a counted launch is the counters' Begin, as a kernel sees it",
           "[gpu][counters][timing]") {
-  CheckCountedGaps(F().counters.get(), 0, false, "gap_equalizer");
+  CheckCountedGaps(F().counters.get(), 0, CountedGaps::kStandOut, "gap_equalizer");
 }
 
 // Replaces the fixture's counters (one range profiler per context) by a new object with
@@ -752,25 +756,29 @@ TEST_CASE("counters: the cost and values of a collection, per session policy", "
   }
 }
 
-// The engine's default (TimingLoopOptions): one session per configuration, started early, with
-// the gap equalizer on. Begin is only Push (~0.3-0.5 ms on the H200), so a 1.5 ms pad covers it
-// and counted gaps fall among the timed ones (run 6: 1 of 29 above the timed p99). Without the
-// early Start, Begin's Start made the counted idle time 12 ms on average (some Begins 33 ms)
-// and 10 of 29 stood out at a 6 ms pad (docs/results/2026-12-02-h200-gpu-test-6-f.json).
-TEST_CASE("counters: sessions per configuration started early and the pad hide the gap",
+// One session per configuration, started early, with the gap equalizer on: the engine's default
+// from 2026-12-02 run 6 until kOneSessionPassPerLaunch replaced it (TimingLoopOptions); only
+// bench/evaluation_overhead's --counter-session still selects it, so its gaps are reported
+// beside the default's, not checked. Begin is only Push (~0.3-0.5 ms on the H200), so a 1.5 ms
+// pad covers it (run 6: 1 of 29 above the timed p99; without the early Start 10 of 29 stood out
+// at a 6 ms pad, docs/results/2026-12-02-h200-gpu-test-6-f.json). On an H100 it sat at the edge
+// of the default's bound: 5, 3 and 2 of 47 on one machine, against 4.7
+// (docs/results/2026-12-07-h100-gpu-test-19-part2.json and -gap-equalizer-reruns/).
+TEST_CASE("counters: sessions per configuration started early and the pad (reported)",
           "[gpu][counters][timing]") {
   SessionSwap swap(CounterSession::kPerConfigurationStartedEarly);
-  CheckCountedGaps(swap.get(), TimingLoopOptions{}.gap_pad_max_us, true,
+  CheckCountedGaps(swap.get(), TimingLoopOptions{}.gap_pad_max_us, CountedGaps::kReportedOnly,
                    "gap_equalizer_per_configuration_started_early");
 }
 
-// One session for the loop, one pass per counted launch (cupti_counters.h
-// kOneSessionPassPerLaunch): Begin is only the Push, as under the policy above, so the same pad
-// must hide it; and no session change inside the loop.
+// The engine's default (TimingLoopOptions::counter_session): one session for the loop, one pass
+// per counted launch (cupti_counters.h kOneSessionPassPerLaunch). Begin is only the Push, as
+// under the policy above, so the same pad must hide it; and no session change inside the loop.
+// 2 of 55 counted gaps above the timed p99 on an H100, 1 of 55 on the H200 (run 19).
 TEST_CASE("counters: one session with a pass per launch and the pad hide the gap",
           "[gpu][counters][timing]") {
   SessionSwap swap(CounterSession::kOneSessionPassPerLaunch);
-  CheckCountedGaps(swap.get(), TimingLoopOptions{}.gap_pad_max_us, true,
+  CheckCountedGaps(swap.get(), TimingLoopOptions{}.gap_pad_max_us, CountedGaps::kHidden,
                    "gap_equalizer_one_session_pass_per_launch");
 }
 
