@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
 #include "worker/engine/gpu/baseline.h"
@@ -55,6 +56,13 @@ struct TimingBaseline {
   std::unique_ptr<gpu::HardwareCounters> counters;
   gpu::CountedSamples counted;
   double prepare_seconds = 0;
+  // The preparing and counters' threads' own seconds (gpu::TimingSetupSplit).
+  double preparing_thread_seconds = 0;
+  double trial_sets_seconds = 0;  // The trials' sets, first on the preparing thread.
+  double candidates_seconds = 0;  // The library's handles and plans, inside prepare_seconds.
+  double counters_wait_for_preparing_seconds = 0;
+  // CUPTI's start-up, done ahead on the preparing thread (HardwareCounters::InitializeProfiler).
+  double profiler_initialize_seconds = 0;
 };
 
 class CandidateProcess {
@@ -67,11 +75,14 @@ class CandidateProcess {
 
   SubmissionRuntime& runtime() { return runtime_; }
 
-  // On its own thread: the baseline library's first handle costs ~1.4 s (reference process,
-  // H200), which the compile and the trials then hide. Errors surface at "time". With
-  // `trial_sets` (a process started beside the compiler, before any trial), every workload's
-  // buffers for the trials first, in their order (SubmissionRuntime::PreparedSets); errors
-  // there surface at the trial that takes the set.
+  // On its own thread, started with the process beside the compiler. With `trial_sets` (a
+  // process started before any trial), every workload's buffers for the trials first, in their
+  // order (SubmissionRuntime::PreparedSets); errors there surface at the trial that takes the
+  // set. Then the timing's baseline (PrepareTiming) and CUPTI's start-up; errors surface at
+  // "time". The library's candidates are what takes long: 1.84-2.47 s of the thread's
+  // 1.93-2.60 s, the trials' sets 1-2 ms (H100, 2026-12-08, gpu-test run 20 part 2,
+  // evaluation_overhead), so a warm GEMM job's timing stage still waits ~1 s for them after its
+  // trials and target-instruction stage (docs/measurement.md).
   void StartPreparing(const std::optional<std::string>& timing_workload, size_t baseline_candidates,
                       std::optional<gpu::CachedBaselineChoice> cached_baseline, bool trial_sets) {
     if (preparing_.valid()) return;
@@ -85,11 +96,24 @@ class CandidateProcess {
         std::async(std::launch::async,
                    [this, timing_workload, baseline_candidates,
                     cached_baseline = std::move(cached_baseline), trial_sets]() -> absl::Status {
+                     const double t0 = Now();
+                     absl::Cleanup timed = [&] { timing_.preparing_thread_seconds = Now() - t0; };
                      PTXBENCH_CUDA_TRY(cudaSetDevice(runtime_.gpu.device.ordinal));  // Per thread.
-                     if (trial_sets) runtime_.prepared_sets.Make(runtime_.task);
+                     if (trial_sets) {
+                       runtime_.prepared_sets.Make(runtime_.task);
+                       timing_.trial_sets_seconds = Now() - t0;
+                     }
                      if (!timing_workload.has_value() || timing_workload->empty())
                        return absl::OkStatus();
-                     return PrepareTiming(*timing_workload, baseline_candidates, cached_baseline);
+                     RETURN_IF_ERROR(
+                         PrepareTiming(*timing_workload, baseline_candidates, cached_baseline));
+                     // The counters' configuration waits for the gate; CUPTI's start-up need
+                     // not. A failure here is not the timing's: Configure, which finds the same
+                     // result (once per process), reports it as the counters' reason.
+                     const double i0 = Now();
+                     gpu::HardwareCounters::InitializeProfiler().IgnoreError();
+                     timing_.profiler_initialize_seconds = Now() - i0;
+                     return absl::OkStatus();
                    })
             .share();
   }
@@ -105,7 +129,9 @@ class CandidateProcess {
     if (configuring_counters_.valid() || !session.has_value()) return;
     std::shared_future<absl::Status> prepared = preparing_;
     configuring_counters_ = std::async(std::launch::async, [this, prepared, session]() {
+      const double t0 = Now();
       if (prepared.valid()) prepared.wait();  // timing_ is the preparing thread's until then.
+      timing_.counters_wait_for_preparing_seconds = Now() - t0;
       timing_.counter_session = session;
       if (cudaError_t e = cudaSetDevice(runtime_.gpu.device.ordinal); e != cudaSuccess) {
         timing_.counted.not_collected_reason =
@@ -163,6 +189,8 @@ absl::Status CandidateProcess::PrepareTiming(
   // the inputs the candidate is given, and they are zeroed before they are freed.
   ASSIGN_OR_RETURN(auto tensors, gpu::ResolveTensors(runtime_.task, *w));
   ASSIGN_OR_RETURN(timing_.set, gpu::TensorSet::Allocate(std::move(tensors)));
+  const double c0 = Now();
+  absl::Cleanup candidates_timed = [&] { timing_.candidates_seconds = Now() - c0; };
   if (baseline_candidates > 0 && cached.has_value() && cached->index < baseline_candidates) {
     // The library's list up to the cached position (a cuDNN candidate's position counts the
     // configurations before it that finalize), of which only that one is kept.
@@ -191,6 +219,7 @@ absl::Status CandidateProcess::PrepareTiming(
                      gpu::CreateBaseline(runtime_.task.baseline_library,
                                          runtime_.task.baseline_operation, w->axes));
   }
+  std::move(candidates_timed).Invoke();
   if (auto m = gpu::NvmlMonitor::Open(runtime_.gpu.device.uuid); m.ok()) {
     timing_.nvml = std::move(*m);
   } else {
@@ -457,6 +486,19 @@ absl::StatusOr<gpu::TimingEvent> CandidateProcess::RunTiming(const gpu::TimeComm
   if (preparing_.valid()) RETURN_IF_ERROR(preparing_.get());
   if (configuring_counters_.valid()) configuring_counters_.get();
   split.prepare_wait_seconds = Now() - t0;
+  split.preparing_thread_seconds = timing_.preparing_thread_seconds;
+  split.trial_sets_seconds = timing_.trial_sets_seconds;
+  split.baseline_prepare_seconds = timing_.prepare_seconds;
+  split.baseline_candidates_seconds = timing_.candidates_seconds;
+  split.counters_wait_for_preparing_seconds = timing_.counters_wait_for_preparing_seconds;
+  split.profiler_initialize_seconds = timing_.profiler_initialize_seconds;
+  if (timing_.counters != nullptr) {
+    const gpu::HardwareCounters::ConfigureSeconds& configured =
+        timing_.counters->configure_seconds();
+    split.counters_configure_initialize_seconds = configured.initialize;
+    split.counters_configure_availability_seconds = configured.availability;
+    split.counters_configure_images_seconds = configured.images;
+  }
   ASSIGN_OR_RETURN(const Workload* w, FindWorkload(runtime_.task, cmd.workload));
   (void)w;
   double s0 = Now();

@@ -6,6 +6,7 @@
 #include <cupti_range_profiler.h>
 #include <cupti_target.h>
 
+#include <chrono>
 #include <cmath>
 #include <mutex>
 
@@ -24,6 +25,11 @@
 
 namespace ptxbench::gpu {
 namespace {
+
+// Seconds since `t0` on the steady clock (Configure's split).
+double SecondsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
 
 // The range name every counted range gets; one range per collection.
 constexpr char kRangeName[] = "ptxbench_counted_sample";
@@ -205,9 +211,13 @@ absl::StatusOr<std::unique_ptr<HardwareCounters>> HardwareCounters::Create(
   return c;
 }
 
+absl::Status HardwareCounters::InitializeProfiler() { return InitializeProfilerOnce(); }
+
 absl::StatusOr<std::unique_ptr<HardwareCounters>> HardwareCounters::Configure(
     int device_ordinal, const std::vector<std::string>& metrics, CounterSession session) {
   if (metrics.empty()) return absl::InvalidArgumentError("no counter metrics asked for");
+  ConfigureSeconds seconds;
+  auto t0 = std::chrono::steady_clock::now();
   RETURN_IF_ERROR(InitializeProfilerOnce());
   ASSIGN_OR_RETURN(CUcontext ctx, CurrentContext());
   CUpti_Profiler_DeviceSupported_Params supported = {
@@ -222,6 +232,8 @@ absl::StatusOr<std::unique_ptr<HardwareCounters>> HardwareCounters::Configure(
                      ", confidential compute ", supported.confidentialCompute, ")"));
   }
   std::unique_ptr<HardwareCounters> c(new HardwareCounters());
+  seconds.initialize = SecondsSince(t0);
+  t0 = std::chrono::steady_clock::now();
   CUpti_Device_GetChipName_Params chip = {CUpti_Device_GetChipName_Params_STRUCT_SIZE};
   chip.deviceIndex = static_cast<size_t>(device_ordinal);
   PTXBENCH_CUPTI_TRY(cuptiDeviceGetChipName(&chip));
@@ -233,6 +245,8 @@ absl::StatusOr<std::unique_ptr<HardwareCounters>> HardwareCounters::Configure(
   c->availability_.assign(avail.counterAvailabilityImageSize, 0);
   avail.pCounterAvailabilityImage = c->availability_.data();
   PTXBENCH_CUPTI_TRY(cuptiProfilerGetCounterAvailability(&avail));
+  seconds.availability = SecondsSince(t0);
+  t0 = std::chrono::steady_clock::now();
 
   if (session == CounterSession::kOneSessionPassPerLaunch) {
     // CUPTI schedules the passes of one configuration of every metric itself, and Create skips
@@ -282,6 +296,8 @@ absl::StatusOr<std::unique_ptr<HardwareCounters>> HardwareCounters::Configure(
       c->configs_.push_back(std::move(single));
     }
   }
+  seconds.images = SecondsSince(t0);
+  c->configure_seconds_ = seconds;
   c->context_ = ctx;
   c->session_ = session;
   return c;

@@ -98,6 +98,11 @@ class HardwareCounters {
   static absl::StatusOr<std::unique_ptr<HardwareCounters>> Configure(
       int device_ordinal, const std::vector<std::string>& metrics,
       CounterSession session = CounterSession::kPerCollection);
+  // CUPTI's profiler start-up alone (Configure's first step; once per process). Host work that
+  // touches no other process's counters (an instrumented process does the same before the GPU
+  // gate: cupti_sass.cc), so a candidate process does it on its preparing thread, before the
+  // gate, and Configure, under it, finds it done.
+  static absl::Status InitializeProfiler();
   // Enables the range profiler on the context Configure found current (Create's last step).
   absl::Status Enable() { return EnableProfiler(); }
   ~HardwareCounters();
@@ -140,6 +145,14 @@ class HardwareCounters {
                            uint64_t seed) const;
   const std::string& chip() const { return chip_; }
   CounterSession session() const { return session_; }
+  // Where Configure's seconds went, for the timing stage's set-up split (issue 16: the timing
+  // stage of a warm GEMM job waited 1.2 s for the counters' thread, H100 run 19).
+  struct ConfigureSeconds {
+    double initialize = 0;    // cuptiProfilerInitialize (once per process) and device support.
+    double availability = 0;  // The chip's name and counter-availability image (needs the GPU).
+    double images = 0;        // The configuration images (host work).
+  };
+  const ConfigureSeconds& configure_seconds() const { return configure_seconds_; }
 
   // Arms configuration `config` (under kOneSessionPassPerLaunch: pass `config` of the round,
   // which must be the round's next) for the next Begin (its counter-data image and the profiler's
@@ -179,6 +192,7 @@ class HardwareCounters {
 
   std::string chip_;
   CounterSession session_ = CounterSession::kPerCollection;
+  ConfigureSeconds configure_seconds_;
   std::vector<uint8_t> availability_;
   std::vector<std::unique_ptr<Config>> configs_;
   void* context_ = nullptr;         // CUcontext the profiler is enabled on.

@@ -1196,6 +1196,21 @@ struct TimingSetupSplit {
   double module_seconds = 0;           // The timed workload's buffers and the module's reload.
   double baseline_choice_seconds = 0;  // Choosing the baseline (cached: taking the prepared one).
   double counters_seconds = 0;         // Opening the hardware counters (after setup_seconds).
+  // What prepare_wait_seconds waited for, each measured on its own thread (issue 16: a warm
+  // GEMM job's timing stage waited 1.2 s here, H100 run 19). The preparing thread, from the
+  // process's start: the trials' sets, the baseline's buffers and library candidates
+  // (PrepareTiming, in it the candidates), then CUPTI's start-up. The counters' thread, from
+  // "prepare_timing": its wait for the preparing thread, then HardwareCounters::Configure,
+  // split as HardwareCounters::ConfigureSeconds.
+  double preparing_thread_seconds = 0;
+  double baseline_prepare_seconds = 0;
+  double baseline_candidates_seconds = 0;
+  double profiler_initialize_seconds = 0;
+  double trial_sets_seconds = 0;
+  double counters_wait_for_preparing_seconds = 0;
+  double counters_configure_initialize_seconds = 0;
+  double counters_configure_availability_seconds = 0;
+  double counters_configure_images_seconds = 0;
   // The library candidates this process made for the baseline, prepared ahead or at "time":
   // the timing stage's share of the library's set-up (cuDNN finalizes a plan for each).
   size_t baseline_candidates_made = 0;
@@ -1205,6 +1220,15 @@ struct TimingSetupSplit {
     v("module_seconds", m.module_seconds);
     v("baseline_choice_seconds", m.baseline_choice_seconds);
     v("counters_seconds", m.counters_seconds);
+    v("preparing_thread_seconds", m.preparing_thread_seconds);
+    v("baseline_prepare_seconds", m.baseline_prepare_seconds);
+    v("baseline_candidates_seconds", m.baseline_candidates_seconds);
+    v("profiler_initialize_seconds", m.profiler_initialize_seconds);
+    v("trial_sets_seconds", m.trial_sets_seconds);
+    v("counters_wait_for_preparing_seconds", m.counters_wait_for_preparing_seconds);
+    v("counters_configure_initialize_seconds", m.counters_configure_initialize_seconds);
+    v("counters_configure_availability_seconds", m.counters_configure_availability_seconds);
+    v("counters_configure_images_seconds", m.counters_configure_images_seconds);
     v("baseline_candidates_made", m.baseline_candidates_made);
   }
 };

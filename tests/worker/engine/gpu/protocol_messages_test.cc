@@ -276,6 +276,8 @@ TEST_CASE("events round-trip with their nested parts", "[protocol]") {
   timing.result.counted_end_seconds = 0.125;
   timing.result.counted_prepare_seconds = 0.0625;
   timing.setup_split = {0.5, 0.25, 0.125, 0.375};
+  timing.setup_split.preparing_thread_seconds = 1.5;
+  timing.setup_split.counters_configure_availability_seconds = 0.0625;
   timing.baseline_choice.selection = BaselineSelection::kFastest;
   timing.baseline_choice.measured = true;
   timing.baseline_choice.chosen = 1;
@@ -317,6 +319,8 @@ TEST_CASE("events round-trip with their nested parts", "[protocol]") {
   CHECK(t.setup_split.module_seconds == 0.25);
   CHECK(t.setup_split.baseline_choice_seconds == 0.125);
   CHECK(t.setup_split.counters_seconds == 0.375);
+  CHECK(t.setup_split.preparing_thread_seconds == 1.5);
+  CHECK(t.setup_split.counters_configure_availability_seconds == 0.0625);
   TimingEvent uncounted;
   uncounted.result.counters.not_collected_reason = "CUPTI_ERROR_INSUFFICIENT_PRIVILEGES";
   CHECK_FALSE(RoundTrip(uncounted).result.counters.collected);
